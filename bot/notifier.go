@@ -1,0 +1,294 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// Subscriptions lists the chats that chose to get (or not get) pushes.
+type Subscriptions interface {
+	Subscriptions(ctx context.Context) ([]store.Subscription, error)
+}
+
+// NotifierOptions configure a Notifier.
+type NotifierOptions struct {
+	Transports []Transport
+	// Always are chats that get every notice (the local console).
+	Always        []ChatKey
+	Subscriptions Subscriptions // may be nil
+	Logger        *slog.Logger
+	// Retries is how many times a failed send is tried again (default 3),
+	// with a doubling pause starting at RetryPause (default 1 s).
+	Retries    int
+	RetryPause time.Duration
+}
+
+// Notifier turns run events into messages and sends them to the chats that
+// should see them: the chat that started the run, the Always chats, and
+// every chat that subscribed (muted chats get alerts but no progress).
+//
+// Events are queued by OnEvent, which never blocks the supervisor, and
+// delivered by one goroutine, in order.
+type Notifier struct {
+	opts       NotifierOptions
+	transports map[string]Transport
+	log        *slog.Logger
+
+	mu      sync.Mutex
+	queue   []trainer.Event
+	wake    chan struct{}
+	closing bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// NewNotifier returns a notifier; Start begins delivery.
+func NewNotifier(opts NotifierOptions) *Notifier {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Retries <= 0 {
+		opts.Retries = 3
+	}
+	if opts.RetryPause <= 0 {
+		opts.RetryPause = time.Second
+	}
+	n := &Notifier{opts: opts, transports: map[string]Transport{}, log: opts.Logger, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	for _, t := range opts.Transports {
+		n.transports[t.Name()] = t
+	}
+	return n
+}
+
+// OnEvent queues a run event; it is a trainer.Listener.
+func (n *Notifier) OnEvent(e trainer.Event) {
+	n.mu.Lock()
+	n.queue = append(n.queue, e)
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start begins delivering queued events.
+func (n *Notifier) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	go n.loop(ctx)
+}
+
+// Close delivers what is queued (until ctx ends) and stops.
+func (n *Notifier) Close(ctx context.Context) error {
+	n.mu.Lock()
+	n.closing = true
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-n.done:
+		return nil
+	case <-ctx.Done():
+		n.cancel()
+		<-n.done
+		return ctx.Err()
+	}
+}
+
+func (n *Notifier) loop(ctx context.Context) {
+	defer close(n.done)
+	for {
+		n.mu.Lock()
+		q := n.queue
+		n.queue = nil
+		closing := n.closing
+		n.mu.Unlock()
+		for _, e := range q {
+			n.deliver(ctx, e)
+		}
+		if len(q) > 0 {
+			continue
+		}
+		if closing {
+			return
+		}
+		select {
+		case <-n.wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// deliver sends one event to its chats.
+func (n *Notifier) deliver(ctx context.Context, e trainer.Event) {
+	reply, ok := EventReply(e)
+	if !ok {
+		return
+	}
+	for _, chat := range n.targets(ctx, e, reply.Kind) {
+		t := n.transports[chat.Transport]
+		if t == nil {
+			continue
+		}
+		if err := n.send(ctx, t, chat.Chat, reply); err != nil {
+			n.log.Error("deliver notice", "chat", chat.String(), "run", e.Run.ID, "err", err)
+		}
+	}
+}
+
+func (n *Notifier) send(ctx context.Context, t Transport, chat int64, r Reply) error {
+	pause := n.opts.RetryPause
+	var err error
+	for attempt := 0; attempt <= n.opts.Retries; attempt++ {
+		if err = t.Send(ctx, chat, r); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || attempt == n.opts.Retries {
+			break
+		}
+		n.log.Warn("send failed, retrying", "transport", t.Name(), "chat", chat, "in", pause, "err", err)
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		}
+		pause *= 2
+	}
+	return err
+}
+
+// targets are the chats an event goes to, without duplicates.
+func (n *Notifier) targets(ctx context.Context, e trainer.Event, kind Kind) []ChatKey {
+	var out []ChatKey
+	add := func(k ChatKey) {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	origin, hasOrigin := parseChatKey(e.Run.Origin)
+	for _, k := range n.opts.Always {
+		if e.Kind == trainer.EventStarted && hasOrigin && k == origin {
+			continue // the starter already got the reply
+		}
+		add(k)
+	}
+	if hasOrigin && e.Kind != trainer.EventStarted {
+		add(origin)
+	}
+	if n.opts.Subscriptions != nil {
+		subs, err := n.opts.Subscriptions.Subscriptions(ctx)
+		if err != nil {
+			n.log.Warn("read subscriptions", "err", err)
+		}
+		for _, s := range subs {
+			k := ChatKey{Transport: s.Transport, Chat: s.Chat}
+			if e.Kind == trainer.EventStarted && hasOrigin && k == origin {
+				continue
+			}
+			if s.Subscribed || kind == KindAlert {
+				add(k)
+			}
+		}
+	}
+	return out
+}
+
+func parseChatKey(s string) (ChatKey, bool) {
+	t, id, ok := strings.Cut(s, ":")
+	if !ok || t == "" {
+		return ChatKey{}, false
+	}
+	var chat int64
+	if _, err := fmt.Sscan(id, &chat); err != nil {
+		return ChatKey{}, false
+	}
+	return ChatKey{Transport: t, Chat: chat}, true
+}
+
+// EventReply is the message for a run event; ok is false for events that
+// are not announced.
+func EventReply(e trainer.Event) (Reply, bool) {
+	r := e.Run
+	switch e.Kind {
+	case trainer.EventStarted:
+		text := fmt.Sprintf("▶️ run #%d started: %s", r.ID, r.Job)
+		if len(r.Params) > 0 {
+			text += " " + paramsText(r.Params)
+		}
+		if r.StartedBy != "" {
+			text += " (by " + r.StartedBy + ")"
+		}
+		return Reply{Text: text, Kind: KindNotice, RunID: r.ID, Buttons: startButtons(), Key: fmt.Sprintf("run:%d:started", r.ID)}, true
+	case trainer.EventAlert:
+		a := e.Alert
+		text := fmt.Sprintf("%s run #%d (%s): %s", OutcomeIcon(a.Kind), r.ID, r.Job, a.Text)
+		switch a.Kind {
+		case trainer.OutcomeOOM:
+			text = fmt.Sprintf("💥 run #%d (%s) hit out-of-memory: %s", r.ID, r.Job, a.Text)
+		case trainer.OutcomeNaN:
+			text = fmt.Sprintf("⚠️ run #%d (%s) has a NaN loss: %s", r.ID, r.Job, a.Text)
+		case trainer.OutcomeStalled:
+			text = fmt.Sprintf("⏸ run #%d (%s) looks stalled: %s", r.ID, r.Job, a.Text)
+		}
+		return Reply{Text: text, Kind: KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:alert:%s:%d", r.ID, a.Kind, e.At.Unix())}, true
+	case trainer.EventEnded:
+		return Reply{Text: EndReport(e), Kind: KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:ended", r.ID)}, true
+	}
+	return Reply{}, false
+}
+
+// EndReport describes how a run ended: outcome, duration, steps, final
+// metrics, peak memory and the detail.
+func EndReport(e trainer.Event) string {
+	r := e.Run
+	var b strings.Builder
+	verb := string(r.Outcome)
+	switch r.Outcome {
+	case trainer.OutcomeOOM:
+		verb = "ran out of memory"
+	case trainer.OutcomeNaN:
+		verb = "diverged (NaN loss)"
+	case trainer.OutcomeStopped:
+		verb = "stopped"
+		if r.StoppedBy != "" {
+			verb += " by " + r.StoppedBy
+		}
+	}
+	fmt.Fprintf(&b, "%s run #%d (%s) %s after %s", OutcomeIcon(r.Outcome), r.ID, r.Job, verb, trainer.FormatDuration(r.Duration(e.At)))
+	if r.Steps > 0 {
+		if r.Total > 0 {
+			fmt.Fprintf(&b, " · step %d/%d", r.Steps, r.Total)
+		} else {
+			fmt.Fprintf(&b, " · %d steps", r.Steps)
+		}
+	}
+	if e.Status != nil && len(e.Status.Last) > 0 {
+		b.WriteString("\n" + metricsText(e.Status.Last, 6))
+	}
+	var mem []string
+	if r.PeakGPUMem != nil {
+		mem = append(mem, "peak GPU memory "+trainer.FormatBytes(*r.PeakGPUMem))
+	}
+	if r.PeakHostMem != nil {
+		mem = append(mem, "peak host memory "+trainer.FormatBytes(*r.PeakHostMem))
+	}
+	if len(mem) > 0 {
+		b.WriteString("\n" + strings.Join(mem, " · "))
+	}
+	if r.Outcome != trainer.OutcomeFinished && r.Outcome != trainer.OutcomeStopped && r.Detail != "" {
+		b.WriteString("\n" + r.Detail)
+	}
+	return b.String()
+}

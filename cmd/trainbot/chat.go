@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/trainbot/trainbot/config"
+)
+
+// configFlags are the flags shared by commands that read a config file.
+type configFlags struct {
+	config   string
+	data     string
+	logLevel string
+}
+
+func (c *configFlags) register(fs *flag.FlagSet, needConfig bool) {
+	help := "config file (TOML)"
+	if !needConfig {
+		help += "; optional"
+	}
+	fs.StringVar(&c.config, "config", "", help)
+	fs.StringVar(&c.data, "data", "", "data directory: database, run logs, charts (config data_dir; default $XDG_STATE_HOME/trainbot)")
+	fs.StringVar(&c.logLevel, "log-level", "", "debug, info, warn or error (config log_level)")
+}
+
+// load builds the configuration: defaults, the file, the environment, the
+// flags; then validates. On error it reports and returns the exit status.
+func (c *configFlags) load(e env) (*config.Config, int) {
+	cfg := config.DefaultConfig()
+	if c.config != "" {
+		f, err := os.Open(c.config)
+		if err != nil {
+			return nil, errorf(e, "read config: %v", err)
+		}
+		err = cfg.Parse(c.config, f)
+		f.Close()
+		if err != nil {
+			return nil, reportConfig(e, err)
+		}
+	}
+	if err := cfg.ApplyEnv(e.environ); err != nil {
+		return nil, reportConfig(e, err)
+	}
+	if c.data != "" {
+		cfg.DataDir = c.data
+	}
+	if c.logLevel != "" {
+		cfg.LogLevel = c.logLevel
+	}
+	cfg.DataDir = config.ExpandHome(cfg.DataDir)
+	if err := cfg.Validate(); err != nil {
+		return nil, reportConfig(e, err)
+	}
+	return cfg, exitOK
+}
+
+// reportConfig prints every config error, one per line.
+func reportConfig(e env, err error) int {
+	var errs config.Errors
+	if errors.As(err, &errs) {
+		for _, fe := range errs {
+			fmt.Fprintln(e.stderr, "trainbot: "+fe.Error())
+		}
+		fmt.Fprintf(e.stderr, "trainbot: %d config error(s)\n", len(errs))
+		return exitFail
+	}
+	return errorf(e, "%v", err)
+}
+
+func cmdConsole(ctx context.Context, args []string, e env) int {
+	fs := newFlags("console", "--config FILE [--data DIR]", e)
+	var cf configFlags
+	cf.register(fs, true)
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(fs, e, "unexpected argument %q", pos[0])
+	}
+	if cf.config == "" {
+		return usageError(fs, e, "--config FILE is required (try 'trainbot demo' for the built-in job)")
+	}
+	cfg, code := cf.load(e)
+	if cfg == nil {
+		return code
+	}
+	jobs, err := cfg.TrainerJobs()
+	if err != nil {
+		return reportConfig(e, err)
+	}
+	if len(jobs) == 0 {
+		fmt.Fprintf(e.stderr, "trainbot: %s has no [[jobs]]; 开始 will have nothing to start\n", cf.config)
+	}
+	level, _ := config.ParseLevel(cfg.LogLevel)
+	greet(e, len(jobs))
+	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, logLevel: level, console: true, exitAtEOF: true})
+}
+
+func cmdServe(ctx context.Context, args []string, e env) int {
+	fs := newFlags("serve", "--config FILE [--data DIR]", e)
+	var cf configFlags
+	cf.register(fs, true)
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(fs, e, "unexpected argument %q", pos[0])
+	}
+	if cf.config == "" {
+		return usageError(fs, e, "--config FILE is required")
+	}
+	cfg, code := cf.load(e)
+	if cfg == nil {
+		return code
+	}
+	jobs, err := cfg.TrainerJobs()
+	if err != nil {
+		return reportConfig(e, err)
+	}
+	level, _ := config.ParseLevel(cfg.LogLevel)
+	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, logLevel: level, console: cfg.Console.Enabled})
+}
+
+func cmdCheck(ctx context.Context, args []string, e env) int {
+	fs := newFlags("check", "--config FILE", e)
+	var cf configFlags
+	cf.register(fs, true)
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if cf.config == "" && len(pos) == 1 {
+		cf.config = pos[0] // "trainbot check FILE" works too
+		pos = nil
+	}
+	if len(pos) > 0 {
+		return usageError(fs, e, "unexpected argument %q", pos[0])
+	}
+	if cf.config == "" {
+		return usageError(fs, e, "--config FILE is required")
+	}
+	cfg, code := cf.load(e)
+	if cfg == nil {
+		return code
+	}
+	names := make([]string, len(cfg.Jobs))
+	for i, j := range cfg.Jobs {
+		names[i] = j.Name
+	}
+	jobs := "no jobs"
+	if len(names) > 0 {
+		jobs = fmt.Sprintf("%d job(s): %s", len(names), strings.Join(names, ", "))
+	}
+	fmt.Fprintf(e.stdout, "%s: OK — %s; data_dir %s\n", cf.config, jobs, cfg.DataDir)
+	return exitOK
+}
+
+// greet prints the first lines of a terminal chat.
+func greet(e env, jobs int) {
+	fmt.Fprintf(e.stdout, "trainbot terminal chat — %d job(s). Type 开始 to start, 状态 for status, 画图 for a chart, 停止 to stop, 帮助 for help.\n", jobs)
+}

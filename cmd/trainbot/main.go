@@ -1,0 +1,152 @@
+// Command trainbot starts, stops and watches deep-learning training runs from
+// a chat: the terminal (`trainbot demo`, `trainbot console`) or the chat
+// transports of a config file (`trainbot serve`). It also reads the history
+// (`trainbot runs`, `trainbot plot`) and checks config files
+// (`trainbot check`).
+//
+// Only main calls os.Exit; every subcommand returns an exit status:
+// 0 success, 1 failure, 2 usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// env is what a subcommand may touch of the outside world.
+type env struct {
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	environ []string
+	// exe is the program to run for the demo child ("trainbot demo-train").
+	exe string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	code := run(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ(), exe: exe})
+	stop()
+	os.Exit(code)
+}
+
+type subcommand struct {
+	name    string
+	summary string
+	hidden  bool
+	run     func(ctx context.Context, args []string, e env) int
+}
+
+func subcommands() []subcommand {
+	return []subcommand{
+		{name: "demo", summary: "the terminal chat with the built-in demo job (no GPU, no token needed)", run: cmdDemo},
+		{name: "console", summary: "the terminal chat with the jobs of a config file", run: cmdConsole},
+		{name: "serve", summary: "run the bot with the transports of a config file", run: cmdServe},
+		{name: "check", summary: "validate a config file", run: cmdCheck},
+		{name: "runs", summary: "list runs, or show one: runs show ID", run: cmdRuns},
+		{name: "plot", summary: "draw a run's loss chart to a PNG file", run: cmdPlot},
+		{name: "version", summary: "print the version", run: cmdVersion},
+		{name: "demo-train", summary: "the demo training itself (run by trainbot as a child)", hidden: true, run: cmdDemoTrain},
+	}
+}
+
+func run(ctx context.Context, args []string, e env) int {
+	if len(args) == 0 {
+		usage(e.stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		usage(e.stdout)
+		return exitOK
+	case "-v", "--version":
+		name = "version"
+	}
+	for _, c := range subcommands() {
+		if c.name == name {
+			return c.run(ctx, args[1:], e)
+		}
+	}
+	fmt.Fprintf(e.stderr, "trainbot: unknown command %q\n\n", name)
+	usage(e.stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "trainbot: start, stop and watch training runs from a chat.")
+	fmt.Fprintln(w, "\nUsage: trainbot COMMAND [flags]")
+	fmt.Fprintln(w, "\nCommands:")
+	for _, c := range subcommands() {
+		if !c.hidden {
+			fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		}
+	}
+	fmt.Fprintln(w, "\nRun 'trainbot COMMAND -h' for the flags of a command.")
+	fmt.Fprintln(w, "Try it: go run ./cmd/trainbot demo   then type 开始, 状态, 画图, 停止.")
+}
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func newFlags(name, args string, e env) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: trainbot %s %s\n\nFlags:\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses flags anywhere among the arguments ("runs show 3 --json")
+// and returns the positional arguments. ok is false after a usage error
+// (already reported); help is true after -h.
+func parseFlags(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitUsage, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, true
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), 0, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// usageError reports a bad argument and returns the usage status.
+func usageError(fs *flag.FlagSet, e env, format string, args ...any) int {
+	fmt.Fprintf(e.stderr, "trainbot %s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.Usage()
+	return exitUsage
+}
+
+func errorf(e env, format string, args ...any) int {
+	msg := fmt.Sprintf(format, args...)
+	fmt.Fprintln(e.stderr, "trainbot: "+strings.TrimRight(msg, "\n"))
+	return exitFail
+}

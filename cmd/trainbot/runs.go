@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// runJSON is a run in `trainbot runs --json`. Field names are a contract.
+type runJSON struct {
+	ID               int64               `json:"id"`
+	Job              string              `json:"job"`
+	State            string              `json:"state"`
+	Outcome          string              `json:"outcome"`
+	Detail           string              `json:"detail"`
+	ExitCode         *int                `json:"exit_code"`
+	StartedAt        time.Time           `json:"started_at"`
+	EndedAt          *time.Time          `json:"ended_at"`
+	DurationS        float64             `json:"duration_s"`
+	Params           map[string]string   `json:"params"`
+	Steps            int64               `json:"steps"`
+	TotalSteps       int64               `json:"total_steps"`
+	Last             map[string]*float64 `json:"last"` // null for NaN/Inf
+	PeakGPUMemBytes  *int64              `json:"peak_gpu_mem_bytes"`
+	PeakHostMemBytes *int64              `json:"peak_host_mem_bytes"`
+	StartedBy        string              `json:"started_by"`
+	StoppedBy        string              `json:"stopped_by"`
+	PID              int                 `json:"pid"`
+	Command          []string            `json:"command"`
+	LogPath          string              `json:"log_path"`
+}
+
+func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
+	j := runJSON{
+		ID: r.ID, Job: r.Job, State: string(r.State), Outcome: string(r.Outcome), Detail: r.Detail,
+		ExitCode: r.ExitCode, StartedAt: r.StartedAt.UTC(), DurationS: math.Round(r.Duration(now).Seconds()*1000) / 1000,
+		Params: r.Params, Steps: r.Steps, TotalSteps: r.Total, Last: map[string]*float64{},
+		PeakGPUMemBytes: r.PeakGPUMem, PeakHostMemBytes: r.PeakHostMem,
+		StartedBy: r.StartedBy, StoppedBy: r.StoppedBy, PID: r.PID, Command: r.Command, LogPath: r.LogPath,
+	}
+	if j.Params == nil {
+		j.Params = map[string]string{}
+	}
+	if !r.EndedAt.IsZero() {
+		t := r.EndedAt.UTC()
+		j.EndedAt = &t
+	}
+	for k, v := range last {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			j.Last[k] = nil
+			continue
+		}
+		v := v
+		j.Last[k] = &v
+	}
+	return j
+}
+
+func cmdRuns(ctx context.Context, args []string, e env) int {
+	fs := newFlags("runs", "[--json] [--limit N] [--job NAME] | runs show ID [--json]", e)
+	var cf configFlags
+	cf.register(fs, false)
+	asJSON := fs.Bool("json", false, "print JSON")
+	limit := fs.Int("limit", 0, "at most this many runs, newest first (0: all)")
+	job := fs.String("job", "", "only runs of this job")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if *limit < 0 {
+		return usageError(fs, e, "--limit %d: want 0 or more", *limit)
+	}
+	var showID int64
+	switch {
+	case len(pos) == 0:
+	case pos[0] == "show" && len(pos) == 2:
+		id, err := strconv.ParseInt(strings.TrimPrefix(pos[1], "#"), 10, 64)
+		if err != nil || id <= 0 {
+			return usageError(fs, e, "runs show: %q is not a run id", pos[1])
+		}
+		showID = id
+	case pos[0] == "show":
+		return usageError(fs, e, "runs show takes one run id")
+	default:
+		return usageError(fs, e, "unexpected argument %q", pos[0])
+	}
+	cfg, code := cf.load(e)
+	if cfg == nil {
+		return code
+	}
+	st, code := openStore(e, cfg.DataDir)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	now := time.Now()
+	if showID != 0 {
+		r, err := st.Run(ctx, showID)
+		if errors.Is(err, store.ErrNotFound) {
+			return errorf(e, "run %d not found in %s", showID, cfg.DataDir)
+		}
+		if err != nil {
+			return errorf(e, "%v", err)
+		}
+		last, err := st.LastValues(ctx, r.ID)
+		if err != nil {
+			return errorf(e, "%v", err)
+		}
+		if *asJSON {
+			return printJSON(e, toJSON(r, last, now))
+		}
+		fmt.Fprintln(e.stdout, bot.EndedText(r, last))
+		fmt.Fprintf(e.stdout, "started %s by %s\ncommand %s\nlog %s\n", r.StartedAt.Format(time.RFC3339), def(r.StartedBy, "?"), strings.Join(r.Command, " "), r.LogPath)
+		return exitOK
+	}
+	runs, err := st.Runs(ctx, store.RunFilter{Job: *job, Limit: *limit})
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
+	out := make([]runJSON, 0, len(runs))
+	for _, r := range runs {
+		last, err := st.LastValues(ctx, r.ID)
+		if err != nil {
+			return errorf(e, "%v", err)
+		}
+		if *asJSON {
+			out = append(out, toJSON(r, last, now))
+		} else {
+			fmt.Fprintln(e.stdout, bot.RunLine(r, last, now))
+		}
+	}
+	if *asJSON {
+		return printJSON(e, out)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintf(e.stdout, "no runs yet in %s\n", cfg.DataDir)
+	}
+	return exitOK
+}
+
+func def(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func printJSON(e env, v any) int {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return errorf(e, "encode json: %v", err)
+	}
+	return exitOK
+}
+
+// openStore opens the store of an existing data directory.
+func openStore(e env, dir string) (*store.Store, int) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, errorf(e, "no data directory %s (no run yet?): %v", dir, err)
+	}
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		return nil, errorf(e, "%v", err)
+	}
+	return st, exitOK
+}
+
+func cmdPlot(ctx context.Context, args []string, e env) int {
+	fs := newFlags("plot", "ID [--metric NAME] [-o FILE.png]", e)
+	var cf configFlags
+	cf.register(fs, false)
+	metric := fs.String("metric", "", "metric to draw (default: every loss)")
+	out := fs.String("o", "", "output PNG file (default run-ID-loss.png)")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(fs, e, "plot takes one run id")
+	}
+	id, err := strconv.ParseInt(strings.TrimPrefix(pos[0], "#"), 10, 64)
+	if err != nil || id <= 0 {
+		return usageError(fs, e, "%q is not a run id", pos[0])
+	}
+	cfg, code := cf.load(e)
+	if cfg == nil {
+		return code
+	}
+	st, code := openStore(e, cfg.DataDir)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	r, err := st.Run(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return errorf(e, "run %d not found in %s", id, cfg.DataDir)
+	}
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
+	png, caption, err := bot.RunChart(ctx, st, r, strings.ToLower(*metric), cfg.Plots.Smoothing)
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
+	path := *out
+	if path == "" {
+		name := "loss"
+		if *metric != "" {
+			name = *metric
+		}
+		path = fmt.Sprintf("run-%d-%s.png", id, name)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		return errorf(e, "write chart: %v", err)
+	}
+	fmt.Fprintf(e.stdout, "%s (%s)\n", path, caption)
+	return exitOK
+}
+
+// Version is set at build time with -ldflags "-X main.Version=v1.2.3".
+var Version = ""
+
+func cmdVersion(ctx context.Context, args []string, e env) int {
+	fs := newFlags("version", "", e)
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(fs, e, "unexpected argument %q", pos[0])
+	}
+	v := Version
+	goVersion := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		if v == "" {
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+					v = "dev-" + s.Value[:12]
+				}
+			}
+		}
+	}
+	if v == "" {
+		v = "dev"
+	}
+	fmt.Fprintf(e.stdout, "trainbot %s (%s)\n", v, goVersion)
+	return exitOK
+}

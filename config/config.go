@@ -1,0 +1,408 @@
+// Package config reads trainbot's TOML configuration: DefaultConfig, then
+// the file (Parse), then the environment (ApplyEnv: TRAINBOT_DATA_DIR,
+// TRAINBOT_TELEGRAM_TOKEN, …), then flags (set by the caller), then
+// Validate. Parsing is strict: an unknown key or a wrong type is an error
+// naming the key and its line, and every error is reported, not just the
+// first.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/logparse"
+)
+
+// Config is the whole configuration.
+type Config struct {
+	// DataDir holds the SQLite database, run logs and charts.
+	DataDir  string        `toml:"data_dir"`
+	LogLevel string        `toml:"log_level"`
+	Console  ConsoleConfig `toml:"console"`
+	Plots    PlotsConfig   `toml:"plots"`
+	Jobs     []JobConfig   `toml:"jobs"`
+
+	file  string
+	lines map[string]int
+}
+
+// ConsoleConfig is the terminal transport.
+type ConsoleConfig struct {
+	// Enabled makes `trainbot serve` read commands from the terminal too.
+	Enabled bool `toml:"enabled"`
+}
+
+// PlotsConfig tunes charts.
+type PlotsConfig struct {
+	// Smoothing is the EMA weight of the smoothed loss line, in [0, 1).
+	Smoothing float64 `toml:"smoothing"`
+}
+
+// JobConfig is one [[jobs]] entry.
+type JobConfig struct {
+	Name        string                 `toml:"name"`
+	Description string                 `toml:"description"`
+	Command     []string               `toml:"command"`
+	Dir         string                 `toml:"dir"`
+	Env         map[string]string      `toml:"env"`
+	Params      map[string]ParamConfig `toml:"params"`
+	Lock        string                 `toml:"lock"`
+	StopGrace   Duration               `toml:"stop_grace"`
+	KillGrace   Duration               `toml:"kill_grace"`
+	StallAfter  Duration               `toml:"stall_after"`
+	NaNAfter    int                    `toml:"nan_after"`
+	StopOnNaN   bool                   `toml:"stop_on_nan"`
+	Patterns    []string               `toml:"patterns"`
+	MaxLogSize  ByteSize               `toml:"max_log_size"`
+	TailLines   int                    `toml:"tail_lines"`
+}
+
+// ParamConfig declares one job parameter.
+type ParamConfig struct {
+	Type    string   `toml:"type"`
+	Default any      `toml:"default"`
+	Min     *float64 `toml:"min"`
+	Max     *float64 `toml:"max"`
+	Choices []any    `toml:"choices"`
+	Env     string   `toml:"env"`
+	Help    string   `toml:"help"`
+}
+
+// DefaultConfig returns the configuration before any file is read.
+func DefaultConfig() *Config {
+	return &Config{
+		DataDir:  DefaultDataDir(),
+		LogLevel: "info",
+		Console:  ConsoleConfig{Enabled: false},
+		Plots:    PlotsConfig{Smoothing: 0.6},
+	}
+}
+
+// DefaultDataDir is $XDG_STATE_HOME/trainbot, or ~/.local/state/trainbot.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "trainbot")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return filepath.Join(os.TempDir(), "trainbot-state")
+	}
+	return filepath.Join(home, ".local", "state", "trainbot")
+}
+
+// Load reads and validates a config file on top of the defaults and the
+// environment.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	c := DefaultConfig()
+	if err := c.Parse(path, f); err != nil {
+		return nil, err
+	}
+	if err := c.ApplyEnv(os.Environ()); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Parse reads TOML from r over the current values. name is used in error
+// messages. The error is an Errors listing every problem.
+func (c *Config) Parse(name string, r io.Reader) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("read config %s: %w", name, err)
+	}
+	doc, lines, err := parseDocument(name, data)
+	if err != nil {
+		return err
+	}
+	c.file, c.lines = name, lines
+	d := &decoder{file: name, lines: lines}
+	d.decodeStruct("", doc, reflect.ValueOf(c).Elem())
+	if len(d.errs) > 0 {
+		return d.errs
+	}
+	return nil
+}
+
+// EnvPrefix starts every environment variable trainbot reads.
+const EnvPrefix = "TRAINBOT_"
+
+// ApplyEnv sets scalar keys from TRAINBOT_<SECTION>_<KEY> variables:
+// TRAINBOT_DATA_DIR, TRAINBOT_LOG_LEVEL, TRAINBOT_TELEGRAM_TOKEN. Variables
+// that name no key are ignored (trainbot sets TRAINBOT_RUN_ID and the like
+// for its children).
+func (c *Config) ApplyEnv(environ []string) error {
+	vars := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, EnvPrefix) {
+			vars[k] = v
+		}
+	}
+	var errs Errors
+	var walk func(prefix string, v reflect.Value)
+	walk = func(prefix string, v reflect.Value) {
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			tag := t.Field(i).Tag.Get("toml")
+			if tag == "" || tag == "-" {
+				continue
+			}
+			f := v.Field(i)
+			name := prefix + strings.ToUpper(tag)
+			if f.Kind() == reflect.Struct {
+				walk(name+"_", f)
+				continue
+			}
+			s, ok := vars[name]
+			if !ok {
+				continue
+			}
+			if err := setFromString(f, s); err != nil {
+				errs = append(errs, &FieldError{Key: "$" + name, Msg: err.Error()})
+			}
+		}
+	}
+	walk(EnvPrefix, reflect.ValueOf(c).Elem())
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func setFromString(f reflect.Value, s string) error {
+	switch f.Type() {
+	case durationType:
+		d, err := ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(d))
+		return nil
+	case byteSizeType:
+		n, err := ParseByteSize(s)
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+		return nil
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(s)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", s)
+		}
+		f.SetBool(b)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return fmt.Errorf("want an integer, got %q", s)
+		}
+		f.SetInt(n)
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return fmt.Errorf("want a number, got %q", s)
+		}
+		f.SetFloat(x)
+	case reflect.Slice:
+		if f.Type().Elem().Kind() == reflect.Int64 {
+			var out []int64
+			for _, p := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+				n, err := strconv.ParseInt(p, 10, 64)
+				if err != nil {
+					return fmt.Errorf("want comma-separated integers, got %q", s)
+				}
+				out = append(out, n)
+			}
+			f.Set(reflect.ValueOf(out))
+			return nil
+		}
+		return fmt.Errorf("cannot be set from the environment")
+	default:
+		return fmt.Errorf("cannot be set from the environment")
+	}
+	return nil
+}
+
+// errorAt returns an error for key, with its line when the file has it.
+func (c *Config) errorAt(key, format string, args ...any) *FieldError {
+	d := decoder{file: c.file, lines: c.lines}
+	return &FieldError{File: c.file, Line: d.line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks values; every problem is returned in an Errors.
+func (c *Config) Validate() error {
+	var errs Errors
+	add := func(e *FieldError) { errs = append(errs, e) }
+	if strings.TrimSpace(c.DataDir) == "" {
+		add(c.errorAt("data_dir", "must not be empty"))
+	}
+	if _, err := ParseLevel(c.LogLevel); err != nil {
+		add(c.errorAt("log_level", "%v", err))
+	}
+	if c.Plots.Smoothing < 0 || c.Plots.Smoothing >= 1 {
+		add(c.errorAt("plots.smoothing", "want a number in [0, 1), got %g", c.Plots.Smoothing))
+	}
+	seen := map[string]int{}
+	for i, jc := range c.Jobs {
+		key := fmt.Sprintf("jobs[%d]", i)
+		if jc.Name == "" {
+			add(c.errorAt(key, "a job needs a name"))
+		} else if prev, dup := seen[jc.Name]; dup {
+			add(c.errorAt(key+".name", "job %q is already defined at jobs[%d]", jc.Name, prev))
+		} else {
+			seen[jc.Name] = i
+		}
+		job, jerrs := c.job(i)
+		errs = append(errs, jerrs...)
+		if job != nil && len(jerrs) == 0 {
+			if err := job.Normalize(); err != nil {
+				for _, e := range unwrapAll(err) {
+					add(c.errorAt(key, "%v", e))
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func unwrapAll(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// ParseLevel reads a log level: debug, info, warn, error.
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.TrimSpace(s))); err != nil {
+		return 0, fmt.Errorf("want debug, info, warn or error, got %q", s)
+	}
+	return l, nil
+}
+
+// TrainerJobs converts the [[jobs]] entries. Call after Validate.
+func (c *Config) TrainerJobs() ([]*trainer.Job, error) {
+	var out []*trainer.Job
+	for i := range c.Jobs {
+		j, errs := c.job(i)
+		if len(errs) > 0 {
+			return nil, errs
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// job converts one job entry, checking what is local to it.
+func (c *Config) job(i int) (*trainer.Job, Errors) {
+	jc := c.Jobs[i]
+	key := fmt.Sprintf("jobs[%d]", i)
+	var errs Errors
+	j := &trainer.Job{
+		Name: jc.Name, Description: jc.Description, Command: jc.Command, Dir: ExpandHome(jc.Dir),
+		Env: jc.Env, Lock: jc.Lock, StopGrace: time.Duration(jc.StopGrace), KillGrace: time.Duration(jc.KillGrace),
+		StallAfter: time.Duration(jc.StallAfter), NaNAfter: jc.NaNAfter, StopOnNaN: jc.StopOnNaN,
+		Patterns: jc.Patterns, MaxLogBytes: int64(jc.MaxLogSize), TailLines: jc.TailLines,
+		Params: map[string]trainer.ParamSpec{},
+	}
+	if len(jc.Command) == 0 {
+		errs = append(errs, c.errorAt(key+".command", "a job needs a command, e.g. command = [\"python3\", \"train.py\"]"))
+	}
+	if jc.Dir != "" {
+		if st, err := os.Stat(j.Dir); err != nil || !st.IsDir() {
+			errs = append(errs, c.errorAt(key+".dir", "%q is not a directory", jc.Dir))
+		}
+	}
+	for k := range jc.Env {
+		if k == "" || strings.ContainsAny(k, "= \x00") {
+			errs = append(errs, c.errorAt(key+".env."+k, "%q is not an environment variable name", k))
+		}
+	}
+	for pi, p := range jc.Patterns {
+		if _, err := logparse.CompilePattern(p); err != nil {
+			errs = append(errs, c.errorAt(fmt.Sprintf("%s.patterns[%d]", key, pi), "%v", err))
+		}
+	}
+	if jc.NaNAfter < 0 {
+		errs = append(errs, c.errorAt(key+".nan_after", "cannot be negative"))
+	}
+	if jc.TailLines < 0 || jc.TailLines > 100000 {
+		errs = append(errs, c.errorAt(key+".tail_lines", "want 1..100000, got %d", jc.TailLines))
+	}
+	names := make([]string, 0, len(jc.Params))
+	for n := range jc.Params {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		pc := jc.Params[n]
+		pkey := key + ".params." + n
+		spec := trainer.ParamSpec{Type: trainer.ParamType(pc.Type), Min: pc.Min, Max: pc.Max, Env: pc.Env, Help: pc.Help}
+		if pc.Type == "" {
+			errs = append(errs, c.errorAt(pkey+".type", "missing: int, float, string or bool"))
+		}
+		if pc.Default != nil {
+			spec.Default, spec.HasDefault = scalarText(pc.Default), true
+		}
+		for _, ch := range pc.Choices {
+			spec.Choices = append(spec.Choices, scalarText(ch))
+		}
+		if (pc.Min != nil || pc.Max != nil) && pc.Type != "int" && pc.Type != "float" {
+			errs = append(errs, c.errorAt(pkey, "min and max apply to int and float parameters only"))
+		}
+		j.Params[n] = spec
+	}
+	return j, errs
+}
+
+func scalarText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// ExpandHome replaces a leading "~/" with the home directory.
+func ExpandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}
+
+// IsInvalid reports whether err is a config error.
+func IsInvalid(err error) bool { return errors.Is(err, ErrInvalid) }

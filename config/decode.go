@@ -1,0 +1,469 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	toml "github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// FieldError is one problem with one key of the config.
+type FieldError struct {
+	File string // "" when the problem is not from a file (environment, flags)
+	Line int    // 0 when unknown
+	Key  string // dotted path: "jobs[0].params.batch_size.max"
+	Msg  string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			b.WriteString(":" + strconv.Itoa(e.Line))
+		}
+		b.WriteString(": ")
+	} else if e.Line > 0 {
+		b.WriteString("line " + strconv.Itoa(e.Line) + ": ")
+	}
+	if e.Key != "" {
+		b.WriteString(e.Key + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Errors is every problem found, in file order.
+type Errors []*FieldError
+
+func (es Errors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Unwrap returns the individual errors.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// ErrInvalid is wrapped by every config error.
+var ErrInvalid = errors.New("invalid config")
+
+// decoder maps a parsed TOML document onto Go structs strictly: unknown
+// keys and wrong types are errors that name the key and its line, and every
+// error is collected rather than the first returned.
+type decoder struct {
+	file  string
+	lines map[string]int
+	errs  Errors
+}
+
+func (d *decoder) errorf(key, format string, args ...any) {
+	d.errs = append(d.errs, &FieldError{File: d.file, Line: d.line(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// line finds the line of a key, or of its nearest enclosing table.
+func (d *decoder) line(key string) int {
+	for k := key; k != ""; {
+		if l, ok := d.lines[k]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(k, ".[")
+		if i < 0 {
+			break
+		}
+		k = k[:i]
+	}
+	return 0
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// Duration is a time.Duration written as a string: "30s", "1h30m", "2d".
+type Duration time.Duration
+
+// ParseDuration accepts Go durations plus a "d" (24 h) unit.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if v, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(v, 64)
+		if err == nil && n >= 0 {
+			return time.Duration(n * float64(24*time.Hour)), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("want a duration like \"30s\", \"10m\" or \"2h\", got %q", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("a duration cannot be negative: %q", s)
+	}
+	return d, nil
+}
+
+// ByteSize is a size written as an integer of bytes or a string: "1GiB", "500MB".
+type ByteSize int64
+
+// ParseByteSize reads "1GiB", "500 MB", "4096".
+func ParseByteSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	num := strings.TrimRightFunc(s, func(r rune) bool { return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || r == ' ' })
+	unit := strings.TrimSpace(s[len(num):])
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("want a size like \"512MiB\" or \"2GB\", got %q", s)
+	}
+	mult := map[string]float64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+		"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+	m, ok := mult[strings.ToUpper(unit)]
+	if !ok {
+		return 0, fmt.Errorf("unknown size unit %q in %q (use B, KiB, MiB, GiB, KB, MB, GB)", unit, s)
+	}
+	return int64(v * m), nil
+}
+
+var (
+	durationType = reflect.TypeOf(Duration(0))
+	byteSizeType = reflect.TypeOf(ByteSize(0))
+)
+
+// decodeValue stores v (from go-toml: string, int64, float64, bool,
+// []any, map[string]any, local dates) into dst.
+func (d *decoder) decodeValue(path string, v any, dst reflect.Value) {
+	switch dst.Type() {
+	case durationType:
+		s, ok := v.(string)
+		if !ok {
+			d.errorf(path, "want a duration string like \"30s\", got %s", describe(v))
+			return
+		}
+		dur, err := ParseDuration(s)
+		if err != nil {
+			d.errorf(path, "%v", err)
+			return
+		}
+		dst.SetInt(int64(dur))
+		return
+	case byteSizeType:
+		switch x := v.(type) {
+		case int64:
+			if x < 0 {
+				d.errorf(path, "a size cannot be negative")
+				return
+			}
+			dst.SetInt(x)
+		case string:
+			n, err := ParseByteSize(x)
+			if err != nil {
+				d.errorf(path, "%v", err)
+				return
+			}
+			dst.SetInt(n)
+		default:
+			d.errorf(path, "want a size like \"1GiB\" or a number of bytes, got %s", describe(v))
+		}
+		return
+	}
+	switch dst.Kind() {
+	case reflect.Pointer:
+		nv := reflect.New(dst.Type().Elem())
+		before := len(d.errs)
+		d.decodeValue(path, v, nv.Elem())
+		if len(d.errs) == before {
+			dst.Set(nv)
+		}
+	case reflect.String:
+		s, ok := v.(string)
+		if !ok {
+			d.errorf(path, "want a string, got %s", describe(v))
+			return
+		}
+		dst.SetString(s)
+	case reflect.Bool:
+		b, ok := v.(bool)
+		if !ok {
+			d.errorf(path, "want true or false, got %s", describe(v))
+			return
+		}
+		dst.SetBool(b)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		n, ok := v.(int64)
+		if !ok {
+			d.errorf(path, "want an integer, got %s", describe(v))
+			return
+		}
+		if dst.OverflowInt(n) {
+			d.errorf(path, "%d is out of range", n)
+			return
+		}
+		dst.SetInt(n)
+	case reflect.Float64:
+		switch x := v.(type) {
+		case float64:
+			dst.SetFloat(x)
+		case int64:
+			dst.SetFloat(float64(x))
+		default:
+			d.errorf(path, "want a number, got %s", describe(v))
+		}
+	case reflect.Interface:
+		switch v.(type) {
+		case string, int64, float64, bool:
+			dst.Set(reflect.ValueOf(v))
+		default:
+			d.errorf(path, "want a string, number or boolean, got %s", describe(v))
+		}
+	case reflect.Slice:
+		arr, ok := v.([]any)
+		if !ok {
+			d.errorf(path, "want an array, got %s", describe(v))
+			return
+		}
+		s := reflect.MakeSlice(dst.Type(), len(arr), len(arr))
+		for i, item := range arr {
+			d.decodeValue(fmt.Sprintf("%s[%d]", path, i), item, s.Index(i))
+		}
+		dst.Set(s)
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			d.errorf(path, "want a table, got %s", describe(v))
+			return
+		}
+		out := reflect.MakeMapWithSize(dst.Type(), len(m))
+		for _, k := range sortedKeys(m) {
+			ev := reflect.New(dst.Type().Elem()).Elem()
+			d.decodeValue(join(path, k), m[k], ev)
+			out.SetMapIndex(reflect.ValueOf(k), ev)
+		}
+		dst.Set(out)
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			d.errorf(path, "want a table, got %s", describe(v))
+			return
+		}
+		d.decodeStruct(path, m, dst)
+	default:
+		d.errorf(path, "cannot decode into %s", dst.Type())
+	}
+}
+
+func (d *decoder) decodeStruct(path string, m map[string]any, dst reflect.Value) {
+	t := dst.Type()
+	fields := map[string]int{}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		tag := t.Field(i).Tag.Get("toml")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		fields[tag] = i
+		names = append(names, tag)
+	}
+	for _, k := range sortedKeys(m) {
+		i, ok := fields[k]
+		if !ok {
+			msg := "unknown key"
+			if s := suggest(k, names); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			} else {
+				msg += "; known keys here: " + strings.Join(names, ", ")
+			}
+			d.errorf(join(path, k), "%s", msg)
+			continue
+		}
+		d.decodeValue(join(path, k), m[k], dst.Field(i))
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("string %q", x)
+	case int64:
+		return fmt.Sprintf("integer %d", x)
+	case float64:
+		return fmt.Sprintf("float %g", x)
+	case bool:
+		return fmt.Sprintf("boolean %t", x)
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	case nil:
+		return "nothing"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// suggest returns the known name closest to k, if it is close.
+func suggest(k string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(k, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// parseDocument parses TOML into a generic tree and an index of the line of
+// every key ("jobs[0].params.bs.max" → 14).
+func parseDocument(file string, data []byte) (map[string]any, map[string]int, error) {
+	var m map[string]any
+	if err := toml.Unmarshal(data, &m); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, _ := de.Position()
+			key := strings.Join(de.Key(), ".")
+			return nil, nil, Errors{{File: file, Line: row, Key: key, Msg: "syntax error: " + de.Error()}}
+		}
+		return nil, nil, Errors{{File: file, Msg: "syntax error: " + err.Error()}}
+	}
+	return m, indexLines(data), nil
+}
+
+// indexLines walks the TOML syntax tree and records the line of every key,
+// with array-of-tables indices resolved.
+func indexLines(data []byte) map[string]int {
+	idx := map[string]int{}
+	arrays := map[string]int{} // resolved array-table path -> count so far
+	p := unstable.Parser{}
+	p.Reset(data)
+	cur := ""
+	lineOf := func(n *unstable.Node) int {
+		if n == nil || n.Raw.Length == 0 && n.Raw.Offset == 0 {
+			return 0
+		}
+		return p.Shape(n.Raw).Start.Line
+	}
+	var keyValue func(prefix string, e *unstable.Node)
+	keyValue = func(prefix string, e *unstable.Node) {
+		path := prefix
+		line := 0
+		it := e.Key()
+		for it.Next() {
+			k := it.Node()
+			if line == 0 {
+				line = lineOf(k)
+			}
+			path = join(path, string(k.Data))
+		}
+		if _, seen := idx[path]; !seen {
+			idx[path] = line
+		}
+		v := e.Value()
+		switch v.Kind {
+		case unstable.InlineTable:
+			ch := v.Children()
+			for ch.Next() {
+				if ch.Node().Kind == unstable.KeyValue {
+					keyValue(path, ch.Node())
+				}
+			}
+		case unstable.Array:
+			ch := v.Children()
+			i := 0
+			for ch.Next() {
+				n := ch.Node()
+				if n.Kind == unstable.Comment {
+					continue
+				}
+				item := fmt.Sprintf("%s[%d]", path, i)
+				idx[item] = line
+				if n.Kind == unstable.InlineTable {
+					in := n.Children()
+					for in.Next() {
+						if in.Node().Kind == unstable.KeyValue {
+							keyValue(item, in.Node())
+						}
+					}
+				}
+				i++
+			}
+		}
+	}
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			var parts []*unstable.Node
+			it := e.Key()
+			for it.Next() {
+				parts = append(parts, it.Node())
+			}
+			path := ""
+			for i, k := range parts {
+				path = join(path, string(k.Data))
+				last := i == len(parts)-1
+				if last && e.Kind == unstable.ArrayTable {
+					arrays[path]++
+					path = fmt.Sprintf("%s[%d]", path, arrays[path]-1)
+				} else if n, ok := arrays[path]; ok {
+					path = fmt.Sprintf("%s[%d]", path, n-1)
+				}
+			}
+			cur = path
+			if len(parts) > 0 {
+				if _, seen := idx[path]; !seen {
+					idx[path] = lineOf(parts[0])
+				}
+			}
+		case unstable.KeyValue:
+			keyValue(cur, e)
+		}
+	}
+	return idx
+}

@@ -1,0 +1,288 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/trainbot/trainbot/trainer"
+)
+
+var _ trainer.Recorder = (*Store)(nil)
+
+const runColumns = `id, job, params, command, state, outcome, detail, exit_code, pid, supervisor_pid,
+	started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
+	peak_gpu_mem_bytes, peak_host_mem_bytes`
+
+// CreateRun inserts a run and returns its id.
+func (s *Store) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
+	params, command, err := encodeRun(r)
+	if err != nil {
+		return 0, err
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO runs(job, params, command, state, outcome, detail, exit_code, pid,
+		supervisor_pid, started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
+		peak_gpu_mem_bytes, peak_host_mem_bytes) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
+		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
+		r.PeakGPUMem, r.PeakHostMem)
+	if err != nil {
+		return 0, fmt.Errorf("create run: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+// UpdateRun writes every field of an existing run.
+func (s *Store) UpdateRun(ctx context.Context, r *trainer.Run) error {
+	params, command, err := encodeRun(r)
+	if err != nil {
+		return err
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET job=?, params=?, command=?, state=?, outcome=?, detail=?,
+		exit_code=?, pid=?, supervisor_pid=?, started_at=?, ended_at=?, log_path=?, started_by=?, origin=?, stopped_by=?,
+		steps=?, total_steps=?, peak_gpu_mem_bytes=?, peak_host_mem_bytes=? WHERE id=?`,
+		r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
+		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
+		r.PeakGPUMem, r.PeakHostMem, r.ID)
+	if err != nil {
+		return fmt.Errorf("update run %d: %w", r.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("update run %d: %w", r.ID, ErrNotFound)
+	}
+	return nil
+}
+
+func encodeRun(r *trainer.Run) (params, command string, err error) {
+	p := r.Params
+	if p == nil {
+		p = map[string]string{}
+	}
+	pb, err := json.Marshal(p)
+	if err != nil {
+		return "", "", err
+	}
+	c := r.Command
+	if c == nil {
+		c = []string{}
+	}
+	cb, err := json.Marshal(c)
+	if err != nil {
+		return "", "", err
+	}
+	return string(pb), string(cb), nil
+}
+
+func nullTime(r *trainer.Run) any {
+	if r.EndedAt.IsZero() {
+		return nil
+	}
+	return ms(r.EndedAt)
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(sc scanner) (*trainer.Run, error) {
+	var (
+		r               trainer.Run
+		params, command string
+		state, outcome  string
+		exit            sql.NullInt64
+		started         int64
+		ended           sql.NullInt64
+		peakGPU, peakH  sql.NullInt64
+	)
+	err := sc.Scan(&r.ID, &r.Job, &params, &command, &state, &outcome, &r.Detail, &exit, &r.PID, &r.Supervisor,
+		&started, &ended, &r.LogPath, &r.StartedBy, &r.Origin, &r.StoppedBy, &r.Steps, &r.Total, &peakGPU, &peakH)
+	if err != nil {
+		return nil, err
+	}
+	r.State, r.Outcome = trainer.State(state), trainer.Outcome(outcome)
+	if err := json.Unmarshal([]byte(params), &r.Params); err != nil {
+		return nil, fmt.Errorf("run %d params: %w", r.ID, err)
+	}
+	if err := json.Unmarshal([]byte(command), &r.Command); err != nil {
+		return nil, fmt.Errorf("run %d command: %w", r.ID, err)
+	}
+	if exit.Valid {
+		v := int(exit.Int64)
+		r.ExitCode = &v
+	}
+	r.StartedAt = fromMS(started)
+	if ended.Valid {
+		r.EndedAt = fromMS(ended.Int64)
+	}
+	if peakGPU.Valid {
+		v := peakGPU.Int64
+		r.PeakGPUMem = &v
+	}
+	if peakH.Valid {
+		v := peakH.Int64
+		r.PeakHostMem = &v
+	}
+	return &r, nil
+}
+
+// Run returns one run, or ErrNotFound.
+func (s *Store) Run(ctx context.Context, id int64) (*trainer.Run, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("run %d: %w", id, ErrNotFound)
+	}
+	return r, err
+}
+
+// LatestRun returns the newest run, of the job when job is not "", or
+// ErrNotFound.
+func (s *Store) LatestRun(ctx context.Context, job string) (*trainer.Run, error) {
+	runs, err := s.Runs(ctx, RunFilter{Job: job, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("latest run: %w", ErrNotFound)
+	}
+	return runs[0], nil
+}
+
+// RunFilter selects runs.
+type RunFilter struct {
+	Job   string // "" for all jobs
+	Limit int    // 0 for all
+}
+
+// Runs returns runs, newest first.
+func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*trainer.Run, error) {
+	q := `SELECT ` + runColumns + ` FROM runs`
+	var args []any
+	if f.Job != "" {
+		q += ` WHERE job = ?`
+		args = append(args, f.Job)
+	}
+	q += ` ORDER BY id DESC`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
+	}
+	return s.queryRuns(ctx, q, args...)
+}
+
+// RunningRuns returns the runs recorded as running.
+func (s *Store) RunningRuns(ctx context.Context) ([]*trainer.Run, error) {
+	return s.queryRuns(ctx, `SELECT `+runColumns+` FROM runs WHERE state = ? ORDER BY id`, string(trainer.StateRunning))
+}
+
+func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*trainer.Run, error) {
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*trainer.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// LastValues returns the latest value of each metric of a run.
+func (s *Store) LastValues(ctx context.Context, runID int64) (map[string]float64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT n.name, m.value FROM metrics m JOIN metric_names n ON n.id = m.name_id
+		WHERE m.rowid IN (SELECT max(rowid) FROM metrics WHERE run_id = ? GROUP BY name_id)`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]float64{}
+	for rows.Next() {
+		var name string
+		var v sql.NullFloat64
+		if err := rows.Scan(&name, &v); err != nil {
+			return nil, err
+		}
+		out[name] = nanIfNull(v)
+	}
+	return out, rows.Err()
+}
+
+func nanIfNull(v sql.NullFloat64) float64 {
+	if !v.Valid {
+		return math.NaN()
+	}
+	return v.Float64
+}
+
+// MetricNames returns the names of the metrics a run logged, sorted, with
+// losses first.
+func (s *Store) MetricNames(ctx context.Context, runID int64) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT n.name FROM metric_names n WHERE n.id IN
+		(SELECT DISTINCT name_id FROM metrics WHERE run_id = ?)`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		li, lj := strings.Contains(out[i], "loss"), strings.Contains(out[j], "loss")
+		if li != lj {
+			return li
+		}
+		return out[i] < out[j]
+	})
+	return out, rows.Err()
+}
+
+// Point is a stored metric value.
+type Point struct {
+	Step  int64
+	Epoch float64 // NaN when unknown
+	Value float64 // NaN when the script printed NaN
+	T     int64   // unix milliseconds when trainbot read it
+}
+
+// Series returns every point of one metric of a run, in step order.
+func (s *Store) Series(ctx context.Context, runID int64, name string) ([]Point, error) {
+	id, ok, err := s.lookupName(ctx, name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT step, epoch, value, t FROM metrics WHERE run_id = ? AND name_id = ?
+		ORDER BY step, rowid`, runID, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Point
+	for rows.Next() {
+		var p Point
+		var epoch, v sql.NullFloat64
+		if err := rows.Scan(&p.Step, &epoch, &v, &p.T); err != nil {
+			return nil, err
+		}
+		p.Epoch, p.Value = nanIfNull(epoch), nanIfNull(v)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// PointCount returns how many metric points a run has.
+func (s *Store) PointCount(ctx context.Context, runID int64) (int64, error) {
+	var n int64
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM metrics WHERE run_id = ?`, runID).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,258 @@
+// Package store keeps trainbot's history in SQLite (modernc.org/sqlite, pure
+// Go): runs, metric points, and the tables later features use (audit,
+// subscriptions, outbox, GPU samples). The schema is versioned with
+// PRAGMA user_version and migrated forward on Open.
+//
+// Writes go through one connection; reads use a small pool of read-only
+// connections (WAL lets them run beside a write). Metric points are queued
+// in memory and written in batches by a background writer, so a script that
+// prints thousands of lines a second costs one transaction a few times a
+// second.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// ErrNotFound is returned when a record does not exist.
+var ErrNotFound = errors.New("not found")
+
+// DBName is the database file inside the data directory.
+const DBName = "trainbot.db"
+
+// Store is the SQLite database of one data directory.
+type Store struct {
+	w   *sql.DB // the one writer connection
+	r   *sql.DB // read-only pool
+	log *slog.Logger
+
+	names   sync.Map // metric name -> id
+	namesMu sync.Mutex
+
+	pmu        sync.Mutex
+	pending    []pendingPoint
+	dropped    int64
+	maxPending int
+	kick       chan struct{}
+	flushes    chan chan error
+	stopped    chan struct{} // closed when the writer has returned
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	closed     bool
+}
+
+// Options tune a Store.
+type Options struct {
+	Logger *slog.Logger
+	// FlushEvery is the longest a queued point waits for the disk. Default 500 ms.
+	FlushEvery time.Duration
+	// MaxPending bounds queued points; beyond it points are dropped and
+	// counted (the run log still has them). Default 1,000,000.
+	MaxPending int
+}
+
+// Open opens (creating if needed) the database in dir, migrates it and
+// starts the background point writer. Close stops it.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.FlushEvery <= 0 {
+		opts.FlushEvery = 500 * time.Millisecond
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = 1_000_000
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	path := filepath.Join(dir, DBName)
+	w, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	if err := migrate(w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	r.SetMaxOpenConns(4)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Store{w: w, r: r, log: opts.Logger, maxPending: opts.MaxPending,
+		kick: make(chan struct{}, 1), flushes: make(chan chan error), stopped: make(chan struct{}), cancel: cancel}
+	s.wg.Add(1)
+	go s.writer(ctx, opts.FlushEvery)
+	return s, nil
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Close writes the queued points and closes the database.
+func (s *Store) Close() error {
+	s.pmu.Lock()
+	if s.closed {
+		s.pmu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.pmu.Unlock()
+	ferr := s.Flush(context.Background())
+	s.cancel()
+	s.wg.Wait()
+	return errors.Join(ferr, s.r.Close(), s.w.Close())
+}
+
+var migrations = []string{
+	// 1: the foundation schema.
+	`
+CREATE TABLE runs (
+	id INTEGER PRIMARY KEY,
+	job TEXT NOT NULL,
+	params TEXT NOT NULL DEFAULT '{}',
+	command TEXT NOT NULL DEFAULT '[]',
+	state TEXT NOT NULL,
+	outcome TEXT NOT NULL,
+	detail TEXT NOT NULL DEFAULT '',
+	exit_code INTEGER,
+	pid INTEGER NOT NULL DEFAULT 0,
+	supervisor_pid INTEGER NOT NULL DEFAULT 0,
+	started_at INTEGER NOT NULL,
+	ended_at INTEGER,
+	log_path TEXT NOT NULL DEFAULT '',
+	started_by TEXT NOT NULL DEFAULT '',
+	origin TEXT NOT NULL DEFAULT '',
+	stopped_by TEXT NOT NULL DEFAULT '',
+	steps INTEGER NOT NULL DEFAULT 0,
+	total_steps INTEGER NOT NULL DEFAULT 0,
+	peak_gpu_mem_bytes INTEGER,
+	peak_host_mem_bytes INTEGER
+);
+CREATE INDEX runs_state ON runs(state);
+CREATE INDEX runs_job ON runs(job, id);
+
+CREATE TABLE metric_names (
+	id INTEGER PRIMARY KEY,
+	name TEXT NOT NULL UNIQUE
+);
+
+-- value NULL means NaN (SQLite stores NaN as NULL).
+CREATE TABLE metrics (
+	run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	name_id INTEGER NOT NULL REFERENCES metric_names(id),
+	step INTEGER NOT NULL,
+	epoch REAL,
+	value REAL,
+	t INTEGER NOT NULL
+);
+CREATE INDEX metrics_run_name_step ON metrics(run_id, name_id, step);
+
+CREATE TABLE audit (
+	id INTEGER PRIMARY KEY,
+	t INTEGER NOT NULL,
+	transport TEXT NOT NULL,
+	chat_id TEXT NOT NULL,
+	user_id TEXT NOT NULL,
+	user_name TEXT NOT NULL DEFAULT '',
+	text TEXT NOT NULL,
+	command TEXT NOT NULL DEFAULT '',
+	allowed INTEGER NOT NULL,
+	reason TEXT NOT NULL DEFAULT ''
+);
+
+CREATE TABLE subscriptions (
+	transport TEXT NOT NULL,
+	chat_id TEXT NOT NULL,
+	subscribed INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (transport, chat_id)
+);
+
+CREATE TABLE kv (
+	key TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+`,
+}
+
+func migrate(db *sql.DB) error {
+	var version int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("database schema version %d is newer than this trainbot (%d): upgrade trainbot", version, len(migrations))
+	}
+	for v := version; v < len(migrations); v++ {
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(migrations[v]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate to schema %d: %w", v+1, err)
+		}
+		if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate to schema %d: %w", v+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrate to schema %d: %w", v+1, err)
+		}
+	}
+	return nil
+}
+
+// SchemaVersion returns the database's schema version.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.r.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
+	return v, err
+}
+
+// Get reads a value of the small key-value table ("" and false when absent).
+func (s *Store) Get(ctx context.Context, key string) (string, bool, error) {
+	var v string
+	err := s.r.QueryRowContext(ctx, `SELECT value FROM kv WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return v, err == nil, err
+}
+
+// Set writes a value of the key-value table.
+func (s *Store) Set(ctx context.Context, key, value string) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO kv(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
+	return err
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v) }

@@ -1,0 +1,339 @@
+package trainer
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParamType is the type of a job parameter.
+type ParamType string
+
+// Parameter types.
+const (
+	ParamInt    ParamType = "int"
+	ParamFloat  ParamType = "float"
+	ParamString ParamType = "string"
+	ParamBool   ParamType = "bool"
+)
+
+// ParamSpec declares one parameter a job accepts from chat.
+type ParamSpec struct {
+	Type       ParamType
+	Default    string // canonical text of the default; used when HasDefault
+	HasDefault bool   // without a default the parameter must be given
+	Min, Max   *float64
+	Choices    []string // allowed values (strings; ints and floats too)
+	Env        string   // also passed as this environment variable
+	Help       string
+}
+
+// Job is a configured training job.
+type Job struct {
+	Name        string
+	Description string
+	// Command is the argv to execute; "{name}" in any item is replaced by the
+	// value of parameter name. It never goes through a shell.
+	Command []string
+	Dir     string
+	Env     map[string]string // added to trainbot's own environment
+	Params  map[string]ParamSpec
+	// Lock names the lock the job's runs hold; jobs with the same Lock (for
+	// example the same GPUs) never run at the same time. Default: the name.
+	Lock string
+
+	StopGrace   time.Duration // after SIGINT, before SIGTERM
+	KillGrace   time.Duration // after SIGTERM, before SIGKILL
+	StallAfter  time.Duration // no output for this long: a stalled alert (0: never)
+	NaNAfter    int           // this many NaN/Inf loss points in a row: a nan alert
+	StopOnNaN   bool          // and stop the run
+	Patterns    []string      // extra regular expressions with named groups for logparse
+	MaxLogBytes int64         // cap on the run log file (0: no cap)
+	TailLines   int           // lines kept in memory for the log command
+}
+
+// Job defaults.
+const (
+	DefaultStopGrace   = 30 * time.Second
+	DefaultKillGrace   = 10 * time.Second
+	DefaultNaNAfter    = 3
+	DefaultTailLines   = 1000
+	DefaultMaxLogBytes = 1 << 30
+)
+
+// Normalize fills defaults and validates the job; errors name the field.
+func (j *Job) Normalize() error {
+	var errs []error
+	if !validName.MatchString(j.Name) {
+		errs = append(errs, fmt.Errorf("name %q: want letters, digits, '-', '_' or '.'", j.Name))
+	}
+	if len(j.Command) == 0 || strings.TrimSpace(j.Command[0]) == "" {
+		errs = append(errs, errors.New("command: must name a program"))
+	}
+	if j.Lock == "" {
+		j.Lock = j.Name
+	}
+	if j.StopGrace <= 0 {
+		j.StopGrace = DefaultStopGrace
+	}
+	if j.KillGrace <= 0 {
+		j.KillGrace = DefaultKillGrace
+	}
+	if j.NaNAfter <= 0 {
+		j.NaNAfter = DefaultNaNAfter
+	}
+	if j.TailLines <= 0 {
+		j.TailLines = DefaultTailLines
+	}
+	if j.MaxLogBytes == 0 {
+		j.MaxLogBytes = DefaultMaxLogBytes
+	}
+	for name, spec := range j.Params {
+		if err := spec.check(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, item := range j.Command {
+		for _, ref := range placeholders(item) {
+			if _, ok := j.Params[ref]; !ok {
+				errs = append(errs, fmt.Errorf("command: %q refers to {%s}, which is not a declared parameter", item, ref))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+var placeholderRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+func placeholders(s string) []string {
+	var out []string
+	for _, m := range placeholderRE.FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func (p ParamSpec) check(name string) error {
+	if !validParam.MatchString(name) {
+		return fmt.Errorf("params.%s: a parameter name is letters, digits and '_'", name)
+	}
+	switch p.Type {
+	case ParamInt, ParamFloat, ParamString, ParamBool:
+	default:
+		return fmt.Errorf("params.%s.type: %q is not one of int, float, string, bool", name, p.Type)
+	}
+	if p.Min != nil && p.Max != nil && *p.Min > *p.Max {
+		return fmt.Errorf("params.%s: min %g is above max %g", name, *p.Min, *p.Max)
+	}
+	for _, c := range p.Choices {
+		if _, err := p.canonical(c); err != nil {
+			return fmt.Errorf("params.%s.choices: %q: %v", name, c, err)
+		}
+	}
+	if p.HasDefault {
+		if _, err := p.canonical(p.Default); err != nil {
+			return fmt.Errorf("params.%s.default: %q: %v", name, p.Default, err)
+		}
+	}
+	return nil
+}
+
+var validParam = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// canonical checks a value against the spec and returns the text passed to
+// the job.
+func (p ParamSpec) canonical(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	var num float64
+	isNum := false
+	switch p.Type {
+	case ParamInt:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("not an integer")
+		}
+		num, isNum = float64(n), true
+		v = strconv.FormatInt(n, 10)
+	case ParamFloat:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || strings.ContainsAny(v, "_xXpP") {
+			return "", fmt.Errorf("not a number")
+		}
+		num, isNum = f, true
+	case ParamBool:
+		switch strings.ToLower(v) {
+		case "true", "1", "yes", "on", "y":
+			v = "true"
+		case "false", "0", "no", "off", "n":
+			v = "false"
+		default:
+			return "", fmt.Errorf("not true or false")
+		}
+	case ParamString:
+		if strings.ContainsRune(v, 0) {
+			return "", fmt.Errorf("contains a NUL byte")
+		}
+	}
+	if isNum {
+		if p.Min != nil && num < *p.Min {
+			return "", fmt.Errorf("below the minimum %g", *p.Min)
+		}
+		if p.Max != nil && num > *p.Max {
+			return "", fmt.Errorf("above the maximum %g", *p.Max)
+		}
+	}
+	if len(p.Choices) > 0 {
+		ok := false
+		for _, c := range p.Choices {
+			if c == v || (isNum && sameNumber(c, num)) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return "", fmt.Errorf("not one of %s", strings.Join(p.Choices, ", "))
+		}
+	}
+	return v, nil
+}
+
+func sameNumber(s string, v float64) bool {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return err == nil && f == v
+}
+
+// ParamError says which parameter was refused and why.
+type ParamError struct {
+	Job    string
+	Param  string
+	Value  string
+	Reason string
+}
+
+func (e *ParamError) Error() string {
+	if e.Value == "" && e.Reason == "" {
+		return fmt.Sprintf("parameter %s", e.Param)
+	}
+	return fmt.Sprintf("parameter %s=%q: %s", e.Param, e.Value, e.Reason)
+}
+
+// ErrBadParam is wrapped by every ParamError.
+var ErrBadParam = errors.New("bad parameter")
+
+// Unwrap makes errors.Is(err, ErrBadParam) true.
+func (e *ParamError) Unwrap() error { return ErrBadParam }
+
+// ResolveParams validates the given values against the job's declared
+// parameters and fills in defaults. Every refusal is returned, joined.
+func (j *Job) ResolveParams(given map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(j.Params))
+	var errs []error
+	keys := make([]string, 0, len(given))
+	for k := range given {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		spec, ok := j.Params[k]
+		if !ok {
+			reason := "unknown parameter"
+			if names := j.ParamNames(); len(names) > 0 {
+				reason += "; " + j.Name + " takes " + strings.Join(names, ", ")
+			} else {
+				reason += "; " + j.Name + " takes no parameters"
+			}
+			errs = append(errs, &ParamError{Job: j.Name, Param: k, Value: given[k], Reason: reason})
+			continue
+		}
+		v, err := spec.canonical(given[k])
+		if err != nil {
+			errs = append(errs, &ParamError{Job: j.Name, Param: k, Value: given[k], Reason: err.Error() + " (" + spec.Describe() + ")"})
+			continue
+		}
+		out[k] = v
+	}
+	for _, name := range j.ParamNames() {
+		if _, ok := out[name]; ok {
+			continue
+		}
+		if _, refused := given[name]; refused {
+			continue
+		}
+		spec := j.Params[name]
+		if !spec.HasDefault {
+			errs = append(errs, &ParamError{Job: j.Name, Param: name, Reason: "is required (" + spec.Describe() + ")"})
+			continue
+		}
+		v, _ := spec.canonical(spec.Default)
+		out[name] = v
+	}
+	return out, errors.Join(errs...)
+}
+
+// ParamNames returns the declared parameter names, sorted.
+func (j *Job) ParamNames() []string {
+	names := make([]string, 0, len(j.Params))
+	for n := range j.Params {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Describe is a short human description such as "int 1..4096, default 64".
+func (p ParamSpec) Describe() string {
+	var b strings.Builder
+	b.WriteString(string(p.Type))
+	switch {
+	case p.Min != nil && p.Max != nil:
+		fmt.Fprintf(&b, " %g..%g", *p.Min, *p.Max)
+	case p.Min != nil:
+		fmt.Fprintf(&b, " ≥ %g", *p.Min)
+	case p.Max != nil:
+		fmt.Fprintf(&b, " ≤ %g", *p.Max)
+	}
+	if len(p.Choices) > 0 {
+		b.WriteString(" one of " + strings.Join(p.Choices, "|"))
+	}
+	if p.HasDefault {
+		b.WriteString(", default " + p.Default)
+	} else {
+		b.WriteString(", required")
+	}
+	return b.String()
+}
+
+// Argv returns the command with the parameters substituted, and the
+// environment entries that carry them: TRAINBOT_PARAM_<NAME> for every
+// parameter, plus the parameter's own Env name when it has one.
+func (j *Job) Argv(params map[string]string) (argv []string, env []string) {
+	argv = make([]string, len(j.Command))
+	for i, item := range j.Command {
+		argv[i] = placeholderRE.ReplaceAllStringFunc(item, func(m string) string {
+			return params[m[1:len(m)-1]]
+		})
+	}
+	for _, name := range j.ParamNames() {
+		v, ok := params[name]
+		if !ok {
+			continue
+		}
+		env = append(env, "TRAINBOT_PARAM_"+strings.ToUpper(name)+"="+v)
+		if e := j.Params[name].Env; e != "" {
+			env = append(env, e+"="+v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(j.Env)) {
+		env = append(env, k+"="+j.Env[k])
+	}
+	return argv, env
+}

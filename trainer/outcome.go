@@ -1,0 +1,353 @@
+package trainer
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// OOM describes an out-of-memory failure found in a run's output.
+type OOM struct {
+	Kind       string // "cuda", "host", "tensorflow", "jax", "cublas", "cudnn", "oom-killer"
+	Line       string // the line it was found in
+	TriedBytes int64  // what the allocation asked for, 0 when unknown
+	GPU        int    // device index, -1 when unknown
+	TotalBytes int64  // device capacity, 0 when unknown
+	FreeBytes  int64  // free at the time, -1 when unknown
+	Reserved   int64  // PyTorch: reserved but unallocated, 0 when unknown
+}
+
+// Summary is a one-line human description, e.g.
+// "CUDA out of memory on GPU 0: tried to allocate 2.00 GiB; 1.23 GiB free of 7.79 GiB".
+func (o *OOM) Summary() string {
+	var b strings.Builder
+	switch o.Kind {
+	case "cuda":
+		b.WriteString("CUDA out of memory")
+	case "host":
+		b.WriteString("host memory exhausted")
+	case "tensorflow":
+		b.WriteString("TensorFlow out of memory")
+	case "jax":
+		b.WriteString("XLA out of memory")
+	case "cublas", "cudnn":
+		b.WriteString(o.Kind + " could not allocate memory")
+	case "oom-killer":
+		b.WriteString("killed by the kernel's OOM killer")
+	default:
+		b.WriteString("out of memory")
+	}
+	if o.GPU >= 0 {
+		fmt.Fprintf(&b, " on GPU %d", o.GPU)
+	}
+	var parts []string
+	if o.TriedBytes > 0 {
+		parts = append(parts, "tried to allocate "+FormatBytes(o.TriedBytes)+fmt.Sprintf(" (%d bytes)", o.TriedBytes))
+	}
+	switch {
+	case o.FreeBytes >= 0 && o.TotalBytes > 0:
+		parts = append(parts, FormatBytes(o.FreeBytes)+" free of "+FormatBytes(o.TotalBytes))
+	case o.FreeBytes >= 0:
+		parts = append(parts, FormatBytes(o.FreeBytes)+" free")
+	case o.TotalBytes > 0:
+		parts = append(parts, FormatBytes(o.TotalBytes)+" total")
+	}
+	if o.Reserved > 0 {
+		parts = append(parts, FormatBytes(o.Reserved)+" reserved by PyTorch but unallocated")
+	}
+	if len(parts) > 0 {
+		b.WriteString(": " + strings.Join(parts, "; "))
+	}
+	return b.String()
+}
+
+// Fragmented reports whether PyTorch said that memory is reserved but
+// unallocated, the case where expandable segments help.
+func (o *OOM) Fragmented() bool {
+	return o.Reserved > 0 || strings.Contains(o.Line, "expandable_segments")
+}
+
+var (
+	sizeRE = `([0-9]+(?:\.[0-9]+)?)\s*([KMGTP]i?B|bytes|B)`
+
+	// PyTorch 1.x: "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total capacity;
+	// 5.12 GiB already allocated; 1.23 GiB free; 5.30 GiB reserved in total by PyTorch)"
+	// PyTorch 2.x: "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of
+	// 79.15 GiB of which 12.75 MiB is free. ... 412.50 MiB is reserved by PyTorch but unallocated."
+	torchTried    = regexp.MustCompile(`(?i)tried to allocate ` + sizeRE)
+	torchGPU      = regexp.MustCompile(`\bGPU\s+([0-9]+)\b`)
+	torchTotal1   = regexp.MustCompile(sizeRE + ` total capacity`)
+	torchFree1    = regexp.MustCompile(sizeRE + ` free`)
+	torchTotal2   = regexp.MustCompile(`total capacity of ` + sizeRE)
+	torchFree2    = regexp.MustCompile(`of which ` + sizeRE + ` is free`)
+	torchReserved = regexp.MustCompile(sizeRE + ` is reserved by PyTorch but unallocated`)
+	// "DefaultCPUAllocator: can't allocate memory: you tried to allocate 80000000000 bytes."
+	cpuTried = regexp.MustCompile(`(?i)you tried to allocate ([0-9]+) bytes`)
+	// TensorFlow: "OOM when allocating tensor with shape[1024,1024,1024] and type float on
+	// /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"
+	tfShape  = regexp.MustCompile(`OOM when allocating tensor with shape\s*\[([0-9, ]*)\] and type (\w+)`)
+	tfDevice = regexp.MustCompile(`device:GPU:([0-9]+)`)
+	// JAX: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes."
+	jaxTried = regexp.MustCompile(`(?i)(?:trying to allocate|allocating) ([0-9]+) bytes`)
+	jaxSize  = regexp.MustCompile(`(?i)(?:trying to allocate|allocating) ` + sizeRE)
+)
+
+// DetectOOM reports whether a line is an out-of-memory error, and what it says.
+func DetectOOM(line string) (*OOM, bool) {
+	if len(line) > 8192 {
+		line = line[:8192]
+	}
+	// A cheap test first: this runs on every output line.
+	if !strings.Contains(line, "emory") && !strings.Contains(line, "OOM") &&
+		!strings.Contains(line, "RESOURCE_EXHAUSTED") && !strings.Contains(line, "ResourceExhausted") &&
+		!strings.Contains(line, "ALLOC") && !strings.Contains(line, "alloc") && !strings.Contains(line, "EMORY") {
+		return nil, false
+	}
+	lower := strings.ToLower(line)
+	o := &OOM{GPU: -1, FreeBytes: -1, Line: strings.TrimSpace(line)}
+	switch {
+	case strings.Contains(lower, "cuda out of memory") || strings.Contains(lower, "torch.outofmemoryerror") ||
+		strings.Contains(lower, "torch.cuda.outofmemoryerror") || strings.Contains(line, "OutOfMemoryError: CUDA"):
+		o.Kind = "cuda"
+		o.TriedBytes = firstSize(torchTried, line)
+		if m := torchGPU.FindStringSubmatch(line); m != nil {
+			o.GPU, _ = strconv.Atoi(m[1])
+		}
+		if v := firstSize(torchTotal2, line); v > 0 {
+			o.TotalBytes = v
+		} else {
+			o.TotalBytes = firstSize(torchTotal1, line)
+		}
+		if m := torchFree2.FindStringSubmatch(line); m != nil {
+			o.FreeBytes = parseSize(m[1], m[2])
+		} else if m := torchFree1.FindStringSubmatch(line); m != nil {
+			o.FreeBytes = parseSize(m[1], m[2])
+		}
+		o.Reserved = firstSize(torchReserved, line)
+	case strings.Contains(line, "DefaultCPUAllocator") || strings.Contains(lower, "can't allocate memory") ||
+		strings.Contains(line, "std::bad_alloc") || strings.Contains(line, "MemoryError"):
+		if strings.Contains(line, "MemoryError") && !strings.HasPrefix(strings.TrimSpace(line), "MemoryError") &&
+			!strings.Contains(line, "DefaultCPUAllocator") && !strings.Contains(line, "numpy.core._exceptions") {
+			return nil, false
+		}
+		o.Kind = "host"
+		if m := cpuTried.FindStringSubmatch(line); m != nil {
+			o.TriedBytes, _ = strconv.ParseInt(m[1], 10, 64)
+		}
+	case strings.Contains(line, "ResourceExhaustedError") || strings.Contains(line, "OOM when allocating tensor"):
+		o.Kind = "tensorflow"
+		if m := tfShape.FindStringSubmatch(line); m != nil {
+			o.TriedBytes = tensorBytes(m[1], m[2])
+		}
+		if m := tfDevice.FindStringSubmatch(line); m != nil {
+			o.GPU, _ = strconv.Atoi(m[1])
+		}
+	case strings.Contains(line, "RESOURCE_EXHAUSTED") && strings.Contains(lower, "out of memory"):
+		o.Kind = "jax"
+		if m := jaxTried.FindStringSubmatch(line); m != nil {
+			o.TriedBytes, _ = strconv.ParseInt(m[1], 10, 64)
+		} else {
+			o.TriedBytes = firstSize(jaxSize, line)
+		}
+	case strings.Contains(line, "CUBLAS_STATUS_ALLOC_FAILED"):
+		o.Kind = "cublas"
+	case strings.Contains(line, "CUDNN_STATUS_ALLOC_FAILED") || strings.Contains(line, "CUDNN_STATUS_NOT_ENOUGH_WORKSPACE"):
+		o.Kind = "cudnn"
+	case strings.Contains(lower, "cudaerrormemoryallocation") || strings.Contains(lower, "cuda error: out of memory"):
+		o.Kind = "cuda"
+	default:
+		return nil, false
+	}
+	return o, true
+}
+
+func firstSize(re *regexp.Regexp, s string) int64 {
+	m := re.FindStringSubmatch(s)
+	if m == nil {
+		return 0
+	}
+	return parseSize(m[1], m[2])
+}
+
+func parseSize(num, unit string) int64 {
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0
+	}
+	mult := 1.0
+	switch strings.ToUpper(unit) {
+	case "KIB":
+		mult = 1 << 10
+	case "MIB":
+		mult = 1 << 20
+	case "GIB":
+		mult = 1 << 30
+	case "TIB":
+		mult = 1 << 40
+	case "PIB":
+		mult = 1 << 50
+	case "KB":
+		mult = 1e3
+	case "MB":
+		mult = 1e6
+	case "GB":
+		mult = 1e9
+	case "TB":
+		mult = 1e12
+	case "PB":
+		mult = 1e15
+	}
+	return int64(v * mult)
+}
+
+func tensorBytes(shape, dtype string) int64 {
+	n := int64(1)
+	for _, d := range strings.Split(shape, ",") {
+		d = strings.TrimSpace(d)
+		if d == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(d, 10, 64)
+		if err != nil || v < 0 {
+			return 0
+		}
+		n *= v
+		if n > 1<<50 {
+			return 0
+		}
+	}
+	size := int64(4)
+	switch dtype {
+	case "double", "int64", "uint64", "complex64":
+		size = 8
+	case "half", "bfloat16", "int16", "uint16":
+		size = 2
+	case "int8", "uint8", "bool":
+		size = 1
+	case "complex128":
+		size = 16
+	}
+	return n * size
+}
+
+// FormatBytes prints a byte count in binary units: "1.50 GiB".
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}
+
+// ending is what the supervisor knows when a run's process has ended.
+type ending struct {
+	exitCode    int            // -1 when killed by a signal or never started
+	signal      syscall.Signal // the signal that ended it, 0 if none
+	startErr    error          // the command could not be started
+	stopBy      string         // who asked to stop it, "" if nobody
+	stopReason  Outcome        // OutcomeStopped, or OutcomeNaN when stopped for NaN
+	sentKill    bool           // trainbot sent SIGKILL
+	oom         *OOM           // an OOM line seen in the output
+	nanSeen     string         // the NaN alert text, "" if none
+	oomKills    int64          // increase of the cgroup's oom_kill count during the run, -1 unknown
+	stderrTail  []string
+	peakMemText string // "peak 14.2 GiB GPU" when known
+}
+
+// classify decides the outcome of an ended run and a human detail.
+func classify(e ending) (Outcome, string) {
+	tail := lastLines(e.stderrTail, 5)
+	switch {
+	case e.startErr != nil:
+		return OutcomeFailed, "could not start: " + e.startErr.Error()
+	case e.stopBy != "" && e.stopReason == OutcomeNaN:
+		return OutcomeNaN, e.nanSeen + "; stopped by trainbot"
+	case e.stopBy != "":
+		d := "stopped by " + e.stopBy
+		switch {
+		case e.sentKill:
+			d += " (killed with SIGKILL after the grace periods)"
+		case e.signal != 0:
+			d += fmt.Sprintf(" (ended by %s)", signalName(e.signal))
+		default:
+			d += fmt.Sprintf(" (exit status %d)", e.exitCode)
+		}
+		return OutcomeStopped, d
+	case e.oom != nil:
+		d := e.oom.Summary()
+		if e.peakMemText != "" {
+			d += "; " + e.peakMemText
+		}
+		return OutcomeOOM, d
+	case e.signal == syscall.SIGKILL && !e.sentKill:
+		o := &OOM{Kind: "oom-killer", GPU: -1, FreeBytes: -1}
+		d := "killed by SIGKILL that trainbot did not send"
+		if e.oomKills > 0 {
+			d = o.Summary() + " (the cgroup's memory.events counts " + strconv.FormatInt(e.oomKills, 10) + " oom_kill)"
+		} else {
+			d += ": most likely the kernel's OOM killer (host memory)"
+		}
+		if e.peakMemText != "" {
+			d += "; " + e.peakMemText
+		}
+		return OutcomeOOM, d
+	case e.nanSeen != "":
+		return OutcomeNaN, e.nanSeen
+	case e.exitCode == 0 && e.signal == 0:
+		return OutcomeFinished, "exit status 0"
+	case e.signal != 0:
+		d := "killed by " + signalName(e.signal)
+		if tail != "" {
+			d += "; last stderr:\n" + tail
+		}
+		return OutcomeFailed, d
+	default:
+		d := fmt.Sprintf("exit status %d", e.exitCode)
+		if tail != "" {
+			d += "; last stderr:\n" + tail
+		}
+		return OutcomeFailed, d
+	}
+}
+
+func lastLines(lines []string, n int) string {
+	var keep []string
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) > n {
+		keep = keep[len(keep)-n:]
+	}
+	return strings.Join(keep, "\n")
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGSEGV:
+		return "SIGSEGV (segmentation fault)"
+	case syscall.SIGABRT:
+		return "SIGABRT (abort)"
+	case syscall.SIGBUS:
+		return "SIGBUS"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGPIPE:
+		return "SIGPIPE"
+	}
+	return fmt.Sprintf("signal %d (%s)", int(s), s.String())
+}
