@@ -44,7 +44,7 @@ type Notifier struct {
 	log        *slog.Logger
 
 	mu      sync.Mutex
-	queue   []trainer.Event
+	queue   []item
 	wake    chan struct{}
 	closing bool
 	cancel  context.CancelFunc
@@ -69,10 +69,27 @@ func NewNotifier(opts NotifierOptions) *Notifier {
 	return n
 }
 
+// item is a queued run event or a ready-made reply.
+type item struct {
+	event *trainer.Event
+	reply *Reply
+}
+
 // OnEvent queues a run event; it is a trainer.Listener.
 func (n *Notifier) OnEvent(e trainer.Event) {
+	n.enqueue(item{event: &e})
+}
+
+// Push queues a reply that is not about a run event (a GPU alert, a
+// scheduled report). KindAlert replies go to every known chat, muted ones
+// too; other kinds go to the Always chats and the subscribed ones.
+func (n *Notifier) Push(r Reply) {
+	n.enqueue(item{reply: &r})
+}
+
+func (n *Notifier) enqueue(it item) {
 	n.mu.Lock()
-	n.queue = append(n.queue, e)
+	n.queue = append(n.queue, it)
 	n.mu.Unlock()
 	select {
 	case n.wake <- struct{}{}:
@@ -114,8 +131,12 @@ func (n *Notifier) loop(ctx context.Context) {
 		n.queue = nil
 		closing := n.closing
 		n.mu.Unlock()
-		for _, e := range q {
-			n.deliver(ctx, e)
+		for _, it := range q {
+			if it.event != nil {
+				n.deliver(ctx, *it.event)
+			} else {
+				n.deliverReply(ctx, *it.reply)
+			}
 		}
 		if len(q) > 0 {
 			continue
@@ -144,6 +165,19 @@ func (n *Notifier) deliver(ctx context.Context, e trainer.Event) {
 		}
 		if err := n.send(ctx, t, chat.Chat, reply); err != nil {
 			n.log.Error("deliver notice", "chat", chat.String(), "run", e.Run.ID, "err", err)
+		}
+	}
+}
+
+// deliverReply sends a pushed reply to its chats.
+func (n *Notifier) deliverReply(ctx context.Context, r Reply) {
+	for _, chat := range n.targets(ctx, trainer.Event{Run: &trainer.Run{}}, r.Kind) {
+		t := n.transports[chat.Transport]
+		if t == nil {
+			continue
+		}
+		if err := n.send(ctx, t, chat.Chat, r); err != nil {
+			n.log.Error("deliver notice", "chat", chat.String(), "err", err)
 		}
 	}
 }

@@ -200,6 +200,32 @@ CREATE TABLE kv (
 	value TEXT NOT NULL
 );
 `,
+	// 2: memory and accelerator samples.
+	`
+CREATE TABLE device_samples (
+	t INTEGER NOT NULL,
+	device INTEGER NOT NULL,
+	uuid TEXT NOT NULL DEFAULT '',
+	name TEXT NOT NULL DEFAULT '',
+	mem_used INTEGER NOT NULL,
+	mem_total INTEGER NOT NULL,
+	util INTEGER NOT NULL DEFAULT -1,
+	temp INTEGER NOT NULL DEFAULT -1,
+	power_mw INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX device_samples_t ON device_samples(device, t);
+
+-- What one run held at one instant: GPU memory of its processes (NULL
+-- without a GPU) and resident host memory of its process tree.
+CREATE TABLE run_memory (
+	run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	t INTEGER NOT NULL,
+	gpu_bytes INTEGER,
+	gpu_total INTEGER,
+	host_bytes INTEGER
+);
+CREATE INDEX run_memory_run_t ON run_memory(run_id, t);
+`,
 }
 
 func migrate(db *sql.DB) error {
