@@ -53,6 +53,20 @@ func (es Errors) Error() string {
 	return strings.Join(parts, "\n")
 }
 
+// Sorted returns the errors in line order, without duplicates.
+func (es Errors) Sorted() Errors {
+	out := make(Errors, 0, len(es))
+	seen := map[string]bool{}
+	for _, e := range es {
+		if k := e.Error(); !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
+	return out
+}
+
 // Unwrap returns the individual errors.
 func (es Errors) Unwrap() []error {
 	out := make([]error, len(es))

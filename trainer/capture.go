@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -158,13 +159,17 @@ func (sp *splitter) feed(p []byte) {
 	}
 }
 
+// indexLineEnd finds the first '\n' or '\r' (IndexByte is vectorised).
 func indexLineEnd(p []byte) int {
-	for i, b := range p {
-		if b == '\n' || b == '\r' {
-			return i
-		}
+	nl := bytes.IndexByte(p, '\n')
+	seg := p
+	if nl >= 0 {
+		seg = p[:nl]
 	}
-	return -1
+	if cr := bytes.IndexByte(seg, '\r'); cr >= 0 {
+		return cr
+	}
+	return nl
 }
 
 func (sp *splitter) add(p []byte) {

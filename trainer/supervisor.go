@@ -357,10 +357,10 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	s.wg.Add(1)
 	go a.supervise()
 	ok = true
-	log.Info("run started", "pid", run.PID, "argv", quoteArgv(argv))
-	st := a.status()
-	s.publish(Event{Kind: EventStarted, Run: run.Clone(), Status: &st})
-	return run.Clone(), nil
+	log.Info("run started", "pid", cmd.Process.Pid, "argv", quoteArgv(argv))
+	st := a.status() // from here on, run belongs to a (read it under a.mu)
+	s.publish(Event{Kind: EventStarted, Run: st.Run.Clone(), Status: &st})
+	return st.Run, nil
 }
 
 func emptyProgress() logparse.Progress { return logparse.Progress{Epoch: math.NaN()} }

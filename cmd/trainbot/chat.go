@@ -32,6 +32,17 @@ func (c *configFlags) register(fs *flag.FlagSet, needConfig bool) {
 // flags; then validates. On error it reports and returns the exit status.
 func (c *configFlags) load(e env) (*config.Config, int) {
 	cfg := config.DefaultConfig()
+	// Every problem is reported at once: decoding errors, then what
+	// validation finds in the rest.
+	var all config.Errors
+	collect := func(err error) error {
+		var errs config.Errors
+		if errors.As(err, &errs) {
+			all = append(all, errs...)
+			return nil
+		}
+		return err
+	}
 	if c.config != "" {
 		f, err := os.Open(c.config)
 		if err != nil {
@@ -39,12 +50,12 @@ func (c *configFlags) load(e env) (*config.Config, int) {
 		}
 		err = cfg.Parse(c.config, f)
 		f.Close()
-		if err != nil {
-			return nil, reportConfig(e, err)
+		if err := collect(err); err != nil {
+			return nil, errorf(e, "%v", err)
 		}
 	}
-	if err := cfg.ApplyEnv(e.environ); err != nil {
-		return nil, reportConfig(e, err)
+	if err := collect(cfg.ApplyEnv(e.environ)); err != nil {
+		return nil, errorf(e, "%v", err)
 	}
 	if c.data != "" {
 		cfg.DataDir = c.data
@@ -53,8 +64,11 @@ func (c *configFlags) load(e env) (*config.Config, int) {
 		cfg.LogLevel = c.logLevel
 	}
 	cfg.DataDir = config.ExpandHome(cfg.DataDir)
-	if err := cfg.Validate(); err != nil {
-		return nil, reportConfig(e, err)
+	if err := collect(cfg.Validate()); err != nil {
+		return nil, errorf(e, "%v", err)
+	}
+	if len(all) > 0 {
+		return nil, reportConfig(e, all.Sorted())
 	}
 	return cfg, exitOK
 }

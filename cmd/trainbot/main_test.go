@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary play trainbot's demo child: the demo job
+// runs os.Executable() with "demo-train".
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "demo-train" {
+		exe, _ := os.Executable()
+		os.Exit(run(context.Background(), os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ(), exe: exe}))
+	}
+	os.Exit(m.Run())
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func testEnv(t *testing.T, stdin io.Reader) (env, *syncBuffer, *syncBuffer) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	return env{stdin: stdin, stdout: out, stderr: errOut, environ: []string{"HOME=" + t.TempDir()}, exe: exe}, out, errOut
+}
+
+// trainbot runs a subcommand to completion.
+func trainbot(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	e, out, errOut := testEnv(t, strings.NewReader(stdin))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code = run(ctx, args, e)
+	return code, out.String(), errOut.String()
+}
+
+// waitFor polls the output until it matches re (after offset from).
+func waitFor(t *testing.T, out *syncBuffer, from int, re string) (string, int) {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		s := out.String()
+		if loc := rx.FindStringIndex(s[from:]); loc != nil {
+			return s[from+loc[0] : from+loc[1]], from + loc[1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("output never matched %q:\n%s", re, out.String()[from:])
+	return "", 0
+}
+
+// TestDemoAcceptance is the Foundation issue's acceptance scenario:
+// 开始, 状态, 画图, a second 开始, 停止, end of input; then runs --json.
+func TestDemoAcceptance(t *testing.T) {
+	data := t.TempDir()
+	pr, pw := io.Pipe()
+	e, out, errOut := testEnv(t, pr)
+	done := make(chan int, 1)
+	start := time.Now()
+	go func() { done <- run(context.Background(), []string{"demo", "--data", data}, e) }()
+	say := func(s string) {
+		if _, err := io.WriteString(pw, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say("开始")
+	_, pos := waitFor(t, out, 0, `run #1 started: demo`)
+	_, pos = waitFor(t, out, pos, `\[buttons\] 停止 \| 状态 \| 画图`)
+	// Ask for status until it shows a step and a loss.
+	var status string
+	for i := 0; i < 100; i++ {
+		say("状态")
+		status, pos = waitFor(t, out, pos, `run #1 · demo · running[^\n]*\n(?:no metric yet\n|[^\n]*step \d+/1500[^\n]*\n[^\n]*loss[^\n]*\n)`)
+		if strings.Contains(status, "loss") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(status, "loss") || !regexp.MustCompile(`step \d+/1500`).MatchString(status) {
+		t.Fatalf("status %q lacks a step and a loss", status)
+	}
+	firstMetric := time.Since(start)
+	say("画图")
+	img, pos := waitFor(t, out, pos, `\[image\] \S+\.png`)
+	path := strings.TrimPrefix(img, "[image] ")
+	if !strings.HasPrefix(path, filepath.Join(data, "charts")) {
+		t.Errorf("chart %s is not under DATA/charts", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(f); err != nil {
+		t.Fatalf("chart is not a PNG: %v", err)
+	}
+	f.Close()
+	say("开始")
+	_, pos = waitFor(t, out, pos, `already running`)
+	say("停止")
+	_, pos = waitFor(t, out, pos, `stopping run #1`)
+	pw.Close()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("demo exited %d; stderr:\n%s", code, errOut.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("demo did not exit after the end of input")
+	}
+	waitFor(t, out, pos, `run #1 \(demo\) stopped by`)
+	t.Logf("first metric shown %s after 开始", firstMetric.Round(time.Millisecond))
+
+	code, stdout, stderr := trainbot(t, "", "runs", "--json", "--data", data)
+	if code != 0 {
+		t.Fatalf("runs --json exited %d: %s", code, stderr)
+	}
+	var runs []map[string]any
+	if err := json.Unmarshal([]byte(stdout), &runs); err != nil {
+		t.Fatalf("runs --json is not JSON: %v\n%s", err, stdout)
+	}
+	if len(runs) != 1 {
+		t.Fatalf("got %d runs, want 1", len(runs))
+	}
+	r := runs[0]
+	for _, k := range []string{"id", "job", "state", "outcome", "exit_code", "started_at", "ended_at", "params", "steps", "last"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("run JSON lacks %q", k)
+		}
+	}
+	if r["outcome"] != "stopped" || r["steps"].(float64) <= 0 {
+		t.Fatalf("got outcome %v steps %v, want stopped with steps", r["outcome"], r["steps"])
+	}
+	if _, ok := r["last"].(map[string]any)["loss"]; !ok {
+		t.Errorf("last has no loss: %v", r["last"])
+	}
+}
+
+func TestDemoRunsToTheEndAtEOF(t *testing.T) {
+	data := t.TempDir()
+	code, out, stderr := trainbot(t, "开始\n", "demo", "--data", data, "--steps", "300", "--pace", "1ms")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "✅ run #1 (demo) finished") {
+		t.Fatalf("no finish report:\n%s", out)
+	}
+	code, out, _ = trainbot(t, "", "runs", "show", "1", "--json", "--data", data)
+	if code != 0 {
+		t.Fatal(out)
+	}
+	var r struct {
+		Outcome string
+		Steps   int64
+		Last    map[string]*float64
+	}
+	json.Unmarshal([]byte(out), &r)
+	if r.Outcome != "finished" || r.Steps != 300 || r.Last["loss"] == nil || *r.Last["loss"] > 0.5 {
+		t.Fatalf("got %+v", r)
+	}
+	chart := filepath.Join(t.TempDir(), "c.png")
+	code, out, stderr = trainbot(t, "", "plot", "1", "--data", data, "-o", chart)
+	if code != 0 {
+		t.Fatalf("plot exited %d: %s", code, stderr)
+	}
+	if b, err := os.ReadFile(chart); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Fatalf("plot wrote no PNG (%v): %s", err, out)
+	}
+	code, out, _ = trainbot(t, "", "runs", "--data", data)
+	if code != 0 || !strings.Contains(out, "#1 demo finished") {
+		t.Fatalf("runs: %d %s", code, out)
+	}
+}
+
+func TestUsageAndErrors(t *testing.T) {
+	data := t.TempDir()
+	cases := []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{nil, 2, "Usage"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"demo", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"runs", "show"}, 2, "one run id"},
+		{[]string{"runs", "show", "x"}, 2, "not a run id"},
+		{[]string{"runs", "show", "999", "--data", data}, 1, "run 999 not found"},
+		{[]string{"plot", "--data", data}, 2, "one run id"},
+		{[]string{"plot", "5", "--data", data}, 1, "run 5 not found"},
+		{[]string{"console"}, 2, "--config FILE is required"},
+		{[]string{"serve"}, 2, "--config FILE is required"},
+		{[]string{"check"}, 2, "--config FILE is required"},
+		{[]string{"check", "--config", "/nonexistent.toml"}, 1, "no such file"},
+		{[]string{"demo", "--steps", "0"}, 2, "--steps 0"},
+	}
+	for _, c := range cases {
+		code, _, stderr := trainbot(t, "", c.args...)
+		if code != c.code || !strings.Contains(stderr, c.stderr) {
+			t.Errorf("trainbot %q: got %d %q, want %d containing %q", c.args, code, stderr, c.code, c.stderr)
+		}
+	}
+	if code, out, _ := trainbot(t, "", "runs", "--data", data); code != 0 || !strings.Contains(out, "no runs yet") {
+		t.Errorf("runs on an empty data dir: %d %q", code, out)
+	}
+	if code, out, _ := trainbot(t, "", "version"); code != 0 || !strings.HasPrefix(out, "trainbot ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	if code, out, _ := trainbot(t, "", "--help"); code != 0 || !strings.Contains(out, "demo") || strings.Contains(out, "demo-train") {
+		t.Errorf("help: %d %q", code, out)
+	}
+}
+
+func TestCheckReportsEveryErrorWithLines(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bad.toml")
+	os.WriteFile(path, []byte(`log_level = "loud"
+
+[[jobs]]
+name = "a"
+comand = ["python3"]
+stop_grace = 5
+`), 0o644)
+	code, _, stderr := trainbot(t, "", "check", "--config", path)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, want := range []string{
+		path + `:1: log_level: want debug, info, warn or error`,
+		path + `:5: jobs[0].comand: unknown key (did you mean "command"?)`,
+		path + `:6: jobs[0].stop_grace: want a duration string`,
+		path + `:3: jobs[0].command: a job needs a command`,
+		"4 config error(s)",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	code, out, stderr := trainbot(t, "", "check", "--config", filepath.Join("..", "..", "config.example.toml"))
+	if code != 0 || !strings.Contains(out, "OK") {
+		t.Fatalf("example: %d %s %s", code, out, stderr)
+	}
+}
+
+func TestConsoleWithConfigJobs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.toml")
+	os.WriteFile(path, []byte(`data_dir = "`+filepath.Join(dir, "data")+`"
+[[jobs]]
+name = "hello"
+command = ["/bin/echo", "step 1 loss=0.5 {word}"]
+[jobs.params.word]
+type = "string"
+default = "hi"
+`), 0o644)
+	code, out, stderr := trainbot(t, "任务\n开始 word=你好\n", "console", "--config", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"hello", "word: string", "run #1 started: hello word=你好", "✅ run #1 (hello) finished"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// serve without a transport refuses to start.
+	code, _, stderr = trainbot(t, "", "serve", "--config", path)
+	if code != 1 || !strings.Contains(stderr, "nothing to serve") {
+		t.Fatalf("serve: %d %s", code, stderr)
+	}
+}

@@ -1,0 +1,182 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleConfigParses(t *testing.T) {
+	c, err := Load(filepath.Join("..", "config.example.toml"))
+	if err != nil {
+		t.Fatalf("config.example.toml: %v", err)
+	}
+	if len(c.Jobs) == 0 {
+		t.Fatal("the example has no job")
+	}
+	jobs, err := c.TrainerJobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := jobs[0]
+	if j.Name != "mnist" || j.StopGrace != 30*time.Second || j.Params["batch_size"].Default != "64" || j.Params["lr"].Env != "LEARNING_RATE" {
+		t.Errorf("unexpected job %+v", j)
+	}
+	if err := j.Normalize(); err != nil {
+		t.Errorf("example job does not normalize: %v", err)
+	}
+}
+
+func parse(t *testing.T, doc string) (*Config, error) {
+	t.Helper()
+	c := DefaultConfig()
+	if err := c.Parse("test.toml", strings.NewReader(doc)); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+func TestErrorsNameKeyAndLine(t *testing.T) {
+	doc := `data_dir = "/tmp/x"
+log_level = "loud"
+
+[[jobs]]
+name = "a"
+comand = ["python3"]
+
+[[jobs]]
+name = "b"
+command = ["python3", "t.py"]
+stop_grace = 30
+
+[jobs.params.bs]
+type = "int"
+max = "big"
+
+[plots]
+smoothing = 1.5
+`
+	_, err := parse(t, doc)
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("got %v, want Errors", err)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Error("errors do not wrap ErrInvalid")
+	}
+	want := []string{
+		`test.toml:6: jobs[0].comand: unknown key (did you mean "command"?)`,
+		`test.toml:11: jobs[1].stop_grace: want a duration string like "30s", got integer 30`,
+		`test.toml:15: jobs[1].params.bs.max: want a number, got string "big"`,
+	}
+	text := err.Error()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("errors lack %q:\n%s", w, text)
+		}
+	}
+}
+
+func TestValidationErrorsHaveLines(t *testing.T) {
+	doc := `log_level = "loud"
+
+[plots]
+smoothing = 1.5
+
+[[jobs]]
+name = "a"
+
+[[jobs]]
+name = "a"
+command = ["x", "{missing}"]
+`
+	_, err := parse(t, doc)
+	text := err.Error()
+	for _, w := range []string{
+		`test.toml:1: log_level: want debug, info, warn or error, got "loud"`,
+		`test.toml:4: plots.smoothing: want a number in [0, 1), got 1.5`,
+		`test.toml:6: jobs[0].command: a job needs a command`,
+		`test.toml:10: jobs[1].name: job "a" is already defined at jobs[0]`,
+		`test.toml:9: jobs[1]: command: "{missing}" refers to {missing}`,
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("errors lack %q:\n%s", w, text)
+		}
+	}
+}
+
+func TestSyntaxErrorHasLine(t *testing.T) {
+	_, err := parse(t, "data_dir = \"x\"\n\n[jobs\nname = 1\n")
+	if err == nil || !strings.Contains(err.Error(), "test.toml:3") || !strings.Contains(err.Error(), "syntax error") {
+		t.Fatalf("got %v, want a syntax error on line 3", err)
+	}
+}
+
+func TestEnvironmentOverridesFileAndFlagsOverrideEnv(t *testing.T) {
+	c, err := parse(t, "data_dir = \"/from/file\"\nlog_level = \"warn\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyEnv([]string{"TRAINBOT_DATA_DIR=/from/env", "TRAINBOT_RUN_ID=7", "PATH=/bin", "TRAINBOT_PLOTS_SMOOTHING=0.9"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.DataDir != "/from/env" || c.LogLevel != "warn" || c.Plots.Smoothing != 0.9 {
+		t.Fatalf("got %+v", c)
+	}
+	err = c.ApplyEnv([]string{"TRAINBOT_PLOTS_SMOOTHING=lots"})
+	if err == nil || !strings.Contains(err.Error(), "$TRAINBOT_PLOTS_SMOOTHING") {
+		t.Fatalf("got %v, want an error naming the variable", err)
+	}
+}
+
+func TestDefaultDataDirFollowsXDG(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", "/xdg/state")
+	if got := DefaultDataDir(); got != "/xdg/state/trainbot" {
+		t.Errorf("got %s", got)
+	}
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", "/home/u")
+	if got := DefaultDataDir(); got != "/home/u/.local/state/trainbot" {
+		t.Errorf("got %s", got)
+	}
+}
+
+func TestParamsAndSizes(t *testing.T) {
+	dir := t.TempDir()
+	doc := `[[jobs]]
+name = "t"
+command = ["python3", "t.py", "{opt}"]
+dir = "` + dir + `"
+max_log_size = "512MiB"
+stall_after = "1d"
+[jobs.params.opt]
+type = "string"
+choices = ["adam", "sgd"]
+default = "adam"
+[jobs.params.lr]
+type = "float"
+default = 0.001
+`
+	c, err := parse(t, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := c.TrainerJobs()
+	j := jobs[0]
+	if j.MaxLogBytes != 512<<20 || j.StallAfter != 24*time.Hour || j.Dir != dir {
+		t.Errorf("got %d %s %s", j.MaxLogBytes, j.StallAfter, j.Dir)
+	}
+	if j.Params["lr"].Default != "0.001" || len(j.Params["opt"].Choices) != 2 {
+		t.Errorf("params %+v", j.Params)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.toml"))
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("got %v, want not-exist", err)
+	}
+}

@@ -1,0 +1,218 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/logparse"
+)
+
+func open(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir, Options{FlushEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestRunRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	start := time.Now().Truncate(time.Millisecond)
+	r := &trainer.Run{Job: "j", Params: map[string]string{"bs": "32"}, Command: []string{"python3", "t.py"},
+		State: trainer.StateRunning, Outcome: trainer.OutcomeRunning, StartedAt: start, StartedBy: "ann", Origin: "console:0", Supervisor: 42}
+	id, err := s.CreateRun(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ID = id
+	code := 0
+	peak := int64(1 << 30)
+	r.State, r.Outcome, r.ExitCode, r.EndedAt, r.Steps, r.Total, r.PeakHostMem = trainer.StateEnded, trainer.OutcomeFinished, &code, start.Add(time.Minute), 100, 200, &peak
+	if err := s.UpdateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Run(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Job != "j" || got.Params["bs"] != "32" || got.Command[1] != "t.py" || got.Outcome != trainer.OutcomeFinished ||
+		*got.ExitCode != 0 || !got.StartedAt.Equal(start) || got.EndedAt.Sub(start) != time.Minute || got.Steps != 100 ||
+		got.Total != 200 || *got.PeakHostMem != peak || got.PeakGPUMem != nil || got.Origin != "console:0" || got.StartedBy != "ann" {
+		t.Fatalf("round trip lost something: %+v", got)
+	}
+	if _, err := s.Run(ctx, 999); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("got %v, want ErrNotFound", err)
+	}
+	if err := s.UpdateRun(ctx, &trainer.Run{ID: 999}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("got %v, want ErrNotFound", err)
+	}
+}
+
+func TestPointsBatchedAndNaNKept(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	id, _ := s.CreateRun(ctx, &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning, StartedAt: time.Now()})
+	for i := 1; i <= 12000; i++ {
+		v := 1 / float64(i)
+		if i == 12000 {
+			v = math.NaN()
+		}
+		s.AddPoints(id, time.Now(), []logparse.Point{{Step: int64(i), Epoch: math.NaN(), Name: "loss", Value: v}, {Step: int64(i), Epoch: 1, Name: "acc", Value: 0.5}})
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := s.PointCount(ctx, id)
+	if n != 24000 {
+		t.Fatalf("got %d points, want 24000", n)
+	}
+	pts, err := s.Series(ctx, id, "loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 12000 || pts[0].Value != 1 || !math.IsNaN(pts[11999].Value) || !math.IsNaN(pts[0].Epoch) {
+		t.Fatalf("series wrong: first %+v last %+v", pts[0], pts[len(pts)-1])
+	}
+	last, _ := s.LastValues(ctx, id)
+	if !math.IsNaN(last["loss"]) || last["acc"] != 0.5 {
+		t.Fatalf("last values %v", last)
+	}
+	names, _ := s.MetricNames(ctx, id)
+	if len(names) != 2 || names[0] != "loss" {
+		t.Fatalf("names %v, want loss first", names)
+	}
+	if none, _ := s.Series(ctx, id, "nope"); len(none) != 0 {
+		t.Fatal("unknown metric has points")
+	}
+}
+
+func TestPointsSurviveClose(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{FlushEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := s.CreateRun(ctx, &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning, StartedAt: time.Now()})
+	s.AddPoints(id, time.Now(), []logparse.Point{{Step: 1, Name: "loss", Value: 0.5}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, dir)
+	if n, _ := s2.PointCount(ctx, id); n != 1 {
+		t.Fatalf("got %d points after reopen, want 1", n)
+	}
+	if err := s.Flush(ctx); err == nil {
+		t.Fatal("flush of a closed store succeeded")
+	}
+}
+
+func TestMigrationIsVersioned(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	v, err := s.SchemaVersion(context.Background())
+	if err != nil || v != len(migrations) {
+		t.Fatalf("got version %d %v, want %d", v, err, len(migrations))
+	}
+	s.Close()
+	// A newer schema than this binary knows is refused.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, DBName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Exec(`PRAGMA user_version = 999`)
+	db.Close()
+	if _, err := Open(dir, Options{}); err == nil {
+		t.Fatal("opened a database with a newer schema")
+	}
+}
+
+func TestRunsNewestFirstAndRunning(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	for i := 0; i < 3; i++ {
+		st := trainer.StateEnded
+		if i == 2 {
+			st = trainer.StateRunning
+		}
+		job := "a"
+		if i == 1 {
+			job = "b"
+		}
+		s.CreateRun(ctx, &trainer.Run{Job: job, State: st, Outcome: trainer.OutcomeRunning, StartedAt: time.Now()})
+	}
+	runs, _ := s.Runs(ctx, RunFilter{})
+	if len(runs) != 3 || runs[0].ID != 3 {
+		t.Fatalf("got %d runs, first %d", len(runs), runs[0].ID)
+	}
+	runs, _ = s.Runs(ctx, RunFilter{Job: "a", Limit: 1})
+	if len(runs) != 1 || runs[0].ID != 3 {
+		t.Fatalf("job filter: %+v", runs)
+	}
+	running, _ := s.RunningRuns(ctx)
+	if len(running) != 1 || running[0].ID != 3 {
+		t.Fatalf("running: %+v", running)
+	}
+	latest, err := s.LatestRun(ctx, "b")
+	if err != nil || latest.ID != 2 {
+		t.Fatalf("latest b: %v %v", latest, err)
+	}
+}
+
+func TestAuditSubscriptionsAndKV(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	if err := s.Audit(ctx, AuditEntry{Transport: "telegram", Chat: -100, User: 7, UserName: "eve", Text: "开始", Command: "train", Reason: "not allowed"}); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := s.AuditLog(ctx, 10)
+	if len(log) != 1 || log[0].User != 7 || log[0].Chat != -100 || log[0].Allowed || log[0].Text != "开始" {
+		t.Fatalf("audit %+v", log)
+	}
+	s.SetSubscribed(ctx, "telegram", 5, true)
+	s.SetSubscribed(ctx, "telegram", 5, false)
+	s.SetSubscribed(ctx, "telegram", 6, true)
+	subs, _ := s.Subscriptions(ctx)
+	if len(subs) != 2 || subs[0].Subscribed || !subs[1].Subscribed {
+		t.Fatalf("subs %+v", subs)
+	}
+	if _, ok, _ := s.Get(ctx, "offset"); ok {
+		t.Fatal("empty kv has a value")
+	}
+	s.Set(ctx, "offset", "1")
+	s.Set(ctx, "offset", "2")
+	if v, ok, _ := s.Get(ctx, "offset"); !ok || v != "2" {
+		t.Fatalf("kv got %q %v", v, ok)
+	}
+}
+
+func TestMemorySamples(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	id, _ := s.CreateRun(ctx, &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning, StartedAt: time.Now()})
+	h := int64(100)
+	now := time.Now().Truncate(time.Millisecond)
+	if err := s.AddRunMemory(ctx, []RunMemory{{RunID: id, T: now, HostBytes: &h}, {RunID: id, T: now.Add(time.Second), HostBytes: &h}}); err != nil {
+		t.Fatal(err)
+	}
+	mem, _ := s.RunMemorySeries(ctx, id)
+	if len(mem) != 2 || mem[0].GPUBytes != nil || *mem[1].HostBytes != 100 || !mem[0].T.Equal(now) {
+		t.Fatalf("memory %+v", mem)
+	}
+	if err := s.AddDeviceSamples(ctx, []DeviceSample{{T: now, Device: 0, Name: "H100", MemUsed: 1, MemTotal: 2, Util: 50, TempC: 60}}); err != nil {
+		t.Fatal(err)
+	}
+	dev, _ := s.DeviceSeries(ctx, 0, now.Add(-time.Second), now.Add(time.Second))
+	if len(dev) != 1 || dev[0].Name != "H100" || dev[0].Util != 50 {
+		t.Fatalf("device %+v", dev)
+	}
+}

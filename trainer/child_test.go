@@ -1,0 +1,168 @@
+package trainer_test
+
+import (
+	"bufio"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the supervised child: with TRAINBOT_TEST_CHILD
+// set it behaves as one of the programs below instead of running tests.
+const childEnv = "TRAINBOT_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(child(mode, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// childCommand is the argv that runs the test binary as a child in mode.
+func childCommand(mode string, args ...string) []string {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return append([]string{"/usr/bin/env", childEnv + "=" + mode, exe}, args...)
+}
+
+func child(mode string, args []string) int {
+	arg := func(i int, def string) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return def
+	}
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	w := bufio.NewWriterSize(os.Stdout, 64<<10)
+	defer w.Flush()
+	switch mode {
+	case "print": // print N classic lines, D ms apart, then exit with status X
+		n, d, code := atoi(arg(0, "10")), atoi(arg(1, "0")), atoi(arg(2, "0"))
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(w, "Epoch [1/1], Step [%d/%d], Loss: %.4f\n", i, n, 1/float64(i))
+			if d > 0 {
+				w.Flush()
+				time.Sleep(time.Duration(d) * time.Millisecond)
+			}
+		}
+		w.Flush()
+		fmt.Fprintln(os.Stderr, "done printing")
+		return code
+	case "env":
+		for _, k := range strings.Split(arg(0, ""), ",") {
+			fmt.Fprintf(w, "%s=%s\n", k, os.Getenv(k))
+		}
+		fmt.Fprintf(w, "args=%q\n", args[1:])
+		return 0
+	case "flood": // write N MiB as fast as possible; write own runtime (ns) to file
+		n := atoi(arg(0, "200"))
+		line := []byte(strings.Repeat("x", 99) + "\n")
+		block := make([]byte, 0, 1<<20)
+		for len(block)+len(line) <= 1<<20 {
+			block = append(block, line...)
+		}
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			os.Stdout.Write(block)
+		}
+		if f := arg(1, ""); f != "" {
+			os.WriteFile(f, []byte(strconv.FormatInt(int64(time.Since(start)), 10)), 0o644)
+		}
+		return 0
+	case "longline": // one line of N MiB
+		n := atoi(arg(0, "20"))
+		chunk := []byte(strings.Repeat("y", 1<<20))
+		for i := 0; i < n; i++ {
+			os.Stdout.Write(chunk)
+		}
+		os.Stdout.Write([]byte("\nloss: 0.5\n"))
+		return 0
+	case "binary":
+		b := make([]byte, 1<<20)
+		rand.Read(b)
+		os.Stdout.Write(b)
+		os.Stdout.Write([]byte("\xff\xfe loss=0.25 \xc3\x28\n"))
+		return 0
+	case "stubborn": // ignore SIGINT and SIGTERM, start N stubborn grandchildren, print their pids
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+		n := atoi(arg(0, "3"))
+		exe, _ := os.Executable()
+		for i := 0; i < n; i++ {
+			c := exec.Command(exe)
+			c.Env = append(os.Environ(), childEnv+"=sleeper")
+			if err := c.Start(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			fmt.Fprintf(w, "grandchild %d\n", c.Process.Pid)
+		}
+		fmt.Fprintln(w, "ready")
+		w.Flush()
+		time.Sleep(time.Minute)
+		return 0
+	case "sleeper":
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+		time.Sleep(time.Minute)
+		return 0
+	case "polite": // exit 130 on SIGINT after saving
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT)
+		fmt.Fprintln(w, "ready")
+		w.Flush()
+		select {
+		case <-ch:
+			fmt.Println("saving checkpoint")
+			return 130
+		case <-time.After(time.Minute):
+			return 0
+		}
+	case "stderr-exit": // print lines to stderr and exit with status
+		for _, l := range strings.Split(arg(0, ""), "|") {
+			fmt.Fprintln(os.Stderr, l)
+		}
+		return atoi(arg(1, "1"))
+	case "killself":
+		fmt.Fprintln(w, "step 1 loss=0.5")
+		w.Flush()
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Second)
+		return 0
+	case "nan":
+		for i := 1; i <= 6; i++ {
+			v := "0.5"
+			if i > 2 {
+				v = "nan"
+			}
+			fmt.Fprintf(w, "step %d loss=%s\n", i, v)
+			w.Flush()
+		}
+		time.Sleep(time.Duration(atoi(arg(0, "0"))) * time.Millisecond)
+		return 0
+	case "quiet": // print once, then stay silent
+		fmt.Fprintln(w, "step 1 loss=0.5")
+		w.Flush()
+		time.Sleep(time.Duration(atoi(arg(0, "5000"))) * time.Millisecond)
+		return 0
+	case "metricsfile": // report through TRAINBOT_METRICS_FILE only
+		f, err := os.OpenFile(os.Getenv("TRAINBOT_METRICS_FILE"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return 1
+		}
+		for i := 1; i <= 5; i++ {
+			fmt.Fprintf(f, "{\"step\": %d, \"loss\": %g}\n", i*10, 1/float64(i))
+		}
+		f.Close()
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "unknown child mode", mode)
+	return 2
+}

@@ -1,0 +1,237 @@
+package trainer
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func fp(v float64) *float64 { return &v }
+
+func testJob() *Job {
+	j := &Job{
+		Name:    "train",
+		Command: []string{"python3", "train.py", "--bs", "{batch_size}", "--opt={optimizer}"},
+		Env:     map[string]string{"CUDA_VISIBLE_DEVICES": "0"},
+		Params: map[string]ParamSpec{
+			"batch_size": {Type: ParamInt, Default: "64", HasDefault: true, Min: fp(1), Max: fp(4096)},
+			"lr":         {Type: ParamFloat, Default: "0.001", HasDefault: true, Min: fp(0), Max: fp(1), Env: "LR"},
+			"optimizer":  {Type: ParamString, Default: "adam", HasDefault: true, Choices: []string{"adam", "sgd"}},
+			"amp":        {Type: ParamBool, Default: "false", HasDefault: true},
+		},
+	}
+	if err := j.Normalize(); err != nil {
+		panic(err)
+	}
+	return j
+}
+
+func TestResolveParams(t *testing.T) {
+	j := testJob()
+	cases := []struct {
+		name    string
+		given   map[string]string
+		want    map[string]string
+		errWant []string // substrings; empty means no error
+	}{
+		{"defaults", nil, map[string]string{"batch_size": "64", "lr": "0.001", "optimizer": "adam", "amp": "false"}, nil},
+		{"given", map[string]string{"batch_size": "32", "lr": "3e-4", "optimizer": "sgd", "amp": "yes"},
+			map[string]string{"batch_size": "32", "lr": "3e-4", "optimizer": "sgd", "amp": "true"}, nil},
+		{"unknown key", map[string]string{"bs": "32"}, nil, []string{"parameter bs", "unknown parameter", "amp, batch_size, lr, optimizer"}},
+		{"not an int", map[string]string{"batch_size": "1; rm -rf /"}, nil, []string{"batch_size", "not an integer"}},
+		{"float for int", map[string]string{"batch_size": "3.5"}, nil, []string{"not an integer"}},
+		{"out of range", map[string]string{"batch_size": "0"}, nil, []string{"below the minimum 1"}},
+		{"above max", map[string]string{"lr": "2"}, nil, []string{"above the maximum 1"}},
+		{"nan", map[string]string{"lr": "NaN"}, nil, []string{"not a number"}},
+		{"not a choice", map[string]string{"optimizer": "adamw"}, nil, []string{"not one of adam, sgd"}},
+		{"bad bool", map[string]string{"amp": "maybe"}, nil, []string{"not true or false"}},
+		{"every error", map[string]string{"batch_size": "x", "lr": "y"}, nil, []string{"batch_size", "lr"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := j.ResolveParams(c.given)
+			if len(c.errWant) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				for k, v := range c.want {
+					if got[k] != v {
+						t.Errorf("%s = %q, want %q", k, got[k], v)
+					}
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrBadParam) {
+				t.Fatalf("got %v, want a bad parameter error", err)
+			}
+			for _, s := range c.errWant {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q lacks %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+func TestArgvNeverUsesAShell(t *testing.T) {
+	j := testJob()
+	params, err := j.ResolveParams(map[string]string{"batch_size": "32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params["optimizer"] = "a b; c" // as if a string parameter had it
+	argv, env := j.Argv(params)
+	want := []string{"python3", "train.py", "--bs", "32", "--opt=a b; c"}
+	if !slices.Equal(argv, want) {
+		t.Fatalf("argv %q, want %q", argv, want)
+	}
+	for _, e := range []string{"TRAINBOT_PARAM_BATCH_SIZE=32", "TRAINBOT_PARAM_LR=0.001", "LR=0.001", "CUDA_VISIBLE_DEVICES=0"} {
+		if !slices.Contains(env, e) {
+			t.Errorf("env %q lacks %q", env, e)
+		}
+	}
+}
+
+func TestNormalizeRejectsBadJobs(t *testing.T) {
+	cases := []struct {
+		job  Job
+		want string
+	}{
+		{Job{Name: "a b", Command: []string{"x"}}, "name"},
+		{Job{Name: "a"}, "command"},
+		{Job{Name: "a", Command: []string{"x", "{nope}"}}, "{nope}"},
+		{Job{Name: "a", Command: []string{"x"}, Params: map[string]ParamSpec{"p": {Type: "complex"}}}, "params.p.type"},
+		{Job{Name: "a", Command: []string{"x"}, Params: map[string]ParamSpec{"p": {Type: ParamInt, Min: fp(5), Max: fp(1)}}}, "min 5 is above max 1"},
+		{Job{Name: "a", Command: []string{"x"}, Params: map[string]ParamSpec{"p": {Type: ParamInt, Default: "x", HasDefault: true}}}, "params.p.default"},
+	}
+	for _, c := range cases {
+		err := c.job.Normalize()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want an error about %q", c.job, err, c.want)
+		}
+	}
+}
+
+func TestDetectOOM(t *testing.T) {
+	cases := []struct {
+		line  string
+		kind  string
+		tried int64
+		gpu   int
+		free  int64
+		total int64
+	}{
+		{"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total capacity; 5.12 GiB already allocated; 1.23 GiB free; 5.30 GiB reserved in total by PyTorch)",
+			"cuda", 2 << 30, 0, 1320702443, 8364448808},
+		{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a total capacity of 79.15 GiB of which 12.75 MiB is free. Including non-PyTorch memory, this process has 79.13 GiB memory in use. Of the allocated memory 78.20 GiB is allocated by PyTorch, and 412.50 MiB is reserved by PyTorch but unallocated.",
+			"cuda", 20 << 20, 3, 13369344, 84986665369},
+		{"RuntimeError: [enforce fail at alloc_cpu.cpp:83] . DefaultCPUAllocator: can't allocate memory: you tried to allocate 80000000000 bytes. Error code 12 (Cannot allocate memory)",
+			"host", 80000000000, -1, -1, 0},
+		{"tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[1024,1024,256] and type float on /job:localhost/replica:0/task:0/device:GPU:1 by allocator GPU_0_bfc",
+			"tensorflow", 1024 * 1024 * 256 * 4, 1, -1, 0},
+		{"jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes.",
+			"jax", 17179869184, -1, -1, 0},
+		{"RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "cublas", 0, -1, -1, 0},
+		{"RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED", "cudnn", 0, -1, -1, 0},
+		{"MemoryError: Unable to allocate 7.45 GiB for an array with shape (1000000000,) and data type float64", "host", 0, -1, -1, 0},
+	}
+	for _, c := range cases {
+		o, ok := DetectOOM(c.line)
+		if !ok {
+			t.Errorf("not detected: %s", c.line)
+			continue
+		}
+		if o.Kind != c.kind || o.TriedBytes != c.tried || o.GPU != c.gpu || o.FreeBytes != c.free || o.TotalBytes != c.total {
+			t.Errorf("%s:\ngot kind %s tried %d gpu %d free %d total %d\nwant kind %s tried %d gpu %d free %d total %d",
+				c.line, o.Kind, o.TriedBytes, o.GPU, o.FreeBytes, o.TotalBytes, c.kind, c.tried, c.gpu, c.free, c.total)
+		}
+	}
+	for _, line := range []string{
+		"Epoch [1/10], Step [100/600], Loss: 0.2345",
+		"memory usage: 1.2 GiB",
+		"allocating buffers for the data loader",
+		"the model uses gradient checkpointing to save memory",
+		"print('MemoryError handling test passed')",
+	} {
+		if o, ok := DetectOOM(line); ok {
+			t.Errorf("false positive %q: %+v", line, o)
+		}
+	}
+}
+
+func TestOOMSummaryAndFragmentation(t *testing.T) {
+	o, _ := DetectOOM("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 12.75 MiB is free. 412.50 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+	s := o.Summary()
+	for _, want := range []string{"CUDA out of memory on GPU 0", "tried to allocate 20.00 MiB (20971520 bytes)", "12.75 MiB free of 79.15 GiB", "412.50 MiB reserved"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary %q lacks %q", s, want)
+		}
+	}
+	if !o.Fragmented() {
+		t.Error("reserved-but-unallocated memory should count as fragmentation")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	oom, _ := DetectOOM("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total capacity; 1.23 GiB free)")
+	cases := []struct {
+		name string
+		e    ending
+		want Outcome
+		in   string
+	}{
+		{"exit 0", ending{exitCode: 0}, OutcomeFinished, "exit status 0"},
+		{"exit 1", ending{exitCode: 1, stderrTail: []string{"a", "ValueError: x"}}, OutcomeFailed, "ValueError: x"},
+		{"segfault", ending{exitCode: -1, signal: syscall.SIGSEGV}, OutcomeFailed, "SIGSEGV"},
+		{"stopped", ending{exitCode: 130, stopBy: "ann", stopReason: OutcomeStopped}, OutcomeStopped, "stopped by ann (exit status 130)"},
+		{"stopped though oom", ending{exitCode: 1, stopBy: "ann", stopReason: OutcomeStopped, oom: oom}, OutcomeStopped, "ann"},
+		{"oom", ending{exitCode: 1, oom: oom, peakMemText: "peak GPU memory 7.00 GiB"}, OutcomeOOM, "peak GPU memory 7.00 GiB"},
+		{"oom killer", ending{exitCode: -1, signal: syscall.SIGKILL, oomKills: 1}, OutcomeOOM, "OOM killer"},
+		{"our kill", ending{exitCode: -1, signal: syscall.SIGKILL, sentKill: true, stopBy: "x", stopReason: OutcomeStopped}, OutcomeStopped, "SIGKILL"},
+		{"nan", ending{exitCode: 0, nanSeen: "loss is NaN"}, OutcomeNaN, "loss is NaN"},
+		{"nan stopped", ending{exitCode: 130, stopBy: "trainbot (NaN loss)", stopReason: OutcomeNaN, nanSeen: "loss is NaN"}, OutcomeNaN, "stopped by trainbot"},
+	}
+	for _, c := range cases {
+		got, detail := classify(c.e)
+		if got != c.want || !strings.Contains(detail, c.in) {
+			t.Errorf("%s: got %s %q, want %s containing %q", c.name, got, detail, c.want, c.in)
+		}
+	}
+}
+
+func TestRingReplacesCarriageReturnLines(t *testing.T) {
+	r := newRing(3)
+	r.put("a", false)
+	r.put("bar 1", false)
+	r.put("bar 2", true)
+	r.put("b", false)
+	r.put("c", false)
+	got := r.last(10)
+	want := []string{"bar 2", "b", "c"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if got := r.last(1); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("last(1) = %q", got)
+	}
+}
+
+func TestFormatBytesAndDuration(t *testing.T) {
+	if got := FormatBytes(1536 << 20); got != "1.50 GiB" {
+		t.Errorf("got %s", got)
+	}
+	if got := FormatBytes(512); got != "512 B" {
+		t.Errorf("got %s", got)
+	}
+	for d, want := range map[string]string{"45s": "45s", "185s": "3m05s", "7440s": "2h04m", "266400s": "3d02h"} {
+		dur, _ := parseDur(d)
+		if got := FormatDuration(dur); got != want {
+			t.Errorf("FormatDuration(%s) = %s, want %s", d, got, want)
+		}
+	}
+}
+
+func parseDur(s string) (time.Duration, error) { return time.ParseDuration(s) }

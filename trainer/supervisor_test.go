@@ -1,0 +1,575 @@
+package trainer_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// harness is a supervisor on a real store in a temporary data directory.
+type harness struct {
+	t      *testing.T
+	dir    string
+	st     *store.Store
+	sup    *trainer.Supervisor
+	events chan trainer.Event
+}
+
+func newHarness(t *testing.T, jobs ...*trainer.Job) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	return newHarnessIn(t, dir, jobs...)
+}
+
+func newHarnessIn(t *testing.T, dir string, jobs ...*trainer.Job) *harness {
+	t.Helper()
+	st, err := store.Open(dir, store.Options{FlushEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: jobs, Recorder: st, DataDir: dir, DrainTimeout: 500 * time.Millisecond})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	h := &harness{t: t, dir: dir, st: st, sup: sup, events: make(chan trainer.Event, 1000)}
+	sup.Subscribe(func(e trainer.Event) { h.events <- e })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		sup.Close(ctx)
+		st.Close()
+	})
+	return h
+}
+
+func job(name string, argv []string) *trainer.Job {
+	return &trainer.Job{Name: name, Command: argv, StopGrace: 300 * time.Millisecond, KillGrace: 300 * time.Millisecond}
+}
+
+func (h *harness) start(jobName string, params map[string]string) *trainer.Run {
+	h.t.Helper()
+	r, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: jobName, Params: params, By: "tester"})
+	if err != nil {
+		h.t.Fatalf("start %s: %v", jobName, err)
+	}
+	return r
+}
+
+// wait waits for the run to end and returns its stored record.
+func (h *harness) wait(id int64) *trainer.Run {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := h.sup.WaitRun(ctx, id); err != nil && !errors.Is(err, trainer.ErrNotRunning) {
+		h.t.Fatalf("wait run %d: %v", id, err)
+	}
+	r, err := h.st.Run(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// waitEvent returns the first event of kind for run id.
+func (h *harness) waitEvent(kind trainer.EventKind, id int64) trainer.Event {
+	h.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case e := <-h.events:
+			if e.Kind == kind && e.Run.ID == id {
+				return e
+			}
+		case <-deadline:
+			h.t.Fatalf("no %s event for run %d", kind, id)
+		}
+	}
+}
+
+// waitTail polls the run's output until a line contains s.
+func (h *harness) waitTail(id int64, s string) []string {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		lines, err := h.sup.Tail(id, 100)
+		if err != nil {
+			h.t.Fatalf("tail: %v", err)
+		}
+		for _, l := range lines {
+			if strings.Contains(l, s) {
+				return lines
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.t.Fatalf("run %d never printed %q", id, s)
+	return nil
+}
+
+func TestFinishedRunRecordsPointsAndProgress(t *testing.T) {
+	h := newHarness(t, job("p", childCommand("print", "10")))
+	r := h.start("p", nil)
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeFinished || got.State != trainer.StateEnded {
+		t.Fatalf("got outcome %s state %s, want finished ended (%s)", got.Outcome, got.State, got.Detail)
+	}
+	if got.ExitCode == nil || *got.ExitCode != 0 {
+		t.Fatalf("got exit code %v, want 0", got.ExitCode)
+	}
+	if got.Steps != 10 || got.Total != 10 {
+		t.Errorf("got steps %d/%d, want 10/10", got.Steps, got.Total)
+	}
+	pts, err := h.st.Series(context.Background(), r.ID, "loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 10 || pts[0].Step != 1 || pts[9].Value != 0.1 {
+		t.Fatalf("got %d loss points (%v), want 10 ending at 0.1", len(pts), pts)
+	}
+	e := h.waitEvent(trainer.EventEnded, r.ID)
+	if m, ok := e.Status.Loss(); !ok || m.Value != 0.1 {
+		t.Errorf("ended event loss = %v %v, want 0.1", m, ok)
+	}
+	log, err := os.ReadFile(got.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Step [10/10], Loss: 0.1000", "done printing", "run ended"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+}
+
+func TestHundredConcurrentStartsMakeOneRun(t *testing.T) {
+	h := newHarness(t, job("q", childCommand("quiet", "20000")))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var started []*trainer.Run
+	busy := 0
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "q", By: "racer"})
+			mu.Lock()
+			defer mu.Unlock()
+			var be *trainer.BusyError
+			switch {
+			case err == nil:
+				started = append(started, r)
+			case errors.As(err, &be) && be.Active != nil:
+				busy++
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(started) != 1 || busy != 99 {
+		t.Fatalf("got %d runs started and %d busy, want 1 and 99", len(started), busy)
+	}
+	runs, err := h.st.Runs(context.Background(), store.RunFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		t.Fatalf("store has %d runs, want 1", len(runs))
+	}
+	_, err = h.sup.Start(context.Background(), trainer.StartRequest{Job: "q"})
+	var be *trainer.BusyError
+	if !errors.As(err, &be) || be.Active.Run.ID != started[0].ID || !strings.Contains(be.Error(), "running for") {
+		t.Fatalf("second start: got %v, want busy naming run %d", err, started[0].ID)
+	}
+	h.sup.Stop(started[0].ID, "tester")
+	if got := h.wait(started[0].ID); got.Outcome != trainer.OutcomeStopped {
+		t.Fatalf("got %s, want stopped", got.Outcome)
+	}
+}
+
+func TestLockHeldAcrossSupervisors(t *testing.T) {
+	h := newHarness(t, job("q", childCommand("quiet", "20000")))
+	r := h.start("q", nil)
+	// A second trainbot on the same data directory.
+	h2 := newHarnessIn(t, h.dir, job("q", childCommand("quiet", "20000")))
+	_, err := h2.sup.Start(context.Background(), trainer.StartRequest{Job: "q"})
+	var be *trainer.BusyError
+	if !errors.As(err, &be) || be.Other == "" {
+		t.Fatalf("got %v, want busy held by another process", err)
+	}
+	h.sup.Stop(r.ID, "tester")
+	h.wait(r.ID)
+	r2, err := h2.sup.Start(context.Background(), trainer.StartRequest{Job: "q"})
+	if err != nil {
+		t.Fatalf("start after the first run ended: %v", err)
+	}
+	h2.sup.Stop(r2.ID, "tester")
+	h2.wait(r2.ID)
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+func TestStopEscalatesToKillAndNoGrandchildSurvives(t *testing.T) {
+	h := newHarness(t, job("s", childCommand("stubborn", "3")))
+	r := h.start("s", nil)
+	lines := h.waitTail(r.ID, "ready")
+	var pids []int
+	for _, l := range lines {
+		if v, ok := strings.CutPrefix(l, "grandchild "); ok {
+			pid, _ := strconv.Atoi(v)
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) != 3 {
+		t.Fatalf("got grandchildren %v from %q, want 3", pids, lines)
+	}
+	if _, err := h.sup.Stop(r.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeStopped || got.StoppedBy != "alice" || !strings.Contains(got.Detail, "SIGKILL") {
+		t.Fatalf("got %s by %q (%s), want stopped by alice with SIGKILL", got.Outcome, got.StoppedBy, got.Detail)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range append(pids, r.PID) {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("process %d survived the stop", pid)
+		}
+	}
+	log, _ := os.ReadFile(got.LogPath)
+	for _, want := range []string{"SIGINT to process group", "SIGTERM", "SIGKILL"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+}
+
+func TestPoliteStopExitsOnSIGINT(t *testing.T) {
+	h := newHarness(t, job("p", childCommand("polite")))
+	r := h.start("p", nil)
+	h.waitTail(r.ID, "ready")
+	h.sup.Stop(r.ID, "bob")
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeStopped || got.ExitCode == nil || *got.ExitCode != 130 {
+		t.Fatalf("got %s exit %v (%s), want stopped with 130", got.Outcome, got.ExitCode, got.Detail)
+	}
+	if strings.Contains(got.Detail, "SIGTERM") || strings.Contains(got.Detail, "SIGKILL") {
+		t.Errorf("detail %q: a polite child needs no escalation", got.Detail)
+	}
+	log, _ := os.ReadFile(got.LogPath)
+	if !strings.Contains(string(log), "saving checkpoint") {
+		t.Error("the child did not get to save")
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	torch2 := "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 12.75 MiB is free. Process 1 has 79.13 GiB memory in use."
+	cases := []struct {
+		name    string
+		argv    []string
+		outcome trainer.Outcome
+		detail  []string
+	}{
+		{"failed", childCommand("stderr-exit", "Traceback (most recent call last):|ValueError: boom", "3"), trainer.OutcomeFailed, []string{"exit status 3", "ValueError: boom"}},
+		{"cuda oom", childCommand("stderr-exit", "Traceback|"+torch2, "1"), trainer.OutcomeOOM, []string{"CUDA out of memory on GPU 0", "20971520 bytes", "12.75 MiB free of 79.15 GiB"}},
+		{"host oom", childCommand("stderr-exit", "RuntimeError: [enforce fail at alloc_cpu.cpp:83] . DefaultCPUAllocator: can't allocate memory: you tried to allocate 80000000000 bytes. Error code 12 (Cannot allocate memory)", "1"), trainer.OutcomeOOM, []string{"host memory", "80000000000 bytes"}},
+		{"killed", childCommand("killself"), trainer.OutcomeOOM, []string{"SIGKILL"}},
+		{"nan", childCommand("nan"), trainer.OutcomeNaN, []string{"loss is NaN for 3 points in a row"}},
+		{"finished", childCommand("print", "3"), trainer.OutcomeFinished, []string{"exit status 0"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, job("j", c.argv))
+			r := h.start("j", nil)
+			got := h.wait(r.ID)
+			if got.Outcome != c.outcome {
+				t.Fatalf("got outcome %s (%s), want %s", got.Outcome, got.Detail, c.outcome)
+			}
+			for _, d := range c.detail {
+				if !strings.Contains(got.Detail, d) {
+					t.Errorf("detail %q lacks %q", got.Detail, d)
+				}
+			}
+		})
+	}
+}
+
+func TestCommandNotFoundFailsTheRun(t *testing.T) {
+	h := newHarness(t, job("x", []string{"/nonexistent/train.py"}))
+	_, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "x"})
+	var se *trainer.StartError
+	if !errors.As(err, &se) {
+		t.Fatalf("got %v, want a StartError", err)
+	}
+	got, err := h.st.Run(context.Background(), se.Run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Outcome != trainer.OutcomeFailed || !strings.Contains(got.Detail, "no such file") {
+		t.Fatalf("got %s %q, want failed with the exec error", got.Outcome, got.Detail)
+	}
+	if len(h.sup.Active()) != 0 {
+		t.Fatal("a failed start left an active run")
+	}
+	// The lock was released: the next start is not busy.
+	if _, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "x"}); errors.Is(err, trainer.ErrBusy) {
+		t.Fatal("lock still held after a failed start")
+	}
+}
+
+func TestNaNAlertAndStopOnNaN(t *testing.T) {
+	j := job("n", childCommand("nan", "10000"))
+	j.StopOnNaN = true
+	h := newHarness(t, j)
+	r := h.start("n", nil)
+	e := h.waitEvent(trainer.EventAlert, r.ID)
+	if e.Alert.Kind != trainer.OutcomeNaN || !strings.Contains(e.Alert.Text, "step 5") {
+		t.Fatalf("got alert %v %q, want nan at step 5", e.Alert.Kind, e.Alert.Text)
+	}
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeNaN || !strings.Contains(got.Detail, "stopped by trainbot") {
+		t.Fatalf("got %s (%s), want nan stopped by trainbot", got.Outcome, got.Detail)
+	}
+}
+
+func TestStallAlertKeepsTheRun(t *testing.T) {
+	j := job("q", childCommand("quiet", "3500"))
+	j.StallAfter = time.Second
+	h := newHarness(t, j)
+	r := h.start("q", nil)
+	e := h.waitEvent(trainer.EventAlert, r.ID)
+	if e.Alert.Kind != trainer.OutcomeStalled {
+		t.Fatalf("got alert %s, want stalled", e.Alert.Kind)
+	}
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeFinished {
+		t.Fatalf("got %s, want finished: a stall alert does not end the run", got.Outcome)
+	}
+}
+
+func TestParametersReachTheChildAsArgvAndEnv(t *testing.T) {
+	j := job("e", childCommand("env", "TRAINBOT_PARAM_NAME,TRAINBOT_PARAM_BS,BATCH,TRAINBOT_RUN_ID,TRAINBOT_METRICS_FILE,PYTHONUNBUFFERED", "--bs", "{bs}", "--name={name}"))
+	j.Params = map[string]trainer.ParamSpec{
+		"bs":   {Type: trainer.ParamInt, Default: "8", HasDefault: true, Min: ptr(1), Max: ptr(64), Env: "BATCH"},
+		"name": {Type: trainer.ParamString, Default: "x", HasDefault: true},
+	}
+	h := newHarness(t, j)
+	evil := "1; rm -rf / $(reboot) `id`"
+	r := h.start("e", map[string]string{"bs": "32", "name": evil})
+	got := h.wait(r.ID)
+	log, _ := os.ReadFile(got.LogPath)
+	for _, want := range []string{
+		"TRAINBOT_PARAM_NAME=" + evil, "TRAINBOT_PARAM_BS=32", "BATCH=32",
+		"TRAINBOT_RUN_ID=" + strconv.FormatInt(r.ID, 10), "TRAINBOT_METRICS_FILE=" + filepath.Join(h.dir, "runs", strconv.FormatInt(r.ID, 10), "metrics.jsonl"),
+		"PYTHONUNBUFFERED=1", `args=["--bs" "32" "--name=` + evil + `"]`,
+	} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("child output lacks %q:\n%s", want, log)
+		}
+	}
+	if got.Params["name"] != evil || got.Params["bs"] != "32" {
+		t.Errorf("recorded params %v", got.Params)
+	}
+	// An int parameter that is not an int is refused before anything starts.
+	_, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "e", Params: map[string]string{"bs": "1; rm -rf /"}})
+	var pe *trainer.ParamError
+	if !errors.As(err, &pe) || pe.Param != "bs" || !strings.Contains(pe.Error(), "not an integer") {
+		t.Fatalf("got %v, want a ParamError for bs", err)
+	}
+	runs, _ := h.st.Runs(context.Background(), store.RunFilter{})
+	if len(runs) != 1 {
+		t.Fatalf("got %d runs, want 1: a refused start records nothing", len(runs))
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func TestMetricsFileIsRead(t *testing.T) {
+	h := newHarness(t, job("m", childCommand("metricsfile")))
+	r := h.start("m", nil)
+	h.wait(r.ID)
+	pts, err := h.st.Series(context.Background(), r.ID, "loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 5 || pts[4].Step != 50 || pts[4].Value != 0.2 {
+		t.Fatalf("got %v, want 5 points from the metrics file ending at step 50 = 0.2", pts)
+	}
+}
+
+func TestFloodLongLineAndBinaryOutput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 200 MB")
+	}
+	cases := []struct {
+		name    string
+		argv    []string
+		minLog  int64
+		metrics string
+	}{
+		{"flood 200 MB", childCommand("flood", "200"), 200e6, ""},
+		{"one 20 MB line", childCommand("longline", "20"), 20 << 20, "loss"},
+		{"binary", childCommand("binary"), 1 << 20, "loss"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, job("f", c.argv))
+			r := h.start("f", nil)
+			got := h.wait(r.ID)
+			if got.Outcome != trainer.OutcomeFinished {
+				t.Fatalf("got %s (%s), want finished", got.Outcome, got.Detail)
+			}
+			fi, err := os.Stat(got.LogPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Size() < c.minLog {
+				t.Fatalf("log has %d bytes, want at least %d", fi.Size(), c.minLog)
+			}
+			if c.metrics != "" {
+				pts, _ := h.st.Series(context.Background(), r.ID, c.metrics)
+				if len(pts) == 0 {
+					t.Errorf("the %s after the odd output was not parsed", c.metrics)
+				}
+			}
+		})
+	}
+}
+
+func TestLogCapKeepsParsing(t *testing.T) {
+	j := job("c", childCommand("print", "2000"))
+	j.MaxLogBytes = 4096
+	h := newHarness(t, j)
+	r := h.start("c", nil)
+	got := h.wait(r.ID)
+	fi, _ := os.Stat(got.LogPath)
+	if fi.Size() > 8192 {
+		t.Fatalf("log has %d bytes, want about the cap of 4096", fi.Size())
+	}
+	log, _ := os.ReadFile(got.LogPath)
+	if !strings.Contains(string(log), "reached its limit of 4096 bytes") {
+		t.Error("the log does not say it was capped")
+	}
+	if got.Steps != 2000 {
+		t.Errorf("got %d steps, want 2000: parsing goes on past the cap", got.Steps)
+	}
+}
+
+func TestInterruptedRunsAreFoundAtStart(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A run left "running" by a trainbot process that no longer exists.
+	dead := 1 << 22 // above the default pid_max: no such process
+	id, err := st.CreateRun(context.Background(), &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning,
+		StartedAt: time.Now().Add(-time.Hour), Supervisor: dead, PID: dead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// And one supervised by a live process (this test) that started before it.
+	live, err := st.CreateRun(context.Background(), &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning,
+		StartedAt: time.Now(), Supervisor: os.Getppid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	h := newHarnessIn(t, dir)
+	got, _ := h.st.Run(context.Background(), id)
+	if got.Outcome != trainer.OutcomeInterrupted || got.State != trainer.StateEnded || !strings.Contains(got.Detail, "stopped while the run was active") {
+		t.Fatalf("got %s %s %q, want interrupted", got.State, got.Outcome, got.Detail)
+	}
+	other, _ := h.st.Run(context.Background(), live)
+	if other.Outcome != trainer.OutcomeRunning {
+		t.Fatalf("a run of a live trainbot was marked %s", other.Outcome)
+	}
+}
+
+func TestCloseStopsActiveRuns(t *testing.T) {
+	h := newHarness(t, job("p", childCommand("polite")))
+	r := h.start("p", nil)
+	h.waitTail(r.ID, "ready")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.sup.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := h.st.Run(context.Background(), r.ID)
+	if got.Outcome != trainer.OutcomeStopped || got.StoppedBy != "trainbot shutdown" {
+		t.Fatalf("got %s by %q, want stopped by trainbot shutdown", got.Outcome, got.StoppedBy)
+	}
+	if _, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "p"}); !errors.Is(err, trainer.ErrClosed) {
+		t.Fatalf("start after close: got %v, want ErrClosed", err)
+	}
+}
+
+func TestStatusWhileRunning(t *testing.T) {
+	h := newHarness(t, job("p", childCommand("print", "50", "40")))
+	r := h.start("p", nil)
+	deadline := time.Now().Add(20 * time.Second)
+	var st trainer.Status
+	for time.Now().Before(deadline) {
+		var err error
+		st, err = h.sup.Status(0)
+		if err != nil {
+			t.Fatalf("status: %v", err)
+		}
+		if st.Progress.Step >= 10 && st.StepsPerSec > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.Progress.TotalSteps != 50 || st.StepsPerSec <= 0 || st.ETA <= 0 {
+		t.Fatalf("got progress %+v rate %g eta %s, want total 50, a rate and an ETA", st.Progress, st.StepsPerSec, st.ETA)
+	}
+	if m, ok := st.Loss(); !ok || math.IsNaN(m.Value) {
+		t.Fatalf("no loss in status: %v", st.Last)
+	}
+	if !strings.HasPrefix(st.Brief(), "step ") {
+		t.Errorf("brief %q", st.Brief())
+	}
+	h.sup.Stop(r.ID, "t")
+	h.wait(r.ID)
+	if _, err := h.sup.Status(0); !errors.Is(err, trainer.ErrNotRunning) {
+		t.Fatalf("status after end: got %v, want ErrNotRunning", err)
+	}
+}
+
+func TestUnknownJobAndRequiredParam(t *testing.T) {
+	j := job("a", childCommand("print", "1"))
+	j.Params = map[string]trainer.ParamSpec{"lr": {Type: trainer.ParamFloat}}
+	h := newHarness(t, j, job("b", childCommand("print", "1")))
+	if _, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "zzz"}); !errors.Is(err, trainer.ErrUnknownJob) || !strings.Contains(err.Error(), "a, b") {
+		t.Fatalf("got %v, want unknown job listing a, b", err)
+	}
+	if _, err := h.sup.Start(context.Background(), trainer.StartRequest{}); !errors.Is(err, trainer.ErrUnknownJob) {
+		t.Fatalf("got %v, want: name a job", err)
+	}
+	if _, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "a"}); !errors.Is(err, trainer.ErrBadParam) || !strings.Contains(err.Error(), "required") {
+		t.Fatalf("got %v, want lr required", err)
+	}
+	_ = syscall.Getpid
+}
