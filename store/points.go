@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/trainbot/trainbot/trainer/logparse"
@@ -117,7 +118,7 @@ func (s *Store) writeQueued() error {
 	}
 }
 
-func (s *Store) writeBatch(batch []pendingPoint) error {
+func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 	ctx := context.Background()
 	// Name ids first, outside the points transaction (one connection).
 	ids := make([]int64, len(batch))
@@ -132,27 +133,72 @@ func (s *Store) writeBatch(batch []pendingPoint) error {
 	if err != nil {
 		return err
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO metrics(run_id, name_id, step, epoch, value, t) VALUES(?,?,?,?,?,?)`)
-	if err != nil {
-		tx.Rollback()
-		return err
-	}
+	defer tx.Rollback()
 	for i, pp := range batch {
-		var epoch, value any
-		if !math.IsNaN(pp.p.Epoch) {
-			epoch = pp.p.Epoch
+		key := [2]int64{pp.run, ids[i]}
+		if s.runNames[key] {
+			continue
 		}
-		if !math.IsNaN(pp.p.Value) {
-			value = pp.p.Value
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO run_metric_names(run_id, name_id) VALUES(?, ?)`, pp.run, ids[i]); err != nil {
+			return fmt.Errorf("record metric name: %w", err)
 		}
-		if _, err := stmt.ExecContext(ctx, pp.run, ids[i], pp.p.Step, epoch, value, pp.t); err != nil {
-			stmt.Close()
-			tx.Rollback()
-			return fmt.Errorf("insert point of run %d: %w", pp.run, err)
+		defer func() { // only once the transaction commits
+			if err == nil {
+				s.runNames[key] = true
+			}
+		}()
+	}
+	// Many rows per statement: the per-statement cost dominates otherwise.
+	var full *sql.Stmt
+	args := make([]any, 0, rowsPerInsert*7)
+	for start := 0; start < len(batch); start += rowsPerInsert {
+		end := min(start+rowsPerInsert, len(batch))
+		args = args[:0]
+		for i := start; i < end; i++ {
+			pp := batch[i]
+			var epoch, value any
+			if !math.IsNaN(pp.p.Epoch) {
+				epoch = pp.p.Epoch
+			}
+			if !math.IsNaN(pp.p.Value) {
+				value = pp.p.Value
+			}
+			s.seq++
+			args = append(args, pp.run, ids[i], pp.p.Step, s.seq, epoch, value, pp.t)
+		}
+		n := end - start
+		if n == rowsPerInsert {
+			if full == nil {
+				if full, err = tx.PrepareContext(ctx, insertMetrics(rowsPerInsert)); err != nil {
+					return err
+				}
+				defer full.Close()
+			}
+			_, err = full.ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, insertMetrics(n), args...)
+		}
+		if err != nil {
+			return fmt.Errorf("insert points: %w", err)
 		}
 	}
-	stmt.Close()
-	return tx.Commit()
+	err = tx.Commit()
+	return err
+}
+
+// rowsPerInsert is how many points one INSERT statement carries.
+const rowsPerInsert = 200
+
+func insertMetrics(rows int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO metrics(run_id, name_id, step, seq, epoch, value, t) VALUES ")
+	for i := 0; i < rows; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?,?)")
+	}
+	return b.String()
 }
 
 // nameID returns the id of a metric name, creating it.

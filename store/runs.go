@@ -193,10 +193,12 @@ func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*traine
 	return out, rows.Err()
 }
 
-// LastValues returns the latest value of each metric of a run.
+// LastValues returns the latest value (highest step, then last written)
+// of each metric of a run.
 func (s *Store) LastValues(ctx context.Context, runID int64) (map[string]float64, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT n.name, m.value FROM metrics m JOIN metric_names n ON n.id = m.name_id
-		WHERE m.rowid IN (SELECT max(rowid) FROM metrics WHERE run_id = ? GROUP BY name_id)`, runID)
+	rows, err := s.r.QueryContext(ctx, `SELECT n.name, (SELECT m.value FROM metrics m WHERE m.run_id = ? AND m.name_id = n.id
+		ORDER BY m.step DESC, m.seq DESC LIMIT 1) FROM metric_names n
+		WHERE n.id IN (SELECT name_id FROM run_metric_names WHERE run_id = ?)`, runID, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +226,7 @@ func nanIfNull(v sql.NullFloat64) float64 {
 // losses first.
 func (s *Store) MetricNames(ctx context.Context, runID int64) ([]string, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT n.name FROM metric_names n WHERE n.id IN
-		(SELECT DISTINCT name_id FROM metrics WHERE run_id = ?)`, runID)
+		(SELECT name_id FROM run_metric_names WHERE run_id = ?)`, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +264,7 @@ func (s *Store) Series(ctx context.Context, runID int64, name string) ([]Point, 
 		return nil, err
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT step, epoch, value, t FROM metrics WHERE run_id = ? AND name_id = ?
-		ORDER BY step, rowid`, runID, id)
+		ORDER BY step, seq`, runID, id)
 	if err != nil {
 		return nil, err
 	}

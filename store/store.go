@@ -37,13 +37,15 @@ type Store struct {
 	r   *sql.DB // read-only pool
 	log *slog.Logger
 
-	names   sync.Map // metric name -> id
-	namesMu sync.Mutex
+	names    sync.Map          // metric name -> id
+	runNames map[[2]int64]bool // (run, name id) pairs known to run_metric_names; owned by the writer
+	namesMu  sync.Mutex
 
 	pmu        sync.Mutex
 	pending    []pendingPoint
 	dropped    int64
 	maxPending int
+	seq        int64 // last metrics.seq written; owned by the writer
 	kick       chan struct{}
 	flushes    chan chan error
 	stopped    chan struct{} // closed when the writer has returned
@@ -87,6 +89,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	var seq int64
+	if err := w.QueryRow(`SELECT coalesce(max(seq), 0) FROM metrics`).Scan(&seq); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {
 		w.Close()
@@ -94,7 +101,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Store{w: w, r: r, log: opts.Logger, maxPending: opts.MaxPending,
+	s := &Store{w: w, r: r, log: opts.Logger, maxPending: opts.MaxPending, seq: seq, runNames: map[[2]int64]bool{},
 		kick: make(chan struct{}, 1), flushes: make(chan chan error), stopped: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)
 	go s.writer(ctx, opts.FlushEvery)
@@ -163,16 +170,26 @@ CREATE TABLE metric_names (
 	name TEXT NOT NULL UNIQUE
 );
 
+-- One B-tree clustered on what every query asks for (a run's series of one
+-- metric, in step order). seq orders points of the same step by arrival.
 -- value NULL means NaN (SQLite stores NaN as NULL).
 CREATE TABLE metrics (
-	run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-	name_id INTEGER NOT NULL REFERENCES metric_names(id),
+	run_id INTEGER NOT NULL,
+	name_id INTEGER NOT NULL,
 	step INTEGER NOT NULL,
+	seq INTEGER NOT NULL,
 	epoch REAL,
 	value REAL,
-	t INTEGER NOT NULL
-);
-CREATE INDEX metrics_run_name_step ON metrics(run_id, name_id, step);
+	t INTEGER NOT NULL,
+	PRIMARY KEY (run_id, name_id, step, seq)
+) WITHOUT ROWID;
+
+-- Which metrics a run has (kept by the writer: no scan of the points).
+CREATE TABLE run_metric_names (
+	run_id INTEGER NOT NULL,
+	name_id INTEGER NOT NULL,
+	PRIMARY KEY (run_id, name_id)
+) WITHOUT ROWID;
 
 CREATE TABLE audit (
 	id INTEGER PRIMARY KEY,

@@ -30,6 +30,7 @@ type active struct {
 	cmd         *exec.Cmd
 	cap         *capture
 	parser      *logparse.Parser // owned by the parse goroutine
+	thin        thinner          // owned by the parse goroutine
 	pipes       []*os.File
 	metricsPath string
 	lock        *fileLock
@@ -76,11 +77,13 @@ func (a *active) supervise() {
 	defer tick.Stop()
 	var termC, killC <-chan time.Time
 	var waitErr error
+	var exitedAt time.Time
 	lastSave := time.Now()
 wait:
 	for {
 		select {
 		case waitErr = <-waitCh:
+			exitedAt = time.Now()
 			break wait
 		case req := <-a.stopCh:
 			a.mu.Lock()
@@ -142,7 +145,7 @@ wait:
 	for _, p := range a.pipes {
 		p.Close()
 	}
-	a.finish(waitErr)
+	a.finish(waitErr, exitedAt)
 }
 
 func (a *active) signal(sig syscall.Signal) {
@@ -163,7 +166,7 @@ func (a *active) kill() {
 }
 
 // finish classifies the end, records it and releases the lock.
-func (a *active) finish(waitErr error) {
+func (a *active) finish(waitErr error, exitedAt time.Time) {
 	ctx := context.Background()
 	e := ending{exitCode: -1, oomKills: -1}
 	if ps := a.cmd.ProcessState; ps != nil {
@@ -200,7 +203,8 @@ func (a *active) finish(waitErr error) {
 	outcome, detail := classify(e)
 	now := time.Now()
 	r := a.run
-	r.State, r.Outcome, r.Detail, r.EndedAt = StateEnded, outcome, detail, now
+	// The run ended when its process did; draining and storing come after.
+	r.State, r.Outcome, r.Detail, r.EndedAt = StateEnded, outcome, detail, exitedAt
 	if e.signal == 0 && e.startErr == nil {
 		code := e.exitCode
 		r.ExitCode = &code
@@ -263,8 +267,18 @@ func (a *active) save() {
 
 // parseLoop turns output lines into points, progress and alerts.
 func (a *active) parseLoop() {
-	for l := range a.cap.lines {
-		a.handleLine(l.text, false)
+	var buf []outLine
+	for {
+		lines, ok := a.cap.lines.take(buf)
+		if !ok {
+			a.flushThinned()
+			return
+		}
+		for i := range lines {
+			a.handleLine(lines[i].text, false)
+			lines[i] = outLine{}
+		}
+		buf = lines
 	}
 }
 
@@ -288,8 +302,17 @@ func (a *active) handleLine(text string, fromMetricsFile bool) {
 		return
 	}
 	now := time.Now()
-	a.sup.opts.Recorder.AddPoints(a.run.ID, now, pts)
+	if keep := a.thin.keep(now, pts); len(keep) > 0 {
+		a.sup.opts.Recorder.AddPoints(a.run.ID, now, keep)
+	}
 	a.observe(now, pts)
+}
+
+// flushThinned stores the extremes the thinner still holds.
+func (a *active) flushThinned() {
+	if rest := a.thin.flush(); len(rest) > 0 {
+		a.sup.opts.Recorder.AddPoints(a.run.ID, time.Now(), rest)
+	}
 }
 
 // observe updates progress, latest values and the NaN watch.

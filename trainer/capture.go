@@ -19,9 +19,9 @@ import (
 // Capture limits.
 const (
 	readChunk     = 64 << 10
-	parseQueueLen = 8192
-	tailLineMax   = 2048 // a tail line longer than this is cut (the log has it whole)
-	stderrKeep    = 40   // stderr lines kept for the failure detail
+	parseQueueMax = 64 << 20 // bytes of lines waiting for the parser before lines are dropped
+	tailLineMax   = 2048     // a tail line longer than this is cut (the log has it whole)
+	stderrKeep    = 40       // stderr lines kept for the failure detail
 )
 
 // outLine is one line handed to the parser.
@@ -33,7 +33,8 @@ type outLine struct {
 // capture reads a child's stdout and stderr so that the child never waits
 // on us: each stream has a reader goroutine that copies chunks to the run
 // log and splits lines; parsing happens on another goroutine fed through a
-// bounded queue that drops lines (counted) rather than block the reader.
+// queue bounded in bytes (64 MiB) that drops lines (counted) rather than
+// block the reader.
 type capture struct {
 	logMu   sync.Mutex
 	logFile *os.File
@@ -46,7 +47,7 @@ type capture struct {
 	tail    *ring
 	errTail *ring
 
-	lines   chan outLine
+	lines   *lineQueue
 	dropped atomic.Int64
 	last    atomic.Int64 // unix nanoseconds of the last output
 	readers sync.WaitGroup
@@ -59,7 +60,7 @@ func newCapture(logFile *os.File, maxLog int64, tailLines int) *capture {
 		maxLog:  maxLog,
 		tail:    newRing(tailLines),
 		errTail: newRing(stderrKeep),
-		lines:   make(chan outLine, parseQueueLen),
+		lines:   newLineQueue(parseQueueMax),
 	}
 	c.last.Store(time.Now().UnixNano())
 	return c
@@ -90,7 +91,7 @@ func (c *capture) read(r io.Reader, stderr bool) {
 // done closes the parse queue once both readers have ended.
 func (c *capture) done() {
 	c.readers.Wait()
-	close(c.lines)
+	c.lines.close()
 }
 
 func (c *capture) writeLog(p []byte) {
@@ -207,9 +208,7 @@ func (sp *splitter) emit(cr bool) {
 		c.errTail.put(shown, sp.cr)
 	}
 	sp.cr = cr
-	select {
-	case c.lines <- outLine{text: text, stderr: sp.stderr}:
-	default:
+	if !c.lines.push(outLine{text: text, stderr: sp.stderr}) {
 		c.dropped.Add(1)
 	}
 }
@@ -267,4 +266,65 @@ func (r *ring) last(n int) []string {
 		out = append(out, r.lines[j])
 	}
 	return out
+}
+
+// lineQueue hands lines from the readers to the parser. push never blocks;
+// it refuses a line when the queue holds more than max bytes.
+type lineQueue struct {
+	mu     sync.Mutex
+	lines  []outLine
+	bytes  int
+	max    int
+	closed bool
+	ready  chan struct{} // signalled when lines arrive or the queue closes
+}
+
+func newLineQueue(max int) *lineQueue {
+	return &lineQueue{max: max, ready: make(chan struct{}, 1)}
+}
+
+func (q *lineQueue) push(l outLine) bool {
+	q.mu.Lock()
+	if q.bytes+len(l.text) > q.max {
+		q.mu.Unlock()
+		return false
+	}
+	q.lines = append(q.lines, l)
+	q.bytes += len(l.text)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (q *lineQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for lines and returns all of them, reusing buf; ok is false
+// once the queue is closed and empty.
+func (q *lineQueue) take(buf []outLine) (lines []outLine, ok bool) {
+	for {
+		q.mu.Lock()
+		if len(q.lines) > 0 {
+			lines, q.lines = q.lines, buf[:0]
+			q.bytes = 0
+			q.mu.Unlock()
+			return lines, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return nil, false
+		}
+		<-q.ready
+	}
 }

@@ -57,6 +57,18 @@ func child(mode string, args []string) int {
 		w.Flush()
 		fmt.Fprintln(os.Stderr, "done printing")
 		return code
+	case "cpuprint": // CPU-bound work that prints N lines (for the overhead benchmark)
+		n := atoi(arg(0, "1000000"))
+		x := uint64(1)
+		for i := 1; i <= n; i++ {
+			for k := 0; k < 200; k++ {
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+			}
+			fmt.Fprintf(w, "step %d loss=%.4f\n", i, float64(x%10000)/10000)
+		}
+		return 0
 	case "env":
 		for _, k := range strings.Split(arg(0, ""), ",") {
 			fmt.Fprintf(w, "%s=%s\n", k, os.Getenv(k))

@@ -573,3 +573,25 @@ func TestUnknownJobAndRequiredParam(t *testing.T) {
 	}
 	_ = syscall.Getpid
 }
+
+type benchHarness struct {
+	st  *store.Store
+	sup *trainer.Supervisor
+}
+
+func newBenchHarness(b *testing.B, dir string) *benchHarness {
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: []*trainer.Job{job("c", childCommand("cpuprint", overheadLines))}, Recorder: st, DataDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &benchHarness{st: st, sup: sup}
+}
+
+func (h *benchHarness) close() {
+	h.sup.Close(context.Background())
+	h.st.Close()
+}

@@ -1,0 +1,95 @@
+package trainer
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/trainbot/trainbot/trainer/logparse"
+)
+
+// pointsPerSecond is how many points of one metric are stored per second
+// before thinning starts. Scripts that log less often (nearly all) keep
+// every point; a script that prints a metric thousands of times a second
+// keeps, beyond this, the minimum, the maximum and the last point of each
+// second, so a chart keeps its envelope and a three-day run its size.
+// Progress, status and the NaN watch still see every point.
+const pointsPerSecond = 50
+
+// thinner decides which points are stored.
+type thinner struct {
+	metrics map[string]*thinWindow
+}
+
+type thinWindow struct {
+	start          time.Time
+	n              int
+	min, max, last logparse.Point
+	held           bool // min/max/last hold points not yet stored
+}
+
+// keep returns the points to store now.
+func (t *thinner) keep(now time.Time, pts []logparse.Point) []logparse.Point {
+	if t.metrics == nil {
+		t.metrics = map[string]*thinWindow{}
+	}
+	out := pts[:0:0]
+	for _, p := range pts {
+		w := t.metrics[p.Name]
+		if w == nil {
+			w = &thinWindow{start: now}
+			t.metrics[p.Name] = w
+		}
+		if now.Sub(w.start) >= time.Second {
+			out = w.release(out)
+			w.start, w.n = now, 0
+		}
+		if w.n < pointsPerSecond {
+			w.n++
+			out = append(out, p)
+			continue
+		}
+		if !w.held {
+			w.min, w.max, w.held = p, p, true
+		}
+		if p.Value < w.min.Value || w.min.Value != w.min.Value {
+			w.min = p
+		}
+		if p.Value > w.max.Value || w.max.Value != w.max.Value {
+			w.max = p
+		}
+		w.last = p
+	}
+	return out
+}
+
+// release appends the held extremes of a window, in step order, once each.
+func (w *thinWindow) release(out []logparse.Point) []logparse.Point {
+	if !w.held {
+		return out
+	}
+	w.held = false
+	held := []logparse.Point{w.min, w.max, w.last}
+	slices.SortStableFunc(held, func(a, b logparse.Point) int { return int(a.Step - b.Step) })
+	for i, p := range held {
+		if i > 0 && samePoint(p, held[i-1]) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// flush returns every held point (at the end of a run).
+func (t *thinner) flush() []logparse.Point {
+	var out []logparse.Point
+	for _, w := range t.metrics {
+		out = w.release(out)
+	}
+	slices.SortStableFunc(out, func(a, b logparse.Point) int { return int(a.Step - b.Step) })
+	return out
+}
+
+func samePoint(a, b logparse.Point) bool {
+	return a.Step == b.Step && a.Name == b.Name && math.Float64bits(a.Value) == math.Float64bits(b.Value)
+}
