@@ -29,8 +29,9 @@ type active struct {
 	job         *Job
 	cmd         *exec.Cmd
 	cap         *capture
-	parser      *logparse.Parser // owned by the parse goroutine
-	thin        thinner          // owned by the parse goroutine
+	parseMu     sync.Mutex       // serialises handleLine: output and metrics-file lines
+	parser      *logparse.Parser // guarded by parseMu
+	thin        thinner          // guarded by parseMu
 	pipes       []*os.File
 	metricsPath string
 	lock        *fileLock
@@ -142,6 +143,7 @@ wait:
 	a.signal(syscall.SIGKILL) // nothing of the run survives it
 	close(tailStop)
 	<-tailDone
+	a.flushThinned()
 	for _, p := range a.pipes {
 		p.Close()
 	}
@@ -271,7 +273,6 @@ func (a *active) parseLoop() {
 	for {
 		lines, ok := a.cap.lines.take(buf)
 		if !ok {
-			a.flushThinned()
 			return
 		}
 		for i := range lines {
@@ -284,6 +285,8 @@ func (a *active) parseLoop() {
 
 // handleLine parses one line (of output, or of the metrics file).
 func (a *active) handleLine(text string, fromMetricsFile bool) {
+	a.parseMu.Lock()
+	defer a.parseMu.Unlock()
 	if !fromMetricsFile {
 		if o, ok := DetectOOM(text); ok {
 			a.mu.Lock()
@@ -310,6 +313,8 @@ func (a *active) handleLine(text string, fromMetricsFile bool) {
 
 // flushThinned stores the extremes the thinner still holds.
 func (a *active) flushThinned() {
+	a.parseMu.Lock()
+	defer a.parseMu.Unlock()
 	if rest := a.thin.flush(); len(rest) > 0 {
 		a.sup.opts.Recorder.AddPoints(a.run.ID, time.Now(), rest)
 	}
