@@ -209,7 +209,7 @@ func TestNVMLNoDevicesIsUnavailable(t *testing.T) {
 // NVML again, and leave the program working on host memory.
 func TestOpenWithTheSystemLibrary(t *testing.T) {
 	b, err := Open()
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
 	if err == nil {
 		// A machine with a driver: the real thing must sample.
 		snap, err := b.Sample(context.Background())
