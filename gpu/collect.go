@@ -38,18 +38,19 @@ func Collect(ctx context.Context, s Sampler, runs map[int]int64) (Snapshot, erro
 	}
 	snap.Host = host
 
-	procs, err := ReadProcs()
-	procsOK := err == nil
-	if err != nil {
-		errs = append(errs, err)
-		procs = &Procs{m: map[int]proc{}}
+	// The /proc scan is the costly part (one stat read per process on the
+	// host): without an active run there is nothing to attribute it to.
+	procs, procsOK := &Procs{root: "/proc", m: map[int]proc{}}, true
+	if len(runs) > 0 {
+		if procs, err = ReadProcs(); err != nil {
+			errs = append(errs, err)
+			procs, procsOK = &Procs{root: "/proc", m: map[int]proc{}}, false
+		}
 	}
 	for i := range snap.Processes {
 		pr := &snap.Processes[i]
 		pr.RunID = procs.Owner(pr.PID, runs)
-		if procs.Alive(pr.PID) {
-			pr.Name = procs.Comm(pr.PID)
-		}
+		pr.Name = procs.Comm(pr.PID)
 	}
 	snap.Runs = runUsage(snap, procs.usage(runs), runs, devicesOK, procsOK)
 	return snap, errors.Join(errs...)

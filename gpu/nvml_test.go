@@ -632,3 +632,43 @@ func BenchmarkNVMLSample(b *testing.B) {
 		}
 	}
 }
+
+// systemNVML opens the machine's NVML, or skips where there is none.
+func systemNVML(tb testing.TB) *NVML {
+	tb.Helper()
+	n, err := OpenNVML(nvml.New())
+	if err != nil {
+		tb.Skipf("no NVML here: %s", Reason(err))
+	}
+	tb.Cleanup(func() { n.Close() })
+	return n
+}
+
+// On a machine with a driver: every device registers for Xid and double
+// bit ECC events (or says why not), and the watcher ends with its context.
+func TestWatchEventsSystem(t *testing.T) {
+	n := systemNVML(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var events []DeviceEvent
+	err := n.WatchEvents(ctx, func(ev DeviceEvent) { events = append(events, ev) })
+	t.Logf("WatchEvents: err %v, %d events", err, len(events))
+	if err != nil && !strings.Contains(err.Error(), "no GPU reports Xid events") {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkNVMLSampleSystem is one NVML sample of this machine's GPUs.
+func BenchmarkNVMLSampleSystem(b *testing.B) {
+	n := systemNVML(b)
+	ctx := context.Background()
+	devices := 0
+	for b.Loop() {
+		snap, err := n.Sample(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		devices = len(snap.Devices)
+	}
+	b.ReportMetric(float64(devices), "devices")
+}

@@ -170,3 +170,15 @@ func BenchmarkProcTree50(b *testing.B) {
 	}
 	b.ReportMetric(float64(scanned), "procs_scanned")
 }
+
+// BenchmarkProcStatBaseline reads one /proc/PID/stat: the unit the tree
+// sample is made of, measured in the same run for scripts/bench-gpu-sample.
+func BenchmarkProcStatBaseline(b *testing.B) {
+	var buf [1024]byte
+	path := []byte("/proc/self/stat")
+	for b.Loop() {
+		if _, err := readSmall(path, buf[:]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

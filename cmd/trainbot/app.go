@@ -37,7 +37,8 @@ type botOptions struct {
 // runBot wires store, supervisor, router, notifier and transports, runs
 // until the input ends or a signal arrives, and shuts down in order:
 // transports stop taking messages; the supervisor stops the active runs and
-// waits for them; the notifier delivers what is queued; the store is closed.
+// waits for them; GPU sampling stops; the notifier delivers what is queued;
+// the store is closed.
 func runBot(ctx context.Context, e env, o botOptions) int {
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
 		return errorf(e, "data directory: %v", err)
