@@ -358,9 +358,11 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	go a.supervise()
 	ok = true
 	log.Info("run started", "pid", run.PID, "argv", quoteArgv(argv))
+	// The run is shared with supervise (and ObserveMemory) from here on:
+	// read it under a.mu.
 	st := a.status()
-	s.publish(Event{Kind: EventStarted, Run: run.Clone(), Status: &st})
-	return run.Clone(), nil
+	s.publish(Event{Kind: EventStarted, Run: a.snapshot(), Status: &st})
+	return a.snapshot(), nil
 }
 
 func emptyProgress() logparse.Progress { return logparse.Progress{Epoch: math.NaN()} }
