@@ -3,6 +3,7 @@ module github.com/trainbot/trainbot
 go 1.26.8
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/pelletier/go-toml/v2 v2.4.3
 	gonum.org/v1/plot v0.17.0
 	modernc.org/sqlite v1.62.0

@@ -30,6 +30,7 @@ type Config struct {
 	LogLevel string        `toml:"log_level"`
 	Console  ConsoleConfig `toml:"console"`
 	Plots    PlotsConfig   `toml:"plots"`
+	GPU      GPUConfig     `toml:"gpu"`
 	Jobs     []JobConfig   `toml:"jobs"`
 
 	file  string
@@ -85,6 +86,7 @@ func DefaultConfig() *Config {
 		LogLevel: "info",
 		Console:  ConsoleConfig{Enabled: false},
 		Plots:    PlotsConfig{Smoothing: 0.6},
+		GPU:      DefaultGPUConfig(),
 	}
 }
 
@@ -263,6 +265,7 @@ func (c *Config) Validate() error {
 	if c.Plots.Smoothing < 0 || c.Plots.Smoothing >= 1 {
 		add(c.errorAt("plots.smoothing", "want a number in [0, 1), got %g", c.Plots.Smoothing))
 	}
+	errs = append(errs, c.validateGPU()...)
 	seen := map[string]int{}
 	for i, jc := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d]", i)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/trainbot/trainbot/bot"
 	"github.com/trainbot/trainbot/bot/console"
+	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -28,12 +30,15 @@ type botOptions struct {
 	// exitAtEOF ends the bot when the console input ends, once the active
 	// runs have ended (demo and console modes).
 	exitAtEOF bool
+	// gpu is the [gpu] section: sampling interval and alert thresholds.
+	gpu config.GPUConfig
 }
 
 // runBot wires store, supervisor, router, notifier and transports, runs
 // until the input ends or a signal arrives, and shuts down in order:
 // transports stop taking messages; the supervisor stops the active runs and
-// waits for them; the notifier delivers what is queued; the store is closed.
+// waits for them; GPU sampling stops; the notifier delivers what is queued;
+// the store is closed.
 func runBot(ctx context.Context, e env, o botOptions) int {
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
 		return errorf(e, "data directory: %v", err)
@@ -73,6 +78,19 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	sup.Subscribe(notifier.OnEvent)
 	notifier.Start()
 	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: o.smoothing}
+
+	// GPU telemetry: NVML when there is a driver, each run's host memory
+	// from /proc always; samples stored, run peaks raised, alerts pushed,
+	// 显卡 answered. Closed after the supervisor, before the notifier.
+	telemetry, noGPU := gpu.Open()
+	if noGPU != nil {
+		logger.Info("no GPU telemetry; sampling host memory only", "reason", gpu.Reason(noGPU))
+	}
+	monitor := gpu.NewMonitor(gpu.MonitorOptions{Sampler: telemetry, Interval: time.Duration(o.gpu.Interval),
+		Runs: sup, Recorder: st, Alert: func(a gpu.Alert) { notifier.Push(gpuAlertReply(a)) },
+		Thresholds: gpu.Thresholds{MemoryPercent: o.gpu.MemoryAlert, TempC: o.gpu.TempAlert}, Logger: logger.With("component", "gpu")})
+	monitor.Start()
+	router.GPU = func(ctx context.Context) bot.Reply { return gpuChatReply(ctx, monitor) }
 
 	runCtx, stopTransports := context.WithCancel(ctx)
 	defer stopTransports()
@@ -133,6 +151,10 @@ wait:
 	}
 	if err := sup.Close(closeCtx); err != nil {
 		logger.Warn("runs killed at shutdown", "err", err)
+	}
+	monitor.Close()
+	if err := telemetry.Close(); err != nil {
+		logger.Warn("close gpu telemetry", "err", err)
 	}
 	drainCtx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancelDrain()

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/store"
+)
+
+// gpuJSON is `trainbot gpu --json`. Field names are a contract.
+type gpuJSON struct {
+	Available bool `json:"available"`
+	// Reason says why there are no device figures ("" when available).
+	Reason    string          `json:"reason"`
+	Driver    string          `json:"driver_version"`
+	SampledAt time.Time       `json:"sampled_at"`
+	Devices   []gpuDeviceJSON `json:"devices"`
+	Processes []gpuProcJSON   `json:"processes"`
+	Host      gpuHostJSON     `json:"host"`
+	Runs      []gpuRunJSON    `json:"runs"`
+	// Error is what could not be read this time ("" when everything was).
+	Error string `json:"error"`
+}
+
+type gpuDeviceJSON struct {
+	Index               int      `json:"index"`
+	Name                string   `json:"name"`
+	UUID                string   `json:"uuid"`
+	MemoryUsedBytes     uint64   `json:"memory_used_bytes"`     // allocated plus reserved: not free
+	MemoryReservedBytes uint64   `json:"memory_reserved_bytes"` // by the driver (NVML v2), 0 when unknown
+	MemoryTotalBytes    uint64   `json:"memory_total_bytes"`
+	UtilizationPercent  *int     `json:"utilization_percent"`        // null when unknown
+	MemoryUtilPercent   *int     `json:"memory_utilization_percent"` // null when unknown
+	TemperatureC        *int     `json:"temperature_c"`              // null when unknown
+	PowerDrawWatts      *float64 `json:"power_draw_watts"`           // null when unknown
+	PowerLimitWatts     *float64 `json:"power_limit_watts"`          // null when unknown
+}
+
+type gpuProcJSON struct {
+	PID             int    `json:"pid"`
+	Device          int    `json:"device"`
+	Name            string `json:"name"`
+	MemoryUsedBytes uint64 `json:"memory_used_bytes"`
+	RunID           *int64 `json:"run_id"` // null when no run owns it
+}
+
+type gpuHostJSON struct {
+	MemoryTotalBytes     uint64 `json:"memory_total_bytes"`
+	MemoryAvailableBytes uint64 `json:"memory_available_bytes"`
+	MemoryUsedBytes      uint64 `json:"memory_used_bytes"`
+}
+
+type gpuRunJSON struct {
+	RunID         int64  `json:"run_id"`
+	PID           int    `json:"pid"`
+	GPUMemBytes   *int64 `json:"gpu_mem_bytes"`   // null without device figures
+	GPUTotalBytes *int64 `json:"gpu_total_bytes"` // null when it uses no device
+	Devices       []int  `json:"devices"`
+	HostMemBytes  *int64 `json:"host_mem_bytes"` // resident memory of the run's process tree
+	Processes     int    `json:"processes"`
+}
+
+func toGPUJSON(s gpu.Snapshot, err error) gpuJSON {
+	j := gpuJSON{Available: s.Available, Reason: s.Reason, Driver: s.Driver, SampledAt: s.At.UTC(),
+		Devices: []gpuDeviceJSON{}, Processes: []gpuProcJSON{}, Runs: []gpuRunJSON{},
+		Host: gpuHostJSON{MemoryTotalBytes: s.Host.MemTotal, MemoryAvailableBytes: s.Host.MemAvailable, MemoryUsedBytes: s.Host.Used()}}
+	known := func(v int) *int {
+		if v < 0 {
+			return nil
+		}
+		return &v
+	}
+	watts := func(mw uint64) *float64 {
+		if mw == 0 {
+			return nil
+		}
+		w := float64(mw) / 1000
+		return &w
+	}
+	for _, d := range s.Devices {
+		j.Devices = append(j.Devices, gpuDeviceJSON{Index: d.Index, Name: d.Name, UUID: d.UUID,
+			MemoryUsedBytes: d.MemUsed + d.MemReserved, MemoryReservedBytes: d.MemReserved, MemoryTotalBytes: d.MemTotal,
+			UtilizationPercent: known(d.Util), MemoryUtilPercent: known(d.MemUtil), TemperatureC: known(d.TempC),
+			PowerDrawWatts: watts(d.PowerMilliW), PowerLimitWatts: watts(d.PowerLimitMilliW)})
+	}
+	for _, p := range s.Processes {
+		pj := gpuProcJSON{PID: p.PID, Device: p.Device, Name: p.Name, MemoryUsedBytes: p.MemUsed}
+		if p.RunID != 0 {
+			id := p.RunID
+			pj.RunID = &id
+		}
+		j.Processes = append(j.Processes, pj)
+	}
+	for _, u := range s.Runs {
+		devs := u.Devices
+		if devs == nil {
+			devs = []int{}
+		}
+		j.Runs = append(j.Runs, gpuRunJSON{RunID: u.RunID, PID: u.PID, GPUMemBytes: u.GPUBytes, GPUTotalBytes: u.GPUTotal,
+			Devices: devs, HostMemBytes: u.HostBytes, Processes: u.Processes})
+	}
+	if err != nil {
+		j.Error = err.Error()
+	}
+	return j
+}
+
+func cmdGPU(ctx context.Context, args []string, e env) int {
+	fs := newFlags("gpu", "[--json]", e)
+	var cf configFlags
+	cf.register(fs, false)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(fs, e, "unexpected argument %q", pos[0])
+	}
+	cfg, code := cf.load(e)
+	if cfg == nil {
+		return code
+	}
+	runs, err := runningPGIDs(ctx, cfg.DataDir)
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
+	b, _ := gpu.Open() // without NVML: a backend that says why
+	defer b.Close()
+	snap, err := gpu.Collect(ctx, b, runs)
+	if *asJSON {
+		if code := printJSON(e, toGPUJSON(snap, err)); code != exitOK {
+			return code
+		}
+	} else {
+		fmt.Fprintln(e.stdout, gpu.Format(snap))
+	}
+	if err != nil {
+		// What was read is printed; what was not makes the status 1.
+		return errorf(e, "gpu: %v", err)
+	}
+	return exitOK
+}
+
+// runningPGIDs maps the process group of every run the store of dataDir
+// records as running, and that is still alive, to its run id, so that
+// `trainbot gpu` can attribute memory while a bot runs. No data directory
+// means no runs.
+func runningPGIDs(ctx context.Context, dataDir string) (map[int]int64, error) {
+	if _, err := os.Stat(dataDir); err != nil {
+		return nil, nil
+	}
+	st, err := store.Open(dataDir, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	runs, err := st.RunningRuns(ctx)
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	procs, err := gpu.ReadProcs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]int64{}
+	for _, r := range runs {
+		if r.PID <= 0 || !procs.Alive(r.PID) {
+			continue
+		}
+		// A run left "running" by a trainbot that died may name a PID that
+		// now belongs to a newer process.
+		if started, ok := procs.Started(r.PID); ok && started.After(r.StartedAt.Add(5*time.Second)) {
+			continue
+		}
+		out[r.PID] = r.ID
+	}
+	return out, nil
+}
+
+// gpuAlertReply is the chat message of a GPU alert.
+func gpuAlertReply(a gpu.Alert) bot.Reply {
+	return bot.Reply{Kind: bot.KindAlert, Text: a.Text, RunID: a.RunID, Key: a.Key}
+}
+
+// gpuChatReply answers 显卡: a fresh sample, as a table.
+func gpuChatReply(ctx context.Context, m *gpu.Monitor) bot.Reply {
+	snap, err := m.Collect(ctx)
+	text := gpu.Format(snap)
+	if err != nil {
+		text += "\n(some figures could not be read: " + err.Error() + ")"
+	}
+	return bot.Reply{Text: text}
+}

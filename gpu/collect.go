@@ -1,0 +1,119 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+)
+
+// Collect takes one snapshot: the devices from s, the host's memory, and
+// what each active run holds. runs maps a run's process group id (its main
+// process's PID) to the run id. A process is the run's when its process
+// group is the run's or one of its ancestors is the run's main process.
+//
+// When s reports ErrUnavailable the snapshot has Available false and the
+// Reason, and the runs still get their host memory; that is not an error.
+// Other errors (a device that stopped answering, /proc unreadable) are
+// returned with whatever could be read.
+func Collect(ctx context.Context, s Sampler, runs map[int]int64) (Snapshot, error) {
+	var errs []error
+	snap, err := s.Sample(ctx)
+	devicesOK := err == nil
+	switch {
+	case err == nil:
+		snap.Available = true
+	case errors.Is(err, ErrUnavailable):
+		snap = Snapshot{Reason: Reason(err)}
+	default:
+		snap.Available = true
+		errs = append(errs, err)
+	}
+	if snap.At.IsZero() {
+		snap.At = time.Now()
+	}
+	host, err := HostMemory()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	snap.Host = host
+
+	// The /proc scan is the costly part (one stat read per process on the
+	// host): without an active run there is nothing to attribute it to.
+	procs, procsOK := &Procs{root: "/proc", m: map[int]proc{}}, true
+	if len(runs) > 0 {
+		if procs, err = ReadProcs(); err != nil {
+			errs = append(errs, err)
+			procs, procsOK = &Procs{root: "/proc", m: map[int]proc{}}, false
+		}
+	}
+	for i := range snap.Processes {
+		pr := &snap.Processes[i]
+		pr.RunID = procs.Owner(pr.PID, runs)
+		pr.Name = procs.Comm(pr.PID)
+	}
+	snap.Runs = runUsage(snap, procs.usage(runs), runs, devicesOK, procsOK)
+	return snap, errors.Join(errs...)
+}
+
+// runUsage builds each run's figures. The GPU figures are left nil when
+// the devices were not sampled, or not completely (a partial sample would
+// draw a false dip in the run's memory chart).
+func runUsage(snap Snapshot, tree map[int64]treeUsage, runs map[int]int64, complete, procsOK bool) []RunUsage {
+	out := make([]RunUsage, 0, len(runs))
+	for pgid, id := range runs {
+		t := tree[id]
+		u := RunUsage{RunID: id, PID: pgid, Processes: t.procs}
+		if procsOK {
+			rss := t.rss
+			u.HostBytes = &rss
+		}
+		if snap.Available && complete {
+			var held int64
+			for _, p := range snap.Processes {
+				if p.RunID == id {
+					held += int64(p.MemUsed)
+					if !slices.Contains(u.Devices, p.Device) {
+						u.Devices = append(u.Devices, p.Device)
+					}
+				}
+			}
+			slices.Sort(u.Devices)
+			u.GPUBytes = &held
+			if len(u.Devices) > 0 {
+				var total int64
+				for _, d := range snap.Devices {
+					if slices.Contains(u.Devices, d.Index) {
+						total += int64(d.MemTotal)
+					}
+				}
+				u.GPUTotal = &total
+			}
+		}
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b RunUsage) int { return int(a.RunID - b.RunID) })
+	return out
+}
+
+// DeviceByIndex returns the device with an index.
+func (s Snapshot) DeviceByIndex(i int) (Device, bool) {
+	for _, d := range s.Devices {
+		if d.Index == i {
+			return d, true
+		}
+	}
+	return Device{}, false
+}
+
+// RunsOnDevice returns the ids of the runs whose processes use a device.
+func (s Snapshot) RunsOnDevice(dev int) []int64 {
+	var ids []int64
+	for _, p := range s.Processes {
+		if p.Device == dev && p.RunID != 0 && !slices.Contains(ids, p.RunID) {
+			ids = append(ids, p.RunID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}

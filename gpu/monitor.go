@@ -1,0 +1,262 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/trainbot/trainbot/store"
+)
+
+// Runs is what the monitor needs of the supervisor.
+type Runs interface {
+	// ActivePGIDs maps the process group id of every active run (its main
+	// process's PID) to the run id.
+	ActivePGIDs() map[int]int64
+	// ObserveMemory raises the peak GPU and host memory of an active run;
+	// nil leaves a value alone.
+	ObserveMemory(runID int64, gpuBytes, hostBytes *int64)
+}
+
+// Recorder stores samples; *store.Store is one.
+type Recorder interface {
+	// AddDeviceSamples stores one row per device.
+	AddDeviceSamples(ctx context.Context, samples []store.DeviceSample) error
+	// AddRunMemory stores one row per active run.
+	AddRunMemory(ctx context.Context, samples []store.RunMemory) error
+}
+
+var _ Recorder = (*store.Store)(nil)
+
+// DefaultInterval is how often a Monitor samples when not told.
+const DefaultInterval = 2 * time.Second
+
+// MonitorOptions configure a Monitor.
+type MonitorOptions struct {
+	Sampler  Sampler       // required; Unavailable(err) on a host without NVML
+	Interval time.Duration // default DefaultInterval
+	Runs     Runs          // nil: no run attribution
+	Recorder Recorder      // nil: samples are not stored
+	// Alert receives the threshold and device-event alerts; nil drops them.
+	// It is called from the monitor's goroutines and must not block long.
+	Alert      func(Alert)
+	Thresholds Thresholds
+	Logger     *slog.Logger
+}
+
+// Stats count the monitor's samples.
+type Stats struct {
+	Samples  int64 // samples taken
+	Failures int64 // samples that failed, in whole or in part
+	Alerts   int64 // alerts sent
+}
+
+// Monitor samples every interval: it stores the device and run memory
+// samples, raises each run's peak GPU and host memory, and sends an alert
+// once per threshold crossing and once per Xid or double bit ECC event. A
+// failing sample is logged and counted; it never stops the loop nor the
+// supervision.
+type Monitor struct {
+	opts MonitorOptions
+	log  *slog.Logger
+
+	mu      sync.Mutex // guards the fields below
+	alerter *alerter
+	last    Snapshot
+	stats   Stats
+	failing bool
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewMonitor returns a monitor; Start begins sampling.
+func NewMonitor(opts MonitorOptions) *Monitor {
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Monitor{opts: opts, log: opts.Logger, alerter: newAlerter(opts.Thresholds)}
+}
+
+// Start begins sampling (one sample at once, then every interval) and, when
+// the sampler reports device events, watching them. Close stops both.
+func (m *Monitor) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.wg.Add(1)
+	go m.loop(ctx)
+	if w, ok := m.opts.Sampler.(EventWatcher); ok {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			if err := w.WatchEvents(ctx, m.onEvent); err != nil {
+				m.log.Warn("no Xid alerts: cannot watch GPU events", "err", err)
+			}
+		}()
+	}
+}
+
+// Close stops sampling and waits for the monitor's goroutines.
+func (m *Monitor) Close() error {
+	if m.cancel == nil {
+		return nil
+	}
+	m.cancel()
+	m.wg.Wait()
+	return nil
+}
+
+func (m *Monitor) loop(ctx context.Context) {
+	defer m.wg.Done()
+	t := time.NewTicker(m.opts.Interval)
+	defer t.Stop()
+	for {
+		m.Sample(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Stats returns the counters.
+func (m *Monitor) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats
+}
+
+// Last returns the latest snapshot the loop took (zero before the first).
+func (m *Monitor) Last() Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
+
+// Collect takes a fresh snapshot attributed to the active runs, without
+// storing it or alerting (for 显卡).
+func (m *Monitor) Collect(ctx context.Context) (Snapshot, error) {
+	return Collect(ctx, m.opts.Sampler, m.activeRuns())
+}
+
+func (m *Monitor) activeRuns() map[int]int64 {
+	if m.opts.Runs == nil {
+		return nil
+	}
+	return m.opts.Runs.ActivePGIDs()
+}
+
+// Sample takes one sample and does everything with it: store, peaks,
+// alerts. The loop calls it every interval; it returns the error that was
+// logged and counted, if any.
+func (m *Monitor) Sample(ctx context.Context) (err error) {
+	defer func() {
+		// A backend must not take supervision down: a panic (a misbehaving
+		// library binding) counts as a failed sample.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("gpu sample panicked: %v", p)
+		}
+		m.finish(err)
+	}()
+	snap, err := Collect(ctx, m.opts.Sampler, m.activeRuns())
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := m.record(ctx, snap); err != nil {
+		errs = append(errs, err)
+	}
+	if m.opts.Runs != nil {
+		for _, u := range snap.Runs {
+			m.opts.Runs.ObserveMemory(u.RunID, u.GPUBytes, u.HostBytes)
+		}
+	}
+	m.mu.Lock()
+	m.last = snap
+	alerts := m.alerter.check(snap)
+	m.stats.Alerts += int64(len(alerts))
+	m.mu.Unlock()
+	m.send(alerts...)
+	return errors.Join(errs...)
+}
+
+// finish counts a sample and logs a failure when it starts and when it
+// ends, not at every sample.
+func (m *Monitor) finish(err error) {
+	m.mu.Lock()
+	m.stats.Samples++
+	was := m.failing
+	m.failing = err != nil
+	if err != nil {
+		m.stats.Failures++
+	}
+	failures := m.stats.Failures
+	m.mu.Unlock()
+	switch {
+	case err != nil && !was:
+		m.log.Warn("gpu sample failed", "err", err)
+	case err != nil:
+		m.log.Debug("gpu sample failed", "err", err, "failures", failures)
+	case was:
+		m.log.Info("gpu samples work again", "failures", failures)
+	}
+}
+
+// record stores the snapshot's device and run samples.
+func (m *Monitor) record(ctx context.Context, snap Snapshot) error {
+	if m.opts.Recorder == nil {
+		return nil
+	}
+	var errs []error
+	if len(snap.Devices) > 0 {
+		ds := make([]store.DeviceSample, len(snap.Devices))
+		for i, d := range snap.Devices {
+			ds[i] = store.DeviceSample{T: snap.At, Device: d.Index, UUID: d.UUID, Name: d.Name,
+				MemUsed: int64(d.MemUsed + d.MemReserved), MemTotal: int64(d.MemTotal),
+				Util: d.Util, TempC: d.TempC, PowerMilliW: int64(d.PowerMilliW)}
+		}
+		if err := m.opts.Recorder.AddDeviceSamples(ctx, ds); err != nil {
+			errs = append(errs, fmt.Errorf("store device samples: %w", err))
+		}
+	}
+	if len(snap.Runs) > 0 {
+		rs := make([]store.RunMemory, len(snap.Runs))
+		for i, u := range snap.Runs {
+			rs[i] = store.RunMemory{RunID: u.RunID, T: snap.At, GPUBytes: u.GPUBytes, GPUTotal: u.GPUTotal, HostBytes: u.HostBytes}
+		}
+		if err := m.opts.Recorder.AddRunMemory(ctx, rs); err != nil {
+			errs = append(errs, fmt.Errorf("store run memory: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// onEvent turns a device event into an alert (once per repeat window).
+func (m *Monitor) onEvent(ev DeviceEvent) {
+	m.log.Warn("gpu event", "gpu", ev.Device, "kind", string(ev.Kind), "xid", ev.Xid)
+	m.mu.Lock()
+	al, ok := m.alerter.event(ev, m.last)
+	if ok {
+		m.stats.Alerts++
+	}
+	m.mu.Unlock()
+	if ok {
+		m.send(al)
+	}
+}
+
+func (m *Monitor) send(alerts ...Alert) {
+	for _, a := range alerts {
+		m.log.Info("gpu alert", "kind", string(a.Kind), "gpu", a.Device, "run", a.RunID)
+		if m.opts.Alert != nil {
+			m.opts.Alert(a)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package gpu
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		name string
+		line string
+		want proc
+		bad  bool
+	}{
+		{
+			name: "python",
+			line: "4242 (python3) S 4200 4200 4100 0 -1 4194560 1234 0 0 0 500 20 0 0 20 0 12 0 987654 8000000000 51200 18446744073709551615 1 1 0 0 0 0 0 16781312 2 0 0 0 17 3 0 0 0 0 0\n",
+			want: proc{state: 'S', ppid: 4200, pgid: 4200, start: 987654, rss: 51200},
+		},
+		{
+			name: "command name with spaces and parentheses",
+			line: "77 (a) b (c)) R 1 77 77 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 42 1000 9 0",
+			want: proc{state: 'R', ppid: 1, pgid: 77, start: 42, rss: 9},
+		},
+		{
+			name: "zombie",
+			line: "9 (defunct) Z 8 8 8 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0 0",
+			want: proc{state: 'Z', ppid: 8, pgid: 8, start: 5},
+		},
+		{name: "no parenthesis", line: "1 init S 0 1 1", bad: true},
+		{name: "short", line: "1 (init) S 0 1 1 0", bad: true},
+		{name: "empty", line: "", bad: true},
+		{name: "nothing after the name", line: "1 (x)", bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStat([]byte(tt.line))
+			if tt.bad {
+				if err == nil {
+					t.Fatalf("parseStat(%q) = %+v, want an error", tt.line, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseStat: %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// fakeProc writes a /proc with the given processes: pid -> "ppid pgid rss comm".
+func fakeProc(t *testing.T, procs map[int]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for pid, spec := range procs {
+		var ppid, pgid, rss int
+		var comm string
+		if _, err := fmt.Sscan(spec, &ppid, &pgid, &rss, &comm); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(root, fmt.Sprint(pid))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stat := fmt.Sprintf("%d (%s) S %d %d %d 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 1000 %d 0 0\n", pid, comm, ppid, pgid, pgid, 100*pid, rss)
+		os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644)
+		os.WriteFile(filepath.Join(dir, "comm"), []byte(comm+"\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(root, "stat"), []byte("cpu  1 2 3\nbtime 1700000000\n"), 0o644)
+	os.Mkdir(filepath.Join(root, "self"), 0o755) // not a pid: skipped
+	return root
+}
+
+func TestOwnerAndTreeUsage(t *testing.T) {
+	// trainbot (100) started run 7 as pid 200 (group 200). 200 has a
+	// worker 201 in its group, and 202 which left the group with setsid and
+	// has a child 203 of its own. 300 is someone else's process; 400 was
+	// started by run 7 but reparented to init while staying in group 200.
+	root := fakeProc(t, map[int]string{
+		1:   "0 1 10 init",
+		100: "1 100 1000 trainbot",
+		200: "100 200 2000 python",
+		201: "200 200 300 pt_data_worker",
+		202: "200 202 400 setsid_child",
+		203: "202 202 50 grandchild",
+		300: "1 300 9999 other",
+		400: "1 200 70 orphan",
+	})
+	p, err := readProcs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Len() != 8 {
+		t.Fatalf("read %d processes, want 8", p.Len())
+	}
+	runs := map[int]int64{200: 7}
+	for pid, want := range map[int]int64{200: 7, 201: 7, 202: 7, 203: 7, 400: 7, 100: 0, 300: 0, 1: 0, 999: 0} {
+		if got := p.Owner(pid, runs); got != want {
+			t.Errorf("Owner(%d) = %d, want %d", pid, got, want)
+		}
+	}
+	if got := p.Owner(201, nil); got != 0 {
+		t.Errorf("Owner without runs = %d, want 0", got)
+	}
+	u := p.usage(runs)[7]
+	page := int64(os.Getpagesize())
+	if want := (2000 + 300 + 400 + 50 + 70) * page; u.rss != want || u.procs != 5 {
+		t.Errorf("run 7 usage = %d bytes in %d processes, want %d in 5", u.rss, u.procs, want)
+	}
+	if got := p.Comm(201); got != "pt_data_worker" {
+		t.Errorf("Comm(201) = %q", got)
+	}
+	started, ok := p.Started(200)
+	if want := time.Unix(1700000000, 0).Add(200 * time.Second); !ok || !started.Equal(want) {
+		t.Errorf("Started(200) = %v %v, want %v", started, ok, want)
+	}
+}
+
+func TestReadProcsRealTree(t *testing.T) {
+	// A run whose shell has two sleeping children, one of which left the
+	// process group with setsid: both are the run's.
+	pid, kids := startTree(t, "setsid sleep 60 & sleep 60 & wait", 2)
+	p := readTable(t)
+	runs := map[int]int64{pid: 3}
+	for _, k := range append(kids, pid) {
+		if got := p.Owner(k, runs); got != 3 {
+			t.Errorf("Owner(%d) = %d, want 3", k, got)
+		}
+	}
+	if got := p.Owner(os.Getpid(), runs); got != 0 {
+		t.Errorf("the test process is attributed to run %d", got)
+	}
+	u := p.usage(runs)[3]
+	if u.procs != 3 || u.rss <= 0 {
+		t.Errorf("usage = %d bytes in %d processes, want > 0 in 3", u.rss, u.procs)
+	}
+	if c := p.Comm(kids[0]); c != "sleep" {
+		t.Errorf("Comm = %q, want sleep", c)
+	}
+	if !p.Alive(pid) {
+		t.Error("the shell is not alive")
+	}
+}
+
+// BenchmarkProcTree50 is one procfs sample of a run with a 50-process tree:
+// the /proc scan of the whole host plus the run's tree sum.
+func BenchmarkProcTree50(b *testing.B) {
+	pid, _ := startTree(b, strings.Repeat("sleep 60 & ", 49)+"wait", 49)
+	runs := map[int]int64{pid: 1}
+	var u treeUsage
+	var scanned int
+	b.ResetTimer()
+	for b.Loop() {
+		p, err := ReadProcs()
+		if err != nil {
+			b.Fatal(err)
+		}
+		u = p.usage(runs)[1]
+		scanned = p.Len()
+	}
+	if u.procs != 50 {
+		b.Fatalf("tree has %d processes, want 50", u.procs)
+	}
+	b.ReportMetric(float64(scanned), "procs_scanned")
+}
+
+// BenchmarkProcStatBaseline reads one /proc/PID/stat: the unit the tree
+// sample is made of, measured in the same run for scripts/bench-gpu-sample.
+func BenchmarkProcStatBaseline(b *testing.B) {
+	var buf [1024]byte
+	path := []byte("/proc/self/stat")
+	for b.Loop() {
+		if _, err := readSmall(path, buf[:]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
