@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/trainbot/trainbot/internal/procfs"
 )
 
 // Collect takes one snapshot: the devices from s, the host's memory, and
@@ -40,11 +42,11 @@ func Collect(ctx context.Context, s Sampler, runs map[int]int64) (Snapshot, erro
 
 	// The /proc scan is the costly part (one stat read per process on the
 	// host): without an active run there is nothing to attribute it to.
-	procs, procsOK := &Procs{root: "/proc", m: map[int]proc{}}, true
+	procs, procsOK := procfs.Empty(), true
 	if len(runs) > 0 {
-		if procs, err = ReadProcs(); err != nil {
+		if procs, err = procfs.ReadProcs(); err != nil {
 			errs = append(errs, err)
-			procs, procsOK = &Procs{root: "/proc", m: map[int]proc{}}, false
+			procs, procsOK = procfs.Empty(), false
 		}
 	}
 	for i := range snap.Processes {
@@ -52,20 +54,20 @@ func Collect(ctx context.Context, s Sampler, runs map[int]int64) (Snapshot, erro
 		pr.RunID = procs.Owner(pr.PID, runs)
 		pr.Name = procs.Comm(pr.PID)
 	}
-	snap.Runs = runUsage(snap, procs.usage(runs), runs, devicesOK, procsOK)
+	snap.Runs = runUsage(snap, procs.Usage(runs), runs, devicesOK, procsOK)
 	return snap, errors.Join(errs...)
 }
 
 // runUsage builds each run's figures. The GPU figures are left nil when
 // the devices were not sampled, or not completely (a partial sample would
 // draw a false dip in the run's memory chart).
-func runUsage(snap Snapshot, tree map[int64]treeUsage, runs map[int]int64, complete, procsOK bool) []RunUsage {
+func runUsage(snap Snapshot, tree map[int64]procfs.TreeUsage, runs map[int]int64, complete, procsOK bool) []RunUsage {
 	out := make([]RunUsage, 0, len(runs))
 	for pgid, id := range runs {
 		t := tree[id]
-		u := RunUsage{RunID: id, PID: pgid, Processes: t.procs}
+		u := RunUsage{RunID: id, PID: pgid, Processes: t.Procs}
 		if procsOK {
-			rss := t.rss
+			rss := t.RSS
 			u.HostBytes = &rss
 		}
 		if snap.Available && complete {

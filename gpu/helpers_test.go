@@ -1,65 +1,22 @@
 package gpu
 
 import (
-	"os/exec"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/trainbot/trainbot/internal/procfs"
+	"github.com/trainbot/trainbot/internal/proctest"
 )
 
-// startTree starts `sh -c script` in its own process group, as trainbot
-// starts a run, and waits until the shell has want live children. It
-// returns the shell's PID (the group id) and the children's PIDs. The
-// whole group is killed when the test ends.
+// startTree starts a process tree the way trainbot starts a run.
 func startTree(t testing.TB, script string, want int) (int, []int) {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %q: %v", script, err)
-	}
-	pid := cmd.Process.Pid
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		syscall.Kill(-pid, syscall.SIGKILL)
-		// Children that left the group (setsid) are killed by pid.
-		if p, err := ReadProcs(); err == nil {
-			for c, st := range p.m {
-				if st.ppid == pid {
-					syscall.Kill(c, syscall.SIGKILL)
-				}
-			}
-		}
-		<-done
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		p, err := ReadProcs()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var kids []int
-		for c, st := range p.m {
-			// A forked child is "sh" until it execs: wait for the exec.
-			if st.ppid == pid && st.state != 'Z' && p.Comm(c) != "sh" {
-				kids = append(kids, c)
-			}
-		}
-		if len(kids) >= want {
-			return pid, kids
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%q: %d children after 10s, want %d", script, len(kids), want)
-		}
-		time.Sleep(10 * time.Millisecond) // polling /proc for the children to appear
-	}
+	return proctest.StartTree(t, script, want)
 }
 
 // readTable reads /proc and fails the test on error.
-func readTable(t testing.TB) *Procs {
+func readTable(t testing.TB) *procfs.Procs {
 	t.Helper()
-	p, err := ReadProcs()
+	p, err := procfs.ReadProcs()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package trainer
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/trainbot/trainbot/internal/procfs"
 )
 
 // fileLock is an flock(2) lock held for the life of a run, so that two
@@ -64,79 +65,11 @@ func countGroup(pgid int) int {
 	if pgid <= 0 {
 		return 0
 	}
-	ents, err := os.ReadDir("/proc")
+	procs, err := procfs.ReadProcs()
 	if err != nil {
 		return 0
 	}
-	n := 0
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := readStat(pid)
-		if err == nil && st.pgid == pgid && st.state != 'Z' {
-			n++
-		}
-	}
-	return n
-}
-
-type procStat struct {
-	state     byte
-	ppid      int
-	pgid      int
-	startTick uint64
-	rssPages  int64
-}
-
-// readStat parses /proc/PID/stat.
-func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, err
-	}
-	return parseStat(b)
-}
-
-func parseStat(b []byte) (procStat, error) {
-	// The command name is in parentheses and may contain anything: split at the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return procStat{}, errors.New("malformed stat")
-	}
-	f := strings.Fields(string(b[i+2:]))
-	// f[0] is field 3 (state); starttime is field 22, rss field 24.
-	if len(f) < 22 {
-		return procStat{}, errors.New("short stat")
-	}
-	var st procStat
-	st.state = f[0][0]
-	st.ppid, _ = strconv.Atoi(f[1])
-	st.pgid, _ = strconv.Atoi(f[2])
-	st.startTick, _ = strconv.ParseUint(f[19], 10, 64)
-	st.rssPages, _ = strconv.ParseInt(f[21], 10, 64)
-	return st, nil
-}
-
-// clockTicks is USER_HZ, 100 on every Linux architecture Go supports.
-const clockTicks = 100
-
-func bootTime() (time.Time, error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return time.Time{}, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return time.Time{}, err
-			}
-			return time.Unix(sec, 0), nil
-		}
-	}
-	return time.Time{}, errors.New("no btime in /proc/stat")
+	return procs.GroupSize(pgid)
 }
 
 // processStartedBefore reports whether pid is alive and started before t
@@ -145,16 +78,15 @@ func processStartedBefore(pid int, t time.Time) bool {
 	if pid <= 0 {
 		return false
 	}
-	st, err := readStat(pid)
-	if err != nil || st.state == 'Z' {
+	st, err := procfs.ReadStat(pid)
+	if err != nil || st.State == 'Z' {
 		return false
 	}
-	boot, err := bootTime()
+	boot, err := procfs.BootTime()
 	if err != nil {
 		return true // cannot tell; assume alive
 	}
-	started := boot.Add(time.Duration(st.startTick) * time.Second / clockTicks)
-	return !started.After(t.Add(2 * time.Second)) // btime has 1 s resolution
+	return !procfs.StartTime(boot, st.Start).After(t.Add(2 * time.Second)) // btime has 1 s resolution
 }
 
 // cgroupOOMKills returns the oom_kill count of trainbot's own cgroup

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot"
 	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/internal/procfs"
 	"github.com/trainbot/trainbot/store"
 )
 
@@ -163,7 +164,7 @@ func runningPGIDs(ctx context.Context, dataDir string) (map[int]int64, error) {
 	if err != nil || len(runs) == 0 {
 		return nil, err
 	}
-	procs, err := gpu.ReadProcs()
+	procs, err := procfs.ReadProcs()
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,9 @@
-package gpu
+package procfs
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -13,23 +12,23 @@ func TestParseStat(t *testing.T) {
 	tests := []struct {
 		name string
 		line string
-		want proc
+		want Stat
 		bad  bool
 	}{
 		{
 			name: "python",
 			line: "4242 (python3) S 4200 4200 4100 0 -1 4194560 1234 0 0 0 500 20 0 0 20 0 12 0 987654 8000000000 51200 18446744073709551615 1 1 0 0 0 0 0 16781312 2 0 0 0 17 3 0 0 0 0 0\n",
-			want: proc{state: 'S', ppid: 4200, pgid: 4200, start: 987654, rss: 51200},
+			want: Stat{State: 'S', PPID: 4200, PGID: 4200, Start: 987654, RSS: 51200},
 		},
 		{
 			name: "command name with spaces and parentheses",
 			line: "77 (a) b (c)) R 1 77 77 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 42 1000 9 0",
-			want: proc{state: 'R', ppid: 1, pgid: 77, start: 42, rss: 9},
+			want: Stat{State: 'R', PPID: 1, PGID: 77, Start: 42, RSS: 9},
 		},
 		{
 			name: "zombie",
 			line: "9 (defunct) Z 8 8 8 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0 0",
-			want: proc{state: 'Z', ppid: 8, pgid: 8, start: 5},
+			want: Stat{State: 'Z', PPID: 8, PGID: 8, Start: 5},
 		},
 		{name: "no parenthesis", line: "1 init S 0 1 1", bad: true},
 		{name: "short", line: "1 (init) S 0 1 1 0", bad: true},
@@ -38,10 +37,10 @@ func TestParseStat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStat([]byte(tt.line))
+			got, err := ParseStat([]byte(tt.line))
 			if tt.bad {
 				if err == nil {
-					t.Fatalf("parseStat(%q) = %+v, want an error", tt.line, got)
+					t.Fatalf("ParseStat(%q) = %+v, want an error", tt.line, got)
 				}
 				return
 			}
@@ -93,7 +92,7 @@ func TestOwnerAndTreeUsage(t *testing.T) {
 		300: "1 300 9999 other",
 		400: "1 200 70 orphan",
 	})
-	p, err := readProcs(root)
+	p, err := ReadProcsAt(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,10 +108,10 @@ func TestOwnerAndTreeUsage(t *testing.T) {
 	if got := p.Owner(201, nil); got != 0 {
 		t.Errorf("Owner without runs = %d, want 0", got)
 	}
-	u := p.usage(runs)[7]
+	u := p.Usage(runs)[7]
 	page := int64(os.Getpagesize())
-	if want := (2000 + 300 + 400 + 50 + 70) * page; u.rss != want || u.procs != 5 {
-		t.Errorf("run 7 usage = %d bytes in %d processes, want %d in 5", u.rss, u.procs, want)
+	if want := (2000 + 300 + 400 + 50 + 70) * page; u.RSS != want || u.Procs != 5 {
+		t.Errorf("run 7 usage = %d bytes in %d processes, want %d in 5", u.RSS, u.Procs, want)
 	}
 	if got := p.Comm(201); got != "pt_data_worker" {
 		t.Errorf("Comm(201) = %q", got)
@@ -123,56 +122,8 @@ func TestOwnerAndTreeUsage(t *testing.T) {
 	}
 }
 
-func TestReadProcsRealTree(t *testing.T) {
-	// A run whose shell has two sleeping children, one of which left the
-	// process group with setsid: both are the run's.
-	pid, kids := startTree(t, "setsid sleep 60 & sleep 60 & wait", 2)
-	p := readTable(t)
-	runs := map[int]int64{pid: 3}
-	for _, k := range append(kids, pid) {
-		if got := p.Owner(k, runs); got != 3 {
-			t.Errorf("Owner(%d) = %d, want 3", k, got)
-		}
-	}
-	if got := p.Owner(os.Getpid(), runs); got != 0 {
-		t.Errorf("the test process is attributed to run %d", got)
-	}
-	u := p.usage(runs)[3]
-	if u.procs != 3 || u.rss <= 0 {
-		t.Errorf("usage = %d bytes in %d processes, want > 0 in 3", u.rss, u.procs)
-	}
-	if c := p.Comm(kids[0]); c != "sleep" {
-		t.Errorf("Comm = %q, want sleep", c)
-	}
-	if !p.Alive(pid) {
-		t.Error("the shell is not alive")
-	}
-}
-
-// BenchmarkProcTree50 is one procfs sample of a run with a 50-process tree:
-// the /proc scan of the whole host plus the run's tree sum.
-func BenchmarkProcTree50(b *testing.B) {
-	pid, _ := startTree(b, strings.Repeat("sleep 60 & ", 49)+"wait", 49)
-	runs := map[int]int64{pid: 1}
-	var u treeUsage
-	var scanned int
-	b.ResetTimer()
-	for b.Loop() {
-		p, err := ReadProcs()
-		if err != nil {
-			b.Fatal(err)
-		}
-		u = p.usage(runs)[1]
-		scanned = p.Len()
-	}
-	if u.procs != 50 {
-		b.Fatalf("tree has %d processes, want 50", u.procs)
-	}
-	b.ReportMetric(float64(scanned), "procs_scanned")
-}
-
 // BenchmarkProcStatBaseline reads one /proc/PID/stat: the unit the tree
-// sample is made of, measured in the same run for scripts/bench-gpu-sample.
+// sample is made of, measured in the same run for bench/gpu-sample.sh.
 func BenchmarkProcStatBaseline(b *testing.B) {
 	var buf [1024]byte
 	path := []byte("/proc/self/stat")

@@ -7,7 +7,7 @@
 # baseline measured in the same run: reading one /proc/PID/stat.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="$(go test -run '^$' -bench 'NVMLSample|ProcTree50|ProcStatBaseline' -benchtime "${BENCHTIME:-2s}" -count 1 ./gpu/ 2>/dev/null)"
+out="$(go test -run '^$' -bench 'NVMLSample|ProcTree50|ProcStatBaseline' -benchtime "${BENCHTIME:-2s}" -count 1 ./gpu/ ./internal/procfs/ 2>/dev/null)"
 echo "$out" | grep -E '^(Benchmark|goos|goarch|cpu)' || true
 echo "$out" | awk '
 	/^BenchmarkProcStatBaseline/ { base = $3 }

@@ -1,4 +1,10 @@
-package gpu
+// Package procfs reads the Linux process table from /proc: enough of each
+// /proc/PID/stat to know a process's parent, process group, start time and
+// resident memory. trainbot uses it to attribute processes (and their
+// memory) to the run that owns them, to count what is left of a run's
+// process group, and to tell a live process from a newer one that reused
+// its pid.
+package procfs
 
 import (
 	"bytes"
@@ -11,13 +17,13 @@ import (
 	"time"
 )
 
-// proc is one process of the table.
-type proc struct {
-	ppid  int
-	pgid  int
-	state byte
-	start uint64 // clock ticks after boot
-	rss   int64  // pages
+// Stat is what trainbot reads of one /proc/PID/stat.
+type Stat struct {
+	PPID  int
+	PGID  int
+	State byte   // 'R', 'S', 'Z', …
+	Start uint64 // clock ticks after boot
+	RSS   int64  // pages
 }
 
 // Procs is the host's process table read from /proc at one instant: enough
@@ -25,15 +31,16 @@ type proc struct {
 // group) and to sum a run's resident memory.
 type Procs struct {
 	root     string
-	m        map[int]proc
+	m        map[int]Stat
 	pageSize int64
 }
 
 // ReadProcs reads /proc/PID/stat of every process. Processes that end
 // while it reads are skipped.
-func ReadProcs() (*Procs, error) { return readProcs("/proc") }
+func ReadProcs() (*Procs, error) { return ReadProcsAt("/proc") }
 
-func readProcs(root string) (*Procs, error) {
+// ReadProcsAt reads a process table from another procfs root (tests).
+func ReadProcsAt(root string) (*Procs, error) {
 	d, err := os.Open(root)
 	if err != nil {
 		return nil, fmt.Errorf("read processes: %w", err)
@@ -43,7 +50,7 @@ func readProcs(root string) (*Procs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read processes: %w", err)
 	}
-	p := &Procs{root: root, m: make(map[int]proc, len(names)), pageSize: int64(os.Getpagesize())}
+	p := &Procs{root: root, m: make(map[int]Stat, len(names)), pageSize: int64(os.Getpagesize())}
 	var buf [1024]byte
 	path := make([]byte, 0, len(root)+32)
 	for _, name := range names {
@@ -60,7 +67,7 @@ func readProcs(root string) (*Procs, error) {
 		if err != nil {
 			continue // ended meanwhile, or not readable
 		}
-		st, err := parseStat(b)
+		st, err := ParseStat(b)
 		if err != nil {
 			continue
 		}
@@ -97,18 +104,18 @@ func readSmall(path []byte, buf []byte) ([]byte, error) {
 
 var errStat = errors.New("malformed /proc/PID/stat")
 
-// parseStat reads the fields trainbot needs from a /proc/PID/stat line.
+// ParseStat reads the fields trainbot needs from a /proc/PID/stat line.
 // The command name is in parentheses and may contain anything, spaces and
 // parentheses included, so the fields start after the last ')'.
-func parseStat(b []byte) (proc, error) {
+func ParseStat(b []byte) (Stat, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
-		return proc{}, errStat
+		return Stat{}, errStat
 	}
 	b = b[i+2:]
 	// Field 3 is the state; counting from it: ppid is 1, pgrp 2,
 	// starttime 19, rss 21.
-	var p proc
+	var p Stat
 	for f := 0; f <= 21; f++ {
 		j := bytes.IndexByte(b, ' ')
 		var tok []byte
@@ -118,22 +125,22 @@ func parseStat(b []byte) (proc, error) {
 			tok, b = b[:j], b[j+1:]
 		}
 		if len(tok) == 0 {
-			return proc{}, errStat
+			return Stat{}, errStat
 		}
 		switch f {
 		case 0:
-			p.state = tok[0]
+			p.State = tok[0]
 		case 1:
-			p.ppid = atoi(tok)
+			p.PPID = atoi(tok)
 		case 2:
-			p.pgid = atoi(tok)
+			p.PGID = atoi(tok)
 		case 19:
-			p.start = uint64(atoi(tok))
+			p.Start = uint64(atoi(tok))
 		case 21:
-			p.rss = int64(atoi(tok))
+			p.RSS = int64(atoi(tok))
 		}
 		if b == nil && f < 21 {
-			return proc{}, errStat
+			return Stat{}, errStat
 		}
 	}
 	return p, nil
@@ -164,7 +171,7 @@ func (p *Procs) Len() int { return len(p.m) }
 // Alive reports whether pid is in the table and not a zombie.
 func (p *Procs) Alive(pid int) bool {
 	st, ok := p.m[pid]
-	return ok && st.state != 'Z'
+	return ok && st.State != 'Z'
 }
 
 // Owner returns the run that owns pid: the run whose process group holds
@@ -183,34 +190,34 @@ func (p *Procs) Owner(pid int, runs map[int]int64) int64 {
 		if !ok {
 			return 0
 		}
-		if id, ok := runs[st.pgid]; ok {
+		if id, ok := runs[st.PGID]; ok {
 			return id
 		}
-		if st.ppid == cur {
+		if st.PPID == cur {
 			return 0
 		}
-		cur = st.ppid
+		cur = st.PPID
 	}
 	return 0
 }
 
-// treeUsage is the resident memory of one run's processes.
-type treeUsage struct {
-	rss   int64 // bytes
-	procs int
+// TreeUsage is the resident memory of one run's processes.
+type TreeUsage struct {
+	RSS   int64 // bytes
+	Procs int
 }
 
-// usage sums the resident memory and counts the live processes of every
+// Usage sums the resident memory and counts the live processes of every
 // run's tree, visiting each process once.
-func (p *Procs) usage(runs map[int]int64) map[int64]treeUsage {
-	out := make(map[int64]treeUsage, len(runs))
+func (p *Procs) Usage(runs map[int]int64) map[int64]TreeUsage {
+	out := make(map[int64]TreeUsage, len(runs))
 	if len(runs) == 0 {
 		return out
 	}
 	owner := make(map[int]int64, len(p.m))
 	var path []int
 	for pid, st := range p.m {
-		if st.state == 'Z' {
+		if st.State == 'Z' {
 			continue
 		}
 		id := p.ownerMemo(pid, runs, owner, &path)
@@ -218,8 +225,8 @@ func (p *Procs) usage(runs map[int]int64) map[int64]treeUsage {
 			continue
 		}
 		u := out[id]
-		u.rss += st.rss * p.pageSize
-		u.procs++
+		u.RSS += st.RSS * p.pageSize
+		u.Procs++
 		out[id] = u
 	}
 	return out
@@ -244,14 +251,14 @@ func (p *Procs) ownerMemo(pid int, runs map[int]int64, cache map[int]int64, path
 		if !ok {
 			break
 		}
-		if v, ok := runs[st.pgid]; ok {
+		if v, ok := runs[st.PGID]; ok {
 			id = v
 			break
 		}
-		if st.ppid == cur {
+		if st.PPID == cur {
 			break
 		}
-		cur = st.ppid
+		cur = st.PPID
 	}
 	for _, q := range *path {
 		cache[q] = id
@@ -268,8 +275,8 @@ func (p *Procs) Comm(pid int) string {
 	return strings.TrimSpace(string(b))
 }
 
-// clockTicks is USER_HZ, 100 on every Linux architecture Go supports.
-const clockTicks = 100
+// ClockTicks is USER_HZ, 100 on every Linux architecture Go supports.
+const ClockTicks = 100
 
 // Started returns when a process started; ok is false when it is not in
 // the table or the boot time cannot be read.
@@ -278,18 +285,69 @@ func (p *Procs) Started(pid int) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	b, err := os.ReadFile(p.root + "/stat")
+	boot, err := bootTime(p.root)
 	if err != nil {
 		return time.Time{}, false
+	}
+	return StartTime(boot, st.Start), true
+}
+
+// Children returns the live (not zombie) children of pid.
+func (p *Procs) Children(pid int) []int {
+	var out []int
+	for c, st := range p.m {
+		if st.PPID == pid && st.State != 'Z' {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// GroupSize counts the live (not zombie) processes of a process group.
+func (p *Procs) GroupSize(pgid int) int {
+	n := 0
+	for _, st := range p.m {
+		if st.PGID == pgid && st.State != 'Z' {
+			n++
+		}
+	}
+	return n
+}
+
+// Empty is a table with no process (when /proc was not read).
+func Empty() *Procs { return &Procs{root: "/proc", m: map[int]Stat{}} }
+
+// ReadStat reads one process's /proc/PID/stat.
+func ReadStat(pid int) (Stat, error) {
+	var buf [1024]byte
+	b, err := readSmall([]byte("/proc/"+strconv.Itoa(pid)+"/stat"), buf[:])
+	if err != nil {
+		return Stat{}, err
+	}
+	return ParseStat(b)
+}
+
+// BootTime is when the host booted (btime of /proc/stat, to the second).
+func BootTime() (time.Time, error) { return bootTime("/proc") }
+
+func bootTime(root string) (time.Time, error) {
+	b, err := os.ReadFile(root + "/stat")
+	if err != nil {
+		return time.Time{}, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "btime "); ok {
 			sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil {
-				return time.Time{}, false
+				return time.Time{}, fmt.Errorf("btime: %w", err)
 			}
-			return time.Unix(sec, 0).Add(time.Duration(st.start) * time.Second / clockTicks), true
+			return time.Unix(sec, 0), nil
 		}
 	}
-	return time.Time{}, false
+	return time.Time{}, errors.New("no btime in " + root + "/stat")
+}
+
+// StartTime converts a process's start (clock ticks after boot) to a time.
+func StartTime(boot time.Time, ticks uint64) time.Time {
+	return boot.Add(time.Duration(ticks) * time.Second / ClockTicks)
 }
