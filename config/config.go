@@ -32,6 +32,10 @@ type Config struct {
 	Plots    PlotsConfig   `toml:"plots"`
 	Jobs     []JobConfig   `toml:"jobs"`
 
+	// Telegram is the Telegram transport; Auth says who may use the chats.
+	Telegram TelegramConfig `toml:"telegram"`
+	Auth     AuthConfig     `toml:"auth"`
+
 	file  string
 	lines map[string]int
 }
@@ -85,6 +89,7 @@ func DefaultConfig() *Config {
 		LogLevel: "info",
 		Console:  ConsoleConfig{Enabled: false},
 		Plots:    PlotsConfig{Smoothing: 0.6},
+		Telegram: DefaultTelegramConfig(),
 	}
 }
 
@@ -263,6 +268,7 @@ func (c *Config) Validate() error {
 	if c.Plots.Smoothing < 0 || c.Plots.Smoothing >= 1 {
 		add(c.errorAt("plots.smoothing", "want a number in [0, 1), got %g", c.Plots.Smoothing))
 	}
+	errs = append(errs, c.validateTelegram()...)
 	seen := map[string]int{}
 	for i, jc := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d]", i)

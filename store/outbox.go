@@ -88,11 +88,14 @@ func (s *Store) OutboxItems(ctx context.Context, limit int) ([]OutboxItem, error
 	return s.queryOutbox(ctx, `SELECT `+outboxColumns+` FROM outbox ORDER BY id DESC LIMIT ?`, limit)
 }
 
-// NextOutboxAt returns when the earliest pending item of a transport is due;
-// ok is false when nothing is pending.
+// NextOutboxAt returns when the next item of a transport that DueOutbox
+// would return (the oldest pending one of a chat) is due; ok is false when
+// nothing is pending.
 func (s *Store) NextOutboxAt(ctx context.Context, transport string) (at time.Time, ok bool, err error) {
 	var v sql.NullInt64
-	err = s.r.QueryRowContext(ctx, `SELECT MIN(next_at) FROM outbox WHERE transport = ? AND sent_at IS NULL`, transport).Scan(&v)
+	err = s.r.QueryRowContext(ctx, `SELECT MIN(next_at) FROM outbox o WHERE transport = ? AND sent_at IS NULL
+		AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.transport = o.transport AND p.chat_id = o.chat_id
+			AND p.sent_at IS NULL AND p.id < o.id)`, transport).Scan(&v)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next outbox item: %w", err)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/trainbot/trainbot/bot"
 	"github.com/trainbot/trainbot/bot/console"
+	"github.com/trainbot/trainbot/bot/telegram"
+	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -28,12 +30,23 @@ type botOptions struct {
 	// exitAtEOF ends the bot when the console input ends, once the active
 	// runs have ended (demo and console modes).
 	exitAtEOF bool
+
+	// telegram, when set with a token, adds the Telegram transport (serve).
+	telegram *config.TelegramConfig
+	// auth says who may use the chat transports.
+	auth bot.Access
+	// progressInterval spaces live progress updates; 0 turns them off.
+	progressInterval time.Duration
 }
 
 // runBot wires store, supervisor, router, notifier and transports, runs
 // until the input ends or a signal arrives, and shuts down in order:
 // transports stop taking messages; the supervisor stops the active runs and
-// waits for them; the notifier delivers what is queued; the store is closed.
+// waits for them; the progress publisher sends the final progress edits;
+// the notifier delivers what is queued (alerts into the outbox); the outbox
+// delivers what is due (what it cannot stays stored for the next start);
+// the store is closed. Transports' Send keeps working after their Run has
+// returned, for the last three steps.
 func runBot(ctx context.Context, e env, o botOptions) int {
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
 		return errorf(e, "data directory: %v", err)
@@ -66,13 +79,34 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		transports = append(transports, con)
 		always = append(always, bot.ChatKey{Transport: console.Name, Chat: console.Chat})
 	}
-	if len(transports) == 0 {
-		return errorf(e, "nothing to serve: enable a transport ([console] enabled = true)")
+	if o.telegram != nil && o.telegram.Token != "" {
+		tg, err := telegram.New(telegram.Options{Token: o.telegram.Token, APIEndpoint: o.telegram.APIEndpoint,
+			PollTimeout: time.Duration(o.telegram.PollTimeout), State: st, Logger: logger})
+		if err != nil {
+			return errorf(e, "%v", err)
+		}
+		transports = append(transports, tg)
+		if len(o.auth.Operators)+len(o.auth.Viewers) == 0 {
+			logger.Warn("[auth] has no operators or viewers: everyone is refused; send the bot a message to learn your user id")
+		}
 	}
-	notifier := bot.NewNotifier(bot.NotifierOptions{Transports: transports, Always: always, Subscriptions: st, Logger: logger})
+	if len(transports) == 0 {
+		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), or [console] enabled = true")
+	}
+	outbox := bot.NewOutbox(bot.OutboxOptions{Store: st, Transports: transports, Logger: logger})
+	outbox.Start()
+	notifier := bot.NewNotifier(bot.NotifierOptions{Transports: transports, Always: always, Subscriptions: st, Outbox: outbox, Logger: logger})
 	sup.Subscribe(notifier.OnEvent)
 	notifier.Start()
-	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: o.smoothing}
+	var progress *bot.ProgressPublisher
+	if o.progressInterval > 0 {
+		progress = bot.NewProgressPublisher(bot.ProgressOptions{Trainer: sup, Transports: transports, Subscriptions: st,
+			Interval: o.progressInterval, Memory: lastMemory(st, logger), Logger: logger})
+		sup.Subscribe(progress.OnEvent)
+		progress.Start()
+	}
+	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: o.smoothing,
+		Access: o.auth, ConfirmStop: map[string]bool{telegram.Name: true}}
 
 	runCtx, stopTransports := context.WithCancel(ctx)
 	defer stopTransports()
@@ -114,6 +148,19 @@ wait:
 		}
 	}
 	stopTransports()
+	// Wait for the transports to stop taking messages: Telegram lets the
+	// messages it is answering finish first.
+	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	for running > 0 {
+		select {
+		case <-results:
+			running--
+		case <-stopCtx.Done():
+			logger.Warn("transports still running at shutdown", "transports", running)
+			running = 0
+		}
+	}
+	cancelStop()
 
 	// Stop what still runs. A second signal kills instead of waiting.
 	closeCtx, cancelClose := context.WithCancel(context.WithoutCancel(ctx))
@@ -136,13 +183,32 @@ wait:
 	}
 	drainCtx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancelDrain()
+	if progress != nil {
+		if err := progress.Close(drainCtx); err != nil {
+			logger.Warn("final progress not sent at shutdown", "err", err)
+		}
+	}
 	if err := notifier.Close(drainCtx); err != nil {
 		logger.Warn("notices not delivered at shutdown", "err", err)
+	}
+	if err := outbox.Close(drainCtx); err != nil {
+		logger.Warn("alerts left in the outbox for the next start", "err", err)
 	}
 	if interrupted && code == exitOK {
 		code = 130
 	}
 	return code
+}
+
+// lastMemory reads a run's newest memory sample for live progress.
+func lastMemory(st *store.Store, logger *slog.Logger) func(context.Context, int64) (store.RunMemory, bool) {
+	return func(ctx context.Context, runID int64) (store.RunMemory, bool) {
+		m, ok, err := st.LastRunMemory(ctx, runID)
+		if err != nil {
+			logger.Debug("read run memory", "run", runID, "err", err)
+		}
+		return m, ok
+	}
 }
 
 // openLogger logs to DATA/trainbot.log in terminal-chat modes (the

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/trainbot/trainbot/bot"
 	"github.com/trainbot/trainbot/config"
 )
 
@@ -99,7 +101,8 @@ func cmdConsole(ctx context.Context, args []string, e env) int {
 	}
 	level, _ := config.ParseLevel(cfg.LogLevel)
 	greet(e, len(jobs))
-	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, logLevel: level, console: true, exitAtEOF: true})
+	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, logLevel: level, console: true, exitAtEOF: true,
+		progressInterval: time.Duration(cfg.Telegram.ProgressInterval)})
 }
 
 func cmdServe(ctx context.Context, args []string, e env) int {
@@ -125,7 +128,9 @@ func cmdServe(ctx context.Context, args []string, e env) int {
 		return reportConfig(e, err)
 	}
 	level, _ := config.ParseLevel(cfg.LogLevel)
-	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, logLevel: level, console: cfg.Console.Enabled})
+	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, logLevel: level, console: cfg.Console.Enabled,
+		telegram: &cfg.Telegram, auth: bot.Access{Operators: cfg.Auth.Operators, Viewers: cfg.Auth.Viewers, Chats: cfg.Auth.Chats},
+		progressInterval: time.Duration(cfg.Telegram.ProgressInterval)})
 }
 
 func cmdCheck(ctx context.Context, args []string, e env) int {
