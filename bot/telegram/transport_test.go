@@ -24,7 +24,9 @@ import (
 
 const token = "123456789:AAE-TestToken_secretValue0123456789"
 
-const wait = 10 * time.Second
+// wait bounds every wait for the bot; generous, because a chart takes
+// seconds to draw under the race detector on a busy machine.
+const wait = 60 * time.Second
 
 // logBuffer collects log output from several goroutines.
 type logBuffer struct {
@@ -75,7 +77,7 @@ func start(t *testing.T, opts telegram.Options, h bot.Handler) *telegram.Transpo
 }
 
 // run starts tr.Run and returns a func that stops it and returns its error.
-func run(t *testing.T, tr *telegram.Transport, h bot.Handler) func() error {
+func run(t testing.TB, tr *telegram.Transport, h bot.Handler) func() error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
