@@ -92,6 +92,7 @@ type Transport struct {
 
 	mu            sync.Mutex
 	self          tgbotapi.User
+	seenChats     map[int64]bool      // chats logged since the start
 	progress      map[progressKey]int // progress message per chat and run
 	progressOrder []progressKey
 }
@@ -192,8 +193,8 @@ func (t *Transport) Run(ctx context.Context, h bot.Handler) error {
 	d := &dispatcher{queues: map[int64][]tgbotapi.Update{}, log: t.log,
 		handle: func(u tgbotapi.Update) { t.handleUpdate(hctx, h, u) }}
 
-	offset := t.loadOffset(ctx, me.ID)
-	offset, err = t.poll(ctx, me.ID, offset, d)
+	offset, news := t.loadOffset(ctx, me.ID)
+	offset, err = t.poll(ctx, me.ID, offset, news, d)
 
 	// Let the messages being handled finish, within the grace.
 	finished := make(chan struct{})
@@ -260,19 +261,24 @@ var allowedUpdates = []string{tgbotapi.UpdateTypeMessage, tgbotapi.UpdateTypeEdi
 
 // poll long-polls getUpdates until ctx ends and returns the next offset.
 // The offset is stored before the updates are handed to the dispatcher.
-func (t *Transport) poll(ctx context.Context, botID, offset int64, d *dispatcher) (int64, error) {
+// news is when the last update came.
+func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Time, d *dispatcher) (int64, error) {
 	pause := t.opts.RetryPause
 	for {
 		if ctx.Err() != nil {
 			return offset, nil
 		}
+		if offset > 0 && time.Since(news) > offsetMaxAge {
+			// Every update so far was confirmed by the polls since; the
+			// next may be numbered at random, below the offset.
+			t.log.Debug("no update for days; polling without an offset")
+			offset = 0
+		}
 		cfg := tgbotapi.UpdateConfig{Offset: int(offset), Limit: 100, Timeout: int(t.opts.PollTimeout / time.Second), AllowedUpdates: allowedUpdates}
 		res, err := t.api.request(ctx, "getUpdates", cfg)
 		var updates []tgbotapi.Update
 		if err == nil {
-			if jerr := json.Unmarshal(res, &updates); jerr != nil {
-				err = fmt.Errorf("telegram getUpdates: read the answer: %w", jerr)
-			}
+			updates, err = t.decodeUpdates(res)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -307,7 +313,7 @@ func (t *Transport) poll(ctx context.Context, botID, offset int64, d *dispatcher
 			next = max(next, int64(u.UpdateID)+1)
 		}
 		if next != offset {
-			offset = next
+			offset, news = next, time.Now()
 			t.saveOffset(ctx, botID, offset)
 		}
 		for _, u := range fresh {
@@ -316,36 +322,61 @@ func (t *Transport) poll(ctx context.Context, botID, offset int64, d *dispatcher
 	}
 }
 
+// decodeUpdates reads a getUpdates result one update at a time, so an
+// update the library cannot read is skipped instead of being fetched again
+// forever.
+func (t *Transport) decodeUpdates(res json.RawMessage) ([]tgbotapi.Update, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(res, &raws); err != nil {
+		return nil, fmt.Errorf("telegram getUpdates: read the answer: %w", err)
+	}
+	updates := make([]tgbotapi.Update, 0, len(raws))
+	for _, raw := range raws {
+		var u tgbotapi.Update
+		if err := json.Unmarshal(raw, &u); err != nil {
+			var id struct {
+				UpdateID int `json:"update_id"`
+			}
+			if json.Unmarshal(raw, &id) != nil {
+				return nil, fmt.Errorf("telegram getUpdates: read an update: %w", err)
+			}
+			t.log.Warn("update skipped: it cannot be read", "update", id.UpdateID, "err", err)
+			updates = append(updates, tgbotapi.Update{UpdateID: id.UpdateID})
+			continue
+		}
+		updates = append(updates, u)
+	}
+	return updates, nil
+}
+
 // offsetMaxAge: Telegram numbers updates at random again after a week
-// without any, so an older stored offset could hide new updates.
+// without any, so an older offset could hide new updates.
 const offsetMaxAge = 6 * 24 * time.Hour
 
 func offsetKey(botID int64) string { return "telegram.offset." + strconv.FormatInt(botID, 10) }
 
-// loadOffset reads the stored offset of this bot: "OFFSET UNIXSECONDS".
-func (t *Transport) loadOffset(ctx context.Context, botID int64) int64 {
+// loadOffset reads the stored offset of this bot, "OFFSET UNIXSECONDS",
+// and when it was stored.
+func (t *Transport) loadOffset(ctx context.Context, botID int64) (int64, time.Time) {
 	if t.opts.State == nil {
-		return 0
+		return 0, time.Now()
 	}
 	v, ok, err := t.opts.State.Get(ctx, offsetKey(botID))
 	if err != nil {
 		t.log.Warn("read the update offset", "err", err)
-		return 0
+		return 0, time.Now()
 	}
 	if !ok {
-		return 0
+		return 0, time.Now()
 	}
 	o, at, _ := strings.Cut(v, " ")
 	offset, err1 := strconv.ParseInt(o, 10, 64)
 	sec, err2 := strconv.ParseInt(at, 10, 64)
 	if err1 != nil || err2 != nil || offset < 0 {
 		t.log.Warn("stored update offset unreadable; starting from Telegram's", "value", v)
-		return 0
+		return 0, time.Now()
 	}
-	if time.Since(time.Unix(sec, 0)) > offsetMaxAge {
-		return 0
-	}
-	return offset
+	return offset, time.Unix(sec, 0)
 }
 
 func (t *Transport) saveOffset(ctx context.Context, botID, offset int64) {
@@ -417,6 +448,7 @@ func (t *Transport) handleMessage(ctx context.Context, h bot.Handler, m *tgbotap
 	if !ok {
 		return
 	}
+	t.noteChat(m.Chat, m.From)
 	msg := bot.Message{Transport: Name, Chat: m.Chat.ID, User: user(m.From), Text: text, Group: group}
 	reply := h.Handle(ctx, msg)
 	if reply.Empty() {
@@ -485,6 +517,23 @@ func (t *Transport) handleCallback(ctx context.Context, h bot.Handler, q *tgbota
 	}
 	if err := t.send(ctx, chat, reply, 0); err != nil {
 		t.log.Error("reply not sent", "chat", chat, "err", err)
+	}
+}
+
+// noteChat logs the first message of each chat since the start, with the
+// ids the owner needs for [auth] operators and chats.
+func (t *Transport) noteChat(c *tgbotapi.Chat, from *tgbotapi.User) {
+	t.mu.Lock()
+	if t.seenChats == nil {
+		t.seenChats = map[int64]bool{}
+	}
+	seen := t.seenChats[c.ID]
+	if !seen && len(t.seenChats) < 10000 {
+		t.seenChats[c.ID] = true
+	}
+	t.mu.Unlock()
+	if !seen {
+		t.log.Info("message from a new chat", "chat", c.ID, "type", c.Type, "title", c.Title, "user", from.ID, "name", user(from).Name)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -275,6 +276,45 @@ func TestIgnoredUpdatesNeverCrash(t *testing.T) {
 	if n := len(fake.Messages(9)); n != 2 {
 		t.Errorf("got %d replies, want 2", n)
 	}
+}
+
+func TestUnreadableUpdateIsSkipped(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	rec := &recorder{}
+	start(t, testOptions(fake, &logs), rec)
+	fake.PushRaw(`{"message": {"message_id": "not a number", "chat": {"id": 4, "type": "private"}, "text": "开始"}}`)
+	fake.UserSays(4, "帮助")
+	awaitMessages(t, fake, 4, 1)
+	if got := rec.messages(); len(got) != 1 || got[0].Text != "帮助" {
+		t.Errorf("handled %+v", got)
+	}
+	if !strings.Contains(logs.String(), "update skipped") {
+		t.Error("the skipped update should be logged")
+	}
+}
+
+func TestOldOffsetIsNotUsed(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A week without updates: Telegram may number the next one below the
+	// stored offset.
+	old := time.Now().Add(-7 * 24 * time.Hour).Unix()
+	if err := st.Set(context.Background(), "telegram.offset.4242", fmt.Sprintf("999999 %d", old)); err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	opts := testOptions(fake, &logs)
+	opts.State = st
+	start(t, opts, &recorder{})
+	fake.UserSays(8, "状态")
+	awaitMessages(t, fake, 8, 1)
 }
 
 func TestHandlerPanicDoesNotStopTheBot(t *testing.T) {

@@ -117,8 +117,9 @@ type Server struct {
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced on every change
 	all       []tgbotapi.Update
-	confirmed int // updates with a lower id were confirmed
-	nextID    int // next update id
+	raw       map[int]json.RawMessage // updates pushed as JSON, by id
+	confirmed int                     // updates with a lower id were confirmed
+	nextID    int                     // next update id
 	nextMsg   int
 	nextQuery int
 	queries   map[string]bool
@@ -137,7 +138,7 @@ func NewServer(token string) *Server {
 		changed: make(chan struct{}),
 		nextID:  1000,
 		nextMsg: 1,
-		queries: map[string]bool{}, messages: map[int]*Message{},
+		queries: map[string]bool{}, messages: map[int]*Message{}, raw: map[int]json.RawMessage{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -232,6 +233,25 @@ func (s *Server) Push(u tgbotapi.Update) int {
 	s.all = append(s.all, u)
 	s.changedLocked()
 	return u.UpdateID
+}
+
+// PushRaw queues an update given as a JSON object (its update_id is set),
+// for updates the library's types cannot hold, and returns its id.
+func (s *Server) PushRaw(object string) int {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(object), &m); err != nil {
+		panic("telegramtest: PushRaw: " + err.Error())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextID
+	s.nextID++
+	m["update_id"] = id
+	b, _ := json.Marshal(m)
+	s.raw[id] = b
+	s.all = append(s.all, tgbotapi.Update{UpdateID: id})
+	s.changedLocked()
+	return id
 }
 
 // User is a Telegram user with the given id.
@@ -468,16 +488,20 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, req Request)
 		if offset > s.confirmed {
 			s.confirmed = offset
 		}
-		var out []tgbotapi.Update
+		out := []json.RawMessage{}
 		for _, u := range s.all {
 			if u.UpdateID >= s.confirmed && len(out) < limit {
-				out = append(out, u)
+				b, ok := s.raw[u.UpdateID]
+				if !ok {
+					b, _ = json.Marshal(u)
+				}
+				out = append(out, b)
 			}
 		}
 		ch := s.changed
 		s.mu.Unlock()
 		if len(out) > 0 || timeout == 0 {
-			s.record(req, w, http.StatusOK, okBody(nonNil(out)))
+			s.record(req, w, http.StatusOK, okBody(out))
 			return
 		}
 		select {
@@ -491,13 +515,6 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, req Request)
 			return
 		}
 	}
-}
-
-func nonNil(u []tgbotapi.Update) []tgbotapi.Update {
-	if u == nil {
-		return []tgbotapi.Update{}
-	}
-	return u
 }
 
 // answer handles every method but getUpdates.
