@@ -44,7 +44,8 @@ type ProgressOptions struct {
 // reply, to the chat that started the run (on transports that edit in
 // place, unless that chat muted pushes) and to every subscribed chat. A
 // reply is sent only when its text changed. When the run ends, the chats
-// that got its progress get a final update with the outcome.
+// that got its progress on a transport that edits in place get a final
+// update with the outcome.
 type ProgressPublisher struct {
 	opts       ProgressOptions
 	log        *slog.Logger
@@ -207,7 +208,10 @@ func (p *ProgressPublisher) final(ctx context.Context, e trainer.Event) {
 			continue
 		}
 		delete(p.sent, k)
-		p.send(ctx, k.chat, Reply{Text: text, Kind: KindProgress, RunID: id, Key: fmt.Sprintf("run:%d:progress", id)})
+		// Where progress is a line per update, the end report says it all.
+		if ip, ok := p.transports[k.chat.Transport].(InPlaceProgress); ok && ip.ProgressInPlace() {
+			p.send(ctx, k.chat, Reply{Text: text, Kind: KindProgress, RunID: id, Key: fmt.Sprintf("run:%d:progress", id)})
+		}
 	}
 }
 

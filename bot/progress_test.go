@@ -102,12 +102,14 @@ func TestProgressPublisher(t *testing.T) {
 	}
 	// The run is still listed as active for a moment: no new message for it.
 	runs.set(status(1, 21, 100, 0.4))
-	con.await(t, "the console's final line", func() bool { return len(con.delivered(0)) == 3 })
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(tg.delivered(1)); n != 3 {
 		t.Errorf("after the end: %d progress replies, want 3", n)
+	}
+	if n := len(con.delivered(0)); n != 2 {
+		t.Errorf("the console got %d progress lines, want 2 (no final one: the end report says it)", n)
 	}
 	for _, s := range tg.attempts() {
 		if s.r.Kind != KindProgress {
