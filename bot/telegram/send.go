@@ -228,7 +228,6 @@ func (t *Transport) call(ctx context.Context, chat int64, method string, c tgbot
 				return nil, fmt.Errorf("telegram %s: %w", method, err)
 			}
 		}
-		t.calls.Add(1)
 		res, err := t.api.request(ctx, method, c)
 		if err == nil {
 			return res, nil

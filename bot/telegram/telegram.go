@@ -28,7 +28,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -84,11 +83,10 @@ type Options struct {
 
 // Transport is the Telegram transport.
 type Transport struct {
-	opts  Options
-	log   *slog.Logger
-	api   *api
-	pace  *pacer
-	calls atomic.Int64 // API calls made by Send, for measurements
+	opts Options
+	log  *slog.Logger
+	api  *api
+	pace *pacer
 
 	mu            sync.Mutex
 	self          tgbotapi.User
@@ -162,9 +160,6 @@ func (t *Transport) Name() string { return Name }
 
 // ProgressInPlace reports true: a run's progress is one message, edited.
 func (t *Transport) ProgressInPlace() bool { return true }
-
-// Calls returns how many API calls Send and the replies made.
-func (t *Transport) Calls() int64 { return t.calls.Load() }
 
 // Self returns the bot's own user, known once Run has connected.
 func (t *Transport) Self() tgbotapi.User {
