@@ -116,8 +116,13 @@ func New(opts Options) (*Transport, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.HTTPClient == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		opts.HTTPClient = &http.Client{Transport: tr, Timeout: opts.PollTimeout + 15*time.Second}
+		// The default transport honours HTTPS_PROXY; a clone keeps its
+		// connections to itself.
+		var rt http.RoundTripper = http.DefaultTransport
+		if tr, ok := rt.(*http.Transport); ok {
+			rt = tr.Clone()
+		}
+		opts.HTTPClient = &http.Client{Transport: rt, Timeout: opts.PollTimeout + 15*time.Second}
 	}
 	if opts.HTTPClient.Timeout != 0 && opts.HTTPClient.Timeout <= opts.PollTimeout {
 		return nil, fmt.Errorf("telegram: the HTTP client's timeout (%s) must be longer than the poll timeout (%s)", opts.HTTPClient.Timeout, opts.PollTimeout)
@@ -175,6 +180,9 @@ func (t *Transport) Self() tgbotapi.User {
 func (t *Transport) Run(ctx context.Context, h bot.Handler) error {
 	me, err := t.connect(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	t.mu.Lock()
