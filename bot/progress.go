@@ -220,8 +220,10 @@ func (p *ProgressPublisher) send(ctx context.Context, chat ChatKey, r Reply) boo
 	if t == nil {
 		return false
 	}
-	// A progress update is worth nothing once the next one is due.
-	sctx, cancel := context.WithTimeout(ctx, p.opts.Interval)
+	// A progress update is worth little once the next one is due, but a
+	// first message cut off while Telegram was answering would leave a
+	// stray copy: give slow answers time.
+	sctx, cancel := context.WithTimeout(ctx, max(p.opts.Interval, 15*time.Second))
 	defer cancel()
 	if err := t.Send(sctx, chat.Chat, r); err != nil {
 		p.log.Warn("progress update not sent", "chat", chat.String(), "run", r.RunID, "err", err)

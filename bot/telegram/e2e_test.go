@@ -299,11 +299,11 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	awaitMessage(t, fake, operator, "Run #1 already ended: stopped.")
 
 	ctx := context.Background()
-	items, err := s.st.OutboxItems(ctx, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(items) != 1 || items[0].Key != "run:1:ended" || items[0].SentAt.IsZero() {
+	var items []store.OutboxItem
+	if !fake.Await(wait, func() bool {
+		items, _ = s.st.OutboxItems(ctx, 10)
+		return len(items) == 1 && !items[0].SentAt.IsZero()
+	}) || items[0].Key != "run:1:ended" {
 		t.Errorf("outbox: %+v", items)
 	}
 	audit, err := s.st.AuditLog(ctx, 100)
@@ -322,8 +322,12 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	}
 	// A handful of messages, not a flood: started, status, chart, progress,
 	// confirm, stopping, ended, already ended.
-	if n := len(fake.Messages(operator)); n > 10 {
-		t.Errorf("%d messages for one short run", n)
+	if msgs := fake.Messages(operator); len(msgs) > 10 {
+		var texts []string
+		for _, m := range msgs {
+			texts = append(texts, telegramtest.Plain(m.Text))
+		}
+		t.Errorf("%d messages for one short run:\n%s", len(msgs), strings.Join(texts, "\n---\n"))
 	}
 }
 
