@@ -226,7 +226,7 @@ func (t *Transport) connect(ctx context.Context) (tgbotapi.User, error) {
 			return tgbotapi.User{}, ctx.Err()
 		}
 		if c := apiCode(err); c == 401 || c == 404 {
-			return tgbotapi.User{}, fmt.Errorf("telegram refused the token (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err)
+			return tgbotapi.User{}, fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err)
 		}
 		wait := pause
 		if ra, ok := bot.RetryAfter(err); ok {
@@ -288,7 +288,7 @@ func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Tim
 				return offset, nil
 			}
 			if apiCode(err) == 401 {
-				return offset, fmt.Errorf("telegram refused the token (%w): check [telegram] token", err)
+				return offset, fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err)
 			}
 			wait := pause
 			if ra, ok := bot.RetryAfter(err); ok {

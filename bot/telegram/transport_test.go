@@ -563,7 +563,7 @@ func TestTokenNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = tr2.Run(context.Background(), &recorder{})
-	if err == nil || !strings.Contains(err.Error(), "refused the token") || strings.Contains(err.Error(), secret) {
+	if err == nil || !strings.Contains(err.Error(), "token refused") || strings.Contains(err.Error(), secret) {
 		t.Errorf("Run with a wrong token: %v", err)
 	}
 }
