@@ -189,7 +189,14 @@ func (t *Transport) Run(ctx context.Context, h bot.Handler) error {
 	t.self = me
 	t.mu.Unlock()
 	t.log.Info("connected", "bot", "@"+me.UserName, "id", me.ID)
-	t.registerCommands(ctx)
+	// The menu is not needed to answer: a slow or rate-limited
+	// setMyCommands does not hold up the first poll.
+	menuDone := make(chan struct{})
+	go func() {
+		defer close(menuDone)
+		t.registerCommands(ctx)
+	}()
+	defer func() { <-menuDone }()
 
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
@@ -225,8 +232,11 @@ func (t *Transport) connect(ctx context.Context) (tgbotapi.User, error) {
 		if ctx.Err() != nil {
 			return tgbotapi.User{}, ctx.Err()
 		}
-		if c := apiCode(err); c == 401 || c == 404 {
+		switch apiCode(err) {
+		case 401:
 			return tgbotapi.User{}, fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err)
+		case 404:
+			return tgbotapi.User{}, fmt.Errorf("no such bot (%w): check [telegram] token and api_endpoint", err)
 		}
 		wait := pause
 		if ra, ok := bot.RetryAfter(err); ok {
