@@ -403,6 +403,34 @@ func TestPhotoAndAlbum(t *testing.T) {
 	}
 }
 
+func TestSendKeepsTelegramsPace(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	opts := testOptions(fake, &logs)
+	opts.PrivateRate, opts.GroupRate = telegram.DefaultPrivateRate, telegram.DefaultGroupRate
+	tr, err := telegram.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := tr.Send(context.Background(), 77, bot.Reply{Text: fmt.Sprint("alert ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := fake.Requests("sendMessage")
+	if len(reqs) != 5 {
+		t.Fatalf("got %d calls", len(reqs))
+	}
+	// Three at once, then one a second.
+	for i, min := range []time.Duration{0, 0, 0, time.Second, 2 * time.Second} {
+		// The first call's own round trip counts against the pause: allow 200 ms.
+		if gap := reqs[i].At.Sub(reqs[0].At); gap < min-200*time.Millisecond {
+			t.Errorf("message %d went %v after the first, want at least %v", i, gap, min)
+		}
+	}
+}
+
 func TestUpload429HonoursRetryAfter(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
