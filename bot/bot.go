@@ -1,7 +1,10 @@
 // Package bot is trainbot's chat-independent core: the Message and Reply
 // types every transport speaks, the Router that turns a message into a reply
 // (authorise, parse, run the command), and the Notifier that pushes run
-// events (started, alerts, ended) to the chats that want them.
+// events (started, alerts, ended) to the chats that want them. Alerts go
+// through the Outbox, which stores them before sending and retries them
+// until delivered, across restarts; the ProgressPublisher keeps one live
+// progress message per run.
 //
 // Transports (bot/console, bot/telegram, …) implement Transport. The
 // router reaches the trainer, the history and the charts through small

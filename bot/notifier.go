@@ -25,7 +25,10 @@ type NotifierOptions struct {
 	// Always are chats that get every notice (the local console).
 	Always        []ChatKey
 	Subscriptions Subscriptions // may be nil
-	Logger        *slog.Logger
+	// Outbox, when set, takes the KindAlert replies: they are stored before
+	// they are sent and retried until delivered, across restarts.
+	Outbox *Outbox
+	Logger *slog.Logger
 	// Retries is how many times a failed send is tried again (default 3),
 	// with a doubling pause starting at RetryPause (default 1 s).
 	Retries    int
@@ -163,7 +166,7 @@ func (n *Notifier) deliver(ctx context.Context, e trainer.Event) {
 		if t == nil {
 			continue
 		}
-		if err := n.send(ctx, t, chat.Chat, reply); err != nil {
+		if err := n.dispatch(ctx, t, chat, reply); err != nil {
 			n.log.Error("deliver notice", "chat", chat.String(), "run", e.Run.ID, "err", err)
 		}
 	}
@@ -176,10 +179,23 @@ func (n *Notifier) deliverReply(ctx context.Context, r Reply) {
 		if t == nil {
 			continue
 		}
-		if err := n.send(ctx, t, chat.Chat, r); err != nil {
+		if err := n.dispatch(ctx, t, chat, r); err != nil {
 			n.log.Error("deliver notice", "chat", chat.String(), "err", err)
 		}
 	}
+}
+
+// dispatch hands an alert to the outbox, which stores it before sending,
+// and sends anything else at once.
+func (n *Notifier) dispatch(ctx context.Context, t Transport, chat ChatKey, r Reply) error {
+	if r.Kind == KindAlert && n.opts.Outbox != nil {
+		_, err := n.opts.Outbox.Add(context.WithoutCancel(ctx), chat, r)
+		if err == nil {
+			return nil
+		}
+		n.log.Error("store alert; sending it directly", "chat", chat.String(), "err", err)
+	}
+	return n.send(ctx, t, chat.Chat, r)
 }
 
 func (n *Notifier) send(ctx context.Context, t Transport, chat int64, r Reply) error {

@@ -33,6 +33,10 @@ type Config struct {
 	GPU      GPUConfig     `toml:"gpu"`
 	Jobs     []JobConfig   `toml:"jobs"`
 
+	// Telegram is the Telegram transport; Auth says who may use the chats.
+	Telegram TelegramConfig `toml:"telegram"`
+	Auth     AuthConfig     `toml:"auth"`
+
 	file  string
 	lines map[string]int
 }
@@ -87,6 +91,7 @@ func DefaultConfig() *Config {
 		Console:  ConsoleConfig{Enabled: false},
 		Plots:    PlotsConfig{Smoothing: 0.6},
 		GPU:      DefaultGPUConfig(),
+		Telegram: DefaultTelegramConfig(),
 	}
 }
 
@@ -266,6 +271,7 @@ func (c *Config) Validate() error {
 		add(c.errorAt("plots.smoothing", "want a number in [0, 1), got %g", c.Plots.Smoothing))
 	}
 	errs = append(errs, c.validateGPU()...)
+	errs = append(errs, c.validateTelegram()...)
 	seen := map[string]int{}
 	for i, jc := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d]", i)

@@ -243,6 +243,24 @@ CREATE TABLE run_memory (
 );
 CREATE INDEX run_memory_run_t ON run_memory(run_id, t);
 `,
+	// 3: the outbox: replies that must be delivered (alerts), stored before
+	// they are sent and kept until delivered, so they survive a restart.
+	`
+CREATE TABLE outbox (
+	id INTEGER PRIMARY KEY,
+	transport TEXT NOT NULL,
+	chat_id TEXT NOT NULL,
+	key TEXT NOT NULL,
+	payload BLOB NOT NULL,
+	created_at INTEGER NOT NULL,
+	attempts INTEGER NOT NULL DEFAULT 0,
+	next_at INTEGER NOT NULL,
+	last_error TEXT NOT NULL DEFAULT '',
+	sent_at INTEGER,
+	UNIQUE (transport, chat_id, key)
+);
+CREATE INDEX outbox_pending ON outbox(transport, sent_at, chat_id, id);
+`,
 }
 
 func migrate(db *sql.DB) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot"
 	"github.com/trainbot/trainbot/bot/console"
+	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/store"
@@ -21,26 +22,29 @@ import (
 
 // botOptions say what to wire.
 type botOptions struct {
-	dataDir   string
-	jobs      []*trainer.Job
-	smoothing float64
-	logLevel  slog.Level
+	cfg  *config.Config
+	jobs []*trainer.Job
 	// console attaches the terminal chat to stdin/stdout.
 	console bool
 	// exitAtEOF ends the bot when the console input ends, once the active
 	// runs have ended (demo and console modes).
 	exitAtEOF bool
-	// gpu is the [gpu] section: sampling interval and alert thresholds.
-	gpu config.GPUConfig
+	// telegram adds the Telegram transport when [telegram] has a token (serve).
+	telegram bool
 }
 
 // runBot wires store, supervisor, router, notifier and transports, runs
 // until the input ends or a signal arrives, and shuts down in order:
 // transports stop taking messages; the supervisor stops the active runs and
-// waits for them; GPU sampling stops; the notifier delivers what is queued;
-// the store is closed.
+// waits for them; GPU sampling stops; the progress publisher sends the
+// final progress edits;
+// the notifier delivers what is queued (alerts into the outbox); the outbox
+// delivers what is due (what it cannot stays stored for the next start);
+// the store is closed. Transports' Send keeps working after their Run has
+// returned, for the last three steps.
 func runBot(ctx context.Context, e env, o botOptions) int {
-	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+	cfg := o.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return errorf(e, "data directory: %v", err)
 	}
 	logger, closeLog, err := openLogger(e, o)
@@ -49,7 +53,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	defer closeLog()
 
-	st, err := store.Open(o.dataDir, store.Options{Logger: logger})
+	st, err := store.Open(cfg.DataDir, store.Options{Logger: logger})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
@@ -58,7 +62,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			logger.Error("close store", "err", err)
 		}
 	}()
-	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: o.dataDir, Logger: logger})
+	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
@@ -67,17 +71,39 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	var always []bot.ChatKey
 	var con *console.Console
 	if o.console {
-		con = console.New(e.stdin, e.stdout, filepath.Join(o.dataDir, "charts"))
+		con = console.New(e.stdin, e.stdout, filepath.Join(cfg.DataDir, "charts"))
 		transports = append(transports, con)
 		always = append(always, bot.ChatKey{Transport: console.Name, Chat: console.Chat})
 	}
-	if len(transports) == 0 {
-		return errorf(e, "nothing to serve: enable a transport ([console] enabled = true)")
+	access := bot.Access{Operators: cfg.Auth.Operators, Viewers: cfg.Auth.Viewers, Chats: cfg.Auth.Chats}
+	if o.telegram && cfg.Telegram.Token != "" {
+		tg, err := telegram.New(telegram.Options{Token: cfg.Telegram.Token, APIEndpoint: cfg.Telegram.APIEndpoint,
+			PollTimeout: time.Duration(cfg.Telegram.PollTimeout), State: st, Logger: logger})
+		if err != nil {
+			return errorf(e, "%v", err)
+		}
+		transports = append(transports, tg)
+		if len(access.Operators)+len(access.Viewers) == 0 {
+			logger.Warn("[auth] has no operators or viewers: everyone is refused; send the bot a message to learn your user id")
+		}
 	}
-	notifier := bot.NewNotifier(bot.NotifierOptions{Transports: transports, Always: always, Subscriptions: st, Logger: logger})
+	if len(transports) == 0 {
+		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), or [console] enabled = true")
+	}
+	outbox := bot.NewOutbox(bot.OutboxOptions{Store: st, Transports: transports, Logger: logger})
+	outbox.Start()
+	notifier := bot.NewNotifier(bot.NotifierOptions{Transports: transports, Always: always, Subscriptions: st, Outbox: outbox, Logger: logger})
 	sup.Subscribe(notifier.OnEvent)
 	notifier.Start()
-	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: o.smoothing}
+	var progress *bot.ProgressPublisher
+	if interval := time.Duration(cfg.Telegram.ProgressInterval); interval > 0 {
+		progress = bot.NewProgressPublisher(bot.ProgressOptions{Trainer: sup, Transports: transports, Subscriptions: st,
+			Interval: interval, Memory: lastMemory(st, logger), Logger: logger})
+		sup.Subscribe(progress.OnEvent)
+		progress.Start()
+	}
+	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: cfg.Plots.Smoothing,
+		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}}
 
 	// GPU telemetry: NVML when there is a driver, each run's host memory
 	// from /proc always; samples stored, run peaks raised, alerts pushed,
@@ -86,9 +112,9 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	if noGPU != nil {
 		logger.Info("no GPU telemetry; sampling host memory only", "reason", gpu.Reason(noGPU))
 	}
-	monitor := gpu.NewMonitor(gpu.MonitorOptions{Sampler: telemetry, Interval: time.Duration(o.gpu.Interval),
+	monitor := gpu.NewMonitor(gpu.MonitorOptions{Sampler: telemetry, Interval: time.Duration(cfg.GPU.Interval),
 		Runs: sup, Recorder: st, Alert: func(a gpu.Alert) { notifier.Push(gpuAlertReply(a)) },
-		Thresholds: gpu.Thresholds{MemoryPercent: o.gpu.MemoryAlert, TempC: o.gpu.TempAlert}, Logger: logger.With("component", "gpu")})
+		Thresholds: gpu.Thresholds{MemoryPercent: cfg.GPU.MemoryAlert, TempC: cfg.GPU.TempAlert}, Logger: logger.With("component", "gpu")})
 	monitor.Start()
 	router.GPU = func(ctx context.Context) bot.Reply { return gpuChatReply(ctx, monitor) }
 
@@ -132,6 +158,19 @@ wait:
 		}
 	}
 	stopTransports()
+	// Wait for the transports to stop taking messages: Telegram lets the
+	// messages it is answering finish first.
+	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	for running > 0 {
+		select {
+		case <-results:
+			running--
+		case <-stopCtx.Done():
+			logger.Warn("transports still running at shutdown", "transports", running)
+			running = 0
+		}
+	}
+	cancelStop()
 
 	// Stop what still runs. A second signal kills instead of waiting.
 	closeCtx, cancelClose := context.WithCancel(context.WithoutCancel(ctx))
@@ -158,8 +197,16 @@ wait:
 	}
 	drainCtx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancelDrain()
+	if progress != nil {
+		if err := progress.Close(drainCtx); err != nil {
+			logger.Warn("final progress not sent at shutdown", "err", err)
+		}
+	}
 	if err := notifier.Close(drainCtx); err != nil {
 		logger.Warn("notices not delivered at shutdown", "err", err)
+	}
+	if err := outbox.Close(drainCtx); err != nil {
+		logger.Warn("alerts left in the outbox for the next start", "err", err)
 	}
 	if interrupted && code == exitOK {
 		code = 130
@@ -167,20 +214,35 @@ wait:
 	return code
 }
 
+// lastMemory reads a run's newest memory sample for live progress.
+func lastMemory(st *store.Store, logger *slog.Logger) func(context.Context, int64) (store.RunMemory, bool) {
+	return func(ctx context.Context, runID int64) (store.RunMemory, bool) {
+		m, ok, err := st.LastRunMemory(ctx, runID)
+		if err != nil {
+			logger.Debug("read run memory", "run", runID, "err", err)
+		}
+		return m, ok
+	}
+}
+
 // openLogger logs to DATA/trainbot.log in terminal-chat modes (the
 // terminal is the chat; only warnings go to stderr), and to stderr
 // otherwise.
 func openLogger(e env, o botOptions) (*slog.Logger, func(), error) {
-	if !o.console {
-		return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: o.logLevel})), func() {}, nil
+	level, err := config.ParseLevel(o.cfg.LogLevel)
+	if err != nil {
+		return nil, nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(o.dataDir, "trainbot.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if !o.console {
+		return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), func() {}, nil
+	}
+	f, err := os.OpenFile(filepath.Join(o.cfg.DataDir, "trainbot.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
 	h := slog.NewMultiHandler(
-		slog.NewTextHandler(f, &slog.HandlerOptions{Level: o.logLevel}),
-		slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: max(o.logLevel, slog.LevelWarn)}),
+		slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}),
+		slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: max(level, slog.LevelWarn)}),
 	)
 	return slog.New(h), func() { f.Close() }, nil
 }

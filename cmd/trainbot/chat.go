@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/trainer"
 )
 
 // configFlags are the flags shared by commands that read a config file.
@@ -87,37 +88,16 @@ func reportConfig(e env, err error) int {
 }
 
 func cmdConsole(ctx context.Context, args []string, e env) int {
-	fs := newFlags("console", "--config FILE [--data DIR]", e)
-	var cf configFlags
-	cf.register(fs, true)
-	pos, code, ok := parseFlags(fs, args)
-	if !ok {
-		return code
-	}
-	if len(pos) > 0 {
-		return usageError(fs, e, "unexpected argument %q", pos[0])
-	}
-	if cf.config == "" {
-		return usageError(fs, e, "--config FILE is required (try 'trainbot demo' for the built-in job)")
-	}
-	cfg, code := cf.load(e)
-	if cfg == nil {
-		return code
-	}
-	jobs, err := cfg.TrainerJobs()
-	if err != nil {
-		return reportConfig(e, err)
-	}
-	if len(jobs) == 0 {
-		fmt.Fprintf(e.stderr, "trainbot: %s has no [[jobs]]; 开始 will have nothing to start\n", cf.config)
-	}
-	level, _ := config.ParseLevel(cfg.LogLevel)
-	greet(e, len(jobs))
-	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, gpu: cfg.GPU, logLevel: level, console: true, exitAtEOF: true})
+	return chatCommand(ctx, args, e, "console", botOptions{console: true, exitAtEOF: true})
 }
 
 func cmdServe(ctx context.Context, args []string, e env) int {
-	fs := newFlags("serve", "--config FILE [--data DIR]", e)
+	return chatCommand(ctx, args, e, "serve", botOptions{telegram: true})
+}
+
+// chatCommand is console and serve: flags, the config and its jobs, the bot.
+func chatCommand(ctx context.Context, args []string, e env, name string, o botOptions) int {
+	fs := newFlags(name, "--config FILE [--data DIR]", e)
 	var cf configFlags
 	cf.register(fs, true)
 	pos, code, ok := parseFlags(fs, args)
@@ -128,18 +108,37 @@ func cmdServe(ctx context.Context, args []string, e env) int {
 		return usageError(fs, e, "unexpected argument %q", pos[0])
 	}
 	if cf.config == "" {
-		return usageError(fs, e, "--config FILE is required")
+		hint := ""
+		if o.console {
+			hint = " (try 'trainbot demo' for the built-in job)"
+		}
+		return usageError(fs, e, "--config FILE is required%s", hint)
 	}
 	cfg, code := cf.load(e)
 	if cfg == nil {
 		return code
 	}
-	jobs, err := cfg.TrainerJobs()
+	o.cfg = cfg
+	if !o.console {
+		o.console = cfg.Console.Enabled
+	}
+	return startBot(ctx, e, o, nil)
+}
+
+// startBot adds the config's jobs to extra (the demo job) and runs the bot.
+func startBot(ctx context.Context, e env, o botOptions, extra []*trainer.Job) int {
+	jobs, err := o.cfg.TrainerJobs()
 	if err != nil {
 		return reportConfig(e, err)
 	}
-	level, _ := config.ParseLevel(cfg.LogLevel)
-	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, gpu: cfg.GPU, logLevel: level, console: cfg.Console.Enabled})
+	o.jobs = append(extra, jobs...)
+	if o.exitAtEOF {
+		if len(o.jobs) == 0 {
+			fmt.Fprintln(e.stderr, "trainbot: the config has no [[jobs]]; 开始 will have nothing to start")
+		}
+		greet(e, len(o.jobs))
+	}
+	return runBot(ctx, e, o)
 }
 
 func cmdCheck(ctx context.Context, args []string, e env) int {

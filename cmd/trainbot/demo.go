@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/demo"
 )
@@ -40,14 +39,8 @@ func cmdDemo(ctx context.Context, args []string, e env) int {
 	if cfg == nil {
 		return code
 	}
-	jobs, err := cfg.TrainerJobs()
-	if err != nil {
-		return reportConfig(e, err)
-	}
-	jobs = append([]*trainer.Job{DemoJob(e.exe, *steps, *pace)}, jobs...)
-	level, _ := config.ParseLevel(cfg.LogLevel)
-	greet(e, len(jobs))
-	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, gpu: cfg.GPU, logLevel: level, console: true, exitAtEOF: true})
+	o := botOptions{cfg: cfg, console: true, exitAtEOF: true}
+	return startBot(ctx, e, o, []*trainer.Job{DemoJob(e.exe, *steps, *pace)})
 }
 
 func f64(v float64) *float64 { return &v }

@@ -1,0 +1,285 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/store"
+)
+
+// fakeTransport records what it is sent; send decides the outcome.
+type fakeTransport struct {
+	name    string
+	inPlace bool
+
+	mu   sync.Mutex
+	send func(chat int64, r Reply) error
+	got  []sentReply
+	seen chan struct{} // closed and replaced on every Send
+}
+
+type sentReply struct {
+	chat int64
+	r    Reply
+	at   time.Time
+	err  error
+}
+
+var (
+	_ Transport       = (*fakeTransport)(nil)
+	_ InPlaceProgress = (*fakeTransport)(nil)
+)
+
+func newFakeTransport(name string) *fakeTransport {
+	return &fakeTransport{name: name, seen: make(chan struct{})}
+}
+
+func (f *fakeTransport) Name() string                             { return f.name }
+func (f *fakeTransport) Run(ctx context.Context, _ Handler) error { <-ctx.Done(); return nil }
+func (f *fakeTransport) ProgressInPlace() bool                    { return f.inPlace }
+
+func (f *fakeTransport) Send(ctx context.Context, chat int64, r Reply) error {
+	f.mu.Lock()
+	send := f.send
+	f.mu.Unlock()
+	var err error
+	if send != nil {
+		err = send(chat, r)
+	}
+	f.mu.Lock()
+	f.got = append(f.got, sentReply{chat: chat, r: r, at: time.Now(), err: err})
+	close(f.seen)
+	f.seen = make(chan struct{})
+	f.mu.Unlock()
+	return err
+}
+
+func (f *fakeTransport) setSend(fn func(chat int64, r Reply) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.send = fn
+}
+
+// delivered returns the texts delivered (without error) to a chat.
+func (f *fakeTransport) delivered(chat int64) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, s := range f.got {
+		if s.chat == chat && s.err == nil {
+			out = append(out, s.r.Text)
+		}
+	}
+	return out
+}
+
+func (f *fakeTransport) attempts() []sentReply {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.got)
+}
+
+// await waits until cond holds, re-checking after every Send.
+func (f *fakeTransport) await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		f.mu.Lock()
+		ch := f.seen
+		f.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; sent: %+v", what, f.attempts())
+		}
+	}
+}
+
+func openStore(t *testing.T, dir string) *store.Store {
+	t.Helper()
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func newTestOutbox(st *store.Store, ts ...Transport) *Outbox {
+	return NewOutbox(OutboxOptions{Store: st, Transports: ts, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+}
+
+func TestOutboxDeliversOnceInOrder(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	tr := newFakeTransport("tg")
+	fails := 2
+	tr.setSend(func(chat int64, r Reply) error {
+		if chat == 1 && fails > 0 {
+			fails--
+			return errors.New("network down")
+		}
+		return nil
+	})
+	o := newTestOutbox(st, tr)
+	o.Start()
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c"} {
+		if added, err := o.Add(ctx, ChatKey{"tg", 1}, Reply{Text: "alert " + k, Kind: KindAlert, Key: k}); err != nil || !added {
+			t.Fatalf("add %s: %v %v", k, added, err)
+		}
+	}
+	if added, err := o.Add(ctx, ChatKey{"tg", 1}, Reply{Text: "alert a again", Kind: KindAlert, Key: "a"}); err != nil || added {
+		t.Errorf("a second reply with the same key: added %v, err %v", added, err)
+	}
+	if _, err := o.Add(ctx, ChatKey{"tg", 2}, Reply{Text: "other chat", Kind: KindAlert, Key: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Add(ctx, ChatKey{"nope", 2}, Reply{Text: "x"}); err == nil {
+		t.Error("a reply for an unknown transport should be refused")
+	}
+	tr.await(t, "three alerts", func() bool { return len(tr.delivered(1)) == 3 })
+	if got := strings.Join(tr.delivered(1), "|"); got != "alert a|alert b|alert c" {
+		t.Errorf("chat 1 got %q", got)
+	}
+	if got := tr.delivered(2); len(got) != 1 {
+		t.Errorf("chat 2 got %q", got)
+	}
+	if err := o.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := st.PendingOutbox(ctx, "")
+	if err != nil || len(pending) != 0 {
+		t.Errorf("pending after delivery: %v %v", pending, err)
+	}
+	if n := len(tr.attempts()); n != 6 {
+		t.Errorf("got %d attempts, want 6 (2 failures, 4 deliveries)", n)
+	}
+}
+
+type waitErr struct{ d time.Duration }
+
+func (w waitErr) Error() string             { return fmt.Sprintf("flood control: retry after %s", w.d) }
+func (w waitErr) RetryAfter() time.Duration { return w.d }
+
+func TestOutboxHonoursRetryAfter(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	tr := newFakeTransport("tg")
+	first := true
+	tr.setSend(func(int64, Reply) error {
+		if first {
+			first = false
+			return fmt.Errorf("send: %w", waitErr{300 * time.Millisecond})
+		}
+		return nil
+	})
+	o := newTestOutbox(st, tr)
+	o.Start()
+	defer o.Close(context.Background())
+	if _, err := o.Add(context.Background(), ChatKey{"tg", 5}, Reply{Text: "oom", Kind: KindAlert, Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	tr.await(t, "delivery", func() bool { return len(tr.delivered(5)) == 1 })
+	a := tr.attempts()
+	if len(a) != 2 {
+		t.Fatalf("attempts: %+v", a)
+	}
+	if gap := a[1].at.Sub(a[0].at); gap < 300*time.Millisecond {
+		t.Errorf("tried again after %v, before the 300ms asked for", gap)
+	}
+}
+
+func TestOutboxSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	down := newFakeTransport("tg")
+	down.setSend(func(int64, Reply) error { return errors.New("telegram unreachable") })
+	o := newTestOutbox(st, down)
+	o.Start()
+	ctx := context.Background()
+	if _, err := o.Add(ctx, ChatKey{"tg", 7}, Reply{Text: "💥 run #3 hit out-of-memory", Kind: KindAlert, Key: "run:3:alert"}); err != nil {
+		t.Fatal(err)
+	}
+	down.await(t, "a failed attempt", func() bool { return len(down.attempts()) >= 1 })
+	if err := o.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st2 := openStore(t, dir)
+	defer st2.Close()
+	up := newFakeTransport("tg")
+	o2 := newTestOutbox(st2, up)
+	o2.Start()
+	defer o2.Close(ctx)
+	up.await(t, "delivery after the restart", func() bool { return len(up.delivered(7)) == 1 })
+	if got := up.delivered(7)[0]; got != "💥 run #3 hit out-of-memory" {
+		t.Errorf("got %q", got)
+	}
+	// The same alert raised again (same key) is not sent twice.
+	if added, _ := o2.Add(ctx, ChatKey{"tg", 7}, Reply{Text: "again", Kind: KindAlert, Key: "run:3:alert"}); added {
+		t.Error("a delivered key was stored again")
+	}
+}
+
+func TestNotifierSendsAlertsThroughTheOutbox(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	ctx := context.Background()
+	if err := st.SetSubscribed(ctx, "tg", 9, false); err != nil { // muted chats still get alerts
+		t.Fatal(err)
+	}
+	tr := newFakeTransport("tg")
+	o := newTestOutbox(st, tr)
+	o.Start()
+	n := NewNotifier(NotifierOptions{Transports: []Transport{tr}, Subscriptions: st, Outbox: o})
+	n.Start()
+	n.Push(Reply{Text: "GPU 0 is at 98°C", Kind: KindAlert, Key: "gpu:0:hot"})
+	n.Push(Reply{Text: "GPU 0 is at 98°C", Kind: KindAlert, Key: "gpu:0:hot"})
+	n.Push(Reply{Text: "weekly report", Kind: KindNotice})
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tr.await(t, "the alert", func() bool { return len(tr.delivered(9)) == 1 })
+	if err := o.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	items, err := st.OutboxItems(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 1 || items[0].Key != "gpu:0:hot" || items[0].SentAt.IsZero() {
+		t.Errorf("outbox: %+v", items)
+	}
+	if got := tr.delivered(9); len(got) != 1 || got[0] != "GPU 0 is at 98°C" {
+		t.Errorf("delivered %q (a muted chat gets alerts, not notices)", got)
+	}
+}
+
+func TestReplyPayloadRoundTrip(t *testing.T) {
+	r := Reply{Text: "t", Images: []Image{{Name: "a.png", PNG: []byte{1, 2, 3}, Caption: "c"}},
+		Buttons: [][]Button{{{Label: "停止 Stop", Data: "停止"}}}, Kind: KindAlert, RunID: 4, Key: "k"}
+	b, err := encodeReply(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeReply(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", r) {
+		t.Errorf("got %+v, want %+v", got, r)
+	}
+}

@@ -1,0 +1,606 @@
+// Package telegram is trainbot's Telegram transport, on
+// github.com/go-telegram-bot-api/telegram-bot-api/v5.
+//
+// It runs its own long-poll loop over getUpdates (not the library's
+// GetUpdatesChan, which cannot be cancelled, ignores retry_after and logs
+// URLs that contain the token): every call has a context, the HTTP client's
+// timeout is longer than the poll, errors back off exponentially up to a
+// cap or for the retry_after Telegram asked, and the offset is stored
+// before an update is handled, so an update is never handled twice, not even
+// across a restart.
+//
+// Messages and button presses become bot.Messages for the router, one chat
+// at a time in order; replies are sent with inline buttons, charts as
+// photos (several as one album), long text split at Telegram's limit and
+// escaped for HTML. A run's live progress is one message edited in place.
+// Calls are paced per chat within Telegram's flood limits. The token never
+// appears in an error or a log line.
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/trainbot/trainbot/bot"
+)
+
+// Name is the transport's name.
+const Name = "telegram"
+
+// DefaultEndpoint is Telegram's Bot API server.
+const DefaultEndpoint = "https://api.telegram.org"
+
+// KV keeps small values across restarts (the store's key-value table).
+type KV interface {
+	Get(ctx context.Context, key string) (string, bool, error)
+	Set(ctx context.Context, key, value string) error
+}
+
+// Options configure a Transport.
+type Options struct {
+	Token string
+	// APIEndpoint is the Bot API server's base URL (DefaultEndpoint, or a
+	// local Bot API server's).
+	APIEndpoint string
+	// PollTimeout is how long one getUpdates waits for news (default 30 s,
+	// whole seconds).
+	PollTimeout time.Duration
+	// State keeps the update offset across restarts; nil keeps it in memory.
+	State  KV
+	Logger *slog.Logger
+	// HTTPClient replaces the default client, whose timeout is PollTimeout
+	// plus 15 s.
+	HTTPClient *http.Client
+	// Pace per private chat, per group, and for the whole bot (the Default…
+	// rates when zero).
+	PrivateRate, GroupRate, GlobalRate Rate
+	// Attempts is how often one call is tried when it fails for a temporary
+	// reason (default 4); RetryPause is the first pause between tries
+	// (default 1 s; a 429's retry_after replaces it).
+	Attempts   int
+	RetryPause time.Duration
+	// MaxRetryWait is the longest retry_after waited within one Send
+	// (default 60 s); a longer one fails the Send with the wait in the error,
+	// for the outbox to come back later.
+	MaxRetryWait time.Duration
+	// MaxPollBackoff caps the pause between failed polls (default 60 s).
+	MaxPollBackoff time.Duration
+	// HandleGrace is how long messages being handled may take to finish
+	// after Run is asked to stop (default 10 s).
+	HandleGrace time.Duration
+}
+
+// Transport is the Telegram transport.
+type Transport struct {
+	opts Options
+	log  *slog.Logger
+	api  *api
+	pace *pacer
+
+	mu            sync.Mutex
+	self          tgbotapi.User
+	seenChats     map[int64]bool      // chats logged since the start
+	progress      map[progressKey]int // progress message per chat and run
+	progressOrder []progressKey
+}
+
+var (
+	_ bot.Transport       = (*Transport)(nil)
+	_ bot.InPlaceProgress = (*Transport)(nil)
+)
+
+// New returns a transport. It makes no call: Run checks the token.
+func New(opts Options) (*Transport, error) {
+	if opts.Token == "" {
+		return nil, errors.New("telegram: no token")
+	}
+	if opts.APIEndpoint == "" {
+		opts.APIEndpoint = DefaultEndpoint
+	}
+	if opts.PollTimeout <= 0 {
+		opts.PollTimeout = 30 * time.Second
+	}
+	opts.PollTimeout = max(opts.PollTimeout.Round(time.Second), time.Second)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.HTTPClient == nil {
+		// The default transport honours HTTPS_PROXY; a clone keeps its
+		// connections to itself.
+		var rt http.RoundTripper = http.DefaultTransport
+		if tr, ok := rt.(*http.Transport); ok {
+			rt = tr.Clone()
+		}
+		opts.HTTPClient = &http.Client{Transport: rt, Timeout: opts.PollTimeout + 15*time.Second}
+	}
+	if opts.HTTPClient.Timeout != 0 && opts.HTTPClient.Timeout <= opts.PollTimeout {
+		return nil, fmt.Errorf("telegram: the HTTP client's timeout (%s) must be longer than the poll timeout (%s)", opts.HTTPClient.Timeout, opts.PollTimeout)
+	}
+	if opts.PrivateRate == (Rate{}) {
+		opts.PrivateRate = DefaultPrivateRate
+	}
+	if opts.GroupRate == (Rate{}) {
+		opts.GroupRate = DefaultGroupRate
+	}
+	if opts.GlobalRate == (Rate{}) {
+		opts.GlobalRate = DefaultGlobalRate
+	}
+	if opts.Attempts <= 0 {
+		opts.Attempts = 4
+	}
+	if opts.RetryPause <= 0 {
+		opts.RetryPause = time.Second
+	}
+	if opts.MaxRetryWait <= 0 {
+		opts.MaxRetryWait = time.Minute
+	}
+	if opts.MaxPollBackoff <= 0 {
+		opts.MaxPollBackoff = time.Minute
+	}
+	if opts.HandleGrace <= 0 {
+		opts.HandleGrace = 10 * time.Second
+	}
+	return &Transport{
+		opts:     opts,
+		log:      opts.Logger.With("transport", Name),
+		api:      newAPI(opts.Token, opts.APIEndpoint, opts.HTTPClient),
+		pace:     newPacer(opts.PrivateRate, opts.GroupRate, opts.GlobalRate),
+		progress: map[progressKey]int{},
+	}, nil
+}
+
+// Name returns "telegram".
+func (t *Transport) Name() string { return Name }
+
+// ProgressInPlace reports true: a run's progress is one message, edited.
+func (t *Transport) ProgressInPlace() bool { return true }
+
+// Self returns the bot's own user, known once Run has connected.
+func (t *Transport) Self() tgbotapi.User {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.self
+}
+
+// Run connects (checking the token, retrying while Telegram cannot be
+// reached), registers the command menu, and answers updates until ctx
+// ends. It returns an error only when Telegram refuses the token.
+// Messages being handled when ctx ends get HandleGrace to finish.
+func (t *Transport) Run(ctx context.Context, h bot.Handler) error {
+	me, err := t.connect(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	t.mu.Lock()
+	t.self = me
+	t.mu.Unlock()
+	t.log.Info("connected", "bot", "@"+me.UserName, "id", me.ID)
+	// The menu is not needed to answer: a slow or rate-limited
+	// setMyCommands does not hold up the first poll.
+	menuDone := make(chan struct{})
+	go func() {
+		defer close(menuDone)
+		t.registerCommands(ctx)
+	}()
+	defer func() { <-menuDone }()
+
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hcancel()
+	d := &dispatcher{queues: map[int64][]tgbotapi.Update{}, log: t.log,
+		handle: func(u tgbotapi.Update) { t.handleUpdate(hctx, h, u) }}
+
+	offset, news := t.loadOffset(ctx, me.ID)
+	offset, err = t.poll(ctx, me.ID, offset, news, d)
+
+	// Let the messages being handled finish, within the grace.
+	finished := make(chan struct{})
+	go func() { d.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(t.opts.HandleGrace):
+		t.log.Warn("stopping the messages still being handled")
+		hcancel()
+		<-finished
+	}
+	t.confirm(ctx, offset)
+	return err
+}
+
+// connect calls getMe until it answers. A refused token is an error at
+// once; anything else is retried with a growing pause.
+func (t *Transport) connect(ctx context.Context) (tgbotapi.User, error) {
+	pause := t.opts.RetryPause
+	for {
+		me, err := t.api.getMe(ctx)
+		if err == nil {
+			return me, nil
+		}
+		if ctx.Err() != nil {
+			return tgbotapi.User{}, ctx.Err()
+		}
+		switch apiCode(err) {
+		case 401:
+			return tgbotapi.User{}, fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err)
+		case 404:
+			return tgbotapi.User{}, fmt.Errorf("no such bot (%w): check [telegram] token and api_endpoint", err)
+		}
+		wait := pause
+		if ra, ok := bot.RetryAfter(err); ok {
+			wait = ra
+		}
+		t.log.Warn("cannot reach Telegram; retrying", "retry_in", wait, "err", err)
+		if err := sleep(ctx, wait); err != nil {
+			return tgbotapi.User{}, err
+		}
+		pause = min(pause*2, t.opts.MaxPollBackoff)
+	}
+}
+
+// registerCommands sets the command menu: the English commands with Chinese
+// descriptions that also give the Chinese word, which works as plain text.
+func (t *Transport) registerCommands(ctx context.Context) {
+	cmds := make([]tgbotapi.BotCommand, 0, len(bot.Commands))
+	for _, c := range bot.Commands {
+		cmds = append(cmds, tgbotapi.BotCommand{Command: c.Name, Description: CommandDescription(c)})
+	}
+	if _, err := t.call(ctx, 0, "setMyCommands", tgbotapi.NewSetMyCommands(cmds...), t.opts.Attempts); err != nil {
+		t.log.Warn("command menu not registered", "err", err)
+		return
+	}
+	t.log.Debug("command menu registered", "commands", len(cmds))
+}
+
+// CommandDescription is a command's line in Telegram's menu:
+// "开始训练（也可发“开始”）".
+func CommandDescription(c bot.Command) string {
+	return fmt.Sprintf("%s（也可发“%s”）", c.HelpZH, c.Chinese)
+}
+
+var allowedUpdates = []string{tgbotapi.UpdateTypeMessage, tgbotapi.UpdateTypeEditedMessage, tgbotapi.UpdateTypeCallbackQuery}
+
+// poll long-polls getUpdates until ctx ends and returns the next offset.
+// The offset is stored before the updates are handed to the dispatcher.
+// news is when the last update came.
+func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Time, d *dispatcher) (int64, error) {
+	pause := t.opts.RetryPause
+	for {
+		if ctx.Err() != nil {
+			return offset, nil
+		}
+		if offset > 0 && time.Since(news) > offsetMaxAge {
+			// Every update so far was confirmed by the polls since; the
+			// next may be numbered at random, below the offset.
+			t.log.Debug("no update for days; polling without an offset")
+			offset = 0
+		}
+		cfg := tgbotapi.UpdateConfig{Offset: int(offset), Limit: 100, Timeout: int(t.opts.PollTimeout / time.Second), AllowedUpdates: allowedUpdates}
+		res, err := t.api.request(ctx, "getUpdates", cfg)
+		var updates []tgbotapi.Update
+		if err == nil {
+			updates, err = t.decodeUpdates(res)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return offset, nil
+			}
+			if apiCode(err) == 401 {
+				return offset, fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err)
+			}
+			wait := pause
+			if ra, ok := bot.RetryAfter(err); ok {
+				wait = ra
+			}
+			msg := "getUpdates failed; retrying"
+			if apiCode(err) == 409 {
+				msg = "getUpdates conflict: another trainbot uses this token, or a webhook is set (deleteWebhook removes it); retrying"
+			}
+			t.log.Warn(msg, "retry_in", wait, "err", err)
+			if sleep(ctx, wait) != nil {
+				return offset, nil
+			}
+			pause = min(pause*2, t.opts.MaxPollBackoff)
+			continue
+		}
+		pause = t.opts.RetryPause
+		var fresh []tgbotapi.Update
+		next := offset
+		for _, u := range updates {
+			if int64(u.UpdateID) < offset {
+				continue // handled before
+			}
+			fresh = append(fresh, u)
+			next = max(next, int64(u.UpdateID)+1)
+		}
+		if next != offset {
+			offset, news = next, time.Now()
+			t.saveOffset(ctx, botID, offset)
+		}
+		for _, u := range fresh {
+			d.add(chatOf(u), u)
+		}
+	}
+}
+
+// decodeUpdates reads a getUpdates result one update at a time, so an
+// update the library cannot read is skipped instead of being fetched again
+// forever.
+func (t *Transport) decodeUpdates(res json.RawMessage) ([]tgbotapi.Update, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(res, &raws); err != nil {
+		return nil, fmt.Errorf("telegram getUpdates: read the answer: %w", err)
+	}
+	updates := make([]tgbotapi.Update, 0, len(raws))
+	for _, raw := range raws {
+		var u tgbotapi.Update
+		if err := json.Unmarshal(raw, &u); err != nil {
+			var id struct {
+				UpdateID int `json:"update_id"`
+			}
+			if json.Unmarshal(raw, &id) != nil {
+				return nil, fmt.Errorf("telegram getUpdates: read an update: %w", err)
+			}
+			t.log.Warn("update skipped: it cannot be read", "update", id.UpdateID, "err", err)
+			updates = append(updates, tgbotapi.Update{UpdateID: id.UpdateID})
+			continue
+		}
+		updates = append(updates, u)
+	}
+	return updates, nil
+}
+
+// offsetMaxAge: Telegram numbers updates at random again after a week
+// without any, so an older offset could hide new updates.
+const offsetMaxAge = 6 * 24 * time.Hour
+
+func offsetKey(botID int64) string { return "telegram.offset." + strconv.FormatInt(botID, 10) }
+
+// loadOffset reads the stored offset of this bot, "OFFSET UNIXSECONDS",
+// and when it was stored.
+func (t *Transport) loadOffset(ctx context.Context, botID int64) (int64, time.Time) {
+	if t.opts.State == nil {
+		return 0, time.Now()
+	}
+	v, ok, err := t.opts.State.Get(ctx, offsetKey(botID))
+	if err != nil {
+		t.log.Warn("read the update offset", "err", err)
+		return 0, time.Now()
+	}
+	if !ok {
+		return 0, time.Now()
+	}
+	o, at, _ := strings.Cut(v, " ")
+	offset, err1 := strconv.ParseInt(o, 10, 64)
+	sec, err2 := strconv.ParseInt(at, 10, 64)
+	if err1 != nil || err2 != nil || offset < 0 {
+		t.log.Warn("stored update offset unreadable; starting from Telegram's", "value", v)
+		return 0, time.Now()
+	}
+	return offset, time.Unix(sec, 0)
+}
+
+func (t *Transport) saveOffset(ctx context.Context, botID, offset int64) {
+	if t.opts.State == nil {
+		return
+	}
+	v := strconv.FormatInt(offset, 10) + " " + strconv.FormatInt(time.Now().Unix(), 10)
+	if err := t.opts.State.Set(context.WithoutCancel(ctx), offsetKey(botID), v); err != nil {
+		t.log.Error("store the update offset", "err", err)
+	}
+}
+
+// confirm tells Telegram the updates before offset were handled.
+func (t *Transport) confirm(ctx context.Context, offset int64) {
+	if offset == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if _, err := t.api.request(cctx, "getUpdates", tgbotapi.UpdateConfig{Offset: int(offset), Limit: 1}); err != nil {
+		t.log.Debug("confirm updates", "err", err)
+	}
+}
+
+func chatOf(u tgbotapi.Update) int64 {
+	switch {
+	case u.CallbackQuery != nil && u.CallbackQuery.Message != nil && u.CallbackQuery.Message.Chat != nil:
+		return u.CallbackQuery.Message.Chat.ID
+	case u.CallbackQuery != nil && u.CallbackQuery.From != nil:
+		return u.CallbackQuery.From.ID
+	case u.Message != nil && u.Message.Chat != nil:
+		return u.Message.Chat.ID
+	case u.EditedMessage != nil && u.EditedMessage.Chat != nil:
+		return u.EditedMessage.Chat.ID
+	}
+	return 0
+}
+
+// handleUpdate answers one update; it never panics.
+func (t *Transport) handleUpdate(ctx context.Context, h bot.Handler, u tgbotapi.Update) {
+	defer func() {
+		if v := recover(); v != nil {
+			t.log.Error("panic while handling an update", "update", u.UpdateID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
+	switch {
+	case u.CallbackQuery != nil:
+		t.handleCallback(ctx, h, u.CallbackQuery)
+	case u.Message != nil:
+		t.handleMessage(ctx, h, u.Message)
+	case u.EditedMessage != nil:
+		t.log.Debug("edited message ignored", "update", u.UpdateID)
+	default:
+		t.log.Debug("update ignored", "update", u.UpdateID)
+	}
+}
+
+func (t *Transport) handleMessage(ctx context.Context, h bot.Handler, m *tgbotapi.Message) {
+	if m.From == nil || m.Chat == nil || m.Chat.IsChannel() {
+		return
+	}
+	if strings.TrimSpace(m.Text) == "" {
+		// Stickers, photos, voice, members joining: nothing to answer.
+		t.log.Debug("message without text ignored", "chat", m.Chat.ID, "user", m.From.ID)
+		return
+	}
+	group := m.Chat.IsGroup() || m.Chat.IsSuperGroup()
+	text, ok := t.addressed(m, group)
+	if !ok {
+		return
+	}
+	t.noteChat(m.Chat, m.From)
+	msg := bot.Message{Transport: Name, Chat: m.Chat.ID, User: user(m.From), Text: text, Group: group}
+	reply := h.Handle(ctx, msg)
+	if reply.Empty() {
+		return
+	}
+	replyTo := 0
+	if group {
+		replyTo = m.MessageID
+	}
+	if err := t.send(ctx, m.Chat.ID, reply, replyTo); err != nil {
+		t.log.Error("reply not sent", "chat", m.Chat.ID, "err", err)
+	}
+}
+
+// addressed returns the text of a message meant for this bot. A command
+// addressed to another bot ("/status@OtherBot") is not. In a group, plain
+// text is read only when it is a known command, mentions the bot, or
+// replies to it, so a group's conversation does not get "unknown command"
+// hints.
+func (t *Transport) addressed(m *tgbotapi.Message, group bool) (string, bool) {
+	text := strings.TrimSpace(m.Text)
+	self := t.Self()
+	mention := "@" + self.UserName
+	if strings.HasPrefix(text, "/") {
+		word, _, _ := strings.Cut(text, " ")
+		if _, to, ok := strings.Cut(word, "@"); ok && self.UserName != "" && !strings.EqualFold(to, self.UserName) {
+			return "", false
+		}
+		return text, true
+	}
+	if !group {
+		return text, true
+	}
+	if self.UserName != "" {
+		if i := strings.Index(strings.ToLower(text), strings.ToLower(mention)); i >= 0 {
+			return strings.TrimSpace(text[:i] + text[i+len(mention):]), true
+		}
+	}
+	if m.ReplyToMessage != nil && m.ReplyToMessage.From != nil && m.ReplyToMessage.From.ID == self.ID {
+		return text, true
+	}
+	if bot.Parse(text).Cmd != nil {
+		return text, true
+	}
+	return "", false
+}
+
+// handleCallback answers a button press at once (so the button stops
+// spinning), then feeds the button's data to the router as a message.
+func (t *Transport) handleCallback(ctx context.Context, h bot.Handler, q *tgbotapi.CallbackQuery) {
+	if _, err := t.call(ctx, 0, "answerCallbackQuery", tgbotapi.NewCallback(q.ID, ""), 2); err != nil {
+		t.log.Debug("callback not answered", "err", err)
+	}
+	if q.From == nil || strings.TrimSpace(q.Data) == "" {
+		return
+	}
+	chat, group := q.From.ID, false
+	if q.Message != nil && q.Message.Chat != nil {
+		chat = q.Message.Chat.ID
+		group = q.Message.Chat.IsGroup() || q.Message.Chat.IsSuperGroup()
+	}
+	msg := bot.Message{Transport: Name, Chat: chat, User: user(q.From), Text: q.Data, Callback: true, Group: group}
+	reply := h.Handle(ctx, msg)
+	if reply.Empty() {
+		return
+	}
+	if err := t.send(ctx, chat, reply, 0); err != nil {
+		t.log.Error("reply not sent", "chat", chat, "err", err)
+	}
+}
+
+// noteChat logs the first message of each chat since the start, with the
+// ids the owner needs for [auth] operators and chats.
+func (t *Transport) noteChat(c *tgbotapi.Chat, from *tgbotapi.User) {
+	t.mu.Lock()
+	if t.seenChats == nil {
+		t.seenChats = map[int64]bool{}
+	}
+	seen := t.seenChats[c.ID]
+	if !seen && len(t.seenChats) < 10000 {
+		t.seenChats[c.ID] = true
+	}
+	t.mu.Unlock()
+	if !seen {
+		t.log.Info("message from a new chat", "chat", c.ID, "type", c.Type, "title", c.Title, "user", from.ID, "name", user(from).Name)
+	}
+}
+
+func user(u *tgbotapi.User) bot.User {
+	name := u.UserName
+	if name == "" {
+		name = strings.TrimSpace(u.FirstName + " " + u.LastName)
+	}
+	return bot.User{ID: u.ID, Name: name}
+}
+
+// maxQueue bounds the updates waiting in one chat; more are dropped.
+const maxQueue = 100
+
+// dispatcher handles updates one chat at a time, in order, and chats in
+// parallel: a slow reply in one chat does not hold up the others. Run owns
+// it and waits for its workers.
+type dispatcher struct {
+	handle func(tgbotapi.Update)
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	queues map[int64][]tgbotapi.Update
+	wg     sync.WaitGroup
+}
+
+func (d *dispatcher) add(chat int64, u tgbotapi.Update) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	q, busy := d.queues[chat]
+	if len(q) >= maxQueue {
+		d.log.Warn("too many messages waiting in one chat; dropped", "chat", chat, "update", u.UpdateID)
+		return
+	}
+	d.queues[chat] = append(q, u)
+	if !busy {
+		d.wg.Add(1)
+		go d.work(chat)
+	}
+}
+
+func (d *dispatcher) work(chat int64) {
+	defer d.wg.Done()
+	for {
+		d.mu.Lock()
+		q := d.queues[chat]
+		if len(q) == 0 {
+			delete(d.queues, chat)
+			d.mu.Unlock()
+			return
+		}
+		u := q[0]
+		d.queues[chat] = q[1:]
+		d.mu.Unlock()
+		d.handle(u)
+	}
+}

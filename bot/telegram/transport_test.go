@@ -1,0 +1,711 @@
+package telegram_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/telegram"
+	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
+	"github.com/trainbot/trainbot/store"
+)
+
+const token = "123456789:AAE-TestToken_secretValue0123456789"
+
+// wait bounds every wait for the bot; generous, because a chart takes
+// seconds to draw under the race detector on a busy machine.
+const wait = 60 * time.Second
+
+// logBuffer collects log output from several goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func newLogger(buf *logBuffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// fast pacing and short pauses keep the tests quick.
+func testOptions(fake *telegramtest.Server, logs *logBuffer) telegram.Options {
+	return optionsFor(fake.Token, fake.URL, logs)
+}
+
+func optionsFor(token, endpoint string, logs *logBuffer) telegram.Options {
+	fast := telegram.Rate{Every: time.Millisecond, Burst: 100}
+	return telegram.Options{
+		Token: token, APIEndpoint: endpoint, PollTimeout: time.Second, Logger: newLogger(logs),
+		PrivateRate: fast, GroupRate: fast, GlobalRate: fast,
+		RetryPause: 20 * time.Millisecond, MaxPollBackoff: 200 * time.Millisecond, HandleGrace: 2 * time.Second,
+	}
+}
+
+// start runs a transport until the test ends.
+func start(t *testing.T, opts telegram.Options, h bot.Handler) *telegram.Transport {
+	t.Helper()
+	tr, err := telegram.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, tr, h)
+	t.Cleanup(func() { stop() })
+	return tr
+}
+
+// run starts tr.Run and returns a func that stops it and returns its error.
+func run(t testing.TB, tr *telegram.Transport, h bot.Handler) func() error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(ctx, h) }()
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(wait):
+				err = errors.New("Run did not return")
+			}
+		})
+		return err
+	}
+}
+
+// recorder is a handler that remembers what it got and answers with reply.
+type recorder struct {
+	mu    sync.Mutex
+	got   []bot.Message
+	reply func(bot.Message) bot.Reply
+}
+
+func (r *recorder) Handle(_ context.Context, m bot.Message) bot.Reply {
+	r.mu.Lock()
+	r.got = append(r.got, m)
+	f := r.reply
+	r.mu.Unlock()
+	if f == nil {
+		return bot.Reply{Text: "echo: " + m.Text}
+	}
+	return f(m)
+}
+
+func (r *recorder) messages() []bot.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]bot.Message(nil), r.got...)
+}
+
+func awaitMessages(t *testing.T, fake *telegramtest.Server, chat int64, n int) []telegramtest.Message {
+	t.Helper()
+	var msgs []telegramtest.Message
+	if !fake.Await(wait, func() bool { msgs = fake.Messages(chat); return len(msgs) >= n }) {
+		t.Fatalf("chat %d: got %d messages, want %d: %+v", chat, len(msgs), n, msgs)
+	}
+	return msgs
+}
+
+func pngBytes(t *testing.T, c color.Color) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	for x := range 8 {
+		for y := range 8 {
+			img.Set(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestConnectRegistersCommands(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	tr := start(t, testOptions(fake, &logs), &recorder{})
+	if !fake.Await(wait, func() bool { return len(fake.Commands()) > 0 }) {
+		t.Fatal("setMyCommands was not called")
+	}
+	cmds := fake.Commands()
+	if len(cmds) != len(bot.Commands) {
+		t.Errorf("got %d commands, want %d", len(cmds), len(bot.Commands))
+	}
+	for _, c := range cmds {
+		if c.Command == "train" && (!strings.Contains(c.Description, "开始训练") || !strings.Contains(c.Description, "开始")) {
+			t.Errorf("train's description %q should be Chinese and give the word 开始", c.Description)
+		}
+		if c.Command == "start" {
+			t.Error("/start must not be in the menu")
+		}
+	}
+	if got := tr.Self().UserName; got != "TrainTestBot" {
+		t.Errorf("Self: got %q", got)
+	}
+}
+
+func TestReplyButtonsAndEscaping(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	rec := &recorder{reply: func(m bot.Message) bot.Reply {
+		return bot.Reply{Text: "loss < 0.5 & <b>bold?</b>", RunID: 7, Buttons: [][]bot.Button{{{Label: "停止 Stop", Data: "停止"}, {Label: "状态 Status", Data: "状态"}}}}
+	}}
+	start(t, testOptions(fake, &logs), rec)
+	fake.UserSays(111, "状态")
+	msgs := awaitMessages(t, fake, 111, 1)
+	m := msgs[0]
+	if m.ParseMode != "HTML" || m.Text != "loss &lt; 0.5 &amp; &lt;b&gt;bold?&lt;/b&gt;" {
+		t.Errorf("got %q in %q mode", m.Text, m.ParseMode)
+	}
+	if got := strings.Join(m.Buttons(), "|"); got != "停止 7|状态 7" {
+		t.Errorf("buttons: got %q, want the run id added", got)
+	}
+	got := rec.messages()
+	if len(got) != 1 || got[0].Text != "状态" || got[0].User.ID != 111 || got[0].Chat != 111 || got[0].Transport != "telegram" || got[0].Group {
+		t.Errorf("handler got %+v", got)
+	}
+}
+
+func TestLongTextIsSplit(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	long := strings.Repeat("step 100 loss 0.1234 <x>\n", 400) // 10,000 characters
+	rec := &recorder{reply: func(bot.Message) bot.Reply {
+		return bot.Reply{Text: long, Buttons: [][]bot.Button{{{Label: "帮助", Data: "帮助"}}}}
+	}}
+	start(t, testOptions(fake, &logs), rec)
+	fake.UserSays(5, "日志 400")
+	msgs := awaitMessages(t, fake, 5, 3)
+	var joined strings.Builder
+	for i, m := range msgs {
+		plain := telegramtest.Plain(m.Text)
+		if n := len([]rune(plain)); n > 4096 {
+			t.Errorf("part %d: %d characters", i, n)
+		}
+		if (m.Markup != nil) != (i == len(msgs)-1) {
+			t.Errorf("part %d: buttons belong under the last part only", i)
+		}
+		joined.WriteString(plain + "\n")
+	}
+	if joined.String() != long {
+		t.Error("the parts do not add up to the text")
+	}
+}
+
+func TestGroupAddressing(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	rec := &recorder{}
+	start(t, testOptions(fake, &logs), rec)
+	const group = -1001
+	fake.GroupSays(group, 7, "/status@OtherBot")
+	fake.GroupSays(group, 7, "hello everyone, the model looks fine")
+	fake.GroupSays(group, 7, "/status@TrainTestBot")
+	fake.GroupSays(group, 7, "状态")
+	fake.GroupSays(group, 7, "@TrainTestBot 画图")
+	msgs := awaitMessages(t, fake, group, 3)
+	got := rec.messages()
+	var texts []string
+	for _, m := range got {
+		texts = append(texts, m.Text)
+		if !m.Group || m.Chat != group {
+			t.Errorf("message %+v should be a group message of chat %d", m, group)
+		}
+	}
+	if want := "/status@TrainTestBot|状态|画图"; strings.Join(texts, "|") != want {
+		t.Errorf("handled %q, want %q", strings.Join(texts, "|"), want)
+	}
+	for _, m := range msgs {
+		if m.ReplyTo == 0 {
+			t.Errorf("a reply in a group should quote the command: %+v", m)
+		}
+	}
+}
+
+func TestIgnoredUpdatesNeverCrash(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	rec := &recorder{reply: func(m bot.Message) bot.Reply { return bot.Reply{Text: "ok"} }}
+	start(t, testOptions(fake, &logs), rec)
+	from := telegramtest.User(9)
+	chat := &tgbotapi.Chat{ID: 9, Type: "private"}
+	fake.Push(tgbotapi.Update{Message: &tgbotapi.Message{MessageID: 1, From: from, Chat: chat, Sticker: &tgbotapi.Sticker{FileID: "s"}}})
+	fake.Push(tgbotapi.Update{Message: &tgbotapi.Message{MessageID: 2, From: from, Chat: chat, Photo: []tgbotapi.PhotoSize{{FileID: "p"}}, Caption: "开始"}})
+	fake.Push(tgbotapi.Update{EditedMessage: &tgbotapi.Message{MessageID: 3, From: from, Chat: chat, Text: "开始"}})
+	fake.Push(tgbotapi.Update{Message: &tgbotapi.Message{MessageID: 4, Chat: chat, Text: "no sender"}})
+	fake.Push(tgbotapi.Update{ChannelPost: &tgbotapi.Message{MessageID: 5, Chat: &tgbotapi.Chat{ID: -5, Type: "channel"}, Text: "开始"}})
+	fake.Push(tgbotapi.Update{})
+	fake.UserSays(9, strings.Repeat("长", 10000))
+	fake.UserSays(9, "帮助")
+	awaitMessages(t, fake, 9, 2)
+	got := rec.messages()
+	if len(got) != 2 || got[1].Text != "帮助" {
+		t.Fatalf("handler got %d messages, want the two text ones", len(got))
+	}
+	if n := len(fake.Messages(9)); n != 2 {
+		t.Errorf("got %d replies, want 2", n)
+	}
+}
+
+func TestUnreadableUpdateIsSkipped(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	rec := &recorder{}
+	start(t, testOptions(fake, &logs), rec)
+	fake.PushRaw(`{"message": {"message_id": "not a number", "chat": {"id": 4, "type": "private"}, "text": "开始"}}`)
+	fake.UserSays(4, "帮助")
+	awaitMessages(t, fake, 4, 1)
+	if got := rec.messages(); len(got) != 1 || got[0].Text != "帮助" {
+		t.Errorf("handled %+v", got)
+	}
+	if !strings.Contains(logs.String(), "update skipped") {
+		t.Error("the skipped update should be logged")
+	}
+}
+
+func TestOldOffsetIsNotUsed(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A week without updates: Telegram may number the next one below the
+	// stored offset.
+	old := time.Now().Add(-7 * 24 * time.Hour).Unix()
+	if err := st.Set(context.Background(), "telegram.offset.4242", fmt.Sprintf("999999 %d", old)); err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	opts := testOptions(fake, &logs)
+	opts.State = st
+	start(t, opts, &recorder{})
+	fake.UserSays(8, "状态")
+	awaitMessages(t, fake, 8, 1)
+}
+
+func TestHandlerPanicDoesNotStopTheBot(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	rec := &recorder{reply: func(m bot.Message) bot.Reply {
+		if m.Text == "boom" {
+			panic("handler bug")
+		}
+		return bot.Reply{Text: "fine"}
+	}}
+	start(t, testOptions(fake, &logs), rec)
+	fake.UserSays(3, "boom")
+	fake.UserSays(3, "again")
+	msgs := awaitMessages(t, fake, 3, 1)
+	if msgs[0].Text != "fine" {
+		t.Errorf("got %q", msgs[0].Text)
+	}
+	if !strings.Contains(logs.String(), "handler bug") {
+		t.Error("the panic should be logged")
+	}
+}
+
+func TestCallbackIsAnswered(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	rec := &recorder{}
+	start(t, testOptions(fake, &logs), rec)
+	fake.UserSays(11, "开始")
+	msgs := awaitMessages(t, fake, 11, 1)
+	q := fake.Press(11, msgs[0], "状态 3")
+	awaitMessages(t, fake, 11, 2)
+	if !fake.Answered(q) {
+		t.Error("the callback query was not answered")
+	}
+	got := rec.messages()
+	if len(got) != 2 || !got[1].Callback || got[1].Text != "状态 3" || got[1].Chat != 11 {
+		t.Errorf("handler got %+v", got)
+	}
+}
+
+func TestPhotoAndAlbum(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	tr, err := telegram.New(testOptions(fake, &logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	loss, mem := pngBytes(t, color.RGBA{R: 200, A: 255}), pngBytes(t, color.RGBA{B: 200, A: 255})
+	if err := tr.Send(ctx, 21, bot.Reply{Images: []bot.Image{{Name: "run-1-loss.png", PNG: loss, Caption: "run #1 loss <raw & smoothed>"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Send(ctx, 21, bot.Reply{Images: []bot.Image{{Name: "loss.png", PNG: loss, Caption: "loss"}, {Name: "memory.png", PNG: mem, Caption: "GPU memory"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fake.Requests("sendPhoto")); n != 1 {
+		t.Errorf("sendPhoto calls: got %d, want 1", n)
+	}
+	if n := len(fake.Requests("sendMediaGroup")); n != 1 {
+		t.Errorf("sendMediaGroup calls: got %d, want 1 for two charts", n)
+	}
+	msgs := fake.Messages(21)
+	if len(msgs) != 3 {
+		t.Fatalf("got %d messages, want 3", len(msgs))
+	}
+	wantCaptions := []string{"run #1 loss &lt;raw &amp; smoothed&gt;", "loss", "GPU memory"}
+	for i, m := range msgs {
+		img, err := png.Decode(bytes.NewReader(m.Photo))
+		if err != nil {
+			t.Errorf("message %d: photo is not a PNG: %v", i, err)
+			continue
+		}
+		if img.Bounds().Dx() != 8 {
+			t.Errorf("message %d: got a %v image", i, img.Bounds())
+		}
+		if m.Text != wantCaptions[i] {
+			t.Errorf("message %d: caption %q, want %q", i, m.Text, wantCaptions[i])
+		}
+	}
+	if !bytes.Equal(msgs[2].Photo, mem) || msgs[1].Method != "sendMediaGroup" {
+		t.Error("the album's second photo should be the memory chart")
+	}
+}
+
+func TestSendKeepsTelegramsPace(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	opts := testOptions(fake, &logs)
+	opts.PrivateRate, opts.GroupRate = telegram.DefaultPrivateRate, telegram.DefaultGroupRate
+	tr, err := telegram.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := tr.Send(context.Background(), 77, bot.Reply{Text: fmt.Sprint("alert ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := fake.Requests("sendMessage")
+	if len(reqs) != 5 {
+		t.Fatalf("got %d calls", len(reqs))
+	}
+	// Three at once, then one a second.
+	for i, min := range []time.Duration{0, 0, 0, time.Second, 2 * time.Second} {
+		// The first call's own round trip counts against the pause: allow 200 ms.
+		if gap := reqs[i].At.Sub(reqs[0].At); gap < min-200*time.Millisecond {
+			t.Errorf("message %d went %v after the first, want at least %v", i, gap, min)
+		}
+	}
+}
+
+func TestUpload429HonoursRetryAfter(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	tr, err := telegram.New(testOptions(fake, &logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The library reports an upload's 429 with Code 0: only RetryAfter says it.
+	fake.Inject(telegramtest.Fault{Method: "sendPhoto", Kind: telegramtest.TooManyRequests, RetryAfter: 1})
+	err = tr.Send(context.Background(), 31, bot.Reply{Images: []bot.Image{{PNG: pngBytes(t, color.Black), Caption: "c"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := fake.Requests("sendPhoto")
+	if len(reqs) != 2 || reqs[0].Status != 429 || reqs[1].Status != 200 {
+		t.Fatalf("got %d sendPhoto calls: %+v", len(reqs), reqs)
+	}
+	if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
+		t.Errorf("tried again after %v, before the 1 s retry_after", gap)
+	}
+}
+
+func TestServerErrorsAndDroppedConnectionsAreRetried(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	tr, err := telegram.New(testOptions(fake, &logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.Inject(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.ServerError})
+	fake.Inject(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.Drop})
+	if err := tr.Send(context.Background(), 41, bot.Reply{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := fake.Requests("sendMessage")
+	if len(reqs) != 3 || reqs[0].Fault != telegramtest.ServerError || reqs[1].Fault != telegramtest.Drop {
+		t.Errorf("calls: %+v", reqs)
+	}
+	if msgs := fake.Messages(41); len(msgs) != 1 || msgs[0].Text != "hello" {
+		t.Errorf("delivered %+v", msgs)
+	}
+	// A permanent error is not retried.
+	err = tr.Send(context.Background(), 0, bot.Reply{Text: "to nowhere"})
+	var te *telegram.Error
+	if !errors.As(err, &te) || te.Code != 400 {
+		t.Errorf("got %v, want a 400 telegram.Error", err)
+	}
+	if strings.Contains(logs.String(), token) || strings.Contains(err.Error(), token) {
+		t.Error("the token leaked")
+	}
+}
+
+func TestSlowAnswerIsCancelled(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	tr, err := telegram.New(testOptions(fake, &logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.Inject(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.Slow, Delay: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = tr.Send(ctx, 51, bot.Reply{Text: "late"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("got %v, want a deadline error", err)
+	}
+	if strings.Contains(err.Error(), token) {
+		t.Errorf("token in %q", err)
+	}
+	// A slow but finite answer is waited for.
+	fake.Inject(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.Slow, Delay: 200 * time.Millisecond})
+	if err := tr.Send(context.Background(), 51, bot.Reply{Text: "slow"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPollSurvivesFaults(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	fake.Inject(telegramtest.Fault{Method: "getMe", Kind: telegramtest.ServerError})
+	fake.Inject(telegramtest.Fault{Method: "getUpdates", Kind: telegramtest.ServerError})
+	fake.Inject(telegramtest.Fault{Method: "getUpdates", Kind: telegramtest.Drop})
+	fake.Inject(telegramtest.Fault{Method: "getUpdates", Kind: telegramtest.TooManyRequests, RetryAfter: 1})
+	rec := &recorder{}
+	start(t, testOptions(fake, &logs), rec)
+	fake.UserSays(61, "状态")
+	awaitMessages(t, fake, 61, 1)
+	polls := fake.Requests("getUpdates")
+	var after429 time.Time
+	for i, r := range polls {
+		if r.Fault == telegramtest.TooManyRequests && i+1 < len(polls) {
+			after429 = polls[i+1].At
+			if gap := after429.Sub(r.At); gap < time.Second {
+				t.Errorf("polled again %v after a 429 with retry_after 1", gap)
+			}
+		}
+	}
+	if after429.IsZero() {
+		t.Error("no poll after the 429")
+	}
+	if strings.Contains(logs.String(), token) {
+		t.Error("the token is in the log")
+	}
+	if !strings.Contains(logs.String(), "getUpdates failed") {
+		t.Error("poll failures should be logged")
+	}
+}
+
+func TestTokenNeverLogged(t *testing.T) {
+	// Nothing listens here: every call fails to connect.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + l.Addr().String()
+	l.Close()
+	var logs logBuffer
+	opts := optionsFor(token, endpoint, &logs)
+	tr, err := telegram.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, tr, &recorder{})
+	deadline := time.Now().Add(wait)
+	for strings.Count(logs.String(), "cannot reach Telegram") < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polling the log with a deadline
+	}
+	runErr := stop()
+	sendErr := tr.Send(context.Background(), 1, bot.Reply{Text: "hi"})
+	out := logs.String()
+	if strings.Count(out, "cannot reach Telegram") < 3 {
+		t.Fatalf("expected connection failures in the log:\n%s", out)
+	}
+	if sendErr == nil {
+		t.Fatal("Send to an unreachable API should fail")
+	}
+	secret := strings.SplitN(token, ":", 2)[1]
+	for name, s := range map[string]string{"log": out, "Run error": errString(runErr), "Send error": sendErr.Error()} {
+		if strings.Contains(s, secret) {
+			t.Errorf("the token is in the %s:\n%s", name, s)
+		}
+	}
+	if !strings.Contains(out, "<token>") {
+		t.Errorf("the failing URL should show <token> instead of the token:\n%s", out)
+	}
+
+	// A refused token ends Run with an error that does not contain it.
+	real := telegramtest.NewServer("999:other-token-value")
+	defer real.Close()
+	bad := testOptions(real, &logs)
+	bad.Token = token
+	tr2, err := telegram.New(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tr2.Run(context.Background(), &recorder{})
+	if err == nil || !strings.Contains(err.Error(), "token refused") || strings.Contains(err.Error(), secret) {
+		t.Errorf("Run with a wrong token: %v", err)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestOffsetSurvivesRestart(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var logs logBuffer
+	rec := &recorder{}
+	opts := testOptions(fake, &logs)
+	opts.State = st
+	tr, err := telegram.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, tr, rec)
+	fake.UserSays(71, "开始")
+	awaitMessages(t, fake, 71, 1)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The confirmations are lost, as when trainbot is killed before its
+	// next poll: Telegram would send the update again.
+	fake.Unconfirm()
+	tr2, err := telegram.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop2 := run(t, tr2, rec)
+	defer stop2()
+	fake.UserSays(71, "状态")
+	awaitMessages(t, fake, 71, 2)
+	var texts []string
+	for _, m := range rec.messages() {
+		texts = append(texts, m.Text)
+	}
+	if got := strings.Join(texts, "|"); got != "开始|状态" {
+		t.Errorf("handled %q: 开始 must not be handled twice", got)
+	}
+}
+
+func TestProgressIsEditedInPlace(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	tr, err := telegram.New(testOptions(fake, &logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	buttons := [][]bot.Button{{{Label: "停止 Stop", Data: "停止"}}}
+	for i, text := range []string{"▶️ run #5 · step 10/100", "▶️ run #5 · step 20/100", "▶️ run #5 · step 30/100", "▶️ run #5 · step 30/100"} {
+		if err := tr.Send(ctx, 81, bot.Reply{Kind: bot.KindProgress, RunID: 5, Text: text, Buttons: buttons}); err != nil {
+			t.Fatalf("update %d: %v", i, err)
+		}
+	}
+	if err := tr.Send(ctx, 81, bot.Reply{Kind: bot.KindProgress, RunID: 5, Text: "✅ run #5 finished"}); err != nil {
+		t.Fatal(err)
+	}
+	// Another run gets its own message.
+	if err := tr.Send(ctx, 81, bot.Reply{Kind: bot.KindProgress, RunID: 6, Text: "▶️ run #6"}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := fake.Messages(81)
+	if len(msgs) != 2 {
+		t.Fatalf("got %d messages, want one per run: %+v", len(msgs), msgs)
+	}
+	m := msgs[0]
+	if n := len(m.Edits); n != 3 {
+		t.Errorf("got %d edits, want 3 (an unchanged text is not an error)", n)
+	}
+	if m.Text != "<b>✅ run #5 finished</b>" || m.Markup != nil {
+		t.Errorf("final: %q with buttons %v", m.Text, m.Buttons())
+	}
+	if !m.Silent {
+		t.Error("a progress message should not ring")
+	}
+	if n := len(fake.Requests("sendMessage")); n != 2 {
+		t.Errorf("sendMessage calls: %d, want 2", n)
+	}
+}
+
+func TestChartFailureDoesNotBlockText(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	tr, err := telegram.New(testOptions(fake, &logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.Inject(telegramtest.Fault{Method: "sendPhoto", Kind: telegramtest.ServerError, Times: -1})
+	err = tr.Send(context.Background(), 91, bot.Reply{Text: "💥 run #3 hit out-of-memory", Images: []bot.Image{{PNG: pngBytes(t, color.White)}}, Kind: bot.KindAlert})
+	if err != nil {
+		t.Fatalf("the text went out, so Send should not fail: %v", err)
+	}
+	msgs := fake.Messages(91)
+	if len(msgs) != 2 || msgs[0].Text != "💥 run #3 hit out-of-memory" || !strings.Contains(msgs[1].Text, "chart could not be sent") {
+		t.Errorf("got %+v", msgs)
+	}
+	// Only a chart: its failure is the reply's failure.
+	if err := tr.Send(context.Background(), 91, bot.Reply{Images: []bot.Image{{PNG: pngBytes(t, color.White)}}}); err == nil {
+		t.Error("a reply that is only a failing chart should fail")
+	}
+}
