@@ -17,6 +17,12 @@
 //     Lightning postfixes ("… 50/100 [00:05<00:05, 9.5it/s, loss=0.123,
 //     v_num=0]"), the classic "Epoch [1/10], Step [100/600], Loss: 0.2345",
 //     the PyTorch examples ("Train Epoch: 1 [640/60000 (1%)]	Loss: 1.35").
+//   - "key value" separated by spaces only ("iter 100: loss 2.4567, time
+//     123.45ms, mfu 12.34%" of nanoGPT, "Loss 6.8534e+00 (6.9012e+00)" of
+//     the PyTorch ImageNet example), but only on a line that also has a
+//     step, a counter or an epoch, and only when the number ends at the
+//     end, at punctuation or before the next pair: elsewhere it is prose
+//     ("Using Python 3.10").
 //   - a job's own regular expressions, tried on every line in addition:
 //     named groups are metrics, except step, epoch, total_steps and
 //     total_epochs.
@@ -32,7 +38,7 @@
 // Not metrics: progress bar percentages and rates (it/s), elapsed and ETA,
 // timestamps and logging prefixes ("2024-05-01 12:00:01,123 - INFO -",
 // "train.py:42"), Lightning's v_num, seed, rank, pid, device and other
-// bookkeeping numbers (see isIgnoredKey), configuration echoes such as
+// bookkeeping numbers (see keyClasses), configuration echoes such as
 // batch_size, warmup_steps or "Num examples = 25,000". Learning rates are
 // metrics (lr, learning_rate).
 //
@@ -92,6 +98,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -126,8 +133,11 @@ type Progress struct {
 }
 
 // Parser holds what one run's output has told so far. The zero value is
-// ready to use; a Parser is not safe for concurrent use.
+// ready to use. A Parser is safe for concurrent use: the supervisor feeds
+// it output lines and TRAINBOT_METRICS_FILE lines from two goroutines, and
+// lines are parsed one at a time, in the order they arrive.
 type Parser struct {
+	mu     sync.Mutex
 	custom []*regexp.Regexp
 
 	step     int64
@@ -155,6 +165,7 @@ type Parser struct {
 	path    []byte // object scanning
 	arena   []byte
 	members []member
+	spaced  []spacedPair
 	names   map[string]string
 }
 
@@ -217,6 +228,8 @@ const errNoNamedGroup = parseError("pattern has no named group such as (?P<loss>
 
 // Progress returns where the run stands.
 func (p *Parser) Progress() Progress {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	pr := Progress{Step: p.step, TotalSteps: p.derivedTotal, Epoch: math.NaN(), TotalEpochs: p.totalEpochs}
 	if p.keyTotal > 0 {
 		pr.TotalSteps = p.keyTotal
@@ -279,6 +292,8 @@ func (li *lineInfo) reset() {
 // ANSI colour codes and other control characters are ignored. The returned
 // slice is the caller's.
 func (p *Parser) Line(line string) []Point {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(line) > MaxLineLen {
 		line = line[:MaxLineLen]
 	}
@@ -326,6 +341,7 @@ func (p *Parser) scan(li *lineInfo, s string) {
 			p.fromRegexp(li, re, s, m)
 		}
 	}
+	p.spacedPairs(li, s) // after the patterns: a step they find counts
 }
 
 // fold applies a line's information to the parser state and appends its

@@ -3,7 +3,9 @@ package logparse
 import (
 	"errors"
 	"math"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -132,6 +134,15 @@ func TestFormats(t *testing.T) {
 		{name: "quoted keys of pretty-printed json",
 			lines: []string{"{", `  "step": 12,`, `  "loss": 0.25,`, `  "note": "x"`, "}"},
 			want:  []string{"12 - loss=0.25"}},
+		{name: "key value on a line with a step (nanoGPT)",
+			lines: []string{"iter 100: loss 2.4567, time 123.45ms, mfu 12.34%", "step 100: train loss 2.4012, val loss 2.5678"},
+			want:  []string{"100 - loss=2.4567", "100 - mfu=12.34", "100 - train_loss=2.4012", "100 - val_loss=2.5678"}},
+		{name: "key value on a line with a counter (PyTorch ImageNet example)",
+			lines: []string{"Epoch: [0][ 100/5005]\tTime  0.234 ( 0.456)\tData  0.001 ( 0.123)\tLoss 6.8534e+00 (6.9012e+00)\tAcc@1   0.39 (  0.12)\tAcc@5   1.95 (  0.78)"},
+			want:  []string{"100 0 time=0.234", "100 0 data=0.001", "100 0 loss=6.8534", "100 0 acc@1=0.39", "100 0 acc@5=1.95"}, progress: "step 100/? epoch 0/?"},
+		{name: "key value without a step is prose",
+			lines: []string{"Using Python 3.10 and CUDA 12.1", "Epoch 3 took 35.2 s", "step 5: evaluating on 1000 examples, seed 42, batch 64"},
+			want:  nil},
 		{name: "first value of a name on a line wins",
 			lines: []string{"step 1 loss: 0.2 (avg loss: 0.3) loss=0.9"},
 			want:  []string{"1 - loss=0.2", "1 - avg_loss=0.3"}},
@@ -203,6 +214,9 @@ func TestSteps(t *testing.T) {
 				" 33%|███▎      | 100/300 [00:20<00:40,  4.97it/s, loss=1.2]",
 			},
 			want: []string{"100 - loss=1.2"}, progress: "step 100/300 epoch ?/?"},
+		{name: "a bar's percentage is not a total (diffusers' Steps bar)",
+			lines: []string{"Steps:  10%|█         | 100/1000 [00:30<04:30,  3.33it/s, lr=1e-05, step_loss=0.5]"},
+			want:  []string{"100 - lr=1e-05", "100 - step_loss=0.5"}, progress: "step 100/1000 epoch ?/?"},
 		{name: "rates in examples/s or MB/s are not training bars",
 			lines: []string{
 				"Map: 100%|██████████| 25000/25000 [00:05<00:00, 4807.21 examples/s]",
@@ -280,13 +294,12 @@ func TestNaNAndInf(t *testing.T) {
 func TestCustomPatterns(t *testing.T) {
 	runLineCases(t, []lineCase{
 		{name: "named groups are metrics, step is the global step",
-			patterns: []string{`iter (?P<step>\d+) \| train loss (?P<loss>[0-9.eE+-]+)`},
-			lines:    []string{"iter 20 | train loss 1.25 | ppl 3.49"},
-			want:     []string{"20 - loss=1.25"}, progress: "step 20/? epoch ?/?"},
-		{name: "space-separated format of the ImageNet example",
-			patterns: []string{`\sLoss (?P<loss>\S+) \(`, `Acc@1 +(?P<acc1>[0-9.]+) `},
-			lines:    []string{"Epoch: [0][ 100/5005]\tTime  0.234 ( 0.456)\tData  0.001 ( 0.123)\tLoss 6.8534e+00 (6.9012e+00)\tAcc@1   0.39 (  0.12)"},
-			want:     []string{"100 0 loss=6.8534", "100 0 acc1=0.39"}, progress: "step 100/? epoch 0/?"},
+			patterns: []string{`(?P<step>\d+) updates \| loss (?P<loss>\S+) \| ppl (?P<ppl>\S+)`},
+			lines:    []string{"train | 1200 updates | loss 2.31 | ppl 9.87", "train | 1300 updates | loss 2.29 | ppl 9.61"},
+			want:     []string{"1200 - loss=2.31", "1200 - ppl=9.87", "1300 - loss=2.29", "1300 - ppl=9.61"}, progress: "step 1300/? epoch ?/?"},
+		{name: "without the pattern that format has no points",
+			lines: []string{"train | 1200 updates | loss 2.31 | ppl 9.87"},
+			want:  nil},
 		{name: "step and total_steps together are a counter",
 			patterns: []string{`ep(?P<epoch>\d+) it(?P<step>\d+)/(?P<total_steps>\d+) L=(?P<loss>\S+)`},
 			lines:    []string{"ep1 it50/100 L=0.5", "ep2 it10/100 L=0.4"},
@@ -393,4 +406,41 @@ func TestPointsAreOwned(t *testing.T) {
 	}
 	got := []string{pointString(first[0]), pointString(first[1])}
 	diffLines(t, got, []string{"1 - train_loss=0.5", "1 - val_acc=0.9"})
+}
+
+// TestConcurrentLines feeds output lines and metrics-file lines from two
+// goroutines, as the supervisor does; run with -race.
+func TestConcurrentLines(t *testing.T) {
+	p := &Parser{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	feed := func(lines []string) {
+		defer wg.Done()
+		n := 0
+		for _, l := range lines {
+			for _, pt := range p.Line(l) {
+				if pt.Name == "" || pt.Step < 0 {
+					t.Errorf("bad point %+v", pt)
+				}
+				n++
+			}
+			_ = p.Progress()
+		}
+		mu.Lock()
+		total += n
+		mu.Unlock()
+	}
+	var out, file []string
+	for i := 1; i <= 500; i++ {
+		out = append(out, "Epoch [1/1], Step ["+strconv.Itoa(i)+"/1000], Loss: 0.5, Acc: 0.9")
+		file = append(file, `{"gpu_mem_gb": 10.5, "tokens_per_s": 1234}`)
+	}
+	wg.Add(2)
+	go feed(out)
+	go feed(file)
+	wg.Wait()
+	if total != 2000 {
+		t.Errorf("got %d points, want 2000", total)
+	}
 }

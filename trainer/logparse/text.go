@@ -227,8 +227,78 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 				continue
 			}
 		}
+		if k > i+len(key) && k < len(s) && startsNumber(s, k) && len(p.spaced) < maxSpaced {
+			p.spaced = append(p.spaced, spacedPair{key: i, keyEnd: i + len(key), value: k, floor: floor})
+		}
 		i = j
 	}
+}
+
+// maxSpaced bounds the "key value" candidates looked at on one line.
+const maxSpaced = 32
+
+// spacedPair is a "key value" candidate: a key, spaces, a number.
+type spacedPair struct{ key, keyEnd, value, floor int }
+
+// spacedPairs reads "loss 2.4567, time 123.45ms, mfu 12.34%" (nanoGPT) and
+// "Loss 6.8534e+00 (6.9012e+00)" (the PyTorch ImageNet example): on a line
+// that has a step, a counter or an epoch, a key followed by spaces and a
+// number that ends cleanly is a pair. Elsewhere this form is prose
+// ("Python 3.10", "took 3.5 s").
+func (p *Parser) spacedPairs(li *lineInfo, s string) {
+	defer func() { p.spaced = p.spaced[:0] }()
+	if !li.hasAbs && li.kind == noCounter && !li.hasEpoch {
+		return
+	}
+	for _, c := range p.spaced {
+		lkey := p.lower(s[c.key:c.keyEnd])
+		class := classify(lkey)
+		if class != keyMetric {
+			continue
+		}
+		v, end, ok := scanValue(s, c.value)
+		if !ok || !pairEnds(s, end) {
+			continue
+		}
+		ph := phraseBefore(s, c.key, c.floor)
+		p.applyPair(li, class, lkey, &ph, v)
+	}
+}
+
+// startsNumber reports whether s[i:] starts with a number or nan/inf.
+func startsNumber(s string, i int) bool {
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	if i >= len(s) {
+		return false
+	}
+	if s[i] >= '0' && s[i] <= '9' {
+		return true
+	}
+	return isNumberWord(wordAt(s, i))
+}
+
+// pairEnds reports whether a space-separated value ends cleanly at s[j]:
+// at the end, before punctuation or a tab, or before the next pair.
+func pairEnds(s string, j int) bool {
+	if j >= len(s) || strings.IndexByte(",;|()[]\t", s[j]) >= 0 {
+		return true
+	}
+	k := skipSpaces(s, j)
+	if k == len(s) || strings.IndexByte(",;|()[]", s[k]) >= 0 || (s[k] == '-' && k+1 < len(s) && s[k+1] == ' ') {
+		return true
+	}
+	for w := 0; w < 3 && k < len(s) && isIdentStart(s[k]); w++ {
+		for k < len(s) && isKeyChar(s[k]) {
+			k++
+		}
+		k = skipSpaces(s, k)
+		if k < len(s) && (s[k] == ':' || s[k] == '=' || startsNumber(s, k)) {
+			return true
+		}
+	}
+	return false
 }
 
 // applyProgress records "Epoch [1/10]", "step 100", "Num Epochs = 3".
@@ -555,6 +625,9 @@ func scanProgress(s string, i int) (n, total uint64, end int, ok bool) {
 		if t, j2, ok := scanUint(s, skipSpaces(s, k+3)); ok {
 			total, j = t, j2
 		}
+	}
+	if j < len(s) && s[j] == '%' {
+		return 0, 0, i, false // "Steps:  10%|█": a bar's percentage
 	}
 	if closer != 0 {
 		k = skipSpaces(s, j)
