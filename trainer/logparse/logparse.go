@@ -259,7 +259,7 @@ type lineInfo struct {
 
 	n, total  int64 // counter n/N; total 0 for tqdm's "50it [" (unknown N)
 	kind      counterKind
-	unlabeled bool // the counter's bar is labelled validation/eval/…: not the training loop
+	otherLoop bool // the bar is labelled validation, eval…: not the training loop
 
 	epoch       float64
 	hasEpoch    bool
@@ -398,6 +398,9 @@ func (p *Parser) fold(li *lineInfo, out []Point) []Point {
 	if p.epochKnown {
 		epoch = p.epoch
 	}
+	if out == nil {
+		out = make([]Point, 0, len(metrics))
+	}
 	for _, m := range metrics {
 		out = append(out, Point{Step: p.step, Epoch: epoch, Name: m.name, Value: m.value})
 	}
@@ -407,7 +410,7 @@ func (p *Parser) fold(li *lineInfo, out []Point) []Point {
 // usable reports whether the line's counter may be a training counter: a
 // bare "n/N" counts only on a line that also has metrics or an epoch.
 func (p *Parser) usable(li *lineInfo) bool {
-	if li.unlabeled {
+	if li.otherLoop {
 		return false
 	}
 	if li.kind == bracketCounter || li.kind == kerasCounter {

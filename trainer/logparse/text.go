@@ -206,6 +206,10 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 			k++ // a quoted key: "loss": 0.5
 		}
 		k = skipSpaces(s, k)
+		if k >= len(s) || (strings.IndexByte(":=#[(", s[k]) < 0 && !startsNumber(s, k)) {
+			i = j // a word, not a key: nothing a key is followed by
+			continue
+		}
 		lkey := p.lower(key)
 		class := classify(lkey)
 
@@ -465,7 +469,7 @@ func (li *lineInfo) tqdm(s string) {
 		k4 := skipSpaces(s, k3)
 		if k4 < len(s) && s[k4] == '[' && iterationRate(s[k4:]) {
 			li.bar = true
-			li.unlabeled = li.unlabeled || isNotLoopLabel(s[:firstBar])
+			li.otherLoop = li.otherLoop || isNotLoopLabel(s[:firstBar])
 			li.setCounter(int64(n), int64(total), barCounter)
 			return
 		}
@@ -487,7 +491,7 @@ func (li *lineInfo) tqdm(s string) {
 		n, _, ok := scanUint(s, d)
 		if ok && iterationRate(s[j+3:]) {
 			li.bar = true
-			li.unlabeled = li.unlabeled || isNotLoopLabel(s[:d])
+			li.otherLoop = li.otherLoop || isNotLoopLabel(s[:d])
 			li.setCounter(int64(n), 0, barCounter)
 			return
 		}
@@ -812,11 +816,7 @@ func closeParen(s string, open int) (int, bool) {
 }
 
 func isNumberWord(w string) bool {
-	switch strings.ToLower(w) {
-	case "nan", "inf", "infinity":
-		return true
-	}
-	return false
+	return strings.EqualFold(w, "nan") || strings.EqualFold(w, "inf") || strings.EqualFold(w, "infinity")
 }
 
 // scanNumber reads a decimal float or nan/inf/infinity at s[i:].
