@@ -20,7 +20,8 @@
 //   - "key value" separated by spaces only ("iter 100: loss 2.4567, time
 //     123.45ms, mfu 12.34%" of nanoGPT, "Loss 6.8534e+00 (6.9012e+00)" of
 //     the PyTorch ImageNet example), but only on a line that also has a
-//     step, a counter or an epoch, and only when the number ends at the
+//     step, a counter or an epoch, when the key starts a field and is not
+//     a verb ("reached 0.498", "using 0"), and when the number ends at the
 //     end, at punctuation or before the next pair: elsewhere it is prose
 //     ("Using Python 3.10").
 //   - a job's own regular expressions, tried on every line in addition:
@@ -38,9 +39,13 @@
 // Not metrics: progress bar percentages and rates (it/s), elapsed and ETA,
 // timestamps and logging prefixes ("2024-05-01 12:00:01,123 - INFO -",
 // "train.py:42"), Lightning's v_num, seed, rank, pid, device and other
-// bookkeeping numbers (see keyClasses), configuration echoes such as
-// batch_size, warmup_steps or "Num examples = 25,000". Learning rates are
-// metrics (lr, learning_rate).
+// bookkeeping numbers (see keyClasses), parameter counts, configuration
+// echoes such as batch_size, warmup_steps or "Num examples = 25,000", and
+// pairs inside object reprs: argparse's Namespace(lr=0.01, epochs=10), a
+// printed model (Linear(in_features=4, …)) and multi-line reprs from a line
+// ending with '(' to a line starting with ')' (an optimizer's "SGD (",
+// Hugging Face's "TrainingArguments("); only totals are read from those
+// (epochs=10). Learning rates are metrics (lr, learning_rate).
 //
 // # Steps
 //
@@ -48,7 +53,12 @@
 // within an epoch.
 //
 //   - "step 100", "global step 100", step=100 and a JSON "step" (also
-//     global_step, iter, iteration) are the global step as printed.
+//     global_step, iter, iteration) are the global step as printed, except
+//     with an integer epoch on the same line ("Epoch: 2, Step: 50"): then
+//     the step counts within the epoch when the training loop's counter
+//     says how long an epoch is and the step fits in it, or, with no
+//     counter, when the step starts over as the epoch changes (an epoch is
+//     then as long as the largest step printed before that).
 //   - A counter n/N ("Step [100/600]", Keras' "469/469", tqdm's "| 50/100 [",
 //     PyTorch's "[640/60000 (1%)]") counts within an epoch when an integer
 //     epoch applies to it, from the same line ("Epoch [2/10], Step
@@ -155,7 +165,11 @@ type Parser struct {
 	base       int64 // 0 or 1: the first integer epoch seen
 	baseKnown  bool
 
-	main mainCounter
+	main  mainCounter
+	epAbs epochSteps
+
+	reprDepth int // open multi-line reprs
+	reprLines int // lines since the innermost one opened
 
 	barVals []kv // latest values of progress bar postfix metrics
 
@@ -177,6 +191,16 @@ type mainCounter struct {
 	passes    int64 // restarts without an epoch
 	mode      uint8 // within-epoch or global, once an epoch change has shown which
 	confirmed bool  // metrics were reported under it
+}
+
+// epochSteps follows "epoch E step S" lines, whose S may restart each epoch.
+type epochSteps struct {
+	seen     bool
+	lastIdx  int64
+	lastS    int64
+	maxS     int64 // the largest S before the mode was known
+	perEpoch int64
+	mode     uint8
 }
 
 const (
@@ -320,18 +344,46 @@ func (p *Parser) segment(raw string, out []Point) []Point {
 	}
 	li := &p.li
 	li.reset()
-	p.scan(li, s)
+	p.scan(li, s, p.inRepr(s))
 	return p.fold(li, out)
 }
 
-// scan fills li from the built-in formats, then the custom patterns.
-func (p *Parser) scan(li *lineInfo, s string) {
+// maxReprLines is how long a repr block may stay open without its ')'.
+const maxReprLines = 1000
+
+// inRepr follows multi-line reprs, a model's "Sequential(", an optimizer's
+// "SGD (", Hugging Face's "TrainingArguments(": a line ending with '('
+// opens one, a line starting with ')' closes it. It reports whether s is
+// inside one, where pairs are configuration.
+func (p *Parser) inRepr(s string) bool {
+	in := p.reprDepth > 0
+	if in {
+		p.reprLines++
+		if s[0] == ')' || p.reprLines > maxReprLines {
+			p.reprDepth--
+			p.reprLines = 0
+		}
+	}
+	if s[len(s)-1] == '(' && p.reprDepth < 16 {
+		p.reprDepth++
+		p.reprLines = 0
+	}
+	return in
+}
+
+// scan fills li from the built-in formats, then the custom patterns. In a
+// repr block only totals are kept from the built-in formats.
+func (p *Parser) scan(li *lineInfo, s string, repr bool) {
 	if start, ok := p.objectIn(li, s); ok {
 		if start > 0 {
 			p.fromText(li, s[:start])
 		}
 	} else {
 		p.fromText(li, s)
+	}
+	if repr {
+		*li = lineInfo{metrics: li.metrics[:0], totalSteps: li.totalSteps, epochTotal: li.epochTotal}
+		p.spaced = p.spaced[:0]
 	}
 	if li.objName != "" && li.objHasV {
 		p.addMetric(li, li.objName, li.objValue, true)
@@ -370,6 +422,9 @@ func (p *Parser) fold(li *lineInfo, out []Point) []Point {
 
 	fromMain := false
 	switch {
+	case li.hasAbs && li.hasEpoch && li.epochScoped:
+		p.step = p.epochStep(int64(li.epoch), li.absStep)
+		p.explicit = true
 	case li.hasAbs:
 		p.step = li.absStep
 		p.explicit = true
@@ -405,6 +460,37 @@ func (p *Parser) fold(li *lineInfo, out []Point) []Point {
 		out = append(out, Point{Step: p.step, Epoch: epoch, Name: m.name, Value: m.value})
 	}
 	return out
+}
+
+// epochStep places "epoch E step S" (no total): S counts within the epoch
+// when the training loop's counter says how long an epoch is and S fits in
+// it, or, without a counter, when S starts over as the epoch changes (an
+// epoch is then as long as the largest S printed before that); otherwise S
+// is the global step.
+func (p *Parser) epochStep(epoch, s int64) int64 {
+	if !p.baseKnown {
+		p.base, p.baseKnown = min(epoch, 1), true
+	}
+	idx := max(epoch-p.base, 0)
+	if m := &p.main; m.total > 0 {
+		if m.mode != modeGlobal && idx >= 1 && s <= m.total {
+			return satAdd(satMul(idx, m.total), s)
+		}
+		return s
+	}
+	a := &p.epAbs
+	if a.seen && a.mode == modeUnknown && idx > a.lastIdx {
+		if s > a.lastS {
+			a.mode = modeGlobal
+		} else {
+			a.mode, a.perEpoch = modeWithin, max(a.maxS, 1)
+		}
+	}
+	a.seen, a.lastIdx, a.lastS, a.maxS = true, idx, s, max(a.maxS, s)
+	if a.mode == modeWithin {
+		return satAdd(satMul(idx, a.perEpoch), s)
+	}
+	return s
 }
 
 // usable reports whether the line's counter may be a training counter: a

@@ -42,6 +42,7 @@ var keyClasses = map[string]keyClass{
 	"second": keyIgnored, "timestamp": keyIgnored, "time_stamp": keyIgnored, "_timestamp": keyIgnored,
 	"wall_time": keyIgnored, "walltime": keyIgnored, "ts": keyIgnored, "total": keyIgnored, "it": keyIgnored,
 	"name": keyIgnored, "pct": keyIgnored, "percent": keyIgnored, "progress": keyIgnored, "using": keyIgnored,
+	"params": keyIgnored, "parameters": keyIgnored, "flops": keyIgnored, "macs": keyIgnored,
 }
 
 // ignoredSuffixes mark configuration echoes: batch_size, warmup_steps,
@@ -143,6 +144,15 @@ func (ph *phrase) has(list []string) bool {
 	return false
 }
 
+func (ph *phrase) only(list []string) bool {
+	for _, w := range ph.words[:ph.n] {
+		if !anyWord(w, list) {
+			return false
+		}
+	}
+	return !ph.full
+}
+
 // role of a progress key given the words before it.
 type role uint8
 
@@ -181,9 +191,14 @@ func (p *Parser) fromText(li *lineInfo, s string) {
 // for bare "[n/N]" counters.
 func (p *Parser) scanKeys(li *lineInfo, s string) {
 	floor := 0 // end of the last thing read: phrases do not reach back past it
+	// Inside an object's repr, Linear(in_features=4, …) or argparse's
+	// Namespace(lr=0.01, epochs=10, …), pairs are configuration: only
+	// totals are read there.
+	inCall := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c == '[' {
+		switch {
+		case c == '[':
 			if n, total, end, ok := scanBracketCounter(s, i); ok {
 				li.setCounter(n, total, bracketCounter)
 				i, floor = end, end
@@ -191,6 +206,10 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 			}
 			i++
 			continue
+		case c == '(' && i > 0 && isWordChar(s[i-1]):
+			inCall++
+		case c == ')' && inCall > 0:
+			inCall--
 		}
 		if !isIdentStart(c) || (i > 0 && isKeyChar(s[i-1])) {
 			i++
@@ -206,12 +225,16 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 			k++ // a quoted key: "loss": 0.5
 		}
 		k = skipSpaces(s, k)
-		if k >= len(s) || (strings.IndexByte(":=#[(", s[k]) < 0 && !startsNumber(s, k)) {
+		if k >= len(s) || (strings.IndexByte(":=#[(", s[k]) < 0 && !startsValue(s, k)) {
 			i = j // a word, not a key: nothing a key is followed by
 			continue
 		}
 		lkey := p.lower(key)
 		class := classify(lkey)
+		if inCall > 0 && class != keyTotalSteps && class != keyTotalEpochs {
+			i = j
+			continue
+		}
 
 		if class == keyStep || class == keyBatch || class == keyEpoch || class == keyTotalSteps || class == keyTotalEpochs {
 			if n, total, end, ok := scanProgress(s, k); ok {
@@ -231,7 +254,7 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 				continue
 			}
 		}
-		if k > i+len(key) && k < len(s) && startsNumber(s, k) && len(p.spaced) < maxSpaced {
+		if k > i+len(key) && k < len(s) && startsValue(s, k) && len(p.spaced) < maxSpaced {
 			p.spaced = append(p.spaced, spacedPair{key: i, keyEnd: i + len(key), value: k, floor: floor})
 		}
 		i = j
@@ -247,14 +270,19 @@ type spacedPair struct{ key, keyEnd, value, floor int }
 // spacedPairs reads "loss 2.4567, time 123.45ms, mfu 12.34%" (nanoGPT) and
 // "Loss 6.8534e+00 (6.9012e+00)" (the PyTorch ImageNet example): on a line
 // that has a step, a counter or an epoch, a key followed by spaces and a
-// number that ends cleanly is a pair. Elsewhere this form is prose
-// ("Python 3.10", "took 3.5 s").
+// number that ends cleanly is a pair, when the key starts a field (only
+// qualifiers such as "train" or "val" before it) and is not a verb.
+// Elsewhere this form is prose ("Python 3.10", "took 3.5 s", "'val_loss'
+// reached 0.498 (best 0.498), saving model … as top 1").
 func (p *Parser) spacedPairs(li *lineInfo, s string) {
 	defer func() { p.spaced = p.spaced[:0] }()
 	if !li.hasAbs && li.kind == noCounter && !li.hasEpoch {
 		return
 	}
 	for _, c := range p.spaced {
+		if !spacedKey(s, c.key, c.keyEnd) {
+			continue
+		}
 		lkey := p.lower(s[c.key:c.keyEnd])
 		class := classify(lkey)
 		if class != keyMetric {
@@ -265,8 +293,35 @@ func (p *Parser) spacedPairs(li *lineInfo, s string) {
 			continue
 		}
 		ph := phraseBefore(s, c.key, c.floor)
+		if !ph.only(qualifierWords) {
+			continue // "… saving model to '…' as top 1" is prose
+		}
 		p.applyPair(li, class, lkey, &ph, v)
 	}
+}
+
+// spacedKey reports whether s[i:end] may be the key of a "key value" pair:
+// not a verb of a message ("'val_loss' reached 0.498", "using 0 TPU
+// cores") and not the start of a parenthetical ("(best 0.498)").
+func spacedKey(s string, i, end int) bool {
+	w := strings.ToLower(s[i:end])
+	if (strings.HasSuffix(w, "ed") && w != "speed") || strings.HasSuffix(w, "ing") {
+		return false
+	}
+	return i == 0 || s[i-1] != '('
+}
+
+// startsValue reports whether s[i:] starts with a number or a call of one:
+// "0.5", "nan", "tensor(0.5, grad_fn=<NllLossBackward0>)".
+func startsValue(s string, i int) bool {
+	if startsNumber(s, i) {
+		return true
+	}
+	j := i
+	for j < len(s) && (isWordChar(s[j]) || s[j] == '.') && j-i < 32 {
+		j++
+	}
+	return j > i && j < len(s) && s[j] == '(' && isIdentStart(s[i]) && startsNumber(s, skipSpaces(s, j+1))
 }
 
 // startsNumber reports whether s[i:] starts with a number or nan/inf.
