@@ -43,7 +43,7 @@ func cmdParse(ctx context.Context, args []string, e env) int {
 	fs := newFlags("parse", "[--json] [--pattern RE]… [FILE] < LOG", e)
 	asJSON := fs.Bool("json", false, `print one JSON object per point: {"step":100,"epoch":1,"name":"loss","value":0.6123}`)
 	var patterns patternFlags
-	fs.Var(&patterns, "pattern", "a regular expression with named groups, as a job's `patterns` (repeatable)")
+	fs.Var(&patterns, "pattern", "a Go regular expression (`RE`) with named groups, as in a job's patterns; repeatable")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
