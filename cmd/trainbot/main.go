@@ -64,6 +64,7 @@ func subcommands() []subcommand {
 		{name: "runs", summary: "list runs, or show one: runs show ID", run: cmdRuns},
 		{name: "plot", summary: "draw a run's loss chart to a PNG file", run: cmdPlot},
 		{name: "gpu", summary: "GPUs and which runs hold their memory (host memory without a GPU)", run: cmdGPU},
+		{name: "parse", summary: "show the metrics trainbot reads from a log: parse [--json] < LOG", run: cmdParse},
 		{name: "version", summary: "print the version", run: cmdVersion},
 		{name: "demo-train", summary: "the demo training itself (run by trainbot as a child)", hidden: true, run: cmdDemoTrain},
 	}

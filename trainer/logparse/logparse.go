@@ -1,12 +1,104 @@
 // Package logparse turns the lines a training script already prints into
 // metric points, with no configuration.
 //
-// It recognises JSON objects and Python dict reprs (Hugging Face Trainer),
-// "key=value" and "key: value" pairs (Keras, tqdm and Lightning postfixes,
-// most hand-written loops) and the classic
-// "Epoch [1/10], Step [100/600], Loss: 0.2345" line. A Parser keeps the step,
-// the epoch and their totals across lines, and counts steps itself when the
-// script prints none.
+// # Formats
+//
+// Each line (after ANSI colour codes and other control characters are
+// removed) is read as one of:
+//
+//   - a JSON object or a Python dict repr, alone or after a prefix:
+//     {"step": 100, "loss": 0.61} or Hugging Face Trainer's
+//     {'loss': 0.6931, 'learning_rate': 4.5e-05, 'epoch': 0.1}. Nested
+//     objects are flattened with "/" ({"train": {"loss": 1}} is train/loss);
+//     {"name": "loss", "value": 0.5, "step": 3} is one point named loss, so
+//     the output of `trainbot parse --json` reads back as the same points.
+//   - free text with "key=value" and "key: value" pairs: key=value loggers,
+//     Keras ("469/469 [====] - 3s 6ms/step - loss: 0.2950"), tqdm and
+//     Lightning postfixes ("… 50/100 [00:05<00:05, 9.5it/s, loss=0.123,
+//     v_num=0]"), the classic "Epoch [1/10], Step [100/600], Loss: 0.2345",
+//     the PyTorch examples ("Train Epoch: 1 [640/60000 (1%)]	Loss: 1.35").
+//   - "key value" separated by spaces only ("iter 100: loss 2.4567, time
+//     123.45ms, mfu 12.34%" of nanoGPT, "Loss 6.8534e+00 (6.9012e+00)" of
+//     the PyTorch ImageNet example), but only on a line that also has a
+//     step, a counter or an epoch, when the key starts a field and is not
+//     a verb ("reached 0.498", "using 0"), and when the number ends at the
+//     end, at punctuation or before the next pair: elsewhere it is prose
+//     ("Using Python 3.10").
+//   - a job's own regular expressions, tried on every line in addition:
+//     named groups are metrics, except step, epoch, total_steps and
+//     total_epochs.
+//
+// Metric names are lower-case as printed ("Val Loss" is val_loss: the words
+// train, val, valid, validation, test, eval, dev, avg, average, mean,
+// running, total, best, final join the next key). Values are float64; nan,
+// NaN, inf, Infinity and -inf come through as NaN and ±Inf points. Numbers
+// inside tensor(0.5, device='cuda:0') and np.float64(0.5) are read; "95%"
+// is 95. A value followed by a unit ("3s", "12ms/step"), a clock
+// ("0:01:23") or a date is not a value.
+//
+// Not metrics: progress bar percentages and rates (it/s), elapsed and ETA,
+// timestamps and logging prefixes ("2024-05-01 12:00:01,123 - INFO -",
+// "train.py:42"), Lightning's v_num, seed, rank, pid, device and other
+// bookkeeping numbers (see keyClasses), parameter counts, configuration
+// echoes such as batch_size, warmup_steps or "Num examples = 25,000", and
+// pairs inside object reprs: argparse's Namespace(lr=0.01, epochs=10), a
+// printed model (Linear(in_features=4, …)) and multi-line reprs from a line
+// ending with '(' to a line starting with ')' (an optimizer's "SGD (",
+// Hugging Face's "TrainingArguments("); only totals are read from those
+// (epochs=10). Learning rates are metrics (lr, learning_rate).
+//
+// # Steps
+//
+// Every point carries a global step: the position in the whole run, not
+// within an epoch.
+//
+//   - "step 100", "global step 100", step=100 and a JSON "step" (also
+//     global_step, iter, iteration) are the global step as printed, except
+//     with an integer epoch on the same line ("Epoch: 2, Step: 50"): then
+//     the step counts within the epoch when the training loop's counter
+//     says how long an epoch is and the step fits in it, or, with no
+//     counter, when the step starts over as the epoch changes (an epoch is
+//     then as long as the largest step printed before that).
+//   - A counter n/N ("Step [100/600]", Keras' "469/469", tqdm's "| 50/100 [",
+//     PyTorch's "[640/60000 (1%)]") counts within an epoch when an integer
+//     epoch applies to it, from the same line ("Epoch [2/10], Step
+//     [100/600]", Lightning's "Epoch 1: … 50/100") or from the last epoch
+//     header ("Epoch 2/10" before Keras' counters). The global step is then
+//     epochs_before*N + n, and the total is N times the total epochs when
+//     those are known. If the counter does not restart when the epoch
+//     changes, it is read as global after all.
+//   - Epochs may count from 0 (Lightning, "Epoch 0/9" of Rich) or from 1
+//     (Keras, the classic loop): the first integer epoch seen decides.
+//     Epochs are reported as printed: Lightning's first epoch is 0.
+//   - Without an epoch, a counter that restarts after reaching N starts the
+//     next pass: the global step is passes*N + n.
+//   - A counter whose N equals the known total steps is the global step
+//     ("Interrupted at step 490/1500").
+//   - Loops inside the training loop are not the training loop: a bar
+//     labelled validation, eval, test, sanity or predict is ignored, and so
+//     is a counter with another N once metrics have been reported under the
+//     first (Hugging Face's evaluation bar, Keras' evaluate()). Before that,
+//     a finished counter (a "Loading checkpoint shards 2/2" bar) or a
+//     smaller one (an outer epochs bar) gives way to the next. tqdm bars
+//     count only when their rate is in it/s or s/it (not examples/s or
+//     MB/s), and a bare counter ("[1/8]", Keras' "1/8") only on a line
+//     with metrics or an epoch.
+//   - Hugging Face's fractional epoch ('epoch': 0.25, epochs completed) and
+//     any epoch printed with a decimal point is reported, never used to
+//     place a counter.
+//   - A line with metrics and no step attaches to the latest step: an eval
+//     dict, a JSON line from TRAINBOT_METRICS_FILE, an epoch summary.
+//   - When the script has printed no step at all, the parser counts: a line
+//     starts a new step when it repeats a metric name already reported at
+//     the current step, so "loss" then "val_loss" share step 1 and the next
+//     "loss" is step 2. Counted steps start at 1; printed steps are as
+//     printed (0 included).
+//   - A progress bar redraws the same values many times: a bar's postfix
+//     metric is reported only when its value changed since the last bar.
+//
+// Totals come from n/N counters, from "Epoch 1/10", and from keys that say
+// so: max_steps, total_steps, num_epochs, max_epochs, "Total optimization
+// steps = 9,375", "Num Epochs = 3"; an explicit total wins over a derived one.
 //
 // Everything here is a pure function of the lines given; the package does no
 // I/O, so it is table-tested against real logs in testdata/.
@@ -16,15 +108,24 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
+	"unicode/utf8"
 )
 
 // MaxLineLen is the longest line the parser looks at; longer lines are cut
 // to this length before parsing (the run log keeps them whole).
 const MaxLineLen = 64 << 10
 
+// maxNameLen bounds a metric name; longer names are not metrics.
+const maxNameLen = 128
+
+// maxInterned bounds the names a parser remembers (garbage input must not
+// grow it without limit); names beyond it are allocated per point.
+const maxInterned = 4096
+
 // Point is one metric value at one step.
 type Point struct {
-	Step  int64   // global step, 1-based; counted by the parser when the script prints none
+	Step  int64   // global step; counted from 1 by the parser when the script prints none
 	Epoch float64 // epoch as printed; NaN when unknown
 	Name  string  // lower-case metric name, e.g. "loss", "val_acc", "train/loss"
 	Value float64 // may be NaN or ±Inf: the script printed it so
@@ -42,18 +143,71 @@ type Progress struct {
 }
 
 // Parser holds what one run's output has told so far. The zero value is
-// ready to use; a Parser is not safe for concurrent use.
+// ready to use. A Parser is safe for concurrent use: the supervisor feeds
+// it output lines and TRAINBOT_METRICS_FILE lines from two goroutines, and
+// lines are parsed one at a time, in the order they arrive.
 type Parser struct {
+	mu     sync.Mutex
 	custom []*regexp.Regexp
 
-	step          int64
-	explicitStep  bool // the script prints its own step numbers
-	totalSteps    int64
-	epoch         float64
-	epochKnown    bool
-	totalEpochs   int64
-	stepsPerEpoch int64
+	step     int64
+	explicit bool     // the script has printed a step or a counter
+	rowNames []string // counted steps: names reported at the current step
+
+	keyTotal     int64 // total steps from a key ("max_steps", "Total optimization steps")
+	derivedTotal int64 // total steps from counters
+	totalEpochs  int64
+
+	epoch      float64
+	epochKnown bool
+	curEpoch   int64 // latest integer epoch that scopes counters
+	curEpochOK bool
+	base       int64 // 0 or 1: the first integer epoch seen
+	baseKnown  bool
+
+	main  mainCounter
+	epAbs epochSteps
+
+	reprDepth int // open multi-line reprs
+	reprLines int // lines since the innermost one opened
+
+	barVals []kv // latest values of progress bar postfix metrics
+
+	li      lineInfo
+	scratch []byte // lower-case keys
+	nameBuf []byte // built names
+	path    []byte // object scanning
+	arena   []byte
+	members []member
+	spaced  []spacedPair
+	names   map[string]string
 }
+
+// mainCounter is the n/N counter taken as the training loop.
+type mainCounter struct {
+	total     int64 // N; 0 before the first counter
+	lastN     int64
+	lastIdx   int64 // epoch index of the last counter, -1 when none
+	passes    int64 // restarts without an epoch
+	mode      uint8 // within-epoch or global, once an epoch change has shown which
+	confirmed bool  // metrics were reported under it
+}
+
+// epochSteps follows "epoch E step S" lines, whose S may restart each epoch.
+type epochSteps struct {
+	seen     bool
+	lastIdx  int64
+	lastS    int64
+	maxS     int64 // the largest S before the mode was known
+	perEpoch int64
+	mode     uint8
+}
+
+const (
+	modeUnknown uint8 = iota
+	modeWithin
+	modeGlobal
+)
 
 // New returns a parser that also tries the given regular expressions on each
 // line. Each expression's named groups become metrics ("loss", "acc"…),
@@ -98,22 +252,52 @@ const errNoNamedGroup = parseError("pattern has no named group such as (?P<loss>
 
 // Progress returns where the run stands.
 func (p *Parser) Progress() Progress {
-	pr := Progress{Step: p.step, TotalSteps: p.totalSteps, Epoch: math.NaN(), TotalEpochs: p.totalEpochs}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := Progress{Step: p.step, TotalSteps: p.derivedTotal, Epoch: math.NaN(), TotalEpochs: p.totalEpochs}
+	if p.keyTotal > 0 {
+		pr.TotalSteps = p.keyTotal
+	}
 	if p.epochKnown {
 		pr.Epoch = p.epoch
 	}
 	return pr
 }
 
+// counterKind says where a line's n/N counter came from; a higher kind wins
+// when a line has several.
+type counterKind uint8
+
+const (
+	noCounter      counterKind = iota
+	bracketCounter             // "[640/60000 (1%)]"
+	kerasCounter               // "469/469 [====" at the start of the line
+	barCounter                 // tqdm's "| 50/100 [00:05<…, 9.5it/s]"
+	keyedCounter               // "Step [100/600]", "iter 5/100", a custom (?P<step>)/(?P<total_steps>)
+)
+
 // lineInfo is what one line says, before it is folded into the parser state.
 type lineInfo struct {
-	step, stepTotal int64
-	hasStep         bool
-	epoch           float64
-	epochTotal      int64
-	hasEpoch        bool
-	totalSteps      int64 // an explicit total (max_steps…), not a step's "/N"
-	metrics         []kv
+	absStep int64 // "step 100", {"step": 100}
+	hasAbs  bool
+
+	n, total  int64 // counter n/N; total 0 for tqdm's "50it [" (unknown N)
+	kind      counterKind
+	otherLoop bool // the bar is labelled validation, eval…: not the training loop
+
+	epoch       float64
+	hasEpoch    bool
+	epochScoped bool // printed as an integer in text: it places counters
+	epochTotal  int64
+	totalSteps  int64
+
+	metrics []kv
+	bar     bool // metrics are a progress bar's postfix
+
+	// object "name"/"value" form
+	objName  string
+	objValue float64
+	objHasV  bool
 }
 
 type kv struct {
@@ -121,228 +305,593 @@ type kv struct {
 	value float64
 }
 
-// Line parses one line of output and returns the points it holds, nil when
-// none. Carriage-return updates (tqdm) count as their last segment; ANSI
-// colour codes are ignored.
-func (p *Parser) Line(line string) []Point {
-	line = Clean(line)
-	if line == "" {
-		return nil
-	}
-	var li lineInfo
-	matched := false
-	for _, re := range p.custom {
-		if m := re.FindStringSubmatch(line); m != nil {
-			li.fromRegexp(re, m)
-			matched = true
-			break
-		}
-	}
-	if !matched {
-		if obj, ok := objectIn(line); ok {
-			li.fromObject(obj)
-		} else {
-			li.fromText(line)
-		}
-	}
-	return p.fold(&li)
+func (li *lineInfo) reset() {
+	m := li.metrics[:0]
+	*li = lineInfo{metrics: m}
 }
 
-// fold applies a line's information to the parser state and builds points.
-func (p *Parser) fold(li *lineInfo) []Point {
+// Line parses one line of output and returns the points it holds, nil when
+// none. A line holding carriage returns or newlines is read as the
+// sequence of its segments, as if each had been a line (tqdm's redraws);
+// ANSI colour codes and other control characters are ignored. The returned
+// slice is the caller's.
+func (p *Parser) Line(line string) []Point {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(line) > MaxLineLen {
+		line = line[:MaxLineLen]
+	}
+	if strings.IndexByte(line, '\r') < 0 && strings.IndexByte(line, '\n') < 0 {
+		return p.segment(line, nil)
+	}
+	var out []Point
+	for line != "" {
+		i := strings.IndexAny(line, "\r\n")
+		if i < 0 {
+			return p.segment(line, out)
+		}
+		out = p.segment(line[:i], out)
+		line = line[i+1:]
+	}
+	return out
+}
+
+// segment parses one segment and appends its points to out.
+func (p *Parser) segment(raw string, out []Point) []Point {
+	s := cleanSegment(raw)
+	if s == "" {
+		return out
+	}
+	li := &p.li
+	li.reset()
+	p.scan(li, s, p.inRepr(s))
+	return p.fold(li, out)
+}
+
+// maxReprLines is how long a repr block may stay open without its ')'.
+const maxReprLines = 1000
+
+// inRepr follows multi-line reprs, a model's "Sequential(", an optimizer's
+// "SGD (", Hugging Face's "TrainingArguments(": a line ending with '('
+// opens one, a line starting with ')' closes it. It reports whether s is
+// inside one, where pairs are configuration.
+func (p *Parser) inRepr(s string) bool {
+	in := p.reprDepth > 0
+	if in {
+		p.reprLines++
+		if s[0] == ')' || p.reprLines > maxReprLines {
+			p.reprDepth--
+			p.reprLines = 0
+		}
+	}
+	if opensRepr(s) && p.reprDepth < maxReprDepth {
+		p.reprDepth++
+		p.reprLines = 0
+	}
+	return in
+}
+
+// maxReprDepth bounds nested repr blocks.
+const maxReprDepth = 4
+
+// opensRepr reports whether a line starts a multi-line repr: printable
+// text whose last word is a name followed by '(' ("Sequential(",
+// "model = Net(", "SGD ("). A line of binary garbage that happens to end
+// with '(' does not.
+func opensRepr(s string) bool {
+	n := len(s)
+	if n < 2 || s[n-1] != '(' {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	if !utf8.ValidString(s) {
+		return false
+	}
+	j := n - 2
+	if s[j] == ' ' && j > 0 {
+		j--
+	}
+	c := s[j]
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
+
+// scan fills li from the built-in formats, then the custom patterns. In a
+// repr block only totals are kept from the built-in formats.
+func (p *Parser) scan(li *lineInfo, s string, repr bool) {
+	if start, ok := p.objectIn(li, s); ok {
+		if start > 0 {
+			p.fromText(li, s[:start])
+		}
+	} else {
+		p.fromText(li, s)
+	}
+	if repr && (li.hasAbs || li.kind != noCounter || (li.hasEpoch && li.epochTotal > 0)) {
+		// A line that reports progress is training output, not part of a
+		// repr: whatever opened the block never closed it.
+		p.reprDepth, p.reprLines, repr = 0, 0, false
+	}
+	if repr {
+		*li = lineInfo{metrics: li.metrics[:0], totalSteps: li.totalSteps, epochTotal: li.epochTotal}
+		p.spaced = p.spaced[:0]
+	}
+	if li.objName != "" && li.objHasV {
+		p.addMetric(li, li.objName, li.objValue, true)
+	}
+	for _, re := range p.custom {
+		if m := re.FindStringSubmatchIndex(s); m != nil {
+			p.fromRegexp(li, re, s, m)
+		}
+	}
+	p.spacedPairs(li, s) // after the patterns: a step they find counts
+}
+
+// fold applies a line's information to the parser state and appends its
+// points to out.
+func (p *Parser) fold(li *lineInfo, out []Point) []Point {
 	if li.hasEpoch {
 		p.epoch, p.epochKnown = li.epoch, true
-		if li.epochTotal > 0 {
-			p.totalEpochs = li.epochTotal
+		if li.epochScoped {
+			e := int64(li.epoch)
+			if !p.baseKnown {
+				p.base, p.baseKnown = min(e, 1), true
+			}
+			p.curEpoch, p.curEpochOK = e, true
 		}
+	}
+	if li.epochTotal > 0 {
+		p.totalEpochs = li.epochTotal
+	}
+	if li.hasEpoch && li.epochScoped && p.base == 0 && p.totalEpochs > 0 && int64(li.epoch) >= p.totalEpochs {
+		// "Epoch 9/9" from a 0-based printer: ten epochs.
+		p.totalEpochs = int64(li.epoch) + 1
 	}
 	if li.totalSteps > 0 {
-		p.totalSteps = li.totalSteps
+		p.keyTotal = li.totalSteps
 	}
+
+	fromMain := false
 	switch {
-	case li.hasStep:
-		step := li.step
-		if li.hasEpoch && li.epochTotal > 0 && li.stepTotal > 0 && li.epoch >= 1 {
-			// "Epoch [e/E], Step [s/S]": s counts within the epoch.
-			p.stepsPerEpoch = li.stepTotal
-			step = (int64(li.epoch)-1)*li.stepTotal + li.step
-			p.totalSteps = li.epochTotal * li.stepTotal
-		} else if li.stepTotal > 0 {
-			if p.totalEpochs > 0 && p.epochKnown && p.stepsPerEpoch == li.stepTotal && p.epoch >= 1 {
-				step = (int64(p.epoch)-1)*li.stepTotal + li.step
-			} else {
-				p.totalSteps = li.stepTotal
-			}
+	case li.hasAbs && li.hasEpoch && li.epochScoped:
+		p.step = p.epochStep(int64(li.epoch), li.absStep)
+		p.explicit = true
+	case li.hasAbs:
+		p.step = li.absStep
+		p.explicit = true
+	case li.kind != noCounter && p.usable(li):
+		if p.counter(li) {
+			p.explicit = true
+			fromMain = true
 		}
-		p.step = step
-		p.explicitStep = true
-	case len(li.metrics) > 0 && !p.explicitStep:
-		p.step++
 	}
 	if len(li.metrics) == 0 {
-		return nil
+		return out
 	}
-	if p.step == 0 {
-		p.step = 1
+	metrics := li.metrics
+	if li.bar {
+		metrics = p.changedBarValues(metrics)
+		if len(metrics) == 0 {
+			return out
+		}
+	}
+	if !p.explicit {
+		p.countStep(metrics)
+	} else if p.main.total > 0 && (fromMain || li.kind == noCounter) {
+		p.main.confirmed = true
 	}
 	epoch := math.NaN()
 	if p.epochKnown {
 		epoch = p.epoch
 	}
-	pts := make([]Point, 0, len(li.metrics))
-	for _, m := range li.metrics {
-		pts = append(pts, Point{Step: p.step, Epoch: epoch, Name: m.name, Value: m.value})
+	if out == nil {
+		out = make([]Point, 0, len(metrics))
 	}
-	return pts
+	for _, m := range metrics {
+		out = append(out, Point{Step: p.step, Epoch: epoch, Name: m.name, Value: m.value})
+	}
+	return out
+}
+
+// epochStep places "epoch E step S" (no total): S counts within the epoch
+// when the training loop's counter says how long an epoch is and S fits in
+// it, or, without a counter, when S starts over as the epoch changes (an
+// epoch is then as long as the largest S printed before that); otherwise S
+// is the global step.
+func (p *Parser) epochStep(epoch, s int64) int64 {
+	if !p.baseKnown {
+		p.base, p.baseKnown = min(epoch, 1), true
+	}
+	idx := max(epoch-p.base, 0)
+	if m := &p.main; m.total > 0 {
+		if m.mode != modeGlobal && idx >= 1 && s <= m.total {
+			return satAdd(satMul(idx, m.total), s)
+		}
+		return s
+	}
+	a := &p.epAbs
+	if a.seen && a.mode == modeUnknown && idx > a.lastIdx {
+		if s > a.lastS {
+			a.mode = modeGlobal
+		} else {
+			a.mode, a.perEpoch = modeWithin, max(a.maxS, 1)
+		}
+	}
+	a.seen, a.lastIdx, a.lastS, a.maxS = true, idx, s, max(a.maxS, s)
+	if a.mode == modeWithin {
+		return satAdd(satMul(idx, a.perEpoch), s)
+	}
+	return s
+}
+
+// usable reports whether the line's counter may be a training counter: a
+// bare "n/N" counts only on a line that also has metrics or an epoch.
+func (p *Parser) usable(li *lineInfo) bool {
+	if li.otherLoop {
+		return false
+	}
+	if li.kind == bracketCounter || li.kind == kerasCounter {
+		return len(li.metrics) > 0 || li.hasEpoch || (li.objName != "" && li.objHasV)
+	}
+	return true
+}
+
+// counter places an n/N counter; false when it is not the training loop.
+func (p *Parser) counter(li *lineInfo) bool {
+	n, total := li.n, li.total
+	m := &p.main
+	if total == 0 { // tqdm without a total: "50it ["
+		if m.total != 0 {
+			return false
+		}
+		p.step = n
+		return true
+	}
+	if total == p.keyTotal || (total == p.derivedTotal && total != m.total) {
+		// The counter is the global step ("step 490/1500" of 1500 steps).
+		if m.total == 0 {
+			*m = mainCounter{total: total, lastIdx: -1}
+		}
+		if total == m.total {
+			m.lastN = n
+		}
+		p.step = n
+		return true
+	}
+	switch {
+	case m.total == 0:
+		*m = mainCounter{total: total, lastIdx: -1}
+	case total == m.total:
+	case !m.confirmed && (m.lastN >= m.total || total > m.total):
+		*m = mainCounter{total: total, lastIdx: -1}
+	default:
+		return false
+	}
+	idx := int64(-1)
+	switch {
+	case li.hasEpoch && li.epochScoped:
+		idx = max(int64(li.epoch)-p.base, 0)
+	case p.curEpochOK:
+		idx = max(p.curEpoch-p.base, 0)
+	}
+	if idx >= 0 {
+		if m.mode == modeUnknown && m.lastIdx >= 0 && idx > m.lastIdx {
+			if n > m.lastN {
+				m.mode = modeGlobal
+			} else {
+				m.mode = modeWithin
+			}
+		}
+		if m.mode == modeGlobal {
+			p.step = n
+			p.derivedTotal = total
+		} else {
+			p.step = satAdd(satMul(idx, total), n)
+			p.derivedTotal = 0
+			if p.totalEpochs > 0 {
+				p.derivedTotal = satMul(p.totalEpochs, total)
+			}
+		}
+		m.lastIdx = idx
+	} else {
+		if n < m.lastN && m.lastN >= total {
+			m.passes++
+		}
+		p.step = satAdd(satMul(m.passes, total), n)
+		switch {
+		case m.passes == 0:
+			p.derivedTotal = total
+		case p.totalEpochs > 0:
+			p.derivedTotal = satMul(p.totalEpochs, total)
+		default:
+			p.derivedTotal = 0
+		}
+	}
+	m.lastN = n
+	return true
+}
+
+const maxStep = 1 << 53
+
+func satMul(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a > maxStep/b {
+		return maxStep
+	}
+	return a * b
+}
+
+func satAdd(a, b int64) int64 {
+	if a > maxStep-b {
+		return maxStep
+	}
+	return a + b
+}
+
+// countStep advances the counted step when a name repeats.
+func (p *Parser) countStep(metrics []kv) {
+	repeat := p.step == 0
+	for _, m := range metrics {
+		for _, n := range p.rowNames {
+			if n == m.name {
+				repeat = true
+			}
+		}
+	}
+	if repeat {
+		p.step++
+		p.rowNames = p.rowNames[:0]
+	}
+	for _, m := range metrics {
+		if len(p.rowNames) < 256 {
+			p.rowNames = append(p.rowNames, m.name)
+		}
+	}
+}
+
+// changedBarValues keeps the postfix metrics whose value changed since the
+// last progress bar; it filters in place.
+func (p *Parser) changedBarValues(metrics []kv) []kv {
+	keep := metrics[:0]
+	for _, m := range metrics {
+		found := false
+		for i := range p.barVals {
+			if p.barVals[i].name != m.name {
+				continue
+			}
+			found = true
+			if sameValue(p.barVals[i].value, m.value) {
+				break
+			}
+			p.barVals[i].value = m.value
+			keep = append(keep, m)
+			break
+		}
+		if !found {
+			if len(p.barVals) < 256 {
+				p.barVals = append(p.barVals, m)
+			}
+			keep = append(keep, m)
+		}
+	}
+	return keep
+}
+
+func sameValue(a, b float64) bool {
+	return a == b || (math.IsNaN(a) && math.IsNaN(b))
+}
+
+// intern returns a stable copy of a name, lower-cased.
+func (p *Parser) intern(b []byte) string {
+	if s, ok := p.names[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if p.names == nil {
+		p.names = make(map[string]string)
+	}
+	if len(p.names) < maxInterned {
+		p.names[s] = s
+	}
+	return s
+}
+
+// lower writes the lower-case form of s into p.scratch.
+func (p *Parser) lower(s string) []byte {
+	b := p.scratch[:0]
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	p.scratch = b
+	return b
+}
+
+// validName reports whether b can be a metric name.
+func validName(b []byte) bool {
+	if len(b) == 0 || len(b) > maxNameLen || !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// addMetric records a metric; later values of a custom pattern replace
+// earlier ones, otherwise the first value of a name on a line wins
+// ("loss: 0.2 (avg loss: 0.3)" keeps 0.2 as loss).
+func (p *Parser) addMetric(li *lineInfo, name string, v float64, replace bool) {
+	for i := range li.metrics {
+		if li.metrics[i].name == name {
+			if replace {
+				li.metrics[i].value = v
+			}
+			return
+		}
+	}
+	if len(li.metrics) < 1024 {
+		li.metrics = append(li.metrics, kv{name, v})
+	}
+}
+
+func (li *lineInfo) setAbsStep(v float64) {
+	if !(v >= 0 && v <= maxStep) {
+		return
+	}
+	li.absStep, li.hasAbs = int64(v), true
+}
+
+func (li *lineInfo) setCounter(n, total int64, kind counterKind) {
+	if kind <= li.kind || n < 0 || n > maxStep || total < 0 || total > maxStep {
+		return
+	}
+	li.n, li.total, li.kind = n, total, kind
+}
+
+func (li *lineInfo) setEpoch(v float64, scoped bool) {
+	if !(v >= 0 && v <= 1e9) {
+		return
+	}
+	li.epoch, li.hasEpoch, li.epochScoped = v, true, scoped && v == math.Trunc(v)
+}
+
+func (li *lineInfo) setTotalSteps(v float64) {
+	if v >= 1 && v <= maxStep {
+		li.totalSteps = int64(v)
+	}
+}
+
+func (li *lineInfo) setTotalEpochs(v float64) {
+	if v >= 1 && v <= 1e9 {
+		li.epochTotal = int64(v)
+	}
+}
+
+// fromRegexp applies a custom pattern's named groups.
+func (p *Parser) fromRegexp(li *lineInfo, re *regexp.Regexp, s string, m []int) {
+	var step, total float64 = -1, -1
+	for i, name := range re.SubexpNames() {
+		if name == "" || 2*i+1 >= len(m) || m[2*i] < 0 {
+			continue
+		}
+		v, ok := parseNumber(s[m[2*i]:m[2*i+1]])
+		if !ok {
+			continue
+		}
+		b := p.lower(name)
+		switch classify(b) {
+		case keyStep:
+			step = v
+		case keyEpoch:
+			li.setEpoch(v, !strings.ContainsAny(s[m[2*i]:m[2*i+1]], ".eE"))
+		case keyTotalSteps:
+			total = v
+		case keyTotalEpochs:
+			li.setTotalEpochs(v)
+		default:
+			p.addMetric(li, p.intern(b), v, true)
+		}
+	}
+	switch {
+	case step >= 0 && total >= 1:
+		li.kind = noCounter
+		li.hasAbs = false
+		li.setCounter(int64(step), int64(total), keyedCounter)
+	case step >= 0:
+		li.kind = noCounter
+		li.setAbsStep(step)
+	case total >= 1:
+		li.setTotalSteps(total)
+	}
 }
 
 // Clean returns the part of a raw output line the parser reads: the last
-// carriage-return segment that has text, without ANSI escape sequences,
-// trimmed, and cut to MaxLineLen.
+// carriage-return segment that has text, without ANSI escape sequences and
+// other control characters, trimmed, and cut to MaxLineLen.
 func Clean(line string) string {
 	if len(line) > MaxLineLen {
 		line = line[:MaxLineLen]
 	}
 	line = strings.TrimRight(line, "\r\n")
-	if i := strings.LastIndexByte(line, '\r'); i >= 0 {
-		segs := strings.Split(line, "\r")
-		line = ""
-		for j := len(segs) - 1; j >= 0; j-- {
-			if strings.TrimSpace(segs[j]) != "" {
-				line = segs[j]
-				break
-			}
+	for {
+		i := strings.LastIndexAny(line, "\r\n")
+		if i < 0 {
+			return cleanSegment(line)
 		}
+		if s := cleanSegment(line[i+1:]); s != "" {
+			return s
+		}
+		line = line[:i]
 	}
-	if strings.IndexByte(line, 0x1b) >= 0 {
-		line = stripANSI(line)
-	}
-	return strings.TrimSpace(line)
 }
 
-func stripANSI(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
+// cleanSegment removes escape sequences and control characters (a
+// backspace of Keras' progress bar, a NUL) and trims spaces.
+func cleanSegment(s string) string {
+	dirty := false
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			dirty = true
+			break
+		}
+	}
+	if dirty {
+		s = stripControl(s)
+	}
+	return strings.TrimSpace(s)
+}
+
+func stripControl(s string) string {
+	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c != 0x1b {
-			b.WriteByte(c)
-			continue
+		switch {
+		case c == 0x1b:
+			i = skipEscape(s, i)
+		case (c < 0x20 && c != '\t') || c == 0x7f:
+		default:
+			b = append(b, c)
 		}
-		// ESC [ params final-byte (CSI), or ESC + one byte.
-		if i+1 < len(s) && s[i+1] == '[' {
-			j := i + 2
-			for j < len(s) && !(s[j] >= 0x40 && s[j] <= 0x7e) {
-				j++
+	}
+	return string(b)
+}
+
+// skipEscape returns the index of the last byte of the escape sequence
+// starting at s[i] == ESC.
+func skipEscape(s string, i int) int {
+	if i+1 >= len(s) {
+		return i
+	}
+	switch s[i+1] {
+	case '[': // CSI: parameters, then a final byte 0x40–0x7e
+		j := i + 2
+		for j < len(s) && !(s[j] >= 0x40 && s[j] <= 0x7e) {
+			j++
+		}
+		return min(j, len(s)-1)
+	case ']': // OSC: up to BEL or ESC '\'
+		for j := i + 2; j < len(s); j++ {
+			if s[j] == 0x07 {
+				return j
 			}
-			i = j
-			continue
+			if s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\' {
+				return j + 1
+			}
 		}
-		i++
-	}
-	return b.String()
-}
-
-// Special keys, compared lower-case.
-func isStepKey(k string) bool {
-	switch k {
-	case "step", "global_step", "globalstep", "iter", "iteration", "it", "steps", "train/global_step", "trainer/global_step":
-		return true
-	}
-	return false
-}
-
-func isEpochKey(k string) bool {
-	switch k {
-	case "epoch", "ep", "train/epoch", "epochs":
-		return true
-	}
-	return false
-}
-
-func isTotalStepsKey(k string) bool {
-	switch k {
-	case "total_steps", "max_steps", "num_steps", "total_step", "max_iters", "max_iter", "num_training_steps":
-		return true
-	}
-	return false
-}
-
-func isTotalEpochsKey(k string) bool {
-	switch k {
-	case "total_epochs", "num_epochs", "max_epochs", "num_train_epochs", "n_epochs":
-		return true
-	}
-	return false
-}
-
-// ignored names are numbers that scripts print but are not metrics.
-func isIgnoredKey(k string) bool {
-	switch k {
-	case "v_num", "seed", "pid", "rank", "local_rank", "world_size", "gpu", "gpus", "device", "cuda",
-		"port", "version", "batch", "batch_idx", "worker", "workers", "num_workers", "line", "id",
-		"eta", "year", "month", "day", "hour", "minute", "second", "time_stamp", "timestamp", "total":
-		return true
-	}
-	return false
-}
-
-func (li *lineInfo) setStep(v float64, total int64) {
-	if v < 0 || v > 1e15 || math.IsNaN(v) {
-		return
-	}
-	li.step, li.stepTotal, li.hasStep = int64(v), total, true
-}
-
-func (li *lineInfo) setEpoch(v float64, total int64) {
-	if v < 0 || v > 1e9 || math.IsNaN(v) {
-		return
-	}
-	li.epoch, li.epochTotal, li.hasEpoch = v, total, true
-}
-
-// add records a named number, routing the special names to progress.
-func (li *lineInfo) add(name string, v float64) {
-	switch {
-	case isStepKey(name):
-		li.setStep(v, 0)
-	case isEpochKey(name):
-		li.setEpoch(v, li.epochTotal)
-	case isTotalStepsKey(name):
-		if v > 0 && v < 1e15 {
-			li.totalSteps = int64(v)
-		}
-	case isTotalEpochsKey(name):
-		if v > 0 && v < 1e9 {
-			li.epochTotal = int64(v)
-		}
-	case isIgnoredKey(name):
+		return len(s) - 1
+	case '(', ')', '*', '+', '-', '.', '/', '#', '%': // charset designation: ESC ( B
+		return min(i+2, len(s)-1)
 	default:
-		for _, m := range li.metrics {
-			if m.name == name {
-				return // first value wins: "loss: 0.2 (avg loss: 0.3)" keeps 0.2
-			}
-		}
-		li.metrics = append(li.metrics, kv{name, v})
-	}
-}
-
-func (li *lineInfo) fromObject(obj []kv) {
-	for _, e := range obj {
-		li.add(e.name, e.value)
-	}
-}
-
-func (li *lineInfo) fromRegexp(re *regexp.Regexp, m []string) {
-	for i, name := range re.SubexpNames() {
-		if name == "" || i >= len(m) || m[i] == "" {
-			continue
-		}
-		v, ok := parseNumber(m[i])
-		if !ok {
-			continue
-		}
-		name = strings.ToLower(name)
-		li.add(name, v)
+		return i + 1
 	}
 }

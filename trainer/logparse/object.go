@@ -1,6 +1,7 @@
 package logparse
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -8,37 +9,122 @@ import (
 // maxObjectDepth bounds nesting in objects: deeper values are skipped.
 const maxObjectDepth = 4
 
-// objectIn finds a JSON object or a Python dict repr in the line and returns
-// its numeric members, flattened with "/" ("train": {"loss": 1} is
-// train/loss) and lower-cased. It accepts what json.dumps and repr() print:
-// single or double quotes, True/False/None, NaN/Infinity/nan/inf and a
-// trailing comma. ok is false when the line holds no complete object.
-func objectIn(line string) (out []kv, ok bool) {
-	start := strings.IndexByte(line, '{')
-	if start < 0 || line[len(line)-1] != '}' {
-		return nil, false
+// maxObjectTries bounds the '{' positions tried as the start of an object.
+const maxObjectTries = 4
+
+// member is one number (or, for "name" and "value", one string) of an
+// object; its flattened lower-case name is arena[start:end].
+type member struct {
+	start, end int
+	value      float64
+	str        string // a string value; only kept for "name" and "value"
+	isStr      bool
+}
+
+// objectIn finds a JSON object or a Python dict repr that ends the line and
+// applies its members to li. It accepts what json.dumps and repr() print:
+// single or double quotes, True/False/None, NaN/Infinity/nan/inf, a trailing
+// comma, tensor(…) and np.float64(…) values. start is where the object
+// begins (text before it is a prefix such as "INFO" or "Epoch 1:"); ok is
+// false when the line ends with no complete object.
+func (p *Parser) objectIn(li *lineInfo, line string) (start int, ok bool) {
+	if line[len(line)-1] != '}' {
+		return 0, false
 	}
-	// A log prefix before the object is fine ("INFO {...}"), text after is not.
-	sc := objScanner{s: line, i: start}
-	if !sc.object("", 0, &out) {
-		return nil, false
+	off := 0
+	for try := 0; try < maxObjectTries; try++ {
+		i := strings.IndexByte(line[off:], '{')
+		if i < 0 {
+			return 0, false
+		}
+		start = off + i
+		sc := objScanner{s: line, i: start, path: p.path[:0], arena: p.arena[:0], members: p.members[:0]}
+		good := sc.object(0)
+		sc.space()
+		p.path, p.arena, p.members = sc.path, sc.arena, sc.members
+		if good && sc.i == len(line) {
+			p.applyObject(li, sc.arena, sc.members)
+			return start, true
+		}
+		off = start + 1
 	}
-	sc.space()
-	if sc.i != len(sc.s) {
-		return nil, false
+	return 0, false
+}
+
+// applyObject routes an object's members to progress and metrics.
+func (p *Parser) applyObject(li *lineInfo, arena []byte, members []member) {
+	named := false
+	for _, m := range members {
+		if m.isStr && string(arena[m.start:m.end]) == "name" {
+			b := appendLower(p.nameBuf[:0], strings.TrimSpace(m.str))
+			p.nameBuf = b
+			if validName(b) {
+				li.objName = p.intern(b)
+				named = true
+			}
+		}
 	}
-	return out, true
+	for _, m := range members {
+		name := arena[m.start:m.end]
+		if named && string(name) == "value" {
+			if m.isStr {
+				if v, ok := specialFloat(m.str); ok {
+					li.objValue, li.objHasV = v, true
+				}
+			} else {
+				li.objValue, li.objHasV = m.value, true
+			}
+			continue
+		}
+		if m.isStr {
+			continue
+		}
+		switch classify(name) {
+		case keyStep:
+			if m.value == math.Trunc(m.value) {
+				li.setAbsStep(m.value)
+			}
+		case keyEpoch:
+			li.setEpoch(m.value, false)
+		case keyTotalSteps:
+			li.setTotalSteps(m.value)
+		case keyTotalEpochs:
+			li.setTotalEpochs(m.value)
+		case keyBatch, keyIgnored:
+		default:
+			if validName(name) && !isTimestamp(string(name), m.value) {
+				p.addMetric(li, p.intern(name), m.value, false)
+			}
+		}
+	}
+}
+
+// specialFloat reads the strings `trainbot parse --json` writes for values
+// JSON has no number for: "NaN", "Inf", "-Inf" (and "Infinity", "nan"…).
+func specialFloat(s string) (float64, bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "nan", "+nan", "-nan":
+		return math.NaN(), true
+	case "inf", "+inf", "infinity", "+infinity":
+		return math.Inf(1), true
+	case "-inf", "-infinity":
+		return math.Inf(-1), true
+	}
+	return parseNumber(s)
 }
 
 type objScanner struct {
-	s string
-	i int
+	s       string
+	i       int
+	path    []byte // the current flattened name
+	arena   []byte // recorded names, append-only
+	members []member
 }
 
 func (sc *objScanner) space() {
 	for sc.i < len(sc.s) {
 		switch sc.s[sc.i] {
-		case ' ', '\t', '\n', '\r':
+		case ' ', '\t':
 			sc.i++
 		default:
 			return
@@ -53,12 +139,26 @@ func (sc *objScanner) peek() byte {
 	return 0
 }
 
-// object parses {...} at sc.i, appending numeric members under prefix.
-func (sc *objScanner) object(prefix string, depth int, out *[]kv) bool {
+// record keeps the current name with a number or a string.
+func (sc *objScanner) record(m member) {
+	if len(sc.path) == 0 || len(sc.members) >= 1024 {
+		return
+	}
+	m.start = len(sc.arena)
+	sc.arena = append(sc.arena, sc.path...)
+	m.end = len(sc.arena)
+	sc.members = append(sc.members, m)
+}
+
+// object parses {...} at sc.i; its keys are flattened under the current
+// path ("train": {"loss": 1} is train/loss).
+func (sc *objScanner) object(depth int) bool {
 	if sc.peek() != '{' {
 		return false
 	}
 	sc.i++
+	prefix := len(sc.path)
+	defer func() { sc.path = sc.path[:prefix] }()
 	for {
 		sc.space()
 		if sc.peek() == '}' {
@@ -75,11 +175,23 @@ func (sc *objScanner) object(prefix string, depth int, out *[]kv) bool {
 		}
 		sc.i++
 		sc.space()
-		name := strings.ToLower(strings.TrimSpace(key))
-		if prefix != "" {
-			name = prefix + "/" + name
+		// The name is prefix/key, lower-case, spaces as '_'.
+		sc.path = sc.path[:prefix]
+		if prefix > 0 {
+			sc.path = append(sc.path, '/')
 		}
-		if !sc.value(name, depth, out) {
+		key = strings.TrimSpace(key)
+		for k := 0; k < len(key); k++ {
+			c := key[k]
+			switch {
+			case c >= 'A' && c <= 'Z':
+				c += 'a' - 'A'
+			case c == ' ':
+				c = '_'
+			}
+			sc.path = append(sc.path, c)
+		}
+		if !sc.value(depth) {
 			return false
 		}
 		sc.space()
@@ -95,18 +207,23 @@ func (sc *objScanner) object(prefix string, depth int, out *[]kv) bool {
 	}
 }
 
-// value parses one value; numbers are appended under name.
-func (sc *objScanner) value(name string, depth int, out *[]kv) bool {
+// value parses one value, recorded under the current path.
+func (sc *objScanner) value(depth int) bool {
 	switch c := sc.peek(); {
 	case c == '{':
 		if depth+1 >= maxObjectDepth {
 			return sc.skipNested()
 		}
-		return sc.object(name, depth+1, out)
+		return sc.object(depth + 1)
 	case c == '[' || c == '(':
 		return sc.skipNested()
 	case c == '"' || c == '\'':
-		_, ok := sc.str()
+		v, ok := sc.str()
+		if ok && depth == 0 {
+			if n := string(sc.path); n == "name" || n == "value" {
+				sc.record(member{str: v, isStr: true})
+			}
+		}
 		return ok
 	default:
 		start := sc.i
@@ -115,30 +232,29 @@ func (sc *objScanner) value(name string, depth int, out *[]kv) bool {
 			if ch == ',' || ch == '}' || ch == ' ' || ch == '\t' {
 				break
 			}
-			if ch == '(' { // tensor(0.5) and friends
+			if ch == '(' { // tensor(0.5, device='cuda:0') and friends
 				if !sc.skipNested() {
 					return false
 				}
 				continue
 			}
+			if ch == '{' || ch == '[' || ch == '"' || ch == '\'' || ch == ':' {
+				return false
+			}
 			sc.i++
 		}
 		tok := sc.s[start:sc.i]
 		switch tok {
-		case "true", "false", "null", "True", "False", "None":
-			return true
 		case "":
 			return false
+		case "true", "false", "null", "True", "False", "None":
+			return true
 		}
-		if strings.HasPrefix(tok, "tensor(") && strings.HasSuffix(tok, ")") {
-			tok = tok[len("tensor(") : len(tok)-1]
-			if k := strings.IndexByte(tok, ','); k >= 0 {
-				tok = tok[:k]
-			}
+		if v, ok := parseNumber(tok); ok {
+			sc.record(member{value: v})
 		}
-		if v, ok := parseNumber(tok); ok && name != "" {
-			*out = append(*out, kv{name, v})
-		}
+		// A bare word that is not a number (an enum, device(type='cuda')) is
+		// not a metric, but the object is still an object.
 		return true
 	}
 }

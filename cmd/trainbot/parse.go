@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/trainbot/trainbot/trainer/logparse"
+)
+
+// pointJSON is one point of `trainbot parse --json`. Field names are a
+// contract. JSON has no NaN or infinity: such a value is the string "NaN",
+// "Inf" or "-Inf" (which TRAINBOT_METRICS_FILE reads back as the same value).
+type pointJSON struct {
+	Step  int64    `json:"step"`
+	Epoch *float64 `json:"epoch,omitempty"`
+	Name  string   `json:"name"`
+	Value any      `json:"value"`
+}
+
+// patternFlags collects repeated --pattern flags.
+type patternFlags []string
+
+func (p *patternFlags) String() string { return strings.Join(*p, " ") }
+
+func (p *patternFlags) Set(s string) error {
+	if _, err := logparse.CompilePattern(s); err != nil {
+		return err
+	}
+	*p = append(*p, s)
+	return nil
+}
+
+func cmdParse(ctx context.Context, args []string, e env) int {
+	fs := newFlags("parse", "[--json] [--pattern RE]… [FILE] < LOG", e)
+	asJSON := fs.Bool("json", false, `print one JSON object per point: {"step":100,"epoch":1,"name":"loss","value":0.6123}`)
+	var patterns patternFlags
+	fs.Var(&patterns, "pattern", "a Go regular expression (`RE`) with named groups, as in a job's patterns; repeatable")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 1 {
+		return usageError(fs, e, "unexpected argument %q", pos[1])
+	}
+	in := e.stdin
+	name := "standard input"
+	if len(pos) == 1 && pos[0] != "-" {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			return errorf(e, "%v", err)
+		}
+		defer f.Close()
+		in, name = f, pos[0]
+	}
+	p, err := logparse.New(patterns)
+	if err != nil { // checked by the flag already
+		return usageError(fs, e, "%v", err)
+	}
+	out := bufio.NewWriterSize(e.stdout, 64<<10)
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	type metricSummary struct {
+		count int
+		last  float64
+	}
+	metrics := map[string]*metricSummary{}
+	var order []string
+	points := 0
+	var writeErr error
+	lines, readErr := splitSegments(ctx, in, func(lineNo int, seg []byte) {
+		for _, pt := range p.Line(string(seg)) {
+			points++
+			m := metrics[pt.Name]
+			if m == nil {
+				m = &metricSummary{}
+				metrics[pt.Name] = m
+				order = append(order, pt.Name)
+			}
+			m.count++
+			m.last = pt.Value
+			if writeErr != nil {
+				continue
+			}
+			if *asJSON {
+				writeErr = enc.Encode(toPointJSON(pt))
+			} else {
+				epoch := ""
+				if pt.HasEpoch() {
+					epoch = "  epoch " + formatValue(pt.Epoch)
+				}
+				_, writeErr = fmt.Fprintf(out, "line %d  step %d%s  %s = %s\n", lineNo, pt.Step, epoch, pt.Name, formatValue(pt.Value))
+			}
+		}
+	})
+	if !*asJSON && writeErr == nil {
+		writeSummary(out, lines, points, order, func(n string) (int, float64) { return metrics[n].count, metrics[n].last }, p.Progress())
+	}
+	if err := out.Flush(); err != nil && writeErr == nil {
+		writeErr = err
+	}
+	switch {
+	case readErr != nil:
+		return errorf(e, "read %s: %v", name, readErr)
+	case writeErr != nil:
+		return errorf(e, "write: %v", writeErr)
+	}
+	if points == 0 {
+		fmt.Fprintf(e.stderr, "trainbot parse: no metrics in %d lines of %s; see \"Log formats\" in the README, or add --pattern with named groups, e.g. --pattern 'loss (?P<loss>\\S+)'\n", lines, name)
+	}
+	return exitOK
+}
+
+func toPointJSON(pt logparse.Point) pointJSON {
+	j := pointJSON{Step: pt.Step, Name: pt.Name, Value: pt.Value}
+	if pt.HasEpoch() {
+		ep := pt.Epoch
+		j.Epoch = &ep
+	}
+	if math.IsNaN(pt.Value) || math.IsInf(pt.Value, 0) {
+		j.Value = formatValue(pt.Value)
+	}
+	return j
+}
+
+// formatValue prints a value the shortest exact way, NaN, Inf or -Inf.
+func formatValue(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+func writeSummary(w io.Writer, lines, points int, names []string, stat func(string) (int, float64), pr logparse.Progress) {
+	fmt.Fprintf(w, "-- %d lines read, %d points found\n", lines, points)
+	if len(names) > 0 {
+		sorted := append([]string(nil), names...)
+		sort.Strings(sorted)
+		parts := make([]string, len(sorted))
+		for i, n := range sorted {
+			c, last := stat(n)
+			parts[i] = fmt.Sprintf("%s (%d, last %s)", n, c, formatValue(last))
+		}
+		fmt.Fprintf(w, "metrics: %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(w, "progress: %s\n", formatProgress(pr))
+}
+
+func formatProgress(pr logparse.Progress) string {
+	s := "step " + strconv.FormatInt(pr.Step, 10)
+	if pr.TotalSteps > 0 {
+		s += "/" + strconv.FormatInt(pr.TotalSteps, 10)
+	}
+	if !math.IsNaN(pr.Epoch) {
+		s += " · epoch " + formatValue(pr.Epoch)
+		if pr.TotalEpochs > 0 {
+			s += "/" + strconv.FormatInt(pr.TotalEpochs, 10)
+		}
+	} else if pr.TotalEpochs > 0 {
+		s += " · epochs " + strconv.FormatInt(pr.TotalEpochs, 10)
+	}
+	return s
+}
+
+// splitSegments reads r and calls fn for every segment between '\n' and
+// '\r', the way trainbot splits a running script's output, so progress bars
+// redrawn with '\r' parse the same. A segment longer than
+// logparse.MaxLineLen is cut there. It returns the number of lines ('\n'
+// plus a last unterminated one).
+func splitSegments(ctx context.Context, r io.Reader, fn func(lineNo int, seg []byte)) (int, error) {
+	buf := make([]byte, 64<<10)
+	var partial []byte
+	overlong := false
+	lineNo := 1
+	pending := false // the current line has bytes
+	emit := func() {
+		if len(partial) > 0 {
+			fn(lineNo, partial)
+		}
+		partial = partial[:0]
+		overlong = false
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return lineNo - 1, err
+		}
+		n, err := r.Read(buf)
+		chunk := buf[:n]
+		for len(chunk) > 0 {
+			i := indexLineEnd(chunk)
+			part := chunk
+			if i >= 0 {
+				part = chunk[:i]
+			}
+			if len(part) > 0 {
+				pending = true
+			}
+			if !overlong {
+				room := logparse.MaxLineLen - len(partial)
+				if len(part) > room {
+					part = part[:room]
+					overlong = true
+				}
+				partial = append(partial, part...)
+			}
+			if i < 0 {
+				break
+			}
+			emit()
+			if chunk[i] == '\n' {
+				lineNo++
+				pending = false
+			}
+			chunk = chunk[i+1:]
+		}
+		if errors.Is(err, io.EOF) {
+			emit()
+			if !pending {
+				return lineNo - 1, nil
+			}
+			return lineNo, nil
+		}
+		if err != nil {
+			return lineNo - 1, err
+		}
+	}
+}
+
+func indexLineEnd(p []byte) int {
+	for i, b := range p {
+		if b == '\n' || b == '\r' {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,93 @@
+package logparse
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+)
+
+// mixedLog is every testdata log, one after the other, repeated to about
+// 4 MB: progress bars, dicts, JSON, key=value and plain lines as they come.
+func mixedLog(b *testing.B) ([]byte, int) {
+	b.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "*.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sort.Strings(files)
+	var one bytes.Buffer
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		one.Write(data)
+	}
+	var log bytes.Buffer
+	for log.Len() < 4<<20 {
+		log.Write(one.Bytes())
+	}
+	lines := 0
+	sc := newSegmentScanner(log.Bytes())
+	for sc.Scan() {
+		lines++
+	}
+	return log.Bytes(), lines
+}
+
+// newSegmentScanner splits at '\n' and '\r' as trainbot's capture does.
+func newSegmentScanner(data []byte) *bufio.Scanner {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), MaxLineLen)
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
+			return i + 1, data[:i], nil
+		}
+		if atEOF && len(data) > 0 {
+			return len(data), data, nil
+		}
+		return 0, nil, nil
+	})
+	return sc
+}
+
+// BenchmarkSplitBaseline only splits the mixed log into lines and makes
+// each a string, as BenchmarkParse does before parsing: the floor it is
+// measured against (bench/logparse.sh prints the ratio).
+func BenchmarkSplitBaseline(b *testing.B) {
+	data, lines := mixedLog(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for i := 0; i < b.N; i++ {
+		sc := newSegmentScanner(data)
+		for sc.Scan() {
+			s := string(sc.Bytes())
+			n += len(s) & 1
+		}
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+	_ = n
+}
+
+// BenchmarkParse splits the mixed log and parses every line.
+func BenchmarkParse(b *testing.B) {
+	data, lines := mixedLog(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	points := 0
+	for i := 0; i < b.N; i++ {
+		p := &Parser{}
+		sc := newSegmentScanner(data)
+		for sc.Scan() {
+			points += len(p.Line(string(sc.Bytes())))
+		}
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+	b.ReportMetric(float64(points)/float64(b.N), "points/op")
+}
