@@ -111,7 +111,7 @@ func TestFormats(t *testing.T) {
 			want:  []string{"10 - lr=0.001", "10 - learning_rate=0.001", "10 - loss=1"}},
 		{name: "units, clocks and rates are not values",
 			lines: []string{"step 5: loss=0.5 time: 3s eta: 0:01:23 speed: 12ms/step mem: 3.1GB date: 2024-05-01 elapsed: 00:05"},
-			want:  []string{"5 1 loss=0.5"}},
+			want:  []string{"5 - loss=0.5"}},
 		{name: "counts are not metrics",
 			lines: []string{"Training finished: 300 steps, loaded: 60000 examples, throughput: 1,234.5 samples/s"},
 			want:  []string{"1 - throughput=1234.5"}},
