@@ -13,6 +13,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot"
 	"github.com/trainbot/trainbot/bot/console"
+	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -21,7 +22,7 @@ import (
 type botOptions struct {
 	dataDir   string
 	jobs      []*trainer.Job
-	smoothing float64
+	plotsConf config.PlotsConfig
 	logLevel  slog.Level
 	// console attaches the terminal chat to stdin/stdout.
 	console bool
@@ -35,6 +36,10 @@ type botOptions struct {
 // transports stop taking messages; the supervisor stops the active runs and
 // waits for them; the notifier delivers what is queued; the store is closed.
 func runBot(ctx context.Context, e env, o botOptions) int {
+	painter, err := newPainter(o.plotsConf)
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
 		return errorf(e, "data directory: %v", err)
 	}
@@ -72,7 +77,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	notifier := bot.NewNotifier(bot.NotifierOptions{Transports: transports, Always: always, Subscriptions: st, Logger: logger})
 	sup.Subscribe(notifier.OnEvent)
 	notifier.Start()
-	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: o.smoothing}
+	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: chartSmoothing(o.plotsConf), Plots: painter}
 
 	runCtx, stopTransports := context.WithCancel(ctx)
 	defer stopTransports()

@@ -99,7 +99,7 @@ func cmdConsole(ctx context.Context, args []string, e env) int {
 	}
 	level, _ := config.ParseLevel(cfg.LogLevel)
 	greet(e, len(jobs))
-	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, logLevel: level, console: true, exitAtEOF: true})
+	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, plotsConf: cfg.Plots, logLevel: level, console: true, exitAtEOF: true})
 }
 
 func cmdServe(ctx context.Context, args []string, e env) int {
@@ -125,7 +125,7 @@ func cmdServe(ctx context.Context, args []string, e env) int {
 		return reportConfig(e, err)
 	}
 	level, _ := config.ParseLevel(cfg.LogLevel)
-	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, logLevel: level, console: cfg.Console.Enabled})
+	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, plotsConf: cfg.Plots, logLevel: level, console: cfg.Console.Enabled})
 }
 
 func cmdCheck(ctx context.Context, args []string, e env) int {

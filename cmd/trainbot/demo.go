@@ -47,7 +47,7 @@ func cmdDemo(ctx context.Context, args []string, e env) int {
 	jobs = append([]*trainer.Job{DemoJob(e.exe, *steps, *pace)}, jobs...)
 	level, _ := config.ParseLevel(cfg.LogLevel)
 	greet(e, len(jobs))
-	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, logLevel: level, console: true, exitAtEOF: true})
+	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, plotsConf: cfg.Plots, logLevel: level, console: true, exitAtEOF: true})
 }
 
 func f64(v float64) *float64 { return &v }

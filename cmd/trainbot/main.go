@@ -62,7 +62,8 @@ func subcommands() []subcommand {
 		{name: "serve", summary: "run the bot with the transports of a config file", run: cmdServe},
 		{name: "check", summary: "validate a config file", run: cmdCheck},
 		{name: "runs", summary: "list runs, or show one: runs show ID", run: cmdRuns},
-		{name: "plot", summary: "draw a run's loss chart to a PNG file", run: cmdPlot},
+		{name: "plot", summary: "draw a run's loss, memory or utilisation chart to a PNG file", run: cmdPlot},
+		{name: "compare", summary: "compare runs: a table and their loss curves overlaid", run: cmdCompare},
 		{name: "version", summary: "print the version", run: cmdVersion},
 		{name: "demo-train", summary: "the demo training itself (run by trainbot as a child)", hidden: true, run: cmdDemoTrain},
 	}
