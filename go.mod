@@ -3,6 +3,7 @@ module github.com/trainbot/trainbot
 go 1.26.8
 
 require (
+	codeberg.org/go-fonts/liberation v0.5.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	golang.org/x/image v0.30.0
 	gonum.org/v1/plot v0.17.0
@@ -10,7 +11,6 @@ require (
 )
 
 require (
-	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect

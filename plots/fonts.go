@@ -275,10 +275,10 @@ func replaceMissing(face *sfnt.Font, buf *sfnt.Buffer, s string) string {
 // punctuation that word replacement leaves.
 func tidySpaces(s string) string {
 	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' }), " ")
-	for _, p := range []string{")", ",", ":", "]"} {
+	for _, p := range []string{")", ",", ":", "]", "="} {
 		s = strings.ReplaceAll(s, " "+p, p)
 	}
-	for _, p := range []string{"(", "["} {
+	for _, p := range []string{"(", "[", "="} {
 		s = strings.ReplaceAll(s, p+" ", p)
 	}
 	return strings.TrimFunc(s, unicode.IsSpace)

@@ -121,10 +121,15 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 	p := pt.newPlot(xlabel, ylabel)
 	if c.XTime {
 		p.X.Tick.Marker = durationTicks{want: 8}
+	} else {
+		p.X.Tick.Marker = numberTicks{want: 8, integer: true}
 	}
 	if logY {
-		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = logTicks{}
+		for i := range series {
+			series[i].raw = log10Y(series[i].raw)
+			series[i].sm = log10Y(series[i].sm)
+		}
 	}
 	var legend []legendEntry
 	var marks []float64
@@ -168,6 +173,15 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		kind = pt.bilingual(c.KindZH, c.KindEN)
 	}
 	return pt.render(frame{title: joinTitle(kind, c.Title), legend: legend, note: note, plots: []*plot.Plot{p}})
+}
+
+// log10Y maps Y to log10(Y) in place (min and max per column survive a
+// monotonic map).
+func log10Y(pts []XY) []XY {
+	for i := range pts {
+		pts[i].Y = math.Log10(pts[i].Y)
+	}
+	return pts
 }
 
 func joinTitle(kind, title string) string {

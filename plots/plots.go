@@ -21,6 +21,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"math"
 	"sync"
 
 	"gonum.org/v1/plot"
@@ -283,6 +284,10 @@ func (pt *Painter) render(f frame) ([]byte, error) {
 		l.draw(dc, vg.Point{X: indent, Y: top}, draw.XLeft, draw.YTop)
 		top -= l.height() + vg.Points(4)
 	}
+	for _, p := range f.plots {
+		widen(&p.X)
+		widen(&p.Y)
+	}
 	body := draw.Crop(dc, 0, 0, 0, top-dc.Max.Y-vg.Points(4))
 	switch len(f.plots) {
 	case 0:
@@ -300,6 +305,25 @@ func (pt *Painter) render(f frame) ([]byte, error) {
 		}
 	}
 	return encodePNG(c.Image())
+}
+
+// widen gives an axis whose data is (nearly) one value a range around it,
+// as gonum does only for exactly equal ends: a single point smoothed by
+// the EMA is off by one ulp, and ticks at a 1e-17 step are no use.
+func widen(a *plot.Axis) {
+	lo, hi := a.Min, a.Max
+	if !isFinite(lo) || !isFinite(hi) || hi < lo {
+		return
+	}
+	scale := math.Max(math.Abs(lo), math.Abs(hi))
+	if hi-lo > scale*1e-9 {
+		return
+	}
+	pad := scale * 0.05
+	if nt, ok := a.Tick.Marker.(numberTicks); pad == 0 || ok && nt.integer {
+		pad = math.Max(pad, 1)
+	}
+	a.Min, a.Max = lo-pad, hi+pad
 }
 
 var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &pngPool{}}

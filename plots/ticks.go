@@ -23,14 +23,17 @@ func niceTicks(min, max float64, want int, format func(v, step float64) string) 
 // stepTicks labels every multiple of step in [min, max] and puts minors-1
 // minor ticks between two labels.
 func stepTicks(min, max, step float64, minors int, format func(v, step float64) string) []plot.Tick {
-	var ticks []plot.Tick
 	first := math.Ceil(min/step - 1e-9)
 	last := math.Floor(max/step + 1e-9)
-	if last-first > 1000 { // a degenerate range: never loop for long
+	// A degenerate range (labels beyond float precision, or too many):
+	// label the ends only, and never loop for long.
+	if last-first > 1000 || math.Abs(first) > 1<<50 || math.Abs(last) > 1<<50 || step <= 0 {
 		return []plot.Tick{{Value: min, Label: format(min, max-min)}, {Value: max, Label: format(max, max-min)}}
 	}
+	var ticks []plot.Tick
 	minor := step / float64(minors)
-	for k := first - 1; k <= last; k++ {
+	for i := range int(last-first) + 2 {
+		k := first - 1 + float64(i)
 		v := k * step
 		if k >= first && v >= min-step*1e-9 && v <= max+step*1e-9 {
 			if math.Abs(v) < step*1e-9 {
@@ -62,10 +65,17 @@ func niceStep(raw float64) (float64, int) {
 	return 10 * mag, 5
 }
 
-// numberTicks labels plain numbers with SI suffixes: 12k, 1.5M, 0.25.
-type numberTicks struct{ want int }
+// numberTicks labels plain numbers with SI suffixes: 12k, 1.5M, 0.25;
+// integer axes (steps) get no tick between two integers.
+type numberTicks struct {
+	want    int
+	integer bool
+}
 
 func (t numberTicks) Ticks(min, max float64) []plot.Tick {
+	if t.integer && max > min && (max-min)/float64(t.want) < 1 {
+		return stepTicks(min, max, 1, 1, formatStep)
+	}
 	return niceTicks(min, max, t.want, formatStep)
 }
 
@@ -123,7 +133,7 @@ func FormatSI(v float64) string {
 	case a >= 1e-3:
 		return trimZeros(fmt.Sprintf("%.4f", v))
 	default:
-		return fmt.Sprintf("%.1e", v)
+		return strconv.FormatFloat(v, 'g', 2, 64)
 	}
 }
 
@@ -237,39 +247,46 @@ func FormatDuration(sec float64) string {
 	return out
 }
 
-// logTicks labels a log axis at 1, 2 and 5 times powers of ten (only the
-// powers when the range spans many decades).
+// logTicks labels an axis whose values are log10 of the data at 1, 2 and
+// 5 times powers of ten (only the powers when the range spans more than
+// four decades). Charts plot log10(y) on a linear axis rather than use
+// gonum's LogScale, which places the axis label's glyph box by the
+// arithmetic midpoint and so squeezes the plot.
 type logTicks struct{}
 
 func (logTicks) Ticks(min, max float64) []plot.Tick {
-	if min <= 0 || !(max > min) {
-		return numberTicks{want: 6}.Ticks(min, max)
+	if !(max > min) || max-min > 600 {
+		return []plot.Tick{{Value: min, Label: FormatSI(math.Pow(10, min))}}
 	}
-	lo := math.Floor(math.Log10(min))
-	hi := math.Ceil(math.Log10(max))
+	lo, hi := math.Floor(min), math.Ceil(max)
 	labels := []float64{1, 2, 5}
 	if hi-lo > 4 {
 		labels = []float64{1}
 	}
 	var ticks []plot.Tick
-	for e := lo; e <= hi && len(ticks) < 400; e++ {
-		p := math.Pow(10, e)
+	for e := lo; e <= hi; e++ {
 		for m := 1.0; m < 10; m++ {
-			v := m * p
-			if v < min*(1-1e-9) || v > max*(1+1e-9) {
+			v := e + math.Log10(m)
+			if v < min-1e-9 || v > max+1e-9 {
 				continue
 			}
 			t := plot.Tick{Value: v}
 			for _, l := range labels {
 				if m == l {
-					t.Label = FormatSI(v)
+					t.Label = FormatSI(math.Pow(10, e) * m)
 				}
 			}
 			ticks = append(ticks, t)
 		}
 	}
 	if countLabels(ticks) < 2 { // less than a decade: label linearly
-		return numberTicks{want: 6}.Ticks(min, max)
+		lin := numberTicks{want: 6}.Ticks(math.Pow(10, min), math.Pow(10, max))
+		ticks = ticks[:0]
+		for _, t := range lin {
+			if t.Value > 0 {
+				ticks = append(ticks, plot.Tick{Value: math.Log10(t.Value), Label: t.Label})
+			}
+		}
 	}
 	return ticks
 }
