@@ -174,6 +174,7 @@ func (pt *Painter) style(s string, size vg.Length, bold bool) (text.Style, strin
 // given axis labels; the title and legend are drawn above it by render.
 func (pt *Painter) newPlot(xlabel, ylabel string) *plot.Plot {
 	p := plot.New()
+	p.BackgroundColor = nil // the canvas starts white; filling it again through the rasterizer costs ms
 	p.TextHandler = text.Plain{Fonts: pt.fonts.cache}
 	// The legend and title are drawn by render; these styles only keep
 	// gonum away from fonts the cache does not have.

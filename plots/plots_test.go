@@ -99,15 +99,16 @@ func golden(t *testing.T, name string, b []byte) {
 		t.Fatalf("%v (run go test ./plots -update to create it)", err)
 	}
 	want := decode(t, data)
+	g, ok1 := got.(*image.RGBA)
+	w, ok2 := want.(*image.RGBA)
+	if !ok1 || !ok2 {
+		t.Fatalf("decoded %T and %T, want *image.RGBA", got, want)
+	}
 	differ := 0
-	for y := range Height {
-		for x := range Width {
-			r1, g1, b1, _ := got.At(x, y).RGBA()
-			r2, g2, b2, _ := want.At(x, y).RGBA()
-			d := max(absDiff(r1, r2), absDiff(g1, g2), absDiff(b1, b2)) >> 8
-			if d > 64 {
-				differ++
-			}
+	for i := 0; i+3 < len(g.Pix) && i+3 < len(w.Pix); i += 4 {
+		d := max(absDiff(g.Pix[i], w.Pix[i]), absDiff(g.Pix[i+1], w.Pix[i+1]), absDiff(g.Pix[i+2], w.Pix[i+2]))
+		if d > 64 {
+			differ++
 		}
 	}
 	if limit := Width * Height * 15 / 10000; differ > limit {
@@ -117,7 +118,7 @@ func golden(t *testing.T, name string, b []byte) {
 	}
 }
 
-func absDiff(a, b uint32) uint32 {
+func absDiff(a, b uint8) uint8 {
 	if a > b {
 		return a - b
 	}
@@ -251,37 +252,43 @@ func TestNoData(t *testing.T) {
 }
 
 // TestSmallAndOdd draws series that are short, flat, unsorted, constant in
-// X, or mixed with NaN: each gives a PNG of the promised size.
+// X, or mixed with NaN: each gives a PNG of the promised size. (Under
+// -race a chart costs about a second of CPU, so the series that need no
+// axis of their own share one chart.)
 func TestSmallAndOdd(t *testing.T) {
 	p := painter(t, FontNone)
-	cases := map[string][]XY{
-		"one point":       {{5, 0.3}},
-		"two points":      {{0, 1}, {1, 0.5}},
-		"flat":            {{0, 1}, {1, 1}, {2, 1}},
-		"same step":       {{3, 1}, {3, 2}, {3, 0.5}},
-		"unsorted":        {{3, 1}, {1, 2}, {2, 0.5}, {0, 3}},
-		"NaN first":       {{0, math.NaN()}, {1, 1}, {2, 0.9}},
-		"negative":        {{0, -1}, {1, -2}, {2, -2.5}},
-		"huge":            {{0, 1e300}, {1, 1e301}},
-		"tiny":            {{0, 1e-12}, {1, 2e-12}, {2, 1.5e-12}},
-		"zero and growth": {{0, 0}, {1, 1000}, {2, 1e6}},
+	cases := []struct {
+		name  string
+		xTime bool
+		s     []Series
+	}{
+		{"one point", false, []Series{{Name: "loss", Points: []XY{{5, 0.3}}}}},
+		{"same step", true, []Series{{Name: "loss", Points: []XY{{3, 1}, {3, 2}, {3, 0.5}}}}},
+		{"flat", false, []Series{{Name: "loss", Points: []XY{{0, 1}, {1, 1}, {2, 1}}}}},
+		{"huge", true, []Series{{Name: "loss", Points: []XY{{0, 1e300}, {1, 1e301}}}}},
+		{"tiny", false, []Series{{Name: "loss", Points: []XY{{0, 1e-12}, {1, 2e-12}, {2, 1.5e-12}}}}},
+		{"zero and growth", false, []Series{{Name: "loss", Points: []XY{{0, 0}, {1, 1000}, {2, 1e6}}}}},
+		{"mixed", false, []Series{
+			{Name: "two points", Points: []XY{{0, 1}, {1, 0.5}}},
+			{Name: "unsorted", Points: []XY{{3, 1}, {1, 2}, {2, 0.5}, {0, 3}}},
+			{Name: "NaN first", Points: []XY{{0, math.NaN()}, {1, 1}, {2, 0.9}}},
+			{Name: "negative", Points: []XY{{0, -1}, {1, -2}, {2, -2.5}}},
+		}},
 	}
-	for name, pts := range cases {
-		t.Run(name, func(t *testing.T) {
-			for _, xTime := range []bool{false, true} {
-				b, err := p.Loss(LossChart{Title: name, XTime: xTime, Smoothing: 0.6, Series: []Series{{Name: "loss", Points: pts}}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				decode(t, b)
-			}
-			b, err := p.Memory(MemoryChart{Title: name, GPU: pts, Host: pts})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := p.Loss(LossChart{Title: c.name, XTime: c.xTime, Smoothing: 0.6, Series: c.s})
 			if err != nil {
 				t.Fatal(err)
 			}
 			decode(t, b)
 		})
 	}
+	b, err := p.Memory(MemoryChart{Title: "one sample", GPU: []XY{{0, 1 << 30}}, Host: []XY{{0, 1 << 29}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode(t, b)
 }
 
 func TestDownsampleKeepsMinMaxPerColumn(t *testing.T) {
@@ -534,5 +541,25 @@ func BenchmarkLoss(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestConcurrent draws from several goroutines with one Painter (the bot
+// answers chats concurrently); run with -race.
+func TestConcurrent(t *testing.T) {
+	p := Default()
+	pts := noisyLoss(5000, 9, 0.05)
+	errs := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			title := "并发 · run #" + FormatSI(float64(i))
+			_, err := p.Loss(LossChart{Title: title, Smoothing: 0.6, Series: []Series{{Name: "loss", Points: pts}}})
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
