@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -86,15 +88,19 @@ type Router struct {
 	History History
 	Access  Access
 	Logger  *slog.Logger
-	// Smoothing is the EMA weight of loss charts (plots.DefaultSmoothing when 0).
+	// Smoothing is the EMA weight of loss charts: plots.DefaultSmoothing
+	// when 0, no smoothed line when negative.
 	Smoothing float64
+	// Plots draws the charts; plots.Default() when nil.
+	Plots *plots.Painter
+	// Charts is where charts read samples and series; the History when
+	// nil (the store is both).
+	Charts ChartData
 	// ConfirmStop, for a transport name, makes 停止 ask for confirmation with
 	// buttons before stopping (transports with buttons).
 	ConfirmStop map[string]bool
 	// GPU answers 显卡 when set; without it the command says so.
 	GPU func(ctx context.Context) Reply
-	// Compare answers 对比 when set; without it the command says so.
-	Compare func(ctx context.Context, runs []*trainer.Run) Reply
 }
 
 // maxText is the longest message the router reads.
@@ -447,24 +453,90 @@ func (r *Router) pickRun(ctx context.Context, id int64) (*trainer.Run, string) {
 	return run, ""
 }
 
+// charts returns the chart maker, or nil when the history cannot give
+// series and samples.
+func (r *Router) charts() *Charts {
+	data := r.Charts
+	if data == nil {
+		data, _ = r.History.(ChartData)
+	}
+	if data == nil {
+		return nil
+	}
+	return &Charts{Data: data, Painter: r.Plots, Smoothing: r.Smoothing}
+}
+
+// chartWord reads the words 画图 and 对比 take besides run ids and a
+// metric: a chart kind, or the X axis.
+func chartWord(w string) (kind string, xTime, ok bool) {
+	switch strings.ToLower(w) {
+	case "memory", "mem", "显存", "内存":
+		return KindMemory, false, true
+	case "util", "gpu", "utilisation", "utilization", "利用率", "显卡", "温度":
+		return KindUtil, false, true
+	case "time", "时间":
+		return "", true, true
+	case "step", "steps", "步数":
+		return "", false, true
+	}
+	return "", false, false
+}
+
+// plot answers 画图 [run] [metric | memory | util] [time]: by default the
+// loss chart and the memory chart of the run.
 func (r *Router) plot(ctx context.Context, args []string) Reply {
 	id, rest, err := runArg(args)
 	if err != nil {
 		return Reply{Text: err.Error()}
 	}
+	var kind, metric string
+	var xTime bool
+	for _, a := range rest {
+		k, t, ok := chartWord(a)
+		switch {
+		case ok:
+			kind = cmp.Or(k, kind)
+			xTime = xTime || t
+		case metric == "":
+			metric = a
+		default:
+			return Reply{Text: fmt.Sprintf("画图 takes a run, a metric and memory, util or time, e.g. 画图 12 val_loss; %q is one word too many.", a)}
+		}
+	}
 	run, msg := r.pickRun(ctx, id)
 	if run == nil {
 		return Reply{Text: msg}
 	}
-	metric := ""
-	if len(rest) > 0 {
-		metric = strings.ToLower(rest[0])
+	ch := r.charts()
+	if ch == nil {
+		return Reply{Text: "Charts are not available: the history cannot give series.", RunID: run.ID}
 	}
-	png, caption, err := RunChart(ctx, r.History, run, metric, r.Smoothing)
-	if err != nil {
-		return Reply{Text: err.Error(), RunID: run.ID}
+	var imgs []Image
+	var notes []string
+	add := func(img Image, err error) {
+		if err != nil {
+			notes = append(notes, err.Error())
+			return
+		}
+		imgs = append(imgs, img)
 	}
-	return Reply{Images: []Image{{Name: fmt.Sprintf("run-%d-loss.png", run.ID), PNG: png, Caption: caption}}, RunID: run.ID}
+	switch {
+	case kind == KindMemory:
+		add(ch.Memory(ctx, run))
+	case kind == KindUtil:
+		add(ch.Device(ctx, run))
+	case metric != "":
+		add(ch.Loss(ctx, run, LossOptions{Metric: metric, XTime: xTime}))
+	default:
+		add(ch.Loss(ctx, run, LossOptions{XTime: xTime}))
+		img, err := ch.Memory(ctx, run)
+		if err == nil {
+			imgs = append(imgs, img)
+		} else if !errors.Is(err, ErrNoSamples) || len(imgs) == 0 {
+			notes = append(notes, err.Error())
+		}
+	}
+	return Reply{Text: strings.Join(notes, "\n"), Images: imgs, RunID: run.ID}
 }
 
 func (r *Router) logTail(ctx context.Context, args []string) Reply {
@@ -526,24 +598,53 @@ func (r *Router) runs(ctx context.Context, args []string) Reply {
 	return Reply{Text: strings.TrimRight(b.String(), "\n")}
 }
 
+// maxCompare is the most runs 对比 overlays (one colour each).
+const maxCompare = 8
+
+// compare answers 对比 A B [C D…] [metric] [time]: the runs' curves
+// overlaid and a table with ratios against the first run.
 func (r *Router) compare(ctx context.Context, args []string) Reply {
-	if len(args) < 2 {
+	var runs []*trainer.Run
+	metric := ""
+	xTime := false
+	for _, a := range args {
+		if id, err := strconv.ParseInt(strings.TrimPrefix(a, "#"), 10, 64); err == nil {
+			if id <= 0 {
+				return Reply{Text: fmt.Sprintf("%q is not a run id.", a)}
+			}
+			run, err := r.History.Run(ctx, id)
+			if err != nil {
+				return Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
+			}
+			runs = append(runs, run)
+			continue
+		}
+		if _, t, ok := chartWord(a); ok {
+			xTime = xTime || t
+			continue
+		}
+		if metric != "" {
+			return Reply{Text: fmt.Sprintf("对比 takes run ids and one metric, e.g. 对比 12 13 val_loss; %q is one word too many.", a)}
+		}
+		metric = a
+	}
+	if len(runs) < 2 {
 		return Reply{Text: "对比 takes two or more run ids, e.g. 对比 12 13."}
 	}
-	var runs []*trainer.Run
-	for _, a := range args {
-		id, err := strconv.ParseInt(strings.TrimPrefix(a, "#"), 10, 64)
-		if err != nil || id <= 0 {
-			return Reply{Text: fmt.Sprintf("%q is not a run id.", a)}
-		}
-		run, err := r.History.Run(ctx, id)
-		if err != nil {
-			return Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
-		}
-		runs = append(runs, run)
+	if len(runs) > maxCompare {
+		return Reply{Text: fmt.Sprintf("对比 compares at most %d runs at once.", maxCompare)}
 	}
-	if r.Compare != nil {
-		return r.Compare(ctx, runs)
+	ch := r.charts()
+	if ch == nil {
+		return Reply{Text: "Comparisons are not available: the history cannot give series."}
 	}
-	return Reply{Text: "对比 (/compare) is not available in this version yet: comparison charts are still being built."}
+	img, text, err := ch.Compare(ctx, runs, LossOptions{Metric: metric, XTime: xTime})
+	if err != nil {
+		return Reply{Text: err.Error()}
+	}
+	reply := Reply{Text: text}
+	if img.PNG != nil {
+		reply.Images = []Image{img}
+	}
+	return reply
 }

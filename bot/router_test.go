@@ -194,7 +194,8 @@ func TestNoRunYet(t *testing.T) {
 	mustContain(t, e.say(operator, "历史"), "No run yet")
 	mustContain(t, e.say(operator, "任务"), "train", "steps: int")
 	mustContain(t, e.say(operator, "显卡"), "not available")
-	mustContain(t, e.say(operator, "对比 1"), "two or more")
+	mustContain(t, e.say(operator, "对比"), "two or more")
+	mustContain(t, e.say(operator, "对比 1"), "no run #1")
 }
 
 func TestSubscribeAndMute(t *testing.T) {

@@ -47,10 +47,15 @@ type ConsoleConfig struct {
 	Enabled bool `toml:"enabled"`
 }
 
-// PlotsConfig tunes charts.
+// PlotsConfig tunes charts (validated in plots.go).
 type PlotsConfig struct {
-	// Smoothing is the EMA weight of the smoothed loss line, in [0, 1).
+	// Smoothing is the EMA weight of the smoothed loss line, in [0, 1);
+	// 0 draws the raw line only.
 	Smoothing float64 `toml:"smoothing"`
+	// Font is a TTF/OTF/TTC/OTC file with Chinese glyphs for chart titles
+	// and legends. "" looks in the usual Debian paths (fonts-noto-cjk,
+	// fonts-wqy-zenhei, …); "none" draws Chinese labels in English.
+	Font string `toml:"font"`
 }
 
 // JobConfig is one [[jobs]] entry.
@@ -267,9 +272,7 @@ func (c *Config) Validate() error {
 	if _, err := ParseLevel(c.LogLevel); err != nil {
 		add(c.errorAt("log_level", "%v", err))
 	}
-	if c.Plots.Smoothing < 0 || c.Plots.Smoothing >= 1 {
-		add(c.errorAt("plots.smoothing", "want a number in [0, 1), got %g", c.Plots.Smoothing))
-	}
+	errs = append(errs, c.validatePlots()...)
 	errs = append(errs, c.validateGPU()...)
 	errs = append(errs, c.validateTelegram()...)
 	seen := map[string]int{}

@@ -1,23 +1,32 @@
 // Package plots draws trainbot's charts with gonum.org/v1/plot and returns
 // them as PNG bytes, sized and lettered to be read on a phone (1280x800,
-// large fonts).
+// large fonts, SI and binary units on the axes, the legend above the data
+// so it never hides it).
 //
-// Every series is reduced to its minimum and maximum per pixel column before
-// drawing (Downsample): a million-point loss curve draws as a few thousand
-// points and looks the same.
+// Every series is reduced to its first, last, lowest and highest point per
+// pixel column before drawing (Downsample), and lines are painted one
+// vertical span per pixel column: a million-point loss curve draws in tens
+// of milliseconds and looks the same as the full line.
+//
+// A Painter holds the fonts: the embedded Liberation Sans, and a CJK font
+// (configured, or found in the usual Debian paths) for Chinese titles and
+// legends. Without one, Chinese labels are replaced by English ones
+// instead of being drawn as empty boxes.
 package plots
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"image"
 	"image/color"
+	"image/png"
 	"math"
-	"strings"
+	"sync"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -40,245 +49,298 @@ type XY struct{ X, Y float64 }
 type Series struct {
 	Name   string
 	Points []XY // in increasing X
-}
-
-// LossChart describes a loss chart.
-type LossChart struct {
-	Title  string
-	XLabel string // "step" when empty
-	YLabel string // "loss" when empty
-	Series []Series
-	// Smoothing is TensorBoard's exponential moving average weight in [0, 1);
-	// each series is drawn raw (thin, light) and smoothed (bold). 0 draws
-	// the raw line only.
-	Smoothing float64
+	// Color is the line's colour; nil picks the next one of the palette.
+	Color color.Color
 }
 
 // DefaultSmoothing is TensorBoard's default.
 const DefaultSmoothing = 0.6
 
-// palette is colour-blind friendly (Okabe–Ito).
-var palette = []color.RGBA{
+// Palette is colour-blind friendly (Okabe–Ito); charts use its colours in
+// order, so the first series of every chart is blue, the second vermillion.
+var Palette = []color.RGBA{
 	{0, 114, 178, 255},   // blue
 	{213, 94, 0, 255},    // vermillion
 	{0, 158, 115, 255},   // green
 	{204, 121, 167, 255}, // purple
 	{230, 159, 0, 255},   // orange
 	{86, 180, 233, 255},  // sky
-	{240, 228, 66, 255},  // yellow
 	{0, 0, 0, 255},       // black
+	{240, 228, 66, 255},  // yellow
 }
 
-func lighter(c color.RGBA) color.RGBA {
-	mix := func(v uint8) uint8 { return uint8(float64(v) + (255-float64(v))*0.6) }
+var (
+	colGrey  = color.RGBA{110, 110, 110, 255}
+	colAlert = color.RGBA{200, 0, 0, 255}
+	colGrid  = color.RGBA{225, 225, 225, 255}
+)
+
+func toRGBA(c color.Color, i int) color.RGBA {
+	if c == nil {
+		return Palette[i%len(Palette)]
+	}
+	r, g, b, a := c.RGBA()
+	return color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), uint8(a >> 8)}
+}
+
+// lighter mixes a colour with white.
+func lighter(c color.RGBA, amount float64) color.RGBA {
+	mix := func(v uint8) uint8 { return uint8(float64(v) + (255-float64(v))*amount + 0.5) }
 	return color.RGBA{mix(c.R), mix(c.G), mix(c.B), 255}
 }
 
-// Loss draws loss curves: each series raw and EMA-smoothed.
-func Loss(c LossChart) ([]byte, error) {
-	p := newPlot(c.Title, def(c.XLabel, "step"), def(c.YLabel, "loss"))
-	drawn := 0
-	for i, s := range c.Series {
-		pts := finite(s.Points)
-		if len(pts) == 0 {
-			continue
-		}
-		col := palette[i%len(palette)]
-		raw := Downsample(pts, Width)
-		if c.Smoothing > 0 {
-			l, err := line(raw, lighter(col), 1.2)
-			if err != nil {
-				return nil, err
-			}
-			p.Add(l)
-			sm, err := line(Downsample(EMA(pts, c.Smoothing), Width), col, 3)
-			if err != nil {
-				return nil, err
-			}
-			p.Add(sm)
-			p.Legend.Add(fmt.Sprintf("%s (smoothed %.2g)", s.Name, c.Smoothing), sm)
-		} else {
-			l, err := line(raw, col, 2.5)
-			if err != nil {
-				return nil, err
-			}
-			p.Add(l)
-			p.Legend.Add(s.Name, l)
-		}
-		drawn++
-	}
-	if drawn == 0 {
-		return nil, ErrNoData
-	}
-	p.Add(plotter.NewGrid())
-	return render(p)
+// Font sizes, in points at 96 dpi on a 1280-pixel-wide image: on a phone
+// the image is shown about 400 points wide, so these read like 7–8 points.
+const (
+	sizeTitle  = 26
+	sizeLabel  = 21
+	sizeTick   = 19
+	sizeLegend = 19
+	sizeNote   = 17
+)
+
+// Options configure a Painter.
+type Options struct {
+	// Font is a TTF, OTF, TTC or OTC file with Chinese glyphs. "" looks in
+	// CJKFontPaths; FontNone uses none.
+	Font string
 }
 
-func def(s, d string) string {
-	if strings.TrimSpace(s) == "" {
-		return d
-	}
-	return s
+// Painter draws charts. It is safe for concurrent use.
+type Painter struct {
+	fonts *fonts
 }
 
-func finite(pts []XY) []XY {
-	out := pts[:0:0]
-	for _, p := range pts {
-		if !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) && !math.IsNaN(p.X) && !math.IsInf(p.X, 0) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// EMA smooths a series the way TensorBoard does (debiased exponential
-// moving average with the given weight).
-func EMA(pts []XY, weight float64) []XY {
-	out := make([]XY, len(pts))
-	last, n := 0.0, 0.0
-	for i, p := range pts {
-		last = last*weight + (1-weight)*p.Y
-		n = n*weight + (1 - weight)
-		out[i] = XY{p.X, last / n}
-	}
-	return out
-}
-
-// Downsample keeps, for each of about columns equal-width X buckets, the
-// first point and the points with the minimum and maximum Y, in X order, so
-// the drawn line has the same envelope. Series of at most 2*columns points
-// are returned unchanged.
-func Downsample(pts []XY, columns int) []XY {
-	if columns < 1 || len(pts) <= 2*columns {
-		return pts
-	}
-	x0, x1 := pts[0].X, pts[len(pts)-1].X
-	if !(x1 > x0) {
-		return pts
-	}
-	width := (x1 - x0) / float64(columns)
-	out := make([]XY, 0, 3*columns+1)
-	i := 0
-	for i < len(pts) {
-		bucket := int((pts[i].X - x0) / width)
-		first, lo, hi := i, i, i
-		j := i + 1
-		for j < len(pts) && int((pts[j].X-x0)/width) == bucket {
-			if pts[j].Y < pts[lo].Y {
-				lo = j
-			}
-			if pts[j].Y > pts[hi].Y {
-				hi = j
-			}
-			j++
-		}
-		last := j - 1
-		for _, k := range sortedUnique(first, lo, hi, last) {
-			out = append(out, pts[k])
-		}
-		i = j
-	}
-	return out
-}
-
-func sortedUnique(a ...int) []int {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
-	out := a[:0]
-	for i, v := range a {
-		if i == 0 || v != a[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func line(pts []XY, c color.Color, width vg.Length) (*plotter.Line, error) {
-	xys := make(plotter.XYs, len(pts))
-	for i, p := range pts {
-		xys[i].X, xys[i].Y = p.X, p.Y
-	}
-	l, err := plotter.NewLine(xys)
+// New returns a Painter. It fails only when a configured font cannot be
+// read or draws no Chinese.
+func New(o Options) (*Painter, error) {
+	f, err := loadFonts(o.Font)
 	if err != nil {
 		return nil, err
 	}
-	l.Color = c
-	l.Width = width
-	return l, nil
+	return &Painter{fonts: f}, nil
 }
 
-// newPlot returns a plot with phone-sized fonts.
-func newPlot(title, xlabel, ylabel string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.Title.TextStyle.Font = font.From(plot.DefaultFont, 22)
-	p.Title.Padding = vg.Points(8)
-	p.X.Label.Text = xlabel
-	p.Y.Label.Text = ylabel
-	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
-		ax.Label.TextStyle.Font = font.From(plot.DefaultFont, 18)
-		ax.Tick.Label.Font = font.From(plot.DefaultFont, 15)
-		ax.LineStyle.Width = vg.Points(1)
+var defaultPainter = sync.OnceValue(func() *Painter {
+	p, err := New(Options{})
+	if err != nil { // only a configured font can fail
+		panic(err)
 	}
-	p.X.Tick.Marker = siTicks{}
-	p.Y.Tick.Marker = siTicks{}
-	p.Legend.TextStyle.Font = font.From(plot.DefaultFont, 16)
-	p.Legend.Top = true
+	return p
+})
+
+// Default returns a Painter that uses the first CJK font of CJKFontPaths,
+// if any. It is made once.
+func Default() *Painter { return defaultPainter() }
+
+// CJK returns the CJK font file in use and its name, or "" when Chinese is
+// replaced by English.
+func (pt *Painter) CJK() (path, name string) {
+	if pt == nil || pt.fonts.cjk == nil {
+		return "", ""
+	}
+	return pt.fonts.cjkPath, pt.fonts.cjkName
+}
+
+// Label returns s as a chart will draw it: itself, or with Chinese
+// replaced by English when no font can draw it.
+func (pt *Painter) Label(s string) string {
+	_, out := pt.fonts.text(s, sizeLegend, false)
+	return out
+}
+
+// bilingual is a chart's own wording: Chinese and English when a CJK font
+// is there, English alone otherwise.
+func (pt *Painter) bilingual(zh, en string) string {
+	if pt.fonts.cjk == nil {
+		return en
+	}
+	return zh + " " + en
+}
+
+// style returns a text style for s, and s as it will be drawn.
+func (pt *Painter) style(s string, size vg.Length, bold bool) (text.Style, string) {
+	fnt, out := pt.fonts.text(s, size, bold)
+	return text.Style{
+		Color:   color.Black,
+		Font:    fnt,
+		XAlign:  draw.XLeft,
+		YAlign:  draw.YBottom,
+		Handler: text.Plain{Fonts: pt.fonts.cache},
+	}, out
+}
+
+// newPlot returns a plot with phone-sized fonts, a light grid and the
+// given axis labels; the title and legend are drawn above it by render.
+func (pt *Painter) newPlot(xlabel, ylabel string) *plot.Plot {
+	p := plot.New()
+	p.BackgroundColor = nil // the canvas starts white; filling it again through the rasterizer costs ms
+	p.TextHandler = text.Plain{Fonts: pt.fonts.cache}
+	// The legend and title are drawn by render; these styles only keep
+	// gonum away from fonts the cache does not have.
+	p.Legend.TextStyle, _ = pt.style("", sizeLegend, false)
+	p.Title.TextStyle, _ = pt.style("", sizeTitle, true)
+	var s text.Style
+	s, p.X.Label.Text = pt.style(xlabel, sizeLabel, false)
+	p.X.Label.TextStyle = s
+	p.X.Label.Padding = vg.Points(4)
+	s, p.Y.Label.Text = pt.style(ylabel, sizeLabel, false)
+	p.Y.Label.TextStyle = s
+	p.Y.Label.TextStyle.XAlign = draw.XCenter
+	p.Y.Label.TextStyle.YAlign = draw.YBottom
+	p.X.Label.TextStyle.XAlign = draw.XCenter
+	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
+		tick, _ := pt.style("0", sizeTick, false)
+		tick.Color = color.RGBA{40, 40, 40, 255}
+		ax.Tick.Label = tick
+		ax.LineStyle.Width = vg.Points(1)
+		ax.Tick.LineStyle.Width = vg.Points(1)
+		ax.Tick.Length = vg.Points(6)
+		ax.Padding = vg.Points(2)
+	}
+	p.X.Tick.Label.XAlign = draw.XCenter
+	p.X.Tick.Label.YAlign = draw.YTop
+	p.Y.Tick.Label.XAlign = draw.XRight
+	p.Y.Tick.Label.YAlign = draw.YCenter
+	p.X.Tick.Marker = numberTicks{want: 8}
+	p.Y.Tick.Marker = numberTicks{want: 6}
+	grid := plotter.NewGrid()
+	grid.Vertical.Color, grid.Horizontal.Color = colGrid, colGrid
+	grid.Vertical.Width, grid.Horizontal.Width = vg.Points(1), vg.Points(1)
+	p.Add(grid)
 	return p
 }
 
-// siTicks labels ticks with SI suffixes: 12k, 1.5M.
-type siTicks struct{}
-
-func (siTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = FormatSI(ticks[i].Value)
-		}
-	}
-	return ticks
+// legendEntry is one item of the legend row above the chart.
+type legendEntry struct {
+	label string
+	line  *draw.LineStyle  // a line sample, or
+	glyph *draw.GlyphStyle // a mark
 }
 
-// FormatSI prints a number compactly: 950, 12k, 1.5M, 0.25, 3e-05.
-func FormatSI(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case v == 0:
-		return "0"
-	case a >= 1e9:
-		return trimZeros(fmt.Sprintf("%.2f", v/1e9)) + "G"
-	case a >= 1e6:
-		return trimZeros(fmt.Sprintf("%.2f", v/1e6)) + "M"
-	case a >= 1e4:
-		return trimZeros(fmt.Sprintf("%.1f", v/1e3)) + "k"
-	case a >= 1:
-		return trimZeros(fmt.Sprintf("%.2f", v))
-	case a >= 1e-3:
-		return trimZeros(fmt.Sprintf("%.4f", v))
-	default:
-		return fmt.Sprintf("%.0e", v)
-	}
+func lineEntry(label string, c color.Color, width vg.Length, dashes ...vg.Length) legendEntry {
+	return legendEntry{label: label, line: &draw.LineStyle{Color: c, Width: width, Dashes: dashes}}
 }
 
-func trimZeros(s string) string {
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
+// frame is a whole chart: a title, a legend and one or more plots stacked
+// top to bottom, and an optional note under the legend.
+type frame struct {
+	title  string
+	legend []legendEntry
+	note   string
+	plots  []*plot.Plot
 }
 
-// render draws the plot into a Width x Height PNG.
-func render(p *plot.Plot) ([]byte, error) {
+// render draws the frame into a Width x Height PNG.
+func (pt *Painter) render(f frame) ([]byte, error) {
 	w := vg.Length(Width) * vg.Inch / dpi
 	h := vg.Length(Height) * vg.Inch / dpi
 	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi))
-	p.Draw(draw.New(c))
+	dc := draw.New(c)
+	margin := vg.Points(12)
+	dc = draw.Crop(dc, margin, -margin, margin/2, -margin/2)
+	top := dc.Max.Y
+
+	// Title, shrunk to fit the width.
+	if f.title != "" {
+		size := vg.Length(sizeTitle)
+		l := pt.line(f.title, size, true, color.Black)
+		for l.width > dc.Size().X && size > 14 {
+			size--
+			l = pt.line(f.title, size, true, color.Black)
+		}
+		l.draw(dc, vg.Point{X: dc.Center().X, Y: top}, draw.XCenter, draw.YTop)
+		top -= l.height() + vg.Points(6)
+	}
+	// Legend: entries in rows, left to right, wrapped at the width.
+	indent := dc.Min.X + vg.Points(50)
+	if len(f.legend) > 0 {
+		sample := vg.Points(34)
+		gap := vg.Points(22)
+		rowH := vg.Length(0)
+		x := indent
+		for _, e := range f.legend {
+			l := pt.line(e.label, sizeLegend, false, color.Black)
+			ew := sample + vg.Points(8) + l.width
+			if x+ew > dc.Max.X && x > indent {
+				x = indent
+				top -= rowH + vg.Points(4)
+				rowH = 0
+			}
+			rowH = max(rowH, l.height())
+			mid := top - l.height()/2
+			switch {
+			case e.line != nil:
+				dc.StrokeLine2(*e.line, x, mid, x+sample, mid)
+			case e.glyph != nil:
+				dc.DrawGlyph(*e.glyph, vg.Point{X: x + sample/2, Y: mid})
+			}
+			l.draw(dc, vg.Point{X: x + sample + vg.Points(8), Y: mid}, draw.XLeft, draw.YCenter)
+			x += ew + gap
+		}
+		top -= rowH + vg.Points(6)
+	}
+	if f.note != "" {
+		l := pt.line(f.note, sizeNote, false, colGrey)
+		l.draw(dc, vg.Point{X: indent, Y: top}, draw.XLeft, draw.YTop)
+		top -= l.height() + vg.Points(4)
+	}
+	for _, p := range f.plots {
+		widen(&p.X)
+		widen(&p.Y)
+	}
+	body := draw.Crop(dc, 0, 0, 0, top-dc.Max.Y-vg.Points(4))
+	switch len(f.plots) {
+	case 0:
+	case 1:
+		f.plots[0].Draw(body)
+	default:
+		tiles := draw.Tiles{Rows: len(f.plots), Cols: 1, PadY: vg.Points(16)}
+		grid := make([][]*plot.Plot, len(f.plots))
+		for i, p := range f.plots {
+			grid[i] = []*plot.Plot{p}
+		}
+		canvases := plot.Align(grid, tiles, body)
+		for i, p := range f.plots {
+			p.Draw(canvases[i][0])
+		}
+	}
+	return encodePNG(c.Image())
+}
+
+// widen gives an axis whose data is (nearly) one value a range around it,
+// as gonum does only for exactly equal ends: a single point smoothed by
+// the EMA is off by one ulp, and ticks at a 1e-17 step are no use.
+func widen(a *plot.Axis) {
+	lo, hi := a.Min, a.Max
+	if !isFinite(lo) || !isFinite(hi) || hi < lo {
+		return
+	}
+	scale := math.Max(math.Abs(lo), math.Abs(hi))
+	if hi-lo > scale*1e-9 {
+		return
+	}
+	pad := scale * 0.05
+	if nt, ok := a.Tick.Marker.(numberTicks); pad == 0 || ok && nt.integer {
+		pad = math.Max(pad, 1)
+	}
+	a.Min, a.Max = lo-pad, hi+pad
+}
+
+var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &pngPool{}}
+
+type pngPool struct{ p sync.Pool }
+
+func (b *pngPool) Get() *png.EncoderBuffer {
+	v, _ := b.p.Get().(*png.EncoderBuffer)
+	return v
+}
+func (b *pngPool) Put(v *png.EncoderBuffer) { b.p.Put(v) }
+
+func encodePNG(img image.Image) ([]byte, error) {
 	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {
+	buf.Grow(256 << 10)
+	if err := pngEncoder.Encode(&buf, img); err != nil {
 		return nil, fmt.Errorf("encode png: %w", err)
 	}
 	return buf.Bytes(), nil

@@ -44,6 +44,10 @@ type botOptions struct {
 // returned, for the last three steps.
 func runBot(ctx context.Context, e env, o botOptions) int {
 	cfg := o.cfg
+	painter, err := newPainter(cfg.Plots)
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return errorf(e, "data directory: %v", err)
 	}
@@ -102,7 +106,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		sup.Subscribe(progress.OnEvent)
 		progress.Start()
 	}
-	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: cfg.Plots.Smoothing,
+	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
 		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}}
 
 	// GPU telemetry: NVML when there is a driver, each run's host memory

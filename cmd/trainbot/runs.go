@@ -178,11 +178,13 @@ func openStore(e env, dir string) (*store.Store, int) {
 }
 
 func cmdPlot(ctx context.Context, args []string, e env) int {
-	fs := newFlags("plot", "ID [--metric NAME] [-o FILE.png]", e)
+	fs := newFlags("plot", "ID [--metric NAME] [--x step|time] [--kind loss|memory|util] [-o FILE.png]", e)
 	var cf configFlags
 	cf.register(fs, false)
 	metric := fs.String("metric", "", "metric to draw (default: every loss)")
-	out := fs.String("o", "", "output PNG file (default run-ID-loss.png)")
+	x := fs.String("x", "step", "X axis of the loss chart: step or time (since the run started)")
+	kind := fs.String("kind", bot.KindLoss, "chart: loss, memory (GPU and host memory of the run) or util (GPU utilisation and temperature)")
+	out := fs.String("o", "", "output PNG file (default run-ID-KIND.png)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -190,42 +192,60 @@ func cmdPlot(ctx context.Context, args []string, e env) int {
 	if len(pos) != 1 {
 		return usageError(fs, e, "plot takes one run id")
 	}
-	id, err := strconv.ParseInt(strings.TrimPrefix(pos[0], "#"), 10, 64)
-	if err != nil || id <= 0 {
+	id, ok := runIDArg(pos[0])
+	if !ok {
 		return usageError(fs, e, "%q is not a run id", pos[0])
+	}
+	xTime, err := xFlag(*x)
+	if err != nil {
+		return usageError(fs, e, "%v", err)
+	}
+	switch *kind {
+	case bot.KindLoss, bot.KindMemory, bot.KindUtil:
+	default:
+		return usageError(fs, e, "--kind %q: want loss, memory or util", *kind)
+	}
+	if *metric != "" && *kind != bot.KindLoss {
+		return usageError(fs, e, "--metric goes with --kind loss")
 	}
 	cfg, code := cf.load(e)
 	if cfg == nil {
 		return code
+	}
+	painter, err := newPainter(cfg.Plots)
+	if err != nil {
+		return errorf(e, "%v", err)
 	}
 	st, code := openStore(e, cfg.DataDir)
 	if st == nil {
 		return code
 	}
 	defer st.Close()
-	r, err := st.Run(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errorf(e, "run %d not found in %s", id, cfg.DataDir)
+	r, code := loadRun(ctx, e, st, cfg.DataDir, id)
+	if r == nil {
+		return code
 	}
-	if err != nil {
-		return errorf(e, "%v", err)
+	charts := bot.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
+	var img bot.Image
+	switch *kind {
+	case bot.KindMemory:
+		img, err = charts.Memory(ctx, r)
+	case bot.KindUtil:
+		img, err = charts.Device(ctx, r)
+	default:
+		img, err = charts.Loss(ctx, r, bot.LossOptions{Metric: *metric, XTime: xTime})
 	}
-	png, caption, err := bot.RunChart(ctx, st, r, strings.ToLower(*metric), cfg.Plots.Smoothing)
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
 	path := *out
 	if path == "" {
-		name := "loss"
-		if *metric != "" {
-			name = *metric
-		}
-		path = fmt.Sprintf("run-%d-%s.png", id, name)
+		path = img.Name
 	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
+	if err := os.WriteFile(path, img.PNG, 0o644); err != nil {
 		return errorf(e, "write chart: %v", err)
 	}
-	fmt.Fprintf(e.stdout, "%s (%s)\n", path, caption)
+	fmt.Fprintf(e.stdout, "%s (%s)\n", path, img.Caption)
 	return exitOK
 }
 

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/plots"
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// newPainter loads the chart fonts of the [plots] section.
+func newPainter(pc config.PlotsConfig) (*plots.Painter, error) {
+	font := strings.TrimSpace(pc.Font)
+	if font != plots.FontNone {
+		font = config.ExpandHome(font)
+	}
+	p, err := plots.New(plots.Options{Font: font})
+	if err != nil {
+		return nil, fmt.Errorf("plots.font: %w", err)
+	}
+	return p, nil
+}
+
+// chartSmoothing maps [plots] smoothing to bot.Charts: 0 in the config
+// means no smoothed line.
+func chartSmoothing(pc config.PlotsConfig) float64 {
+	if pc.Smoothing == 0 {
+		return -1
+	}
+	return pc.Smoothing
+}
+
+// xFlag reads --x.
+func xFlag(v string) (xTime bool, err error) {
+	switch v {
+	case "step", "":
+		return false, nil
+	case "time":
+		return true, nil
+	}
+	return false, fmt.Errorf("--x %q: want step or time", v)
+}
+
+// runIDArg reads "12" or "#12".
+func runIDArg(s string) (int64, bool) {
+	id, err := strconv.ParseInt(strings.TrimPrefix(s, "#"), 10, 64)
+	return id, err == nil && id > 0
+}
+
+// loadRun reads one run of the history, reporting a missing one.
+func loadRun(ctx context.Context, e env, st *store.Store, dir string, id int64) (*trainer.Run, int) {
+	r, err := st.Run(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errorf(e, "run %d not found in %s", id, dir)
+	}
+	if err != nil {
+		return nil, errorf(e, "%v", err)
+	}
+	return r, exitOK
+}
+
+func cmdCompare(ctx context.Context, args []string, e env) int {
+	fs := newFlags("compare", "A B [C …] [--metric NAME] [--x step|time] [-o FILE.png]", e)
+	var cf configFlags
+	cf.register(fs, false)
+	metric := fs.String("metric", "", "metric to compare (default: loss, or the loss every run logged)")
+	x := fs.String("x", "step", "X axis of the chart: step or time (since each run started)")
+	out := fs.String("o", "", "output PNG file (default compare-A-B.png)")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) < 2 {
+		return usageError(fs, e, "compare takes two or more run ids")
+	}
+	if len(pos) > 8 {
+		return usageError(fs, e, "compare takes at most 8 runs")
+	}
+	ids := make([]int64, len(pos))
+	for i, p := range pos {
+		id, ok := runIDArg(p)
+		if !ok {
+			return usageError(fs, e, "%q is not a run id", p)
+		}
+		ids[i] = id
+	}
+	xTime, err := xFlag(*x)
+	if err != nil {
+		return usageError(fs, e, "%v", err)
+	}
+	cfg, code := cf.load(e)
+	if cfg == nil {
+		return code
+	}
+	painter, err := newPainter(cfg.Plots)
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
+	st, code := openStore(e, cfg.DataDir)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	runs := make([]*trainer.Run, len(ids))
+	for i, id := range ids {
+		if runs[i], code = loadRun(ctx, e, st, cfg.DataDir, id); runs[i] == nil {
+			return code
+		}
+	}
+	charts := bot.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
+	img, text, err := charts.Compare(ctx, runs, bot.LossOptions{Metric: *metric, XTime: xTime})
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
+	fmt.Fprintln(e.stdout, text)
+	if img.PNG == nil {
+		return exitOK
+	}
+	path := *out
+	if path == "" {
+		path = img.Name
+	}
+	if err := os.WriteFile(path, img.PNG, 0o644); err != nil {
+		return errorf(e, "write chart: %v", err)
+	}
+	fmt.Fprintf(e.stdout, "%s (%s)\n", path, img.Caption)
+	return exitOK
+}

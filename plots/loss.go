@@ -1,0 +1,241 @@
+package plots
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// LossChart describes a loss chart: one or more series (the losses of a
+// run, or one loss of several runs), each drawn raw as a thin light line
+// and smoothed as a bold one.
+type LossChart struct {
+	// Title says what the chart shows, e.g. "demo · run #12 · finished";
+	// the chart puts its kind in front.
+	Title  string
+	XLabel string // "step" (or "time" with XTime) when empty
+	YLabel string // "loss" when empty
+	// XTime says X is seconds since the start: the axis shows durations.
+	XTime  bool
+	Series []Series
+	// Smoothing is TensorBoard's exponential moving average weight in
+	// [0, 1); 0 draws the raw line only, in full colour.
+	Smoothing float64
+	// Kind replaces the chart's kind in the title ("损失 Loss"), as Chinese
+	// and English; the comparison chart uses it.
+	KindZH, KindEN string
+}
+
+// markersBelow is the series length under which points are also drawn as
+// dots, so that a run with one or two values shows something.
+const markersBelow = 60
+
+// Loss draws loss curves. It returns ErrNoData when no series has a
+// finite value. NaN and Inf values are skipped and marked with a cross
+// along the bottom; Y is logarithmic when the values span more than two
+// decades.
+func (pt *Painter) Loss(c LossChart) ([]byte, error) {
+	xlabel := c.XLabel
+	if strings.TrimSpace(xlabel) == "" {
+		xlabel = "step"
+		if c.XTime {
+			xlabel = "time"
+		}
+	}
+	ylabel := c.YLabel
+	if strings.TrimSpace(ylabel) == "" {
+		ylabel = "loss"
+	}
+	type prepared struct {
+		name     string
+		col      int
+		raw, sm  []XY
+		nanXs    []float64
+		finite   int
+		nonFin   int
+		original int
+	}
+	var series []prepared
+	ymin, ymax := math.Inf(1), math.Inf(-1)
+	for i, s := range c.Series {
+		pts := sortedByX(s.Points)
+		var p prepared
+		p.name, p.col, p.original = s.Name, i, len(pts)
+		x0, x1, ok := xRange(pts)
+		if !ok {
+			continue
+		}
+		raw := newReducer(x0, x1, Width)
+		sm := newReducer(x0, x1, Width)
+		e := ema{weight: c.Smoothing}
+		lastNaN := -1
+		for _, q := range pts {
+			if !isFinite(q.X) {
+				continue
+			}
+			if !isFinite(q.Y) {
+				p.nonFin++
+				// One mark per pixel column is enough.
+				if b := int((q.X - x0) * raw.scale); b != lastNaN {
+					p.nanXs = append(p.nanXs, q.X)
+					lastNaN = b
+				}
+				continue
+			}
+			p.finite++
+			raw.add(q)
+			if c.Smoothing > 0 {
+				sm.add(XY{q.X, e.add(q.Y)})
+			}
+		}
+		p.raw = raw.points()
+		if c.Smoothing > 0 {
+			p.sm = sm.points()
+		}
+		for _, q := range p.raw {
+			ymin, ymax = math.Min(ymin, q.Y), math.Max(ymax, q.Y)
+		}
+		if p.finite > 0 || p.nonFin > 0 {
+			series = append(series, p)
+		}
+	}
+	drawn := 0
+	for _, s := range series {
+		drawn += s.finite
+	}
+	if drawn == 0 {
+		return nil, ErrNoData
+	}
+
+	logY := ymin > 0 && ymax/ymin > 100
+	if logY {
+		ylabel += " (log scale)"
+	}
+	p := pt.newPlot(xlabel, ylabel)
+	if c.XTime {
+		p.X.Tick.Marker = durationTicks{want: 8}
+	} else {
+		p.X.Tick.Marker = numberTicks{want: 8, integer: true}
+	}
+	if logY {
+		p.Y.Tick.Marker = logTicks{}
+		for i := range series {
+			series[i].raw = log10Y(series[i].raw)
+			series[i].sm = log10Y(series[i].sm)
+		}
+	}
+	var legend []legendEntry
+	var marks []float64
+	nonFinite := 0
+	rawWidth, smWidth := vg.Points(1.2), vg.Points(2.8)
+	for _, s := range series {
+		col := toRGBA(c.Series[s.col].Color, s.col)
+		if s.finite > 0 {
+			if s.sm != nil {
+				p.Add(&spanLine{pts: s.raw, color: lighter(col, 0.55), width: rawWidth})
+				p.Add(&spanLine{pts: s.sm, color: col, width: smWidth})
+			} else {
+				p.Add(&spanLine{pts: s.raw, color: col, width: vg.Points(2)})
+			}
+			if s.finite < markersBelow {
+				if sc := dots(s.raw, col); sc != nil {
+					p.Add(sc)
+				}
+			}
+		}
+		label := s.name
+		if s.finite == 0 {
+			label += " (no finite value)"
+		}
+		legend = append(legend, lineEntry(label, col, smWidth))
+		marks = append(marks, s.nanXs...)
+		nonFinite += s.nonFin
+	}
+	if len(marks) > 0 {
+		slices.Sort(marks)
+		glyph := draw.GlyphStyle{Color: colAlert, Radius: vg.Points(5), Shape: draw.CrossGlyph{}}
+		p.Add(&edgeMarks{xs: marks, style: glyph})
+		legend = append(legend, legendEntry{label: fmt.Sprintf("NaN/Inf ×%d (skipped)", nonFinite), glyph: &glyph})
+	}
+	note := ""
+	if c.Smoothing > 0 {
+		note = fmt.Sprintf("light: raw values · bold: smoothed (EMA %.2g)", c.Smoothing)
+	}
+	kind := pt.bilingual("损失", "Loss")
+	if c.KindEN != "" {
+		kind = pt.bilingual(c.KindZH, c.KindEN)
+	}
+	return pt.render(frame{title: joinTitle(kind, c.Title), legend: legend, note: note, plots: []*plot.Plot{p}})
+}
+
+// log10Y maps Y to log10(Y) in place (min and max per column survive a
+// monotonic map).
+func log10Y(pts []XY) []XY {
+	for i := range pts {
+		pts[i].Y = math.Log10(pts[i].Y)
+	}
+	return pts
+}
+
+func joinTitle(kind, title string) string {
+	if strings.TrimSpace(title) == "" {
+		return kind
+	}
+	return kind + " — " + title
+}
+
+// sortedByX returns pts, or a sorted copy when they are not in X order.
+func sortedByX(pts []XY) []XY {
+	for i := 1; i < len(pts); i++ {
+		if pts[i].X < pts[i-1].X {
+			out := slices.Clone(pts)
+			slices.SortStableFunc(out, func(a, b XY) int {
+				switch {
+				case a.X < b.X:
+					return -1
+				case a.X > b.X:
+					return 1
+				}
+				return 0
+			})
+			return out
+		}
+	}
+	return pts
+}
+
+// xRange returns the first and last finite X of sorted points.
+func xRange(pts []XY) (x0, x1 float64, ok bool) {
+	i, j := 0, len(pts)-1
+	for i <= j && !isFinite(pts[i].X) {
+		i++
+	}
+	for j >= i && !isFinite(pts[j].X) {
+		j--
+	}
+	if i > j {
+		return 0, 0, false
+	}
+	return pts[i].X, pts[j].X, true
+}
+
+// dots marks each point of a short series.
+func dots(pts []XY, col color.Color) *plotter.Scatter {
+	xys := make(plotter.XYs, len(pts))
+	for i, p := range pts {
+		xys[i].X, xys[i].Y = p.X, p.Y
+	}
+	sc, err := plotter.NewScatter(xys)
+	if err != nil {
+		return nil
+	}
+	sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
+	return sc
+}

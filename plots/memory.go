@@ -1,0 +1,216 @@
+package plots
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// MemoryChart describes what a run held over time. X is seconds since the
+// run started; Y is bytes.
+type MemoryChart struct {
+	Title string
+	// GPU is the accelerator memory held by the run's processes.
+	GPU []XY
+	// GPUTotal is the capacity of the devices the run uses, drawn as a
+	// dashed ceiling.
+	GPUTotal []XY
+	// Host is the resident memory of the run's process tree.
+	Host []XY
+}
+
+// Memory draws a memory chart: GPU memory of the run with the devices'
+// capacity as a dashed ceiling, host memory, and each peak labelled. It
+// returns ErrNoData when there is no sample.
+func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
+	gpu, total, host := finitePoints(c.GPU), finitePoints(c.GPUTotal), finitePoints(c.Host)
+	if len(gpu) == 0 && len(host) == 0 {
+		return nil, ErrNoData
+	}
+	p := pt.newPlot("time since start", "memory")
+	p.X.Tick.Marker = durationTicks{want: 8}
+	p.Y.Tick.Marker = byteTicks{want: 6}
+	p.Y.Min = 0
+	var legend []legendEntry
+	width := vg.Points(2.6)
+	ceiling := 0.0
+	if len(total) > 0 {
+		for _, q := range total {
+			ceiling = math.Max(ceiling, q.Y)
+		}
+		// Stretch the ceiling over the whole time axis.
+		x0, x1 := math.Inf(1), math.Inf(-1)
+		for _, s := range [][]XY{gpu, host, total} {
+			if len(s) > 0 {
+				x0, x1 = math.Min(x0, s[0].X), math.Max(x1, s[len(s)-1].X)
+			}
+		}
+		line := stepLine(total, x0, x1)
+		if l, err := strokeLine(line, colGrey, vg.Points(2), vg.Points(8), vg.Points(5)); err == nil {
+			p.Add(l)
+		}
+		label := "GPU total " + FormatBytes(ceiling)
+		legend = append(legend, lineEntry(label, colGrey, vg.Points(2), vg.Points(8), vg.Points(5)))
+	}
+	type part struct {
+		name string
+		pts  []XY
+		col  int
+	}
+	for _, s := range []part{{"GPU memory of the run", gpu, 0}, {"host memory of the process tree", host, 2}} {
+		if len(s.pts) == 0 {
+			continue
+		}
+		col := Palette[s.col]
+		p.Add(&spanLine{pts: Downsample(s.pts, Width), color: col, width: width})
+		if len(s.pts) < markersBelow {
+			if sc := dots(s.pts, col); sc != nil {
+				p.Add(sc)
+			}
+		}
+		peak := s.pts[0]
+		for _, q := range s.pts {
+			if q.Y > peak.Y {
+				peak = q
+			}
+		}
+		label := fmt.Sprintf("peak %s", FormatBytes(peak.Y))
+		if ceiling > 0 && s.col == 0 {
+			label += fmt.Sprintf(" (%.0f%%)", 100*peak.Y/ceiling)
+		}
+		sty, txt := pt.style(label, sizeNote, true)
+		sty.Color = col
+		p.Add(&annotation{x: peak.X, y: peak.Y, label: txt, text: sty,
+			glyph: draw.GlyphStyle{Color: col, Radius: vg.Points(5), Shape: draw.RingGlyph{}}})
+		legend = append(legend, lineEntry(s.name+" · "+label, col, width))
+	}
+	if ceiling > 0 {
+		p.Y.Max = math.Max(p.Y.Max, ceiling*1.04)
+	}
+	return pt.render(frame{title: joinTitle(pt.bilingual("显存", "Memory"), c.Title), legend: legend, plots: []*plot.Plot{p}})
+}
+
+// stepLine turns capacity samples into a line from x0 to x1 that holds
+// each value until the next sample.
+func stepLine(pts []XY, x0, x1 float64) []XY {
+	out := []XY{{x0, pts[0].Y}}
+	for i, q := range pts {
+		if i > 0 && q.Y != pts[i-1].Y {
+			out = append(out, XY{q.X, pts[i-1].Y}, q)
+		}
+	}
+	return append(out, XY{x1, pts[len(pts)-1].Y})
+}
+
+// DeviceSeries is one accelerator over time. X is seconds since the run
+// started.
+type DeviceSeries struct {
+	Name  string // "GPU 0 · NVIDIA H100 80GB HBM3"
+	Util  []XY   // percent
+	TempC []XY   // degrees Celsius
+}
+
+// DeviceChart describes the utilisation and temperature of the devices a
+// run used.
+type DeviceChart struct {
+	Title   string
+	Devices []DeviceSeries
+}
+
+// Device draws utilisation (top) and temperature (bottom) of each device.
+// It returns ErrNoData when there is no sample.
+func (pt *Painter) Device(c DeviceChart) ([]byte, error) {
+	util := pt.newPlot("", "utilisation")
+	util.Y.Tick.Marker = unitTicks{want: 5, unit: "%"}
+	util.Y.Min, util.Y.Max = 0, 100
+	temp := pt.newPlot("time since start", "temperature")
+	temp.Y.Tick.Marker = unitTicks{want: 4, unit: " °C"}
+	var legend []legendEntry
+	width := vg.Points(2.4)
+	hasUtil, hasTemp := false, false
+	x0, x1 := math.Inf(1), math.Inf(-1)
+	for i, d := range c.Devices {
+		col := Palette[i%len(Palette)]
+		u, t := finitePoints(d.Util), finitePoints(d.TempC)
+		if len(u) == 0 && len(t) == 0 {
+			continue
+		}
+		if len(u) > 0 {
+			hasUtil = true
+			util.Add(&spanLine{pts: Downsample(u, Width), color: col, width: width})
+			x0, x1 = math.Min(x0, u[0].X), math.Max(x1, u[len(u)-1].X)
+		}
+		if len(t) > 0 {
+			hasTemp = true
+			temp.Add(&spanLine{pts: Downsample(t, Width), color: col, width: width})
+			x0, x1 = math.Min(x0, t[0].X), math.Max(x1, t[len(t)-1].X)
+		}
+		label := d.Name
+		if len(u) > 0 {
+			label += fmt.Sprintf(" (mean %.0f%%)", meanY(u))
+		}
+		legend = append(legend, lineEntry(label, col, width))
+	}
+	if !hasUtil && !hasTemp {
+		return nil, ErrNoData
+	}
+	plots := []*plot.Plot{}
+	for _, pl := range []struct {
+		p   *plot.Plot
+		has bool
+	}{{util, hasUtil}, {temp, hasTemp}} {
+		if !pl.has {
+			continue
+		}
+		pl.p.X.Tick.Marker = durationTicks{want: 8}
+		pl.p.X.Min, pl.p.X.Max = x0, x1
+		plots = append(plots, pl.p)
+	}
+	last := plots[len(plots)-1]
+	_, last.X.Label.Text = pt.style("time since start", sizeLabel, false)
+	title := joinTitle(pt.bilingual("显卡", "GPU")+" utilisation & temperature", c.Title)
+	if !hasTemp {
+		title = joinTitle(pt.bilingual("显卡", "GPU")+" utilisation", c.Title)
+	}
+	return pt.render(frame{title: title, legend: legend, plots: plots})
+}
+
+// unitTicks labels plain numbers followed by a unit: 50%, 70 °C.
+type unitTicks struct {
+	want int
+	unit string
+}
+
+func (t unitTicks) Ticks(min, max float64) []plot.Tick {
+	return niceTicks(min, max, t.want, func(v, step float64) string {
+		return trimZeros(strconv.FormatFloat(v, 'f', decimals(step), 64)) + t.unit
+	})
+}
+
+func finitePoints(pts []XY) []XY {
+	pts = sortedByX(pts)
+	for _, q := range pts {
+		if !isFinite(q.X) || !isFinite(q.Y) {
+			out := make([]XY, 0, len(pts))
+			for _, q := range pts {
+				if isFinite(q.X) && isFinite(q.Y) {
+					out = append(out, q)
+				}
+			}
+			return out
+		}
+	}
+	return pts
+}
+
+func meanY(pts []XY) float64 {
+	s := 0.0
+	for _, q := range pts {
+		s += q.Y
+	}
+	return s / float64(len(pts))
+}
