@@ -91,7 +91,12 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 	if ceiling > 0 {
 		p.Y.Max = math.Max(p.Y.Max, ceiling*1.04)
 	}
-	return pt.render(frame{title: joinTitle(pt.bilingual("显存", "Memory"), c.Title), legend: legend, plots: []*plot.Plot{p}})
+	// 显存 is accelerator memory; a CPU-only run's chart is 内存 (host memory).
+	zh := "内存"
+	if len(gpu) > 0 {
+		zh = "显存"
+	}
+	return pt.render(frame{title: joinTitle(pt.bilingual(zh, "Memory"), c.Title), legend: legend, plots: []*plot.Plot{p}})
 }
 
 // stepLine turns capacity samples into a line from x0 to x1 that holds
