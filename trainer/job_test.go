@@ -253,12 +253,12 @@ func TestThinnerKeepsEnvelopeBeyondTheRate(t *testing.T) {
 		}
 		stored = append(stored, th.keep(now, []logparse.Point{{Step: int64(i), Name: "loss", Value: v}})...)
 	}
-	if len(stored) != pointsPerSecond {
-		t.Fatalf("stored %d points in the first second, want %d", len(stored), pointsPerSecond)
+	if len(stored) != pointsPerWindow {
+		t.Fatalf("stored %d points in the first second, want %d", len(stored), pointsPerWindow)
 	}
 	stored = append(stored, th.keep(now.Add(time.Second), []logparse.Point{{Step: 1001, Name: "loss", Value: 2}})...)
 	var steps []int64
-	for _, p := range stored[pointsPerSecond:] {
+	for _, p := range stored[pointsPerWindow:] {
 		steps = append(steps, p.Step)
 	}
 	if !slices.Equal(steps, []int64{300, 700, 1000, 1001}) {
@@ -275,5 +275,14 @@ func TestThinnerKeepsEnvelopeBeyondTheRate(t *testing.T) {
 	}
 	if n != 100 {
 		t.Fatalf("slow metric: stored %d of 100", n)
+	}
+	// Ten hours into a run a window is ten seconds.
+	old := thinner{start: now.Add(-10 * time.Hour)}
+	n = 0
+	for i := 0; i < 200; i++ { // 20 points a second for 10 s
+		n += len(old.keep(now.Add(time.Duration(i)*50*time.Millisecond), []logparse.Point{{Step: int64(i), Name: "loss", Value: float64(i % 7)}}))
+	}
+	if n != pointsPerWindow {
+		t.Fatalf("ten hours in: stored %d points in a 10 s window, want %d", n, pointsPerWindow)
 	}
 }

@@ -340,6 +340,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	a := &active{
 		sup: s, run: run, job: job, cmd: cmd, parser: parser, lock: lock,
 		cap:         newCapture(logFile, job.MaxLogBytes, job.TailLines),
+		thin:        thinner{start: now},
 		pipes:       []*os.File{outR, errR},
 		metricsPath: metricsPath,
 		stopCh:      make(chan stopRequest, 1),

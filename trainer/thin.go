@@ -8,17 +8,28 @@ import (
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
 
-// pointsPerSecond is how many points of one metric are stored per second
-// before thinning starts. Scripts that log less often (nearly all) keep
-// every point; a script that prints a metric thousands of times a second
-// keeps, beyond this, the minimum, the maximum and the last point of each
-// second, so a chart keeps its envelope and a three-day run its size.
+// pointsPerWindow is how many points of one metric are stored per window
+// before thinning starts; beyond it, only the minimum, the maximum and the
+// last point of the window are. A window is one second during a run's
+// first hour and then 1/3600 of the run's age (10 s at ten hours), so a
+// metric printed thousands of times a second for three days keeps about a
+// million points — a chart with the same envelope, read in about a second
+// — while scripts that log less often (nearly all) keep every point.
 // Progress, status and the NaN watch still see every point.
-const pointsPerSecond = 50
+const pointsPerWindow = 50
 
 // thinner decides which points are stored.
 type thinner struct {
+	start   time.Time // the run's start; zero means windows of one second
 	metrics map[string]*thinWindow
+}
+
+// window is the thinning window at a given time.
+func (t *thinner) window(now time.Time) time.Duration {
+	if t.start.IsZero() {
+		return time.Second
+	}
+	return max(time.Second, now.Sub(t.start)/3600)
 }
 
 type thinWindow struct {
@@ -40,11 +51,11 @@ func (t *thinner) keep(now time.Time, pts []logparse.Point) []logparse.Point {
 			w = &thinWindow{start: now}
 			t.metrics[p.Name] = w
 		}
-		if now.Sub(w.start) >= time.Second {
+		if now.Sub(w.start) >= t.window(now) {
 			out = w.release(out)
 			w.start, w.n = now, 0
 		}
-		if w.n < pointsPerSecond {
+		if w.n < pointsPerWindow {
 			w.n++
 			out = append(out, p)
 			continue
