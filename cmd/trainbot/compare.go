@@ -95,26 +95,17 @@ func cmdCompare(ctx context.Context, args []string, e env) int {
 	if err != nil {
 		return usageError(fs, e, "%v", err)
 	}
-	cfg, code := cf.load(e)
-	if cfg == nil {
-		return code
-	}
-	painter, err := newPainter(cfg.Plots)
-	if err != nil {
-		return errorf(e, "%v", err)
-	}
-	st, code := openStore(e, cfg.DataDir)
+	charts, st, dataDir, code := openCharts(e, cf)
 	if st == nil {
 		return code
 	}
 	defer st.Close()
 	runs := make([]*trainer.Run, len(ids))
 	for i, id := range ids {
-		if runs[i], code = loadRun(ctx, e, st, cfg.DataDir, id); runs[i] == nil {
+		if runs[i], code = loadRun(ctx, e, st, dataDir, id); runs[i] == nil {
 			return code
 		}
 	}
-	charts := bot.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
 	img, text, err := charts.Compare(ctx, runs, bot.LossOptions{Metric: *metric, XTime: xTime})
 	if err != nil {
 		return errorf(e, "%v", err)
@@ -132,4 +123,23 @@ func cmdCompare(ctx context.Context, args []string, e env) int {
 	}
 	fmt.Fprintf(e.stdout, "%s (%s)\n", path, img.Caption)
 	return exitOK
+}
+
+// openCharts loads the config, the chart fonts and the store of the data
+// directory for plot and compare. st is nil after an error (reported; code
+// is the exit status).
+func openCharts(e env, cf configFlags) (charts bot.Charts, st *store.Store, dataDir string, code int) {
+	cfg, code := cf.load(e)
+	if cfg == nil {
+		return bot.Charts{}, nil, "", code
+	}
+	painter, err := newPainter(cfg.Plots)
+	if err != nil {
+		return bot.Charts{}, nil, "", errorf(e, "%v", err)
+	}
+	st, code = openStore(e, cfg.DataDir)
+	if st == nil {
+		return bot.Charts{}, nil, "", code
+	}
+	return bot.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}, st, cfg.DataDir, exitOK
 }

@@ -208,24 +208,15 @@ func cmdPlot(ctx context.Context, args []string, e env) int {
 	if *metric != "" && *kind != bot.KindLoss {
 		return usageError(fs, e, "--metric goes with --kind loss")
 	}
-	cfg, code := cf.load(e)
-	if cfg == nil {
-		return code
-	}
-	painter, err := newPainter(cfg.Plots)
-	if err != nil {
-		return errorf(e, "%v", err)
-	}
-	st, code := openStore(e, cfg.DataDir)
+	charts, st, dataDir, code := openCharts(e, cf)
 	if st == nil {
 		return code
 	}
 	defer st.Close()
-	r, code := loadRun(ctx, e, st, cfg.DataDir, id)
+	r, code := loadRun(ctx, e, st, dataDir, id)
 	if r == nil {
 		return code
 	}
-	charts := bot.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
 	var img bot.Image
 	switch *kind {
 	case bot.KindMemory:
