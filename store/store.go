@@ -243,6 +243,10 @@ CREATE TABLE run_memory (
 );
 CREATE INDEX run_memory_run_t ON run_memory(run_id, t);
 `,
+	// 3: a run started again after out-of-memory (on_oom) names the run it retries.
+	`
+ALTER TABLE runs ADD COLUMN retry_of INTEGER;
+`,
 }
 
 func migrate(db *sql.DB) error {
