@@ -16,7 +16,7 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
-		"net"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -511,7 +511,11 @@ func TestPacerWindows(t *testing.T) {
 	now := fakeNow
 	var waits []time.Duration
 	p := NewPacer([]Window{{N: 100, Per: time.Minute}, {N: 5, Per: time.Second}}, func() time.Time { return now },
-		func(ctx context.Context, d time.Duration) error { waits = append(waits, d); now = now.Add(d); return nil })
+		func(ctx context.Context, d time.Duration) error {
+			waits = append(waits, d)
+			now = now.Add(d)
+			return nil
+		})
 	start := now
 	var at []time.Duration
 	for i := 0; i < 120; i++ {
