@@ -32,6 +32,10 @@ type Config struct {
 	Plots    PlotsConfig   `toml:"plots"`
 	GPU      GPUConfig     `toml:"gpu"`
 	Jobs     []JobConfig   `toml:"jobs"`
+	// Push channels (push.go), quiet hours of chats, and schedules (schedule.go).
+	Push      []PushConfig     `toml:"push"`
+	Quiet     []QuietConfig    `toml:"quiet"`
+	Schedules []ScheduleConfig `toml:"schedules"`
 
 	file  string
 	lines map[string]int
@@ -66,6 +70,7 @@ type JobConfig struct {
 	Patterns    []string               `toml:"patterns"`
 	MaxLogSize  ByteSize               `toml:"max_log_size"`
 	TailLines   int                    `toml:"tail_lines"`
+	OnOOM       *OnOOMConfig           `toml:"on_oom"`
 }
 
 // ParamConfig declares one job parameter.
@@ -266,6 +271,8 @@ func (c *Config) Validate() error {
 		add(c.errorAt("plots.smoothing", "want a number in [0, 1), got %g", c.Plots.Smoothing))
 	}
 	errs = append(errs, c.validateGPU()...)
+	errs = append(errs, c.validatePush()...)
+	errs = append(errs, c.validateSchedules()...)
 	seen := map[string]int{}
 	for i, jc := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d]", i)
@@ -357,6 +364,7 @@ func (c *Config) job(i int) (*trainer.Job, Errors) {
 	if jc.TailLines < 0 || jc.TailLines > 100000 {
 		errs = append(errs, c.errorAt(key+".tail_lines", "want 1..100000, got %d", jc.TailLines))
 	}
+	errs = append(errs, c.onOOM(i, j)...)
 	names := make([]string, 0, len(jc.Params))
 	for n := range jc.Params {
 		names = append(names, n)

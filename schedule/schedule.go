@@ -28,6 +28,21 @@ import (
 // ErrSpec is wrapped by every error of Parse.
 var ErrSpec = errors.New("bad schedule spec")
 
+// SpecError says what is wrong with a spec.
+type SpecError struct {
+	Spec   string
+	Reason string
+}
+
+func (e *SpecError) Error() string { return fmt.Sprintf("%v %q: %s", ErrSpec, e.Spec, e.Reason) }
+
+// Unwrap makes errors.Is(err, ErrSpec) true.
+func (e *SpecError) Unwrap() error { return ErrSpec }
+
+func specError(spec, format string, args ...any) error {
+	return &SpecError{Spec: spec, Reason: fmt.Sprintf(format, args...)}
+}
+
 // Parse checks a standard 5-field spec ("30 2 * * 1-5"), a descriptor
 // ("@daily", "@every 6h"), either one after "CRON_TZ=Zone " or "TZ=Zone ",
 // and returns its schedule. It never panics.
@@ -38,12 +53,12 @@ func Parse(spec string) (s cron.Schedule, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil { // a parser panic we did not foresee
-			s, err = nil, fmt.Errorf("%w %q: %v", ErrSpec, spec, r)
+			s, err = nil, specError(spec, "%v", r)
 		}
 	}()
 	s, err = cron.ParseStandard(norm)
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %v", ErrSpec, spec, err)
+		return nil, specError(spec, "%v", err)
 	}
 	return s, nil
 }
@@ -53,7 +68,7 @@ func Parse(spec string) (s cron.Schedule, err error) {
 func normalize(spec string) (string, error) {
 	s := strings.TrimSpace(spec)
 	if s == "" {
-		return "", fmt.Errorf("%w: empty; want 5 fields (minute hour day-of-month month day-of-week), e.g. \"0 9 * * *\", or a descriptor such as @daily", ErrSpec)
+		return "", specError(spec, "empty; want 5 fields (minute hour day-of-month month day-of-week), e.g. \"0 9 * * *\", or a descriptor such as @daily")
 	}
 	prefix := ""
 	for _, p := range []string{"CRON_TZ=", "TZ="} {
@@ -64,7 +79,7 @@ func normalize(spec string) (string, error) {
 	if prefix == "" {
 		if strings.HasPrefix(s, "@every") {
 			if d, err := time.ParseDuration(strings.TrimSpace(strings.TrimPrefix(s, "@every"))); err == nil && d < time.Second {
-				return "", fmt.Errorf("%w %q: @every needs at least 1s", ErrSpec, spec)
+				return "", specError(spec, "@every needs at least 1s")
 			}
 		}
 		return s, nil
@@ -76,16 +91,16 @@ func normalize(spec string) (string, error) {
 	}
 	zone, fields := rest[:i], strings.TrimSpace(rest[i:])
 	if zone == "" {
-		return "", fmt.Errorf("%w %q: %s names no time zone; write e.g. %sAsia/Shanghai 0 9 * * *", ErrSpec, spec, prefix, prefix)
+		return "", specError(spec, "%s names no time zone; write e.g. %sAsia/Shanghai 0 9 * * *", prefix, prefix)
 	}
 	if fields == "" {
-		return "", fmt.Errorf("%w %q: nothing after the time zone; write e.g. %s%s 0 9 * * *", ErrSpec, spec, prefix, zone)
+		return "", specError(spec, "nothing after the time zone; write e.g. %s%s 0 9 * * *", prefix, zone)
 	}
 	if _, err := time.LoadLocation(zone); err != nil {
-		return "", fmt.Errorf("%w %q: unknown time zone %q", ErrSpec, spec, zone)
+		return "", specError(spec, "unknown time zone %q", zone)
 	}
 	if strings.HasPrefix(fields, "@every") {
-		return "", fmt.Errorf("%w %q: @every does not take a time zone", ErrSpec, spec)
+		return "", specError(spec, "@every does not take a time zone")
 	}
 	return prefix + zone + " " + fields, nil
 }
