@@ -32,6 +32,8 @@ type botOptions struct {
 	exitAtEOF bool
 	// gpu is the [gpu] section: sampling interval and alert thresholds.
 	gpu config.GPUConfig
+	// alerts are the push channels, quiet hours and schedules (alerts.go).
+	alerts alertsOptions
 }
 
 // runBot wires store, supervisor, router, notifier and transports, runs
@@ -71,13 +73,24 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		transports = append(transports, con)
 		always = append(always, bot.ChatKey{Transport: console.Name, Chat: console.Chat})
 	}
-	if len(transports) == 0 {
-		return errorf(e, "nothing to serve: enable a transport ([console] enabled = true)")
+	if len(transports) == 0 && len(o.alerts.push) == 0 {
+		return errorf(e, "nothing to serve: enable a transport ([console] enabled = true) or a push channel ([[push]])")
 	}
-	notifier := bot.NewNotifier(bot.NotifierOptions{Transports: transports, Always: always, Subscriptions: st, Logger: logger})
+	channels, err := pushChannels(o.alerts.push, logger)
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
+	charts := chartsHook(st, o.smoothing, logger)
+	notifier := bot.NewNotifier(bot.NotifierOptions{Transports: transports, Always: always, Subscriptions: st, Logger: logger,
+		Channels: channels, Quiet: o.alerts.quiet, Charts: charts, Extremes: st.MetricExtremes})
 	sup.Subscribe(notifier.OnEvent)
 	notifier.Start()
 	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: o.smoothing}
+	// Scheduled reports and starts; stopped first at shutdown.
+	sched, err := startSchedules(o.alerts.schedules, sup, st, notifier, charts, logger)
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
 
 	// GPU telemetry: NVML when there is a driver, each run's host memory
 	// from /proc always; samples stored, run peaks raised, alerts pushed,
@@ -105,6 +118,10 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	running := len(transports)
 	code := exitOK
 	interrupted := false
+	if running == 0 { // push channels and schedules only: run until a signal
+		<-ctx.Done()
+		interrupted = true
+	}
 wait:
 	for running > 0 {
 		select {
@@ -132,6 +149,11 @@ wait:
 		}
 	}
 	stopTransports()
+	schedCtx, cancelSched := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	if err := sched.Close(schedCtx); err != nil {
+		logger.Warn("scheduled jobs still running at shutdown", "err", err)
+	}
+	cancelSched()
 
 	// Stop what still runs. A second signal kills instead of waiting.
 	closeCtx, cancelClose := context.WithCancel(context.WithoutCancel(ctx))

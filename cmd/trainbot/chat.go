@@ -111,9 +111,13 @@ func cmdConsole(ctx context.Context, args []string, e env) int {
 	if len(jobs) == 0 {
 		fmt.Fprintf(e.stderr, "trainbot: %s has no [[jobs]]; 开始 will have nothing to start\n", cf.config)
 	}
+	al, err := alertsOf(cfg)
+	if err != nil {
+		return reportConfig(e, err)
+	}
 	level, _ := config.ParseLevel(cfg.LogLevel)
 	greet(e, len(jobs))
-	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, gpu: cfg.GPU, logLevel: level, console: true, exitAtEOF: true})
+	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, gpu: cfg.GPU, logLevel: level, console: true, exitAtEOF: true, alerts: al})
 }
 
 func cmdServe(ctx context.Context, args []string, e env) int {
@@ -138,8 +142,12 @@ func cmdServe(ctx context.Context, args []string, e env) int {
 	if err != nil {
 		return reportConfig(e, err)
 	}
+	al, err := alertsOf(cfg)
+	if err != nil {
+		return reportConfig(e, err)
+	}
 	level, _ := config.ParseLevel(cfg.LogLevel)
-	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, gpu: cfg.GPU, logLevel: level, console: cfg.Console.Enabled})
+	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, gpu: cfg.GPU, logLevel: level, console: cfg.Console.Enabled, alerts: al})
 }
 
 func cmdCheck(ctx context.Context, args []string, e env) int {
@@ -173,6 +181,7 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 		jobs = fmt.Sprintf("%d job(s): %s", len(names), strings.Join(names, ", "))
 	}
 	fmt.Fprintf(e.stdout, "%s: OK — %s; data_dir %s\n", cf.config, jobs, cfg.DataDir)
+	printAlerts(e, cfg)
 	return exitOK
 }
 

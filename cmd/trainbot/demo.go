@@ -45,9 +45,13 @@ func cmdDemo(ctx context.Context, args []string, e env) int {
 		return reportConfig(e, err)
 	}
 	jobs = append([]*trainer.Job{DemoJob(e.exe, *steps, *pace)}, jobs...)
+	al, err := alertsOf(cfg)
+	if err != nil {
+		return reportConfig(e, err)
+	}
 	level, _ := config.ParseLevel(cfg.LogLevel)
 	greet(e, len(jobs))
-	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, gpu: cfg.GPU, logLevel: level, console: true, exitAtEOF: true})
+	return runBot(ctx, e, botOptions{dataDir: cfg.DataDir, jobs: jobs, smoothing: cfg.Plots.Smoothing, gpu: cfg.GPU, logLevel: level, console: true, exitAtEOF: true, alerts: al})
 }
 
 func f64(v float64) *float64 { return &v }
