@@ -18,7 +18,7 @@ type ScheduleConfig struct {
 	// Action is "report" (status and charts of the active run to the
 	// subscribed chats and the push channels with progress) or "start"
 	// (start Job with Params; refused with a message if a run is active).
-	Action string `toml:"action"`
+	Action string         `toml:"action"`
 	Job    string         `toml:"job"`
 	Params map[string]any `toml:"params"`
 }
