@@ -100,7 +100,7 @@ func (n *Notifier) holdUntil(chat ChatKey, r Reply, until time.Time) {
 	}
 	n.log.Info("quiet hours: alert held", "chat", chat.String(), "run", r.RunID, "until", until.Format(time.RFC3339))
 	var timer *time.Timer
-	timer = time.AfterFunc(time.Until(until), func() {
+	timer = time.AfterFunc(until.Sub(n.now()), func() {
 		n.mu.Lock()
 		i := slices.Index(n.held, timer)
 		if i >= 0 {
