@@ -236,13 +236,15 @@ func (n *Notifier) targets(ctx context.Context, e trainer.Event, kind Kind) []Ch
 		}
 	}
 	origin, hasOrigin := parseChatKey(e.Run.Origin)
+	// The starter already got the reply to 开始; an on_oom retry it did not ask for.
+	startReplied := e.Kind == trainer.EventStarted && e.Run.RetryOf == 0
 	for _, k := range n.opts.Always {
-		if e.Kind == trainer.EventStarted && hasOrigin && k == origin {
-			continue // the starter already got the reply
+		if startReplied && hasOrigin && k == origin {
+			continue
 		}
 		add(k)
 	}
-	if hasOrigin && e.Kind != trainer.EventStarted {
+	if hasOrigin && !startReplied {
 		add(origin)
 	}
 	if n.opts.Subscriptions != nil {
@@ -252,7 +254,7 @@ func (n *Notifier) targets(ctx context.Context, e trainer.Event, kind Kind) []Ch
 		}
 		for _, s := range subs {
 			k := ChatKey{Transport: s.Transport, Chat: s.Chat}
-			if e.Kind == trainer.EventStarted && hasOrigin && k == origin {
+			if startReplied && hasOrigin && k == origin {
 				continue
 			}
 			if s.Subscribed || kind == KindAlert {

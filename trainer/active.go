@@ -229,6 +229,9 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 	}
 	a.save()
 	st := a.status()
+	// A retry (on_oom) counts as activity from here, so that Wait does not
+	// return between this run and its retry.
+	retry := a.sup.planRetry(a, st.Run)
 	a.lock.release()
 	a.sup.mu.Lock()
 	if a.sup.active[a.job.Lock] == a {
@@ -237,7 +240,6 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 	a.sup.mu.Unlock()
 	close(a.done)
 	a.log.Info("run ended", "outcome", outcome, "detail", firstLine(detail))
-	retry := a.retryPlan(st.Run)
 	var oom *OOM
 	if outcome == OutcomeOOM {
 		oom = e.oom

@@ -76,6 +76,41 @@ func (a *active) retryPlan(r *Run) *Retry {
 	return rt
 }
 
+// planRetry is retryPlan, with a retry to start counted as pending until
+// retryAfterOOM has started it (Wait waits for it).
+func (s *Supervisor) planRetry(a *active, r *Run) *Retry {
+	rt := a.retryPlan(r)
+	if rt != nil && rt.Next != "" {
+		s.mu.Lock()
+		s.retries++
+		s.mu.Unlock()
+	}
+	return rt
+}
+
+// retryStarted ends a pending retry.
+func (s *Supervisor) retryStarted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retries--
+	if s.retries == 0 && s.noRetries != nil {
+		close(s.noRetries)
+		s.noRetries = nil
+	}
+}
+
+// pendingRetries returns a channel closed when no retry is pending, or nil
+// when none is. Call with s.mu held.
+func (s *Supervisor) pendingRetries() chan struct{} {
+	if s.retries == 0 {
+		return nil
+	}
+	if s.noRetries == nil {
+		s.noRetries = make(chan struct{})
+	}
+	return s.noRetries
+}
+
 // retryAfterOOM starts the retry that retryPlan decided on, with the same
 // parameters but the halved one, linked to run r. A retry that cannot be
 // started is reported as an alert about r.
@@ -83,6 +118,7 @@ func (s *Supervisor) retryAfterOOM(r *Run, job *Job, rt *Retry) {
 	if rt == nil || rt.Next == "" {
 		return
 	}
+	defer s.retryStarted()
 	params := maps.Clone(r.Params)
 	params[rt.Param] = rt.Next
 	req := StartRequest{

@@ -144,6 +144,8 @@ type Supervisor struct {
 	closing   bool
 	listeners []Listener
 	wg        sync.WaitGroup
+	retries   int           // on_oom retries decided but not started yet
+	noRetries chan struct{} // closed when retries drops to 0
 }
 
 // New checks the jobs, marks runs left "running" by a trainbot process that
@@ -549,6 +551,9 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 		for _, a := range s.active {
 			done = a.done
 			break
+		}
+		if done == nil {
+			done = s.pendingRetries()
 		}
 		s.mu.Unlock()
 		if done == nil {
