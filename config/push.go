@@ -40,7 +40,8 @@ type PushConfig struct {
 	// go out; others wait for the end, progress is dropped.
 	QuietHours       string `toml:"quiet_hours"`
 	QuietMinSeverity string `toml:"quiet_min_severity"`
-	// PerMinute lowers the channel's rate limit (default: the channel's own).
+	// PerMinute lowers the channel's rate limit (default: the channel's
+	// own); a webhook's may be raised to 600 (default 60).
 	PerMinute int `toml:"per_minute"`
 	// Timeout bounds one request (default 10s).
 	Timeout Duration `toml:"timeout"`

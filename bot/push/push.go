@@ -65,7 +65,8 @@ type Options struct {
 	Name   string // the channel's name in the config, e.g. "lab"
 	URL    string // the webhook URL, key included (a secret)
 	Secret string // the signing secret; "" when the bot does not sign
-	// PerMinute lowers the kind's rate limit (0: DefaultPerMinute).
+	// PerMinute lowers the kind's rate limit, or sets a webhook's (0:
+	// DefaultPerMinute).
 	PerMinute int
 	// Timeout bounds one HTTP request (default 10 s).
 	Timeout time.Duration
@@ -129,8 +130,8 @@ func New(o Options) (*Channel, error) {
 	c := &Channel{name: name, kind: o.Kind, client: client, log: o.Logger.With("channel", name), now: o.Now, done: map[string]int{}}
 	c.secrets = secretsOf(u, o.URL, o.Secret)
 	per := DefaultPerMinute[o.Kind]
-	if o.PerMinute > 0 && o.PerMinute < per {
-		per = o.PerMinute
+	if o.PerMinute > 0 && (o.PerMinute < per || o.Kind == Webhook) {
+		per = o.PerMinute // a webhook's limit is ours to set; the robots' only to lower
 	}
 	windows := []Window{{N: per, Per: time.Minute}}
 	switch o.Kind {
