@@ -96,6 +96,7 @@ func (n *Notifier) holdUntil(chat ChatKey, r Reply, until time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closing {
+		n.log.Warn("quiet hours: alert not delivered, trainbot is shutting down", "chat", chat.String(), "run", r.RunID)
 		return
 	}
 	n.log.Info("quiet hours: alert held", "chat", chat.String(), "run", r.RunID, "until", until.Format(time.RFC3339))

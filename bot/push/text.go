@@ -58,9 +58,13 @@ func runeCut(s string, n int) int {
 	return n
 }
 
-// buttonLines shows buttons as words to send to the bot (push channels
-// have no buttons).
+// buttonLines shows the buttons of an alert as words to send to the bot
+// (push channels have no buttons; those of notices, 停止 状态 画图, would
+// only be noise in a group).
 func buttonLines(r bot.Reply) string {
+	if r.Kind != bot.KindAlert {
+		return ""
+	}
 	var b strings.Builder
 	for _, row := range r.Buttons {
 		for _, btn := range row {
