@@ -205,6 +205,11 @@ func (n *Notifier) deliverReply(ctx context.Context, r Reply) {
 	n.pushChannels(r)
 }
 
+// dispatch sends a reply to one chat (on main, the outbox takes alerts here).
+func (n *Notifier) dispatch(ctx context.Context, t Transport, chat ChatKey, r Reply) error {
+	return n.send(ctx, t, chat.Chat, r)
+}
+
 func (n *Notifier) send(ctx context.Context, t Transport, chat int64, r Reply) error {
 	pause := n.opts.RetryPause
 	var err error
@@ -215,7 +220,7 @@ func (n *Notifier) send(ctx context.Context, t Transport, chat int64, r Reply) e
 		if ctx.Err() != nil || attempt == n.opts.Retries || Permanent(err) {
 			break
 		}
-		wait := max(pause, RetryAfter(err))
+		wait := max(pause, retryAfterOf(err))
 		n.log.Warn("send failed, retrying", "transport", t.Name(), "chat", chat, "in", wait, "err", err)
 		select {
 		case <-time.After(wait):

@@ -23,8 +23,11 @@ func RunCharts(ctx context.Context, h SeriesReader, run *trainer.Run, smoothing 
 	case !errors.Is(err, ErrNoMetric):
 		errs = append(errs, err)
 	}
-	// The memory chart joins here when the memory-chart branch is merged
-	// (it adds it to bot/chart.go): append its image to out.
+	// The memory chart joins here at merge. Main replaced RunChart with
+	// (*Charts).Loss and added (*Charts).Memory: this function becomes
+	//   c := &Charts{Data: h, Smoothing: smoothing}
+	//   loss, err := c.Loss(ctx, run, LossOptions{}); mem, err := c.Memory(ctx, run)
+	// keeping both images, and ErrNoMetric / ErrNoSamples as "nothing to draw".
 	return out, errors.Join(errs...)
 }
 

@@ -47,9 +47,9 @@ func Permanent(err error) bool {
 	return errors.As(err, &r) && !r.Retryable()
 }
 
-// RetryAfter is the pause an error asks for before the next try (a rate
+// retryAfterOf is the pause an error asks for before the next try (a rate
 // limit), or 0: errors with a RetryAfter() time.Duration method.
-func RetryAfter(err error) time.Duration {
+func retryAfterOf(err error) time.Duration {
 	var r interface{ RetryAfter() time.Duration }
 	if errors.As(err, &r) {
 		return r.RetryAfter()
@@ -84,7 +84,7 @@ func (n *Notifier) sendTo(ctx context.Context, chat ChatKey, r Reply) {
 	if n.sent.has(chat.String(), r.Key) {
 		return
 	}
-	if err := n.send(ctx, t, chat.Chat, r); err != nil {
+	if err := n.dispatch(ctx, t, chat, r); err != nil {
 		n.log.Error("deliver notice", "chat", chat.String(), "run", r.RunID, "err", err)
 		return
 	}
@@ -322,7 +322,7 @@ func (w *channelWorker) deliver(ctx context.Context, log *slog.Logger, r Reply) 
 			log.Warn("progress push not delivered", "run", r.RunID, "tries", tries, "err", err)
 			return true
 		}
-		wait := max(pause, RetryAfter(err))
+		wait := max(pause, retryAfterOf(err))
 		log.Warn("push failed, retrying", "run", r.RunID, "try", tries, "in", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {

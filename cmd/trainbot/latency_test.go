@@ -25,7 +25,7 @@ import (
 // channel. It reports the median and the 90th percentile, and as a
 // baseline measured in the same run, the median of a bare POST to the same
 // server. The text-only variant leaves the chart out, to show what drawing
-// it costs. Run it with scripts/alert-latency (-benchtime 100x).
+// it costs. Run it with bench/alert-latency.sh (-benchtime 100x).
 func BenchmarkAlertLatency(b *testing.B) {
 	b.Run("with-chart", func(b *testing.B) { benchAlertLatency(b, true) })
 	b.Run("text-only", func(b *testing.B) { benchAlertLatency(b, false) })
