@@ -172,8 +172,8 @@ func TestStuckChannelBlocksNoOne(t *testing.T) {
 }
 
 func TestQuietHoursHoldAndDrop(t *testing.T) {
-	// A clock that runs from 07:59:59.8 local time: quiet hours end 200 ms in.
-	base := time.Date(2030, 3, 9, 7, 59, 59, 800_000_000, time.Local)
+	// A clock that runs from 07:59:58.5 local time: quiet hours end 1.5 s in.
+	base := time.Date(2030, 3, 9, 7, 59, 58, 500_000_000, time.Local)
 	start := time.Now()
 	now := func() time.Time { return base.Add(time.Since(start)) }
 	q, err := ParseQuietHours("23:00-08:00", SeverityCritical)
