@@ -6,6 +6,7 @@ require (
 	codeberg.org/go-fonts/liberation v0.5.0
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/pelletier/go-toml/v2 v2.4.3
+	github.com/robfig/cron/v3 v3.0.1
 	golang.org/x/image v0.30.0
 	gonum.org/v1/plot v0.17.0
 	modernc.org/sqlite v1.62.0

@@ -81,6 +81,9 @@ type Reply struct {
 	// Key de-duplicates pushes: two replies with the same non-empty Key for
 	// the same chat are delivered once.
 	Key string
+	// Alert says what a KindAlert reply is about ("oom", "failed", "gpu", …;
+	// see AlertKinds), so that push channels get only the kinds they want.
+	Alert string
 }
 
 // Empty reports whether there is nothing to send.

@@ -183,6 +183,9 @@ func RunLine(r *trainer.Run, last map[string]float64, now time.Time) string {
 	} else if r.PeakHostMem != nil {
 		s += " · peak host " + trainer.FormatBytes(*r.PeakHostMem)
 	}
+	if r.RetryOf != 0 {
+		s += fmt.Sprintf(" · retry of #%d", r.RetryOf)
+	}
 	return s
 }
 

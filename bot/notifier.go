@@ -33,6 +33,22 @@ type NotifierOptions struct {
 	// with a doubling pause starting at RetryPause (default 1 s).
 	Retries    int
 	RetryPause time.Duration
+
+	// Channels are push-only transports (group robots, webhooks). Each has
+	// its own queue and retries alerts until they are delivered, so one
+	// that is down or slow never holds up the others. See route.go.
+	Channels []PushChannel
+	// MaxRetryPause caps the pause between tries of a channel (default 5 min).
+	MaxRetryPause time.Duration
+	// Quiet are the quiet hours of chats of the chat transports.
+	Quiet map[ChatKey]QuietHours
+	// Now is the clock of quiet hours (default time.Now).
+	Now func() time.Time
+	// Charts, when set, draws the charts that go with the end-of-run report.
+	Charts func(ctx context.Context, run *trainer.Run) []Image
+	// Extremes, when set, reads the lowest and highest value of each metric
+	// of a run, for the best metrics of the end-of-run report.
+	Extremes func(ctx context.Context, runID int64) (map[string]store.Extremes, error)
 }
 
 // Notifier turns run events into messages and sends them to the chats that
@@ -52,6 +68,10 @@ type Notifier struct {
 	closing bool
 	cancel  context.CancelFunc
 	done    chan struct{}
+
+	held    []*time.Timer    // replies held for quiet hours (guarded by mu)
+	workers []*channelWorker // one per push channel
+	sent    keySet           // keys delivered per chat; owned by loop
 }
 
 // NewNotifier returns a notifier; Start begins delivery.
@@ -65,6 +85,9 @@ func NewNotifier(opts NotifierOptions) *Notifier {
 	if opts.RetryPause <= 0 {
 		opts.RetryPause = time.Second
 	}
+	if opts.MaxRetryPause <= 0 {
+		opts.MaxRetryPause = 5 * time.Minute
+	}
 	n := &Notifier{opts: opts, transports: map[string]Transport{}, log: opts.Logger, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	for _, t := range opts.Transports {
 		n.transports[t.Name()] = t
@@ -76,6 +99,7 @@ func NewNotifier(opts NotifierOptions) *Notifier {
 type item struct {
 	event *trainer.Event
 	reply *Reply
+	to    *ChatKey // only this chat (a reply held for quiet hours)
 }
 
 // OnEvent queues a run event; it is a trainer.Listener.
@@ -104,6 +128,7 @@ func (n *Notifier) enqueue(it item) {
 func (n *Notifier) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
+	n.startChannels(ctx)
 	go n.loop(ctx)
 }
 
@@ -116,12 +141,14 @@ func (n *Notifier) Close(ctx context.Context) error {
 	case n.wake <- struct{}{}:
 	default:
 	}
+	n.stopHeld()
 	select {
 	case <-n.done:
-		return nil
+		return n.closeChannels(ctx)
 	case <-ctx.Done():
 		n.cancel()
 		<-n.done
+		n.closeChannels(ctx)
 		return ctx.Err()
 	}
 }
@@ -135,9 +162,12 @@ func (n *Notifier) loop(ctx context.Context) {
 		closing := n.closing
 		n.mu.Unlock()
 		for _, it := range q {
-			if it.event != nil {
+			switch {
+			case it.event != nil:
 				n.deliver(ctx, *it.event)
-			} else {
+			case it.to != nil:
+				n.sendTo(ctx, *it.to, *it.reply)
+			default:
 				n.deliverReply(ctx, *it.reply)
 			}
 		}
@@ -161,28 +191,21 @@ func (n *Notifier) deliver(ctx context.Context, e trainer.Event) {
 	if !ok {
 		return
 	}
-	for _, chat := range n.targets(ctx, e, reply.Kind) {
-		t := n.transports[chat.Transport]
-		if t == nil {
-			continue
-		}
-		if err := n.dispatch(ctx, t, chat, reply); err != nil {
-			n.log.Error("deliver notice", "chat", chat.String(), "run", e.Run.ID, "err", err)
-		}
+	if e.Kind == trainer.EventEnded {
+		n.completeEndReport(ctx, e, &reply)
 	}
+	for _, chat := range n.targets(ctx, e, reply.Kind) {
+		n.sendTo(ctx, chat, reply)
+	}
+	n.pushChannels(ctx, reply)
 }
 
 // deliverReply sends a pushed reply to its chats.
 func (n *Notifier) deliverReply(ctx context.Context, r Reply) {
 	for _, chat := range n.targets(ctx, trainer.Event{Run: &trainer.Run{}}, r.Kind) {
-		t := n.transports[chat.Transport]
-		if t == nil {
-			continue
-		}
-		if err := n.dispatch(ctx, t, chat, r); err != nil {
-			n.log.Error("deliver notice", "chat", chat.String(), "err", err)
-		}
+		n.sendTo(ctx, chat, r)
 	}
+	n.pushChannels(ctx, r)
 }
 
 // dispatch hands an alert to the outbox, which stores it before sending,
@@ -205,12 +228,14 @@ func (n *Notifier) send(ctx context.Context, t Transport, chat int64, r Reply) e
 		if err = t.Send(ctx, chat, r); err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || attempt == n.opts.Retries {
+		if ctx.Err() != nil || attempt == n.opts.Retries || Permanent(err) {
 			break
 		}
-		n.log.Warn("send failed, retrying", "transport", t.Name(), "chat", chat, "in", pause, "err", err)
+		ra, _ := RetryAfter(err)
+		wait := max(pause, ra)
+		n.log.Warn("send failed, retrying", "transport", t.Name(), "chat", chat, "in", wait, "err", err)
 		select {
-		case <-time.After(pause):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			return errors.Join(err, ctx.Err())
 		}
@@ -228,13 +253,15 @@ func (n *Notifier) targets(ctx context.Context, e trainer.Event, kind Kind) []Ch
 		}
 	}
 	origin, hasOrigin := parseChatKey(e.Run.Origin)
+	// The starter already got the reply to 开始; an on_oom retry it did not ask for.
+	startReplied := e.Kind == trainer.EventStarted && e.Run.RetryOf == 0
 	for _, k := range n.opts.Always {
-		if e.Kind == trainer.EventStarted && hasOrigin && k == origin {
-			continue // the starter already got the reply
+		if startReplied && hasOrigin && k == origin {
+			continue
 		}
 		add(k)
 	}
-	if hasOrigin && e.Kind != trainer.EventStarted {
+	if hasOrigin && !startReplied {
 		add(origin)
 	}
 	if n.opts.Subscriptions != nil {
@@ -244,7 +271,7 @@ func (n *Notifier) targets(ctx context.Context, e trainer.Event, kind Kind) []Ch
 		}
 		for _, s := range subs {
 			k := ChatKey{Transport: s.Transport, Chat: s.Chat}
-			if e.Kind == trainer.EventStarted && hasOrigin && k == origin {
+			if startReplied && hasOrigin && k == origin {
 				continue
 			}
 			if s.Subscribed || kind == KindAlert {
@@ -284,24 +311,36 @@ func EventReply(e trainer.Event) (Reply, bool) {
 	case trainer.EventAlert:
 		a := e.Alert
 		text := fmt.Sprintf("%s run #%d (%s): %s", OutcomeIcon(a.Kind), r.ID, r.Job, a.Text)
+		var buttons [][]Button
 		switch a.Kind {
 		case trainer.OutcomeOOM:
-			text = fmt.Sprintf("💥 run #%d (%s) hit out-of-memory: %s", r.ID, r.Job, a.Text)
+			text = oomAlertText(e)
+			buttons = oomButtons(e.Job, r)
 		case trainer.OutcomeNaN:
 			text = fmt.Sprintf("⚠️ run #%d (%s) has a NaN loss: %s", r.ID, r.Job, a.Text)
 		case trainer.OutcomeStalled:
 			text = fmt.Sprintf("⏸ run #%d (%s) looks stalled: %s", r.ID, r.Job, a.Text)
 		}
-		return Reply{Text: text, Kind: KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:alert:%s:%d", r.ID, a.Kind, e.At.Unix())}, true
+		return Reply{Text: text, Kind: KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:alert:%s:%d", r.ID, a.Kind, e.At.Unix()),
+			Alert: string(a.Kind), Buttons: buttons}, true
 	case trainer.EventEnded:
-		return Reply{Text: EndReport(e), Kind: KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:ended", r.ID)}, true
+		reply := Reply{Text: EndReport(e), Kind: KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:ended", r.ID), Alert: string(r.Outcome)}
+		if _, advise := retryText(e); advise {
+			reply.Buttons = oomButtons(e.Job, r)
+		}
+		return reply, true
 	}
 	return Reply{}, false
 }
 
 // EndReport describes how a run ended: outcome, duration, steps, final
-// metrics, peak memory and the detail.
-func EndReport(e trainer.Event) string {
+// metrics, peak memory, the detail, and what on_oom did or what to try
+// after running out of memory.
+func EndReport(e trainer.Event) string { return endReport(e, "") }
+
+// endReport is EndReport with a line of best metrics (BestText) after the
+// final ones.
+func endReport(e trainer.Event, best string) string {
 	r := e.Run
 	var b strings.Builder
 	verb := string(r.Outcome)
@@ -327,6 +366,9 @@ func EndReport(e trainer.Event) string {
 	if e.Status != nil && len(e.Status.Last) > 0 {
 		b.WriteString("\n" + metricsText(e.Status.Last, 6))
 	}
+	if best != "" {
+		b.WriteString("\n" + best)
+	}
 	var mem []string
 	if r.PeakGPUMem != nil {
 		mem = append(mem, "peak GPU memory "+trainer.FormatBytes(*r.PeakGPUMem))
@@ -339,6 +381,15 @@ func EndReport(e trainer.Event) string {
 	}
 	if r.Outcome != trainer.OutcomeFinished && r.Outcome != trainer.OutcomeStopped && r.Detail != "" {
 		b.WriteString("\n" + r.Detail)
+	}
+	line, advise := retryText(e)
+	if line != "" {
+		b.WriteString("\n" + line)
+	}
+	if advise {
+		if adv := OOMAdvice(e.OOM, r, e.Job); len(adv) > 0 {
+			b.WriteString("\nWhat to try:\n• " + strings.Join(adv, "\n• "))
+		}
 	}
 	return b.String()
 }

@@ -21,6 +21,7 @@ type OutboxStore interface {
 	MarkOutboxSent(ctx context.Context, id int64, at time.Time) error
 	MarkOutboxRetry(ctx context.Context, id int64, next time.Time, lastError string) error
 	PendingOutbox(ctx context.Context, transport string) ([]store.OutboxItem, error)
+	MarkOutboxFailed(ctx context.Context, id int64, at time.Time, lastError string) error
 	PruneOutbox(ctx context.Context, sentBefore time.Time) (int64, error)
 }
 
@@ -160,6 +161,15 @@ func (o *Outbox) Start() {
 // It returns false when a reply with the same Key was already stored for
 // that chat. A reply without a Key is never de-duplicated.
 func (o *Outbox) Add(ctx context.Context, chat ChatKey, r Reply) (bool, error) {
+	return o.AddAt(ctx, chat, r, time.Time{})
+}
+
+// Has reports whether the outbox delivers to the named transport.
+func (o *Outbox) Has(transport string) bool { return o.lanes[transport] != nil }
+
+// AddAt is Add for a reply held until notBefore (quiet hours); a held reply
+// holds back none of the chat's other replies.
+func (o *Outbox) AddAt(ctx context.Context, chat ChatKey, r Reply, notBefore time.Time) (bool, error) {
 	l := o.lanes[chat.Transport]
 	if l == nil {
 		return false, fmt.Errorf("outbox: no transport %q", chat.Transport)
@@ -172,7 +182,7 @@ func (o *Outbox) Add(ctx context.Context, chat ChatKey, r Reply) (bool, error) {
 	if key == "" {
 		key = fmt.Sprintf("auto:%d:%d", time.Now().UnixNano(), o.seq.Add(1))
 	}
-	added, err := o.opts.Store.EnqueueOutbox(ctx, store.OutboxItem{Transport: chat.Transport, Chat: chat.Chat, Key: key, Payload: payload})
+	added, err := o.opts.Store.EnqueueOutbox(ctx, store.OutboxItem{Transport: chat.Transport, Chat: chat.Chat, Key: key, Payload: payload, NotBefore: notBefore})
 	if err != nil {
 		return false, err
 	}
@@ -297,6 +307,15 @@ func (o *Outbox) deliver(ctx context.Context, l *lane, it store.OutboxItem) {
 	if ctx.Err() != nil {
 		return // shutting down: not the message's fault; it stays as it was
 	}
+	if Permanent(err) {
+		// Trying again cannot help (a bad webhook key, a chat that does not
+		// exist): give up on this one so it holds back nothing.
+		if err := o.opts.Store.MarkOutboxFailed(bctx, it.ID, time.Now(), err.Error()); err != nil {
+			log.Error("outbox", "err", err)
+		}
+		log.Error("refused for good; not retrying", "attempt", it.Attempts+1, "err", err)
+		return
+	}
 	delay := o.backoff(it.Attempts)
 	if ra, ok := RetryAfter(err); ok {
 		delay = ra
@@ -322,6 +341,7 @@ type storedReply struct {
 	Images  []storedImage    `json:"images,omitempty"`
 	Buttons [][]storedButton `json:"buttons,omitempty"`
 	Kind    Kind             `json:"kind"`
+	Alert   string           `json:"alert,omitempty"`
 	RunID   int64            `json:"run_id,omitempty"`
 	Key     string           `json:"key,omitempty"`
 }
@@ -338,7 +358,7 @@ type storedButton struct {
 }
 
 func encodeReply(r Reply) ([]byte, error) {
-	s := storedReply{Text: r.Text, Kind: r.Kind, RunID: r.RunID, Key: r.Key}
+	s := storedReply{Text: r.Text, Kind: r.Kind, Alert: r.Alert, RunID: r.RunID, Key: r.Key}
 	for _, img := range r.Images {
 		s.Images = append(s.Images, storedImage(img))
 	}
@@ -357,7 +377,7 @@ func decodeReply(b []byte) (Reply, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return Reply{}, err
 	}
-	r := Reply{Text: s.Text, Kind: s.Kind, RunID: s.RunID, Key: s.Key}
+	r := Reply{Text: s.Text, Kind: s.Kind, Alert: s.Alert, RunID: s.RunID, Key: s.Key}
 	for _, img := range s.Images {
 		r.Images = append(r.Images, Image(img))
 	}

@@ -3,6 +3,7 @@ package bot_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"image/png"
 	"strings"
 	"testing"
@@ -164,7 +165,7 @@ func TestOperatorSession(t *testing.T) {
 		t.Fatal("cancel stopped the run")
 	}
 	mustContain(t, e.say(operator, "/stop 1 confirm"), "stopping run #1")
-	if _, err := e.sup.WaitRun(context.Background(), 1); err != nil && err != trainer.ErrNotRunning {
+	if _, err := e.sup.WaitRun(context.Background(), 1); err != nil && !errors.Is(err, trainer.ErrNotRunning) {
 		t.Fatal(err)
 	}
 	// A confirmation from an old message.

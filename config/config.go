@@ -32,6 +32,10 @@ type Config struct {
 	Plots    PlotsConfig   `toml:"plots"`
 	GPU      GPUConfig     `toml:"gpu"`
 	Jobs     []JobConfig   `toml:"jobs"`
+	// Push channels (push.go), quiet hours of chats, and schedules (schedule.go).
+	Push      []PushConfig     `toml:"push"`
+	Quiet     []QuietConfig    `toml:"quiet"`
+	Schedules []ScheduleConfig `toml:"schedules"`
 
 	// Telegram is the Telegram transport; Auth says who may use the chats.
 	Telegram TelegramConfig `toml:"telegram"`
@@ -75,6 +79,7 @@ type JobConfig struct {
 	Patterns    []string               `toml:"patterns"`
 	MaxLogSize  ByteSize               `toml:"max_log_size"`
 	TailLines   int                    `toml:"tail_lines"`
+	OnOOM       *OnOOMConfig           `toml:"on_oom"`
 }
 
 // ParamConfig declares one job parameter.
@@ -275,6 +280,8 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validatePlots()...)
 	errs = append(errs, c.validateGPU()...)
 	errs = append(errs, c.validateTelegram()...)
+	errs = append(errs, c.validatePush()...)
+	errs = append(errs, c.validateSchedules()...)
 	seen := map[string]int{}
 	for i, jc := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d]", i)
@@ -366,6 +373,7 @@ func (c *Config) job(i int) (*trainer.Job, Errors) {
 	if jc.TailLines < 0 || jc.TailLines > 100000 {
 		errs = append(errs, c.errorAt(key+".tail_lines", "want 1..100000, got %d", jc.TailLines))
 	}
+	errs = append(errs, c.onOOM(i, j)...)
 	names := make([]string, 0, len(jc.Params))
 	for n := range jc.Params {
 		names = append(names, n)

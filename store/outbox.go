@@ -21,12 +21,16 @@ type OutboxItem struct {
 	Payload   []byte
 	CreatedAt time.Time
 	Attempts  int
-	NextAt    time.Time // not tried again before this
+	NextAt    time.Time // not tried again before this (a retry's backoff)
+	// NotBefore holds the item until then (quiet hours). Unlike NextAt it
+	// does not hold back the chat's later items.
+	NotBefore time.Time
 	LastError string
-	SentAt    time.Time // zero while pending
+	SentAt    time.Time // zero while pending; set too when it failed for good
+	Failed    bool      // the transport refused it for good
 }
 
-const outboxColumns = `id, transport, chat_id, key, payload, created_at, attempts, next_at, last_error, sent_at`
+const outboxColumns = `id, transport, chat_id, key, payload, created_at, attempts, next_at, last_error, sent_at, not_before, failed`
 
 // EnqueueOutbox stores an item to deliver. It returns false, and stores
 // nothing, when an item with the same transport, chat and key exists
@@ -42,9 +46,13 @@ func (s *Store) EnqueueOutbox(ctx context.Context, it OutboxItem) (bool, error) 
 	if it.NextAt.IsZero() {
 		it.NextAt = it.CreatedAt
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO outbox(transport, chat_id, key, payload, created_at, next_at)
-		VALUES(?,?,?,?,?,?) ON CONFLICT(transport, chat_id, key) DO NOTHING`,
-		it.Transport, strconv.FormatInt(it.Chat, 10), it.Key, it.Payload, ms(it.CreatedAt), ms(it.NextAt))
+	var notBefore int64
+	if !it.NotBefore.IsZero() {
+		notBefore = ms(it.NotBefore)
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO outbox(transport, chat_id, key, payload, created_at, next_at, not_before)
+		VALUES(?,?,?,?,?,?,?) ON CONFLICT(transport, chat_id, key) DO NOTHING`,
+		it.Transport, strconv.FormatInt(it.Chat, 10), it.Key, it.Payload, ms(it.CreatedAt), ms(it.NextAt), notBefore)
 	if err != nil {
 		return false, fmt.Errorf("enqueue outbox: %w", err)
 	}
@@ -56,18 +64,19 @@ func (s *Store) EnqueueOutbox(ctx context.Context, it OutboxItem) (bool, error) 
 }
 
 // DueOutbox returns up to limit items of a transport that are due at now,
-// at most one per chat: the oldest pending item of each chat, so a chat's
-// items are delivered in order and a failing one holds back only its own
-// chat.
+// at most one per chat: the oldest pending item of each chat that is not
+// held (NotBefore), so a chat's items are delivered in order, a failing one
+// holds back only its own chat, and an item held for quiet hours holds back
+// nothing.
 func (s *Store) DueOutbox(ctx context.Context, transport string, now time.Time, limit int) ([]OutboxItem, error) {
 	if limit <= 0 {
 		limit = 20
 	}
 	return s.queryOutbox(ctx, `SELECT `+outboxColumns+` FROM outbox o
-		WHERE transport = ? AND sent_at IS NULL AND next_at <= ?
+		WHERE transport = ?1 AND sent_at IS NULL AND next_at <= ?2 AND not_before <= ?2
 		AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.transport = o.transport AND p.chat_id = o.chat_id
-			AND p.sent_at IS NULL AND p.id < o.id)
-		ORDER BY id LIMIT ?`, transport, ms(now), limit)
+			AND p.sent_at IS NULL AND p.not_before <= ?2 AND p.id < o.id)
+		ORDER BY id LIMIT ?3`, transport, ms(now), limit)
 }
 
 // PendingOutbox returns every undelivered item of a transport ("" for all
@@ -93,9 +102,11 @@ func (s *Store) OutboxItems(ctx context.Context, limit int) ([]OutboxItem, error
 // nothing is pending.
 func (s *Store) NextOutboxAt(ctx context.Context, transport string) (at time.Time, ok bool, err error) {
 	var v sql.NullInt64
-	err = s.r.QueryRowContext(ctx, `SELECT MIN(next_at) FROM outbox o WHERE transport = ? AND sent_at IS NULL
-		AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.transport = o.transport AND p.chat_id = o.chat_id
-			AND p.sent_at IS NULL AND p.id < o.id)`, transport).Scan(&v)
+	// Each held item is due at its NotBefore (or later); of the rest, the
+	// oldest of each chat at its NextAt.
+	err = s.r.QueryRowContext(ctx, `SELECT MIN(max(next_at, not_before)) FROM outbox o WHERE transport = ?1 AND sent_at IS NULL
+		AND (not_before > ?2 OR NOT EXISTS (SELECT 1 FROM outbox p WHERE p.transport = o.transport AND p.chat_id = o.chat_id
+			AND p.sent_at IS NULL AND p.not_before <= ?2 AND p.id < o.id))`, transport, ms(time.Now())).Scan(&v)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next outbox item: %w", err)
 	}
@@ -110,6 +121,19 @@ func (s *Store) MarkOutboxSent(ctx context.Context, id int64, at time.Time) erro
 	_, err := s.w.ExecContext(ctx, `UPDATE outbox SET sent_at = ?, attempts = attempts + 1, last_error = '' WHERE id = ?`, ms(at), id)
 	if err != nil {
 		return fmt.Errorf("mark outbox item %d sent: %w", id, err)
+	}
+	return nil
+}
+
+// MarkOutboxFailed records that an item was refused for good: it is no
+// longer pending (SentAt is set) and Failed says it was not delivered.
+func (s *Store) MarkOutboxFailed(ctx context.Context, id int64, at time.Time, lastError string) error {
+	if len(lastError) > 1024 {
+		lastError = lastError[:1024]
+	}
+	_, err := s.w.ExecContext(ctx, `UPDATE outbox SET sent_at = ?, failed = 1, attempts = attempts + 1, last_error = ? WHERE id = ?`, ms(at), lastError, id)
+	if err != nil {
+		return fmt.Errorf("mark outbox item %d failed: %w", id, err)
 	}
 	return nil
 }
@@ -146,15 +170,18 @@ func (s *Store) queryOutbox(ctx context.Context, q string, args ...any) ([]Outbo
 	for rows.Next() {
 		var it OutboxItem
 		var chat string
-		var created, next int64
+		var created, next, notBefore int64
 		var sent sql.NullInt64
-		if err := rows.Scan(&it.ID, &it.Transport, &chat, &it.Key, &it.Payload, &created, &it.Attempts, &next, &it.LastError, &sent); err != nil {
+		if err := rows.Scan(&it.ID, &it.Transport, &chat, &it.Key, &it.Payload, &created, &it.Attempts, &next, &it.LastError, &sent, &notBefore, &it.Failed); err != nil {
 			return nil, fmt.Errorf("read outbox: %w", err)
 		}
 		it.Chat, _ = strconv.ParseInt(chat, 10, 64)
 		it.CreatedAt, it.NextAt = fromMS(created), fromMS(next)
 		if sent.Valid {
 			it.SentAt = fromMS(sent.Int64)
+		}
+		if notBefore > 0 {
+			it.NotBefore = fromMS(notBefore)
 		}
 		out = append(out, it)
 	}

@@ -82,3 +82,38 @@ func TestOutboxQueue(t *testing.T) {
 		t.Errorf("another transport has nothing pending: %v %v", ok, err)
 	}
 }
+
+func TestOutboxHeldItemsHoldNothingBack(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	now := time.Now()
+	later := now.Add(time.Hour)
+	// A warning held for quiet hours, then a critical alert that goes now.
+	s.EnqueueOutbox(ctx, OutboxItem{Transport: "wecom:lab", Key: "warn", Payload: []byte("warn"), NotBefore: later})
+	s.EnqueueOutbox(ctx, OutboxItem{Transport: "wecom:lab", Key: "crit", Payload: []byte("crit")})
+	due, err := s.DueOutbox(ctx, "wecom:lab", now.Add(time.Second), 10)
+	if err != nil || len(due) != 1 || due[0].Key != "crit" {
+		t.Fatalf("due now: %+v %v, want only the critical alert", due, err)
+	}
+	if err := s.MarkOutboxFailed(ctx, due[0].ID, now, "errcode 93000: invalid webhook key"); err != nil {
+		t.Fatal(err)
+	}
+	at, ok, err := s.NextOutboxAt(ctx, "wecom:lab")
+	if err != nil || !ok || at.Sub(later).Abs() > time.Millisecond {
+		t.Fatalf("next at %v %v %v, want the end of the hold", at, ok, err)
+	}
+	due, _ = s.DueOutbox(ctx, "wecom:lab", later.Add(time.Second), 10)
+	if len(due) != 1 || due[0].Key != "warn" || due[0].NotBefore.IsZero() {
+		t.Fatalf("due after the hold: %+v", due)
+	}
+	items, _ := s.OutboxItems(ctx, 10)
+	for _, it := range items {
+		if it.Key == "crit" && (!it.Failed || it.SentAt.IsZero() || it.LastError == "") {
+			t.Fatalf("failed item %+v", it)
+		}
+	}
+}

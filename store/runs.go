@@ -17,7 +17,7 @@ var _ trainer.Recorder = (*Store)(nil)
 
 const runColumns = `id, job, params, command, state, outcome, detail, exit_code, pid, supervisor_pid,
 	started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-	peak_gpu_mem_bytes, peak_host_mem_bytes`
+	peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of`
 
 // CreateRun inserts a run and returns its id.
 func (s *Store) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
@@ -27,10 +27,10 @@ func (s *Store) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO runs(job, params, command, state, outcome, detail, exit_code, pid,
 		supervisor_pid, started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-		peak_gpu_mem_bytes, peak_host_mem_bytes) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
-		r.PeakGPUMem, r.PeakHostMem)
+		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf))
 	if err != nil {
 		return 0, fmt.Errorf("create run: %w", err)
 	}
@@ -45,10 +45,10 @@ func (s *Store) UpdateRun(ctx context.Context, r *trainer.Run) error {
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE runs SET job=?, params=?, command=?, state=?, outcome=?, detail=?,
 		exit_code=?, pid=?, supervisor_pid=?, started_at=?, ended_at=?, log_path=?, started_by=?, origin=?, stopped_by=?,
-		steps=?, total_steps=?, peak_gpu_mem_bytes=?, peak_host_mem_bytes=? WHERE id=?`,
+		steps=?, total_steps=?, peak_gpu_mem_bytes=?, peak_host_mem_bytes=?, retry_of=? WHERE id=?`,
 		r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
-		r.PeakGPUMem, r.PeakHostMem, r.ID)
+		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", r.ID, err)
 	}
@@ -96,9 +96,10 @@ func scanRun(sc scanner) (*trainer.Run, error) {
 		started         int64
 		ended           sql.NullInt64
 		peakGPU, peakH  sql.NullInt64
+		retryOf         sql.NullInt64
 	)
 	err := sc.Scan(&r.ID, &r.Job, &params, &command, &state, &outcome, &r.Detail, &exit, &r.PID, &r.Supervisor,
-		&started, &ended, &r.LogPath, &r.StartedBy, &r.Origin, &r.StoppedBy, &r.Steps, &r.Total, &peakGPU, &peakH)
+		&started, &ended, &r.LogPath, &r.StartedBy, &r.Origin, &r.StoppedBy, &r.Steps, &r.Total, &peakGPU, &peakH, &retryOf)
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +126,7 @@ func scanRun(sc scanner) (*trainer.Run, error) {
 		v := peakH.Int64
 		r.PeakHostMem = &v
 	}
+	r.RetryOf = retryOf.Int64
 	return &r, nil
 }
 

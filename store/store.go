@@ -257,9 +257,18 @@ CREATE TABLE outbox (
 	next_at INTEGER NOT NULL,
 	last_error TEXT NOT NULL DEFAULT '',
 	sent_at INTEGER,
+	-- held until then (quiet hours): unlike next_at, it does not hold back
+	-- the chat's later items
+	not_before INTEGER NOT NULL DEFAULT 0,
+	-- 1 when the transport refused it for good (a bad webhook key)
+	failed INTEGER NOT NULL DEFAULT 0,
 	UNIQUE (transport, chat_id, key)
 );
 CREATE INDEX outbox_pending ON outbox(transport, sent_at, chat_id, id);
+`,
+	// 4: a run started again after out-of-memory (on_oom) names the run it retries.
+	`
+ALTER TABLE runs ADD COLUMN retry_of INTEGER;
 `,
 }
 

@@ -39,6 +39,7 @@ type active struct {
 	done        chan struct{}
 	log         *slog.Logger
 	oomBase     int64
+	attempt     int // on_oom: this run is the attempt-th retry (0: not a retry)
 
 	mu          sync.Mutex
 	run         *Run
@@ -228,6 +229,9 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 	}
 	a.save()
 	st := a.status()
+	// A retry (on_oom) counts as activity from here, so that Wait does not
+	// return between this run and its retry.
+	retry := a.sup.planRetry(a, st.Run)
 	a.lock.release()
 	a.sup.mu.Lock()
 	if a.sup.active[a.job.Lock] == a {
@@ -236,7 +240,12 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 	a.sup.mu.Unlock()
 	close(a.done)
 	a.log.Info("run ended", "outcome", outcome, "detail", firstLine(detail))
-	a.sup.publish(Event{Kind: EventEnded, Run: st.Run, Status: &st, At: now})
+	var oom *OOM
+	if outcome == OutcomeOOM {
+		oom = e.oom
+	}
+	a.sup.publish(Event{Kind: EventEnded, Run: st.Run, Status: &st, At: now, Retry: retry, OOM: oom})
+	a.sup.retryAfterOOM(st.Run, a.job, retry)
 }
 
 func firstLine(s string) string {

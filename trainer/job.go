@@ -57,6 +57,10 @@ type Job struct {
 	Patterns    []string      // extra regular expressions with named groups for logparse
 	MaxLogBytes int64         // cap on the run log file (0: no cap)
 	TailLines   int           // lines kept in memory for the log command
+
+	// OnOOM restarts a run that ran out of memory with a parameter halved;
+	// nil: no automatic retry.
+	OnOOM *OOMRetry
 }
 
 // Job defaults.
@@ -99,6 +103,9 @@ func (j *Job) Normalize() error {
 		if err := spec.check(name); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := j.checkOnOOM(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, item := range j.Command {
 		for _, ref := range placeholders(item) {

@@ -60,6 +60,10 @@ type Run struct {
 
 	PeakGPUMem  *int64 // bytes; nil when no GPU was sampled
 	PeakHostMem *int64 // bytes; nil when not sampled
+
+	// RetryOf is the run this one retries after it ran out of memory
+	// (the job's on_oom), 0 if none.
+	RetryOf int64
 }
 
 // Clone returns a deep copy that the caller may keep.

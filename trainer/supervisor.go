@@ -89,6 +89,9 @@ type Event struct {
 	Alert  *Alert  // EventAlert only
 	Status *Status // EventEnded: the final status (metrics, rate); EventStarted: the first
 	At     time.Time
+	Job    *Job   // the run's job (shared: read only); set by the supervisor
+	Retry  *Retry // EventEnded of a job with on_oom: what it did; nil otherwise
+	OOM    *OOM   // EventEnded out of memory: what the output said; nil when it said nothing
 }
 
 // Alert is raised while a run is still going.
@@ -108,6 +111,10 @@ type StartRequest struct {
 	Params map[string]string // name=value as typed by the user
 	By     string            // who asked, for the record
 	Origin string            // the chat that asked ("telegram:123"), for notices
+
+	// RetryOf is the run that ran out of memory and is retried (on_oom).
+	RetryOf int64
+	attempt int // the how-manieth on_oom retry this is
 }
 
 // Options configure a Supervisor.
@@ -137,6 +144,8 @@ type Supervisor struct {
 	closing   bool
 	listeners []Listener
 	wg        sync.WaitGroup
+	retries   int           // on_oom retries decided but not started yet
+	noRetries chan struct{} // closed when retries drops to 0
 }
 
 // New checks the jobs, marks runs left "running" by a trainbot process that
@@ -182,6 +191,9 @@ func (s *Supervisor) Subscribe(l Listener) {
 func (s *Supervisor) publish(e Event) {
 	if e.At.IsZero() {
 		e.At = time.Now()
+	}
+	if e.Job == nil && e.Run != nil {
+		e.Job = s.jobs[e.Run.Job]
 	}
 	s.mu.Lock()
 	ls := slices.Clone(s.listeners)
@@ -271,7 +283,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	now := time.Now()
 	run := &Run{
 		Job: job.Name, Params: params, State: StateRunning, Outcome: OutcomeRunning,
-		StartedAt: now, StartedBy: req.By, Origin: req.Origin, Supervisor: os.Getpid(),
+		StartedAt: now, StartedBy: req.By, Origin: req.Origin, Supervisor: os.Getpid(), RetryOf: req.RetryOf,
 	}
 	argv, env := job.Argv(params)
 	run.Command = argv
@@ -348,6 +360,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		last:        map[string]float64{},
 		log:         log,
 		oomBase:     cgroupOOMKills(),
+		attempt:     req.attempt,
 	}
 	a.cap.read(outR, false)
 	a.cap.read(errR, true)
@@ -539,6 +552,9 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 		for _, a := range s.active {
 			done = a.done
 			break
+		}
+		if done == nil {
+			done = s.pendingRetries()
 		}
 		s.mu.Unlock()
 		if done == nil {

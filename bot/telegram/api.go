@@ -126,6 +126,14 @@ func (e *Error) Temporary() bool {
 	return e.Code == 0 || e.Code == 429 || e.Code >= 500 || e.Retry > 0
 }
 
+// Retryable reports whether the outbox should try again: yes unless the
+// Bot API refused the message itself (400: chat not found, message too
+// long; 403: the bot was blocked or removed). 401 (a bad token) is retried:
+// the alert goes out once the token is fixed and trainbot restarted.
+func (e *Error) Retryable() bool {
+	return e.Temporary() || e.Code == 401
+}
+
 // codes maps the start of an error description to its code, for answers
 // whose code the library drops (uploads).
 var codes = []struct {

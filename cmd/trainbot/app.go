@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -91,12 +92,28 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			logger.Warn("[auth] has no operators or viewers: everyone is refused; send the bot a message to learn your user id")
 		}
 	}
-	if len(transports) == 0 {
-		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), or [console] enabled = true")
+	alerts, err := alertsOf(cfg)
+	if err != nil {
+		return errorf(e, "%v", err)
 	}
-	outbox := bot.NewOutbox(bot.OutboxOptions{Store: st, Transports: transports, Logger: logger})
+	if len(transports) == 0 && len(alerts.push) == 0 {
+		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), [console] enabled = true, or a [[push]] channel")
+	}
+	channels, err := pushChannels(alerts.push, logger)
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
+	// Alerts go through the outbox, to chats and push channels alike: stored
+	// before they are sent, retried until delivered, across restarts.
+	deliverable := slices.Clone(transports)
+	for _, c := range channels {
+		deliverable = append(deliverable, c.Transport)
+	}
+	outbox := bot.NewOutbox(bot.OutboxOptions{Store: st, Transports: deliverable, Logger: logger})
 	outbox.Start()
-	notifier := bot.NewNotifier(bot.NotifierOptions{Transports: transports, Always: always, Subscriptions: st, Outbox: outbox, Logger: logger})
+	charts := &bot.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
+	notifier := bot.NewNotifier(bot.NotifierOptions{Transports: transports, Always: always, Subscriptions: st, Outbox: outbox, Logger: logger,
+		Channels: channels, Quiet: alerts.quiet, Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes})
 	sup.Subscribe(notifier.OnEvent)
 	notifier.Start()
 	var progress *bot.ProgressPublisher
@@ -108,6 +125,11 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
 		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}}
+	// Scheduled reports and starts; stopped first at shutdown.
+	sched, err := startSchedules(alerts.schedules, sup, st, notifier, chartsHook(charts, logger), logger)
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
 
 	// GPU telemetry: NVML when there is a driver, each run's host memory
 	// from /proc always; samples stored, run peaks raised, alerts pushed,
@@ -135,6 +157,10 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	running := len(transports)
 	code := exitOK
 	interrupted := false
+	if running == 0 { // push channels and schedules only: run until a signal
+		<-ctx.Done()
+		interrupted = true
+	}
 wait:
 	for running > 0 {
 		select {
@@ -162,6 +188,11 @@ wait:
 		}
 	}
 	stopTransports()
+	schedCtx, cancelSched := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	if err := sched.Close(schedCtx); err != nil {
+		logger.Warn("scheduled jobs still running at shutdown", "err", err)
+	}
+	cancelSched()
 	// Wait for the transports to stop taking messages: Telegram lets the
 	// messages it is answering finish first.
 	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)

@@ -185,7 +185,11 @@ func runningPGIDs(ctx context.Context, dataDir string) (map[int]int64, error) {
 
 // gpuAlertReply is the chat message of a GPU alert.
 func gpuAlertReply(a gpu.Alert) bot.Reply {
-	return bot.Reply{Kind: bot.KindAlert, Text: a.Text, RunID: a.RunID, Key: a.Key}
+	kind := bot.AlertGPU // memory, temperature, ECC thresholds
+	if a.Kind == gpu.AlertXid {
+		kind = bot.AlertXid
+	}
+	return bot.Reply{Kind: bot.KindAlert, Text: a.Text, RunID: a.RunID, Key: a.Key, Alert: kind}
 }
 
 // gpuChatReply answers 显卡: a fresh sample, as a table.

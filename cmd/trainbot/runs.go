@@ -39,6 +39,7 @@ type runJSON struct {
 	PID              int                 `json:"pid"`
 	Command          []string            `json:"command"`
 	LogPath          string              `json:"log_path"`
+	RetryOf          *int64              `json:"retry_of"` // the run this one retried after out-of-memory (on_oom); null if none
 }
 
 func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
@@ -51,6 +52,10 @@ func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 	}
 	if j.Params == nil {
 		j.Params = map[string]string{}
+	}
+	if r.RetryOf != 0 {
+		id := r.RetryOf
+		j.RetryOf = &id
 	}
 	if !r.EndedAt.IsZero() {
 		t := r.EndedAt.UTC()

@@ -194,7 +194,9 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 	// Inside an object's repr, Linear(in_features=4, …) or argparse's
 	// Namespace(lr=0.01, epochs=10, …), pairs are configuration: only
 	// totals are read there.
-	inCall := 0
+	// A '(' with no ')' left on the line opens nothing: an unclosed
+	// parenthesis (or binary garbage) must not silence the rest of it.
+	inCall, closers := 0, strings.Count(s, ")")
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -206,10 +208,13 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 			}
 			i++
 			continue
-		case c == '(' && i > 0 && isWordChar(s[i-1]):
+		case c == '(' && i > 0 && isWordChar(s[i-1]) && closers > inCall:
 			inCall++
-		case c == ')' && inCall > 0:
-			inCall--
+		case c == ')':
+			closers--
+			if inCall > 0 {
+				inCall--
+			}
 		}
 		if !isIdentStart(c) || (i > 0 && isKeyChar(s[i-1])) {
 			i++

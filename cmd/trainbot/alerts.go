@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/push"
+	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/schedule"
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// alertsOptions are the config's push channels, quiet hours and schedules.
+type alertsOptions struct {
+	push      []config.PushChannel
+	quiet     map[bot.ChatKey]bot.QuietHours
+	schedules []config.Schedule
+}
+
+// alertsOf reads them from a validated config.
+func alertsOf(cfg *config.Config) (alertsOptions, error) {
+	chs, err := cfg.PushChannels()
+	if err != nil {
+		return alertsOptions{}, err
+	}
+	ss, err := cfg.ScheduleEntries()
+	if err != nil {
+		return alertsOptions{}, err
+	}
+	return alertsOptions{push: chs, quiet: cfg.QuietChats(), schedules: ss}, nil
+}
+
+// printAlerts lists the push channels and the schedules with their next
+// run, for `trainbot check`.
+func printAlerts(e env, cfg *config.Config) {
+	al, err := alertsOf(cfg)
+	if err != nil {
+		return
+	}
+	for _, c := range al.push {
+		kinds := "all alerts"
+		if c.Alerts != nil {
+			kinds = "alerts " + strings.Join(c.Alerts, ", ")
+		}
+		if c.Progress {
+			kinds += " and progress"
+		}
+		quiet := ""
+		if !c.Quiet.IsZero() {
+			quiet = fmt.Sprintf("; quiet %s (%s and above still go)", c.Quiet, c.Quiet.MinSeverity)
+		}
+		fmt.Fprintf(e.stdout, "push %s:%s: %s%s\n", c.Kind, c.Name, kinds, quiet)
+	}
+	now := time.Now()
+	for _, s := range al.schedules {
+		sch, err := schedule.Parse(s.Spec)
+		if err != nil {
+			continue
+		}
+		what := s.Action
+		if s.Action == config.ActionStart {
+			what += " " + s.Job
+		}
+		fmt.Fprintf(e.stdout, "schedule %s: %s at %q, next %s\n", s.Name, what, s.Spec, sch.Next(now).Format("2006-01-02 15:04 MST"))
+	}
+}
+
+// pushChannels makes the push channels the notifier routes alerts to.
+func pushChannels(cfgs []config.PushChannel, logger *slog.Logger) ([]bot.PushChannel, error) {
+	var out []bot.PushChannel
+	for _, c := range cfgs {
+		ch, err := push.New(push.Options{Kind: c.Kind, Name: c.Name, URL: c.URL, Secret: c.Secret,
+			PerMinute: c.PerMinute, Timeout: c.Timeout, Logger: logger.With("component", "push")})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bot.PushChannel{Transport: ch, Alerts: c.Alerts, Progress: c.Progress, Quiet: c.Quiet})
+		logger.Info("push channel", "channel", ch.Name(), "alerts", c.Alerts, "progress", c.Progress, "quiet_hours", c.Quiet.String())
+	}
+	return out, nil
+}
+
+// chartsHook draws the charts of reports and end-of-run messages; a chart
+// that fails is logged and left out.
+func chartsHook(charts *bot.Charts, logger *slog.Logger) func(context.Context, *trainer.Run) []bot.Image {
+	return func(ctx context.Context, run *trainer.Run) []bot.Image {
+		imgs, err := charts.RunCharts(ctx, run)
+		if err != nil {
+			logger.Warn("draw charts", "run", run.ID, "err", err)
+		}
+		return imgs
+	}
+}
+
+// startSchedules runs the [[schedules]]: reports pushed as progress, starts
+// through the supervisor (a refusal is pushed as an alert).
+func startSchedules(entries []config.Schedule, sup *trainer.Supervisor, st *store.Store, n *bot.Notifier,
+	charts func(context.Context, *trainer.Run) []bot.Image, logger *slog.Logger) (*schedule.Scheduler, error) {
+	log := logger.With("component", "schedule")
+	s := schedule.New(schedule.Options{Logger: log})
+	for _, e := range entries {
+		var job func(ctx context.Context)
+		switch e.Action {
+		case config.ActionReport:
+			job = func(ctx context.Context) {
+				n.Push(bot.ReportReply(ctx, sup, st, charts, e.Name, time.Now()))
+			}
+		case config.ActionStart:
+			job = func(ctx context.Context) {
+				if r, refused := bot.ScheduledStart(ctx, sup, e.Name, e.Job, e.Params, time.Now()); refused {
+					log.Warn("scheduled start refused", "schedule", e.Name, "reason", r.Text)
+					n.Push(r)
+				}
+			}
+		}
+		if err := s.Add(e.Name, e.Spec, job); err != nil {
+			return nil, err
+		}
+	}
+	s.Start()
+	for _, e := range s.Entries() {
+		log.Info("scheduled", "schedule", e.Name, "next", e.Next.Format(time.RFC3339))
+	}
+	return s, nil
+}

@@ -1,0 +1,124 @@
+package trainer_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+func batchJob(fits string, retry int) *trainer.Job {
+	one := 1.0
+	j := job("fit", childCommand("fitbatch", "{batch_size}", fits))
+	j.Params = map[string]trainer.ParamSpec{
+		"batch_size": {Type: trainer.ParamInt, Default: "64", HasDefault: true, Min: &one},
+		"lr":         {Type: trainer.ParamFloat, Default: "0.1", HasDefault: true},
+	}
+	j.OnOOM = &trainer.OOMRetry{Retry: retry, Halve: "batch_size"}
+	return j
+}
+
+// endedEvents collects the ended events until one is not followed by a
+// retry (or n of them).
+func (h *harness) endedChain(n int) []trainer.Event {
+	h.t.Helper()
+	var out []trainer.Event
+	deadline := time.After(30 * time.Second)
+	for len(out) < n {
+		select {
+		case e := <-h.events:
+			if e.Kind == trainer.EventEnded {
+				out = append(out, e)
+				if e.Retry == nil || e.Retry.Next == "" {
+					return out
+				}
+			}
+		case <-deadline:
+			h.t.Fatalf("only %d ended events", len(out))
+		}
+	}
+	return out
+}
+
+func TestOnOOMHalvesTheBatchUntilItFits(t *testing.T) {
+	h := newHarness(t, batchJob("16", 2))
+	first := h.start("fit", map[string]string{"lr": "0.05"})
+	chain := h.endedChain(5)
+	if len(chain) != 3 {
+		t.Fatalf("%d runs ended, want 3 (64 and 32 out of memory, 16 fits)", len(chain))
+	}
+	wantBS := []string{"64", "32", "16"}
+	for i, e := range chain {
+		r := e.Run
+		if r.Params["batch_size"] != wantBS[i] || r.Params["lr"] != "0.05" {
+			t.Errorf("run %d params %v, want batch_size=%s and the same lr", i, r.Params, wantBS[i])
+		}
+		if e.Retry == nil || e.Retry.Param != "batch_size" || e.Retry.Attempt != i || e.Retry.Limit != 2 || e.Retry.Value != wantBS[i] {
+			t.Errorf("run %d retry %+v", i, e.Retry)
+		}
+		if i > 0 && r.RetryOf != chain[i-1].Run.ID {
+			t.Errorf("run %d retries #%d, want #%d", r.ID, r.RetryOf, chain[i-1].Run.ID)
+		}
+		if i > 0 && !strings.Contains(r.StartedBy, "on_oom") {
+			t.Errorf("run %d started by %q", r.ID, r.StartedBy)
+		}
+	}
+	if chain[0].Run.ID != first.ID || chain[0].Run.Outcome != trainer.OutcomeOOM || chain[0].Retry.Next != "32" || chain[0].OOM == nil || chain[0].OOM.TriedBytes != 2<<30 {
+		t.Errorf("first end %+v retry %+v oom %+v", chain[0].Run, chain[0].Retry, chain[0].OOM)
+	}
+	if last := chain[2]; last.Run.Outcome != trainer.OutcomeFinished || last.Retry.Next != "" || last.Retry.Refused != "" {
+		t.Errorf("last end %s %+v", last.Run.Outcome, last.Retry)
+	}
+	// The link is stored.
+	stored, err := h.st.Run(context.Background(), chain[2].Run.ID)
+	if err != nil || stored.RetryOf != chain[1].Run.ID {
+		t.Errorf("stored retry_of %d (%v), want %d", stored.RetryOf, err, chain[1].Run.ID)
+	}
+	runs, _ := h.st.Runs(context.Background(), store.RunFilter{})
+	if len(runs) != 3 {
+		t.Errorf("%d runs stored, want 3", len(runs))
+	}
+}
+
+func TestOnOOMGivesUpAtTheLimit(t *testing.T) {
+	h := newHarness(t, batchJob("4", 2))
+	h.start("fit", nil)
+	chain := h.endedChain(5)
+	if len(chain) != 3 {
+		t.Fatalf("%d runs, want 3 (the first and 2 retries)", len(chain))
+	}
+	last := chain[2]
+	if last.Run.Outcome != trainer.OutcomeOOM || last.Retry.Next != "" || !strings.Contains(last.Retry.Refused, "gives up after 2 retries") {
+		t.Errorf("last %s %+v", last.Run.Outcome, last.Retry)
+	}
+	if n := len(h.sup.Active()); n != 0 {
+		t.Errorf("%d runs still active", n)
+	}
+}
+
+func TestOnOOMStopsAtTheMinimum(t *testing.T) {
+	j := batchJob("0", 5)
+	min := 40.0
+	spec := j.Params["batch_size"]
+	spec.Min = &min
+	j.Params["batch_size"] = spec
+	h := newHarness(t, j)
+	h.start("fit", nil)
+	chain := h.endedChain(5)
+	if len(chain) != 1 || !strings.Contains(chain[0].Retry.Refused, "half of batch_size=64 is below its minimum 40") {
+		t.Errorf("%d runs, retry %+v", len(chain), chain[0].Retry)
+	}
+}
+
+func TestOnOOMMustHalveAnIntParameter(t *testing.T) {
+	for _, o := range []*trainer.OOMRetry{{Retry: 2, Halve: "lr"}, {Retry: 2, Halve: "nope"}, {Retry: 0, Halve: "batch_size"}, {Retry: 2}} {
+		j := batchJob("1", 1)
+		j.OnOOM = o
+		if err := j.Normalize(); err == nil || !strings.Contains(err.Error(), "on_oom") {
+			t.Errorf("on_oom %+v: %v", o, err)
+		}
+	}
+}
