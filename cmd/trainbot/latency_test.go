@@ -21,8 +21,8 @@ import (
 // of a job that prints two losses and fails, the time from the child's
 // exit (the run's EndedAt, when wait(2) returned) to the push request
 // reaching a fake webhook server, through the wiring of runBot: supervisor,
-// store, notifier (end report with best metrics and the loss chart), push
-// channel. It reports the median and the 90th percentile, and as a
+// store, notifier (end report with best metrics and the charts), the
+// outbox (the alert is stored before it is sent), push channel. It reports the median and the 90th percentile, and as a
 // baseline measured in the same run, the median of a bare POST to the same
 // server. The text-only variant leaves the chart out, to show what drawing
 // it costs. Run it with bench/alert-latency.sh (-benchtime 100x).
@@ -58,7 +58,11 @@ func benchAlertLatency(b *testing.B, withCharts bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := bot.NotifierOptions{Channels: channels, Logger: logger, Extremes: st.MetricExtremes}
+	// As runBot wires it: alerts to push channels go through the outbox.
+	outbox := bot.NewOutbox(bot.OutboxOptions{Store: st, Transports: []bot.Transport{channels[0].Transport}, Logger: logger})
+	outbox.Start()
+	defer outbox.Close(context.Background())
+	opts := bot.NotifierOptions{Channels: channels, Outbox: outbox, Logger: logger, Extremes: st.MetricExtremes}
 	if withCharts {
 		opts.Charts = chartsHook(&bot.Charts{Data: st}, logger)
 	}
