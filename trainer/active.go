@@ -284,8 +284,9 @@ func (a *active) parseLoop() {
 		if !ok {
 			return
 		}
+		now := time.Now() // one clock read per batch: lines of a batch arrived together
 		for i := range lines {
-			a.handleLine(lines[i].text, false)
+			a.handleLineAt(now, lines[i].text, false)
 			lines[i] = outLine{}
 		}
 		buf = lines
@@ -294,6 +295,10 @@ func (a *active) parseLoop() {
 
 // handleLine parses one line (of output, or of the metrics file).
 func (a *active) handleLine(text string, fromMetricsFile bool) {
+	a.handleLineAt(time.Now(), text, fromMetricsFile)
+}
+
+func (a *active) handleLineAt(now time.Time, text string, fromMetricsFile bool) {
 	a.parseMu.Lock()
 	defer a.parseMu.Unlock()
 	if !fromMetricsFile {
@@ -313,7 +318,6 @@ func (a *active) handleLine(text string, fromMetricsFile bool) {
 	if len(pts) == 0 {
 		return
 	}
-	now := time.Now()
 	if keep := a.thin.keep(now, pts); len(keep) > 0 {
 		a.sup.opts.Recorder.AddPoints(a.run.ID, now, keep)
 	}

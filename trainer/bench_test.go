@@ -13,13 +13,22 @@ import (
 
 // The supervision overhead: a CPU-bound child printing 1e6 lines, run with
 // its output redirected to a file (the baseline) and under the supervisor
-// (pipes, log file, parsing, batched SQLite writes). bench/supervise.sh
-// prints the ratio.
+// (pipes, log file, parsing, batched SQLite writes). "Burst" prints them as
+// fast as it can (about a million lines a second); "Steady" does ten times
+// more work per line (about ten seconds of training). bench/supervise.sh
+// prints the ratios.
 
 const overheadLines = "1000000"
 
+var overheadWork = map[string]string{"Burst": "200", "Steady": "2000"}
+
 func BenchmarkChildRedirectedToFile(b *testing.B) {
-	argv := childCommand("cpuprint", overheadLines)
+	for _, name := range []string{"Burst", "Steady"} {
+		b.Run(name, func(b *testing.B) { benchRedirected(b, childCommand("cpuprint", overheadLines, overheadWork[name])) })
+	}
+}
+
+func benchRedirected(b *testing.B, argv []string) {
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
@@ -41,11 +50,17 @@ func BenchmarkChildRedirectedToFile(b *testing.B) {
 // BenchmarkChildSupervised reports child-ms/op (start to the child's exit,
 // what the training feels) and ns/op (until every point is stored).
 func BenchmarkChildSupervised(b *testing.B) {
+	for _, name := range []string{"Burst", "Steady"} {
+		b.Run(name, func(b *testing.B) { benchSupervised(b, overheadWork[name]) })
+	}
+}
+
+func benchSupervised(b *testing.B, work string) {
 	var child time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		dir := b.TempDir()
-		h := newBenchHarness(b, dir)
+		h := newBenchHarness(b, dir, work)
 		b.StartTimer()
 		r, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "c"})
 		if err != nil {

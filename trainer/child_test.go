@@ -57,11 +57,11 @@ func child(mode string, args []string) int {
 		w.Flush()
 		fmt.Fprintln(os.Stderr, "done printing")
 		return code
-	case "cpuprint": // CPU-bound work that prints N lines (for the overhead benchmark)
-		n := atoi(arg(0, "1000000"))
+	case "cpuprint": // CPU-bound work that prints N lines, W rounds of work per line (overhead benchmark)
+		n, work := atoi(arg(0, "1000000")), atoi(arg(1, "200"))
 		x := uint64(1)
 		for i := 1; i <= n; i++ {
-			for k := 0; k < 200; k++ {
+			for k := 0; k < work; k++ {
 				x ^= x << 13
 				x ^= x >> 7
 				x ^= x << 17

@@ -99,10 +99,7 @@ func DetectOOM(line string) (*OOM, bool) {
 	if len(line) > 8192 {
 		line = line[:8192]
 	}
-	// A cheap test first: this runs on every output line.
-	if !strings.Contains(line, "emory") && !strings.Contains(line, "OOM") &&
-		!strings.Contains(line, "RESOURCE_EXHAUSTED") && !strings.Contains(line, "ResourceExhausted") &&
-		!strings.Contains(line, "ALLOC") && !strings.Contains(line, "alloc") && !strings.Contains(line, "EMORY") {
+	if !mayBeOOM(line) {
 		return nil, false
 	}
 	lower := strings.ToLower(line)
@@ -161,6 +158,42 @@ func DetectOOM(line string) (*OOM, bool) {
 		return nil, false
 	}
 	return o, true
+}
+
+// mayBeOOM is the cheap test that runs on every output line: one pass for
+// the words every out-of-memory message has ("memory", "OOM", "alloc",
+// "RESOURCE_EXHAUSTED", "ResourceExhausted", in their usual cases).
+func mayBeOOM(line string) bool {
+	for i := 0; i < len(line); i++ {
+		rest := line[i:]
+		switch line[i] {
+		case 'e':
+			if strings.HasPrefix(rest, "emory") {
+				return true
+			}
+		case 'E':
+			if strings.HasPrefix(rest, "EMORY") {
+				return true
+			}
+		case 'O':
+			if strings.HasPrefix(rest, "OOM") {
+				return true
+			}
+		case 'a':
+			if strings.HasPrefix(rest, "alloc") {
+				return true
+			}
+		case 'A':
+			if strings.HasPrefix(rest, "ALLOC") {
+				return true
+			}
+		case 'R':
+			if strings.HasPrefix(rest, "RESOURCE_EXHAUSTED") || strings.HasPrefix(rest, "ResourceExhausted") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func firstSize(re *regexp.Regexp, s string) int64 {

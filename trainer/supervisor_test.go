@@ -579,12 +579,12 @@ type benchHarness struct {
 	sup *trainer.Supervisor
 }
 
-func newBenchHarness(b *testing.B, dir string) *benchHarness {
+func newBenchHarness(b *testing.B, dir, work string) *benchHarness {
 	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: []*trainer.Job{job("c", childCommand("cpuprint", overheadLines))}, Recorder: st, DataDir: dir})
+	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: []*trainer.Job{job("c", childCommand("cpuprint", overheadLines, work))}, Recorder: st, DataDir: dir})
 	if err != nil {
 		b.Fatal(err)
 	}
