@@ -35,9 +35,11 @@ func (c *Charts) RunCharts(ctx context.Context, run *trainer.Run) ([]Image, erro
 
 // ReportReply is a scheduled report: the status of each active run with
 // its charts, or a line about the last run when none is active. It goes
-// out as progress (subscribed chats, push channels with progress).
+// out like progress (subscribed chats, push channels with progress, dropped
+// during quiet hours) but as a notice: a message of its own with its
+// charts, never an edit of a run's live progress message (KindProgress).
 func ReportReply(ctx context.Context, t Trainer, h History, charts func(context.Context, *trainer.Run) []Image, name string, at time.Time) Reply {
-	r := Reply{Kind: KindProgress, Key: fmt.Sprintf("schedule:%s:%d", name, at.Unix())}
+	r := Reply{Kind: KindNotice, Key: fmt.Sprintf("schedule:%s:%d", name, at.Unix())}
 	active := t.Active()
 	if len(active) == 0 {
 		r.Text = fmt.Sprintf("⏰ %s: no run is active.", name)

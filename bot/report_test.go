@@ -28,7 +28,7 @@ func TestScheduledReportAndStart(t *testing.T) {
 		return imgs
 	}
 	r := bot.ReportReply(ctx, e.sup, e.st, charts, "morning", at)
-	if r.Text != "⏰ morning: no run is active." || r.Kind != bot.KindProgress || len(r.Images) != 0 {
+	if r.Text != "⏰ morning: no run is active." || r.Kind != bot.KindNotice || len(r.Images) != 0 {
 		t.Errorf("report with no run: %+v", r)
 	}
 	if r, refused := bot.ScheduledStart(ctx, e.sup, "nightly", "train", map[string]string{"steps": "400"}, at); refused {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"image/color"
 	"image/png"
 	"os"
 	"os/signal"
@@ -459,5 +460,49 @@ func TestAlertSurvivesARestart(t *testing.T) {
 	awaitMessage(t, fake, operator, "run #7 hit out-of-memory")
 	if n := count(fake, operator, "out-of-memory"); n != 1 {
 		t.Errorf("delivered %d times", n)
+	}
+}
+
+// TestScheduledReportIsAMessageWithCharts: a scheduled report during a run
+// is a message of its own with the charts, not an edit of the run's live
+// progress message (which has no room for charts).
+func TestScheduledReportIsAMessageWithCharts(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	s := newStack(t, fake, t.TempDir(), stackOptions{access: bot.Access{Operators: []int64{operator}}, job: demoJob(200_000, 10*time.Millisecond)})
+	fake.UserSays(operator, "订阅")
+	awaitMessage(t, fake, operator, "Subscribed")
+	fake.UserSays(operator, "开始")
+	awaitMessage(t, fake, operator, "run #1 started: demo")
+	var prog telegramtest.Message
+	if !fake.Await(wait, func() bool {
+		for _, m := range fake.Messages(operator) {
+			if m.Silent {
+				prog = m
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("no live progress message")
+	}
+	chart := pngBytes(t, color.White)
+	charts := func(context.Context, *trainer.Run) []bot.Image {
+		return []bot.Image{{Name: "loss.png", PNG: chart, Caption: "run #1 loss"}}
+	}
+	s.notifier.Push(bot.ReportReply(context.Background(), s.sup, s.st, charts, "morning", time.Now()))
+	report := awaitMessage(t, fake, operator, "⏰ morning report")
+	if report.ID == prog.ID {
+		t.Error("the report replaced the live progress message")
+	}
+	if !fake.Await(wait, func() bool {
+		for _, m := range fake.Messages(operator) {
+			if m.Method == "sendPhoto" && bytes.Equal(m.Photo, chart) {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Error("the report's chart was not sent")
 	}
 }
