@@ -245,13 +245,18 @@ func (t *Transport) call(ctx context.Context, chat int64, method string, c tgbot
 			return nil, err // let the caller (the outbox) come back later
 		}
 		t.log.Debug("telegram call failed, retrying", "method", method, "chat", chat, "attempt", attempt, "err", err)
+		wait := retry
 		if retry == 0 {
-			if err := sleep(ctx, pause); err != nil {
+			wait = pause
+			pause = min(pause*2, 30*time.Second)
+		} else if chat != 0 {
+			wait = 0 // the pacer holds the chat until retry_after has passed
+		}
+		if wait > 0 {
+			if err := sleep(ctx, wait); err != nil {
 				return nil, fmt.Errorf("telegram %s: %w", method, err)
 			}
-			pause = min(pause*2, 30*time.Second)
 		}
-		// After a 429 the pacer holds the chat until retry_after has passed.
 	}
 }
 

@@ -358,6 +358,34 @@ func TestCallbackIsAnswered(t *testing.T) {
 	}
 }
 
+// TestCallWithoutChatHonoursRetryAfter: calls that send nothing to a chat
+// (answerCallbackQuery, setMyCommands) are not paced, but a 429 still makes
+// them wait its retry_after before the next try.
+func TestCallWithoutChatHonoursRetryAfter(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	fake.Inject(telegramtest.Fault{Method: "setMyCommands", Kind: telegramtest.TooManyRequests, RetryAfter: 1})
+	fake.Inject(telegramtest.Fault{Method: "answerCallbackQuery", Kind: telegramtest.TooManyRequests, RetryAfter: 1})
+	start(t, testOptions(fake, &logs), &recorder{})
+	fake.UserSays(11, "开始")
+	msgs := awaitMessages(t, fake, 11, 1)
+	q := fake.Press(11, msgs[0], "状态 3")
+	if !fake.Await(wait, func() bool { return fake.Answered(q) && len(fake.Commands()) > 0 }) {
+		t.Fatal("the callback was not answered or the menu not registered")
+	}
+	for _, method := range []string{"setMyCommands", "answerCallbackQuery"} {
+		reqs := fake.Requests(method)
+		if len(reqs) != 2 || reqs[0].Status != 429 || reqs[1].Status != 200 {
+			t.Errorf("%s: got %d calls: %+v", method, len(reqs), reqs)
+			continue
+		}
+		if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
+			t.Errorf("%s tried again after %v, before the 1 s retry_after", method, gap)
+		}
+	}
+}
+
 func TestPhotoAndAlbum(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
