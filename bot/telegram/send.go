@@ -30,6 +30,8 @@ const (
 // one photo by sendPhoto or several as one album by sendMediaGroup. A chart
 // that fails after the text went out is reported in the log and in a short
 // note, and does not fail the reply, so a retry never repeats the text.
+// When a reply with a Key fails part-way (its second part, an album), a
+// later Send of it resumes after the messages that went out.
 // KindProgress replies edit the run's progress message in place.
 //
 // Flood control is honoured: calls are paced per chat, a 429 holds the chat
@@ -50,9 +52,17 @@ func (t *Transport) send(ctx context.Context, chat int64, r bot.Reply, replyTo i
 		// An album cannot carry buttons: they go under a line of text.
 		text = fmt.Sprintf("%d charts", len(r.Images))
 	}
+	// A reply that failed part-way is resumed after the messages that went
+	// out, so that the outbox's retry does not repeat them.
+	skip := t.partsSent(chat, r.Key)
+	sent := 0
 	if text != "" {
 		parts := splitText(text, maxText)
 		for i, part := range parts {
+			if sent < skip {
+				sent++
+				continue
+			}
 			msg := tgbotapi.NewMessage(chat, escape(part))
 			msg.ParseMode = parseMode
 			msg.DisableWebPagePreview = true
@@ -64,20 +74,28 @@ func (t *Transport) send(ctx context.Context, chat int64, r bot.Reply, replyTo i
 				msg.ReplyMarkup = markup
 			}
 			if _, err := t.sendMessage(ctx, chat, msg); err != nil {
+				t.notePartsSent(chat, r.Key, sent)
 				return err
 			}
+			sent++
 		}
 	}
 	if len(r.Images) == 0 {
+		t.notePartsSent(chat, r.Key, 0)
 		return nil
 	}
 	var photoMarkup *tgbotapi.InlineKeyboardMarkup
 	if text == "" {
 		photoMarkup = markup
 	}
-	err := t.sendImages(ctx, chat, r.Images, photoMarkup, replyTo)
-	if err == nil || text == "" {
+	batches, err := t.sendImages(ctx, chat, r.Images, photoMarkup, replyTo, max(skip-sent, 0))
+	if err != nil && text == "" {
+		t.notePartsSent(chat, r.Key, sent+batches)
 		return err
+	}
+	t.notePartsSent(chat, r.Key, 0)
+	if err == nil {
+		return nil
 	}
 	t.log.Warn("chart not sent; the text was", "chat", chat, "run", r.RunID, "err", err)
 	if ctx.Err() == nil {
@@ -103,8 +121,11 @@ func (t *Transport) sendMessage(ctx context.Context, chat int64, msg tgbotapi.Me
 }
 
 // sendImages sends one photo with sendPhoto, several as albums of up to
-// ten with sendMediaGroup (a last single one with sendPhoto).
-func (t *Transport) sendImages(ctx context.Context, chat int64, imgs []bot.Image, markup *tgbotapi.InlineKeyboardMarkup, replyTo int) error {
+// ten with sendMediaGroup (a last single one with sendPhoto), leaving out
+// the first skip of these messages. It returns how many of them went out,
+// the skipped ones included.
+func (t *Transport) sendImages(ctx context.Context, chat int64, imgs []bot.Image, markup *tgbotapi.InlineKeyboardMarkup, replyTo, skip int) (int, error) {
+	sent := 0
 	for len(imgs) > 0 {
 		n := min(len(imgs), maxMedia)
 		if len(imgs)-n == 1 {
@@ -112,6 +133,10 @@ func (t *Transport) sendImages(ctx context.Context, chat int64, imgs []bot.Image
 		}
 		batch := imgs[:n]
 		imgs = imgs[n:]
+		if sent < skip {
+			sent++
+			continue
+		}
 		if len(batch) == 1 {
 			img := batch[0]
 			p := tgbotapi.NewPhoto(chat, tgbotapi.FileBytes{Name: imageName(img), Bytes: img.PNG})
@@ -123,8 +148,9 @@ func (t *Transport) sendImages(ctx context.Context, chat int64, imgs []bot.Image
 				p.ReplyMarkup = markup
 			}
 			if _, err := t.call(ctx, chat, "sendPhoto", p, t.opts.Attempts); err != nil {
-				return err
+				return sent, err
 			}
+			sent++
 			continue
 		}
 		media := make([]any, len(batch))
@@ -137,10 +163,50 @@ func (t *Transport) sendImages(ctx context.Context, chat int64, imgs []bot.Image
 		g := tgbotapi.NewMediaGroup(chat, media)
 		g.ReplyToMessageID = replyTo
 		if _, err := t.call(ctx, chat, "sendMediaGroup", g, t.opts.Attempts); err != nil {
-			return err
+			return sent, err
 		}
+		sent++
 	}
-	return nil
+	return sent, nil
+}
+
+// partKey names a reply to a chat.
+type partKey struct {
+	chat int64
+	key  string
+}
+
+// maxPartial bounds the replies remembered as sent part-way.
+const maxPartial = 1024
+
+// partsSent is how many messages of the reply with this key went out
+// before an earlier Send of it failed.
+func (t *Transport) partsSent(chat int64, key string) int {
+	if key == "" {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.partial[partKey{chat, key}]
+}
+
+// notePartsSent remembers that n messages of a reply went out (0: all of
+// them, or none: nothing to resume).
+func (t *Transport) notePartsSent(chat int64, key string, n int) {
+	if key == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := partKey{chat, key}
+	if n == 0 {
+		delete(t.partial, k)
+		return
+	}
+	if len(t.partial) >= maxPartial { // replies given up on: forget them
+		clear(t.partial)
+	}
+	t.partial[k] = n
 }
 
 func imageName(img bot.Image) string {

@@ -93,6 +93,7 @@ type Transport struct {
 	seenChats     map[int64]bool      // chats logged since the start
 	progress      map[progressKey]int // progress message per chat and run
 	progressOrder []progressKey
+	partial       map[partKey]int // messages of a reply sent before it failed
 }
 
 var (
@@ -157,6 +158,7 @@ func New(opts Options) (*Transport, error) {
 		api:      newAPI(opts.Token, opts.APIEndpoint, opts.HTTPClient),
 		pace:     newPacer(opts.PrivateRate, opts.GroupRate, opts.GlobalRate),
 		progress: map[progressKey]int{},
+		partial:  map[partKey]int{},
 	}, nil
 }
 

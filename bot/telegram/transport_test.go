@@ -10,8 +10,10 @@ import (
 	"image/png"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -218,6 +220,64 @@ func TestLongTextIsSplit(t *testing.T) {
 	}
 	if joined.String() != long {
 		t.Error("the parts do not add up to the text")
+	}
+}
+
+// failNth fails the nth call of a method, once, as if the connection broke
+// before the request reached Telegram.
+type failNth struct {
+	method string
+	n      int32
+	calls  atomic.Int32
+}
+
+func (f *failNth) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/"+f.method) && f.calls.Add(1) == f.n {
+		return nil, errors.New("connection reset by peer")
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestRetriedLongReplyResumes: when a long reply fails after its first part
+// went out, trying it again (the outbox does) sends the rest, not the first
+// part twice.
+func TestRetriedLongReplyResumes(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	opts := testOptions(fake, &logs)
+	opts.Attempts = 1
+	opts.HTTPClient = &http.Client{Transport: &failNth{method: "sendMessage", n: 2}}
+	tr, err := telegram.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("step 100 loss 0.1234 <x>\n", 400) // 10,000 characters: 3 parts
+	r := bot.Reply{Text: long, Kind: bot.KindAlert, Key: "run:7:ended", Buttons: [][]bot.Button{{{Label: "帮助", Data: "帮助"}}}}
+	ctx := context.Background()
+	if err := tr.Send(ctx, 5, r); err == nil {
+		t.Fatal("the second part failed, so Send should fail")
+	}
+	if err := tr.Send(ctx, 5, r); err != nil {
+		t.Fatal(err)
+	}
+	msgs := fake.Messages(5)
+	var joined strings.Builder
+	for _, m := range msgs {
+		joined.WriteString(telegramtest.Plain(m.Text) + "\n")
+	}
+	if len(msgs) != 3 || joined.String() != long {
+		t.Errorf("got %d messages, want the 3 parts once each", len(msgs))
+	}
+	if len(msgs) == 3 && (msgs[2].Markup == nil || msgs[0].Markup != nil) {
+		t.Error("the buttons belong under the last part")
+	}
+	// A reply delivered in full starts from its first part when sent again.
+	if err := tr.Send(ctx, 5, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fake.Messages(5)); n != 6 {
+		t.Errorf("got %d messages after sending the reply again, want 6", n)
 	}
 }
 
