@@ -56,7 +56,12 @@ type NotifierOptions struct {
 // every chat that subscribed (muted chats get alerts but no progress).
 //
 // Events are queued by OnEvent, which never blocks the supervisor, and
-// delivered by one goroutine, in order.
+// turned into replies by one goroutine, in order. Alerts go to the outbox;
+// other replies to a chat go to that chat's queue, sent in order by a
+// goroutine of its own, so a chat that is slow or down holds up no alert,
+// no push channel and no other chat. An alert for a chat whose queue is
+// not empty joins the queue and goes to the outbox after the replies
+// before it, so a chat gets its replies in order.
 type Notifier struct {
 	opts       NotifierOptions
 	transports map[string]Transport
@@ -72,6 +77,19 @@ type Notifier struct {
 	held    []*time.Timer    // replies held for quiet hours (guarded by mu)
 	workers []*channelWorker // one per push channel
 	sent    keySet           // keys delivered per chat; owned by loop
+
+	chats   map[ChatKey]*chatQueue // chats with replies being sent (guarded by mu)
+	senders sync.WaitGroup         // one goroutine per chat in chats
+}
+
+// chatQueue holds the replies waiting for one chat.
+type chatQueue struct {
+	replies []queued
+}
+
+type queued struct {
+	r      Reply
+	outbox bool // an alert for the outbox, after the replies before it
 }
 
 // NewNotifier returns a notifier; Start begins delivery.
@@ -88,7 +106,8 @@ func NewNotifier(opts NotifierOptions) *Notifier {
 	if opts.MaxRetryPause <= 0 {
 		opts.MaxRetryPause = 5 * time.Minute
 	}
-	n := &Notifier{opts: opts, transports: map[string]Transport{}, log: opts.Logger, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	n := &Notifier{opts: opts, transports: map[string]Transport{}, log: opts.Logger, wake: make(chan struct{}, 1), done: make(chan struct{}),
+		chats: map[ChatKey]*chatQueue{}}
 	for _, t := range opts.Transports {
 		n.transports[t.Name()] = t
 	}
@@ -144,13 +163,25 @@ func (n *Notifier) Close(ctx context.Context) error {
 	n.stopHeld()
 	select {
 	case <-n.done:
-		return n.closeChannels(ctx)
 	case <-ctx.Done():
 		n.cancel()
 		<-n.done
-		n.closeChannels(ctx)
+	}
+	// The loop has ended: no chat gets a new sender.
+	sent := make(chan struct{})
+	go func() { n.senders.Wait(); close(sent) }()
+	select {
+	case <-sent:
+	case <-ctx.Done():
+		n.cancel()
+		<-sent
+	}
+	err := n.closeChannels(ctx)
+	n.cancel()
+	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	return err
 }
 
 func (n *Notifier) loop(ctx context.Context) {
@@ -209,16 +240,71 @@ func (n *Notifier) deliverReply(ctx context.Context, r Reply) {
 }
 
 // dispatch hands an alert to the outbox, which stores it before sending,
-// and sends anything else at once.
+// and queues anything else for the chat's sender.
 func (n *Notifier) dispatch(ctx context.Context, t Transport, chat ChatKey, r Reply) error {
-	if r.Kind == KindAlert && n.opts.Outbox != nil {
+	toOutbox := r.Kind == KindAlert && n.opts.Outbox != nil
+	n.mu.Lock()
+	q, busy := n.chats[chat]
+	if toOutbox && !busy {
+		n.mu.Unlock()
 		_, err := n.opts.Outbox.Add(context.WithoutCancel(ctx), chat, r)
 		if err == nil {
 			return nil
 		}
 		n.log.Error("store alert; sending it directly", "chat", chat.String(), "err", err)
+		toOutbox = false
+		n.mu.Lock()
+		q, busy = n.chats[chat]
 	}
-	return n.send(ctx, t, chat.Chat, r)
+	// The chat's sender takes it, after what it has queued.
+	if !busy {
+		q = &chatQueue{}
+		n.chats[chat] = q
+	}
+	q.replies = append(q.replies, queued{r: r, outbox: toOutbox})
+	n.mu.Unlock()
+	if !busy {
+		n.senders.Add(1)
+		go n.sendChat(ctx, t, chat, q)
+	}
+	return nil
+}
+
+// store hands an alert to the outbox; if it cannot be stored it is sent
+// at once.
+func (n *Notifier) store(ctx context.Context, t Transport, chat ChatKey, r Reply) {
+	_, err := n.opts.Outbox.Add(context.WithoutCancel(ctx), chat, r)
+	if err == nil {
+		return
+	}
+	n.log.Error("store alert; sending it directly", "chat", chat.String(), "err", err)
+	if err := n.send(ctx, t, chat.Chat, r); err != nil {
+		n.log.Error("deliver alert", "chat", chat.String(), "run", r.RunID, "err", err)
+	}
+}
+
+// sendChat sends the replies queued for a chat, in order, until the queue
+// is empty.
+func (n *Notifier) sendChat(ctx context.Context, t Transport, chat ChatKey, q *chatQueue) {
+	defer n.senders.Done()
+	for {
+		n.mu.Lock()
+		if len(q.replies) == 0 {
+			delete(n.chats, chat)
+			n.mu.Unlock()
+			return
+		}
+		it := q.replies[0]
+		q.replies = q.replies[1:]
+		n.mu.Unlock()
+		if it.outbox {
+			n.store(ctx, t, chat, it.r)
+			continue
+		}
+		if err := n.send(ctx, t, chat.Chat, it.r); err != nil {
+			n.log.Error("deliver notice", "chat", chat.String(), "run", it.r.RunID, "err", err)
+		}
+	}
 }
 
 func (n *Notifier) send(ctx context.Context, t Transport, chat int64, r Reply) error {

@@ -256,3 +256,42 @@ func TestMetricGoal(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowChatHoldsUpNoAlert: a chat whose transport hangs on a notice
+// (Telegram unreachable, a long flood wait) delays neither the alerts of
+// the push channels nor the other chats.
+func TestSlowChatHoldsUpNoAlert(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	release := make(chan struct{})
+	slow := newFakeTransport("tg")
+	slow.setSend(func(chat int64, r Reply) error {
+		if r.Kind == KindNotice {
+			<-release
+		}
+		return nil
+	})
+	con, wecom := newFakeTransport("console"), newFakeTransport("wecom:lab")
+	o := newTestOutbox(st, slow, con, wecom)
+	o.Start()
+	n := NewNotifier(NotifierOptions{Transports: []Transport{slow, con}, Always: []ChatKey{{"tg", 1}, {"console", 0}}, Outbox: o,
+		Channels: []PushChannel{{Transport: wecom}}})
+	n.Start()
+	run := &trainer.Run{ID: 3, Job: "j", StartedAt: time.Now()}
+	n.OnEvent(trainer.Event{Kind: trainer.EventStarted, Run: run})
+	n.Push(Reply{Text: "💥 run #3 hit out-of-memory", Kind: KindAlert, Alert: AlertOOM, RunID: 3, Key: "run:3:alert:oom"})
+	wecom.await(t, "the alert on the push channel", func() bool { return len(wecom.delivered(0)) == 1 })
+	con.await(t, "the notice and the alert on the console", func() bool { return len(con.delivered(0)) == 2 })
+	close(release)
+	closeNotifier(t, n)
+	slow.await(t, "the notice and the alert in the slow chat", func() bool { return len(slow.delivered(1)) == 2 })
+	if err := o.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Each chat got them in order.
+	for _, got := range [][]string{con.delivered(0), slow.delivered(1)} {
+		if len(got) != 2 || !strings.Contains(got[0], "run #3 started") || !strings.Contains(got[1], "out-of-memory") {
+			t.Errorf("got %q, want the notice, then the alert", got)
+		}
+	}
+}
