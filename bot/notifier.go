@@ -351,7 +351,9 @@ func (n *Notifier) targets(ctx context.Context, e trainer.Event, kind Kind) []Ch
 		add(origin)
 	}
 	if n.opts.Subscriptions != nil {
-		subs, err := n.opts.Subscriptions.Subscriptions(ctx)
+		// Read even when a shutdown that ran out of time cancelled ctx:
+		// the alerts still queued are stored for every chat.
+		subs, err := n.opts.Subscriptions.Subscriptions(context.WithoutCancel(ctx))
 		if err != nil {
 			n.log.Warn("read subscriptions", "err", err)
 		}

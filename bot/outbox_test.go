@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
 )
 
 // fakeTransport records what it is sent; send decides the outcome.
@@ -281,5 +282,48 @@ func TestReplyPayloadRoundTrip(t *testing.T) {
 	}
 	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", r) {
 		t.Errorf("got %+v, want %+v", got, r)
+	}
+}
+
+// TestAlertsQueuedAtAShutdownThatTimesOutReachSubscribers: when Close's
+// time runs out while the notifier is busy (drawing an end report's
+// charts), the alerts still queued are stored for every chat that should
+// get them, the subscribed ones included.
+func TestAlertsQueuedAtAShutdownThatTimesOutReachSubscribers(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	ctx := context.Background()
+	if err := st.SetSubscribed(ctx, "tg", 5, true); err != nil {
+		t.Fatal(err)
+	}
+	tr := newFakeTransport("tg")
+	o := newTestOutbox(st, tr) // not started: what is stored stays pending
+	drawing := make(chan struct{})
+	n := NewNotifier(NotifierOptions{Transports: []Transport{tr}, Subscriptions: st, Outbox: o,
+		Charts: func(ctx context.Context, _ *trainer.Run) []Image {
+			close(drawing)
+			<-ctx.Done() // a chart that takes longer than the shutdown allows
+			return nil
+		}})
+	n.Start()
+	run := &trainer.Run{ID: 8, Job: "j", Outcome: trainer.OutcomeFailed, StartedAt: time.Now()}
+	n.OnEvent(trainer.Event{Kind: trainer.EventEnded, Run: run, At: time.Now()})
+	<-drawing
+	n.Push(Reply{Text: "GPU 0 is at 98°C", Kind: KindAlert, Key: "gpu:0:hot"})
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := n.Close(cctx); err == nil {
+		t.Error("Close should say its time ran out")
+	}
+	pending, err := st.PendingOutbox(ctx, "tg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, it := range pending {
+		keys = append(keys, fmt.Sprintf("%d:%s", it.Chat, it.Key))
+	}
+	if got, want := strings.Join(keys, " "), "5:run:8:ended 5:gpu:0:hot"; got != want {
+		t.Errorf("stored %q, want %q", got, want)
 	}
 }
