@@ -71,6 +71,7 @@ type Notifier struct {
 	queue   []item
 	wake    chan struct{}
 	closing bool
+	stopped bool // the loop has ended: what comes later is not queued
 	cancel  context.CancelFunc
 	done    chan struct{}
 
@@ -135,11 +136,70 @@ func (n *Notifier) Push(r Reply) {
 
 func (n *Notifier) enqueue(it item) {
 	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		n.late(it)
+		return
+	}
 	n.queue = append(n.queue, it)
 	n.mu.Unlock()
 	select {
 	case n.wake <- struct{}{}:
 	default:
+	}
+}
+
+// late takes what comes after the notifier stopped (a run that ended late
+// in a shutdown): an alert is stored in the outbox, with its quiet-hours
+// hold, for every chat and push channel that should get it, and goes out
+// at the next start; anything else is dropped with a warning. Nothing is
+// sent: the transports may be gone.
+func (n *Notifier) late(it item) {
+	e := trainer.Event{Run: &trainer.Run{}}
+	var r Reply
+	if it.event != nil {
+		e = *it.event
+		var ok bool
+		if r, ok = EventReply(e); !ok {
+			return
+		}
+	} else {
+		r = *it.reply
+	}
+	if r.Kind != KindAlert || n.opts.Outbox == nil {
+		n.log.Warn("not sent: trainbot is shutting down", "run", r.RunID, "key", r.Key)
+		return
+	}
+	ctx := context.Background()
+	store := func(to ChatKey, q QuietHours) {
+		if !n.opts.Outbox.Has(to.Transport) {
+			n.log.Error("alert not delivered: trainbot is shutting down", "chat", to.String(), "run", r.RunID, "key", r.Key)
+			return
+		}
+		d, until := q.Decide(n.now(), r)
+		if d == Drop {
+			return
+		}
+		if _, err := n.opts.Outbox.AddAt(ctx, to, r, until); err != nil {
+			n.log.Error("alert not delivered: trainbot is shutting down", "chat", to.String(), "run", r.RunID, "key", r.Key, "err", err)
+		}
+	}
+	chats := n.targets(ctx, e, r.Kind)
+	if it.to != nil {
+		chats = []ChatKey{*it.to}
+	}
+	for _, chat := range chats {
+		if n.transports[chat.Transport] != nil {
+			store(chat, n.opts.Quiet[chat])
+		}
+	}
+	if it.to != nil {
+		return
+	}
+	for _, w := range n.workers {
+		if w.ch.Wants(r) {
+			store(ChatKey{Transport: w.name}, w.ch.Quiet)
+		}
 	}
 }
 
@@ -190,7 +250,11 @@ func (n *Notifier) loop(ctx context.Context) {
 		n.mu.Lock()
 		q := n.queue
 		n.queue = nil
-		closing := n.closing
+		if len(q) == 0 && (n.closing || ctx.Err() != nil) {
+			n.stopped = true
+			n.mu.Unlock()
+			return
+		}
 		n.mu.Unlock()
 		for _, it := range q {
 			switch {
@@ -205,13 +269,9 @@ func (n *Notifier) loop(ctx context.Context) {
 		if len(q) > 0 {
 			continue
 		}
-		if closing {
-			return
-		}
 		select {
 		case <-n.wake:
 		case <-ctx.Done():
-			return
 		}
 	}
 }

@@ -327,3 +327,41 @@ func TestAlertsQueuedAtAShutdownThatTimesOutReachSubscribers(t *testing.T) {
 		t.Errorf("stored %q, want %q", got, want)
 	}
 }
+
+// TestAlertAfterCloseIsStored: an alert raised after the notifier closed
+// (a run that ends late in a shutdown) is stored in the outbox for the
+// next start, for its chats and push channels, instead of waiting in a
+// queue nobody reads; a notice is dropped with a warning.
+func TestAlertAfterCloseIsStored(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	ctx := context.Background()
+	if err := st.SetSubscribed(ctx, "tg", 5, false); err != nil { // muted: alerts still come
+		t.Fatal(err)
+	}
+	tr, wecom := newFakeTransport("tg"), newFakeTransport("wecom:lab")
+	o := newTestOutbox(st, tr, wecom)
+	n := NewNotifier(NotifierOptions{Transports: []Transport{tr}, Subscriptions: st, Outbox: o, Always: []ChatKey{{"tg", 1}},
+		Channels: []PushChannel{{Transport: wecom, Alerts: []string{AlertFailed}}}})
+	n.Start()
+	closeNotifier(t, n)
+	run := &trainer.Run{ID: 9, Job: "j", Outcome: trainer.OutcomeFailed, StartedAt: time.Now(), Origin: "tg:7"}
+	n.OnEvent(trainer.Event{Kind: trainer.EventStarted, Run: run})
+	n.OnEvent(trainer.Event{Kind: trainer.EventEnded, Run: run, At: time.Now()})
+	n.Push(Reply{Text: "GPU 0 is at 98°C", Kind: KindAlert, Alert: AlertGPU, Key: "gpu:0:hot"})
+	pending, err := st.PendingOutbox(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, it := range pending {
+		keys = append(keys, fmt.Sprintf("%s:%d:%s", it.Transport, it.Chat, it.Key))
+	}
+	want := "tg:1:run:9:ended tg:7:run:9:ended tg:5:run:9:ended wecom:lab:0:run:9:ended tg:1:gpu:0:hot tg:5:gpu:0:hot"
+	if got := strings.Join(keys, " "); got != want {
+		t.Errorf("stored %q, want %q", got, want)
+	}
+	if got := tr.attempts(); len(got) != 0 {
+		t.Errorf("sent %d replies after Close", len(got))
+	}
+}
