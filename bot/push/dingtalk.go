@@ -36,11 +36,14 @@ type dingtalkMarkdown struct {
 
 func (d *dingtalk) messages(r bot.Reply) ([]any, error) {
 	text := textOf(r, imagesNotSent(r, "DingTalk robots cannot upload images"))
+	// Markdown joins lines without two trailing spaces: they count against
+	// the limit too, so the text is split with them.
 	var out []any
-	for _, part := range splitText(text, dingtalkTextMax) {
-		// Markdown joins lines without two trailing spaces.
-		md := strings.ReplaceAll(part, "\n", "  \n")
-		out = append(out, dingtalkMsg{MsgType: "markdown", Markdown: dingtalkMarkdown{Title: firstLine(part, 64), Text: md}})
+	for _, part := range splitText(strings.ReplaceAll(text, "\n", "  \n"), dingtalkTextMax) {
+		plain := strings.ReplaceAll(part, "  \n", "\n")
+		plain = strings.TrimSuffix(plain, "  ") // a line break the split took
+		md := strings.ReplaceAll(plain, "\n", "  \n")
+		out = append(out, dingtalkMsg{MsgType: "markdown", Markdown: dingtalkMarkdown{Title: firstLine(plain, 64), Text: md}})
 	}
 	return out, nil
 }

@@ -330,6 +330,44 @@ func TestDingTalkSignedMarkdown(t *testing.T) {
 	}
 }
 
+// TestDingTalkLongTextStaysUnderTheLimit: the two spaces markdown needs
+// before every line break count against DingTalk's 20000 bytes too.
+func TestDingTalkLongTextStaysUnderTheLimit(t *testing.T) {
+	f := newFake(t, func(n int, r *http.Request, body []byte) (int, string) {
+		var m struct {
+			Markdown struct {
+				Text string `json:"text"`
+			} `json:"markdown"`
+		}
+		if json.Unmarshal(body, &m) != nil || len(m.Markdown.Text) > 20000 {
+			return 200, `{"errcode":460101,"errmsg":"message too long, exceed 20000 bytes"}`
+		}
+		return 200, `{"errcode":0,"errmsg":"ok"}`
+	})
+	c := newChannel(t, Options{Kind: DingTalk, URL: f.srv.URL + "/robot/send?access_token=tok-123456"})
+	text := strings.TrimSuffix(strings.Repeat("loss 0.5\n", 3000), "\n") // 27,000 bytes in 3000 lines
+	if err := c.Send(context.Background(), 0, bot.Reply{Text: text, Kind: bot.KindAlert, Alert: bot.AlertFailed}); err != nil {
+		t.Fatal(err)
+	}
+	var joined []string
+	for _, r := range f.got() {
+		var m struct {
+			Markdown struct {
+				Title string `json:"title"`
+				Text  string `json:"text"`
+			} `json:"markdown"`
+		}
+		decode(t, r.body, &m)
+		if m.Markdown.Title != "loss 0.5" {
+			t.Errorf("title %q", m.Markdown.Title)
+		}
+		joined = append(joined, strings.ReplaceAll(m.Markdown.Text, "  \n", "\n"))
+	}
+	if got := strings.Join(joined, "\n"); got != text {
+		t.Errorf("the %d messages do not add up to the text", len(joined))
+	}
+}
+
 func TestWebhookSignedJSON(t *testing.T) {
 	const secret = "hook-secret-987654"
 	f := newFake(t, func(n int, r *http.Request, body []byte) (int, string) {
