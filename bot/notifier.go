@@ -184,9 +184,11 @@ func (n *Notifier) late(it item) {
 			n.log.Error("alert not delivered: trainbot is shutting down", "chat", to.String(), "run", r.RunID, "key", r.Key, "err", err)
 		}
 	}
-	chats := n.targets(ctx, e, r.Kind)
+	var chats []ChatKey
 	if it.to != nil {
 		chats = []ChatKey{*it.to}
+	} else {
+		chats = n.targets(ctx, e, r.Kind)
 	}
 	for _, chat := range chats {
 		if n.transports[chat.Transport] != nil {
