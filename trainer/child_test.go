@@ -164,12 +164,14 @@ func child(mode string, args []string) int {
 		w.Flush()
 		time.Sleep(time.Duration(atoi(arg(0, "5000"))) * time.Millisecond)
 		return 0
-	case "fitbatch": // run out of CUDA memory when the batch (arg 0) is above arg 1
+	case "fitbatch": // run out of CUDA memory when the batch (arg 0) is above arg 1; else train for arg 2 ms
 		if atoi(arg(0, "0")) > atoi(arg(1, "0")) {
 			fmt.Fprintln(os.Stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 7.79 GiB of which 1.00 GiB is free.")
 			return 1
 		}
 		fmt.Fprintf(w, "step 1 loss=0.5 batch=%s\n", arg(0, ""))
+		w.Flush()
+		time.Sleep(time.Duration(atoi(arg(2, "0"))) * time.Millisecond)
 		return 0
 	case "metricsfile": // report through TRAINBOT_METRICS_FILE only
 		f, err := os.OpenFile(os.Getenv("TRAINBOT_METRICS_FILE"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)

@@ -572,6 +572,10 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 // and waits for them to end. If ctx ends first, the remaining process
 // groups are killed and Close still waits for their supervision to finish.
 func (s *Supervisor) Close(ctx context.Context) error {
+	// Under startMu: a Start already past its closing check (an on_oom
+	// retry, a chat command) has registered its run, which is then among
+	// those stopped below; every later Start sees closing.
+	s.startMu.Lock()
 	s.mu.Lock()
 	s.closing = true
 	as := make([]*active, 0, len(s.active))
@@ -579,6 +583,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		as = append(as, a)
 	}
 	s.mu.Unlock()
+	s.startMu.Unlock()
 	for _, a := range as {
 		select {
 		case a.stopCh <- stopRequest{by: "trainbot shutdown", reason: OutcomeStopped}:
