@@ -22,6 +22,9 @@ const (
 	parseQueueMax = 64 << 20 // bytes of lines waiting for the parser before lines are dropped
 	tailLineMax   = 2048     // a tail line longer than this is cut (the log has it whole)
 	stderrKeep    = 40       // stderr lines kept for the failure detail
+	// lineOverhead is what a queued line costs beside its text: its outLine
+	// in the queue's slice and the rounding of its text's allocation.
+	lineOverhead = 48
 )
 
 // outLine is one line handed to the parser.
@@ -269,7 +272,8 @@ func (r *ring) last(n int) []string {
 }
 
 // lineQueue hands lines from the readers to the parser. push never blocks;
-// it refuses a line when the queue holds more than max bytes.
+// it refuses a line when the queue would hold more than max bytes, counting
+// each line's overhead as well as its text.
 type lineQueue struct {
 	mu     sync.Mutex
 	lines  []outLine
@@ -284,13 +288,14 @@ func newLineQueue(max int) *lineQueue {
 }
 
 func (q *lineQueue) push(l outLine) bool {
+	cost := len(l.text) + lineOverhead
 	q.mu.Lock()
-	if q.bytes+len(l.text) > q.max {
+	if q.bytes+cost > q.max {
 		q.mu.Unlock()
 		return false
 	}
 	q.lines = append(q.lines, l)
-	q.bytes += len(l.text)
+	q.bytes += cost
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:
