@@ -454,6 +454,9 @@ func (a *active) tailMetricsFile(stop <-chan struct{}) {
 		select {
 		case <-stop:
 			readAll()
+			if len(partial) > 0 { // the run is over: its last line will not be ended
+				a.handleLine(string(partial), true)
+			}
 			return
 		case <-t.C:
 			readAll()

@@ -173,13 +173,16 @@ func child(mode string, args []string) int {
 		w.Flush()
 		time.Sleep(time.Duration(atoi(arg(2, "0"))) * time.Millisecond)
 		return 0
-	case "metricsfile": // report through TRAINBOT_METRICS_FILE only
+	case "metricsfile": // report through TRAINBOT_METRICS_FILE only; "nonl": the last line has no newline
 		f, err := os.OpenFile(os.Getenv("TRAINBOT_METRICS_FILE"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
 			return 1
 		}
 		for i := 1; i <= 5; i++ {
-			fmt.Fprintf(f, "{\"step\": %d, \"loss\": %g}\n", i*10, 1/float64(i))
+			fmt.Fprintf(f, "{\"step\": %d, \"loss\": %g}", i*10, 1/float64(i))
+			if i < 5 || arg(0, "") != "nonl" {
+				fmt.Fprintln(f)
+			}
 		}
 		f.Close()
 		return 0

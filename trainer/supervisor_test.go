@@ -407,15 +407,21 @@ func TestParametersReachTheChildAsArgvAndEnv(t *testing.T) {
 func ptr(v float64) *float64 { return &v }
 
 func TestMetricsFileIsRead(t *testing.T) {
-	h := newHarness(t, job("m", childCommand("metricsfile")))
-	r := h.start("m", nil)
-	h.wait(r.ID)
-	pts, err := h.st.Series(context.Background(), r.ID, "loss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pts) != 5 || pts[4].Step != 50 || pts[4].Value != 0.2 {
-		t.Fatalf("got %v, want 5 points from the metrics file ending at step 50 = 0.2", pts)
+	// "nonl": a script that never ends its last line still gets it read
+	// when the run ends.
+	for _, mode := range []string{"", "nonl"} {
+		t.Run("mode="+mode, func(t *testing.T) {
+			h := newHarness(t, job("m", childCommand("metricsfile", mode)))
+			r := h.start("m", nil)
+			h.wait(r.ID)
+			pts, err := h.st.Series(context.Background(), r.ID, "loss")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pts) != 5 || pts[4].Step != 50 || pts[4].Value != 0.2 {
+				t.Fatalf("got %v, want 5 points from the metrics file ending at step 50 = 0.2", pts)
+			}
+		})
 	}
 }
 
