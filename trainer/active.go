@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,7 +40,8 @@ type active struct {
 	done        chan struct{}
 	log         *slog.Logger
 	oomBase     int64
-	attempt     int // on_oom: this run is the attempt-th retry (0: not a retry)
+	attempt     int         // on_oom: this run is the attempt-th retry (0: not a retry)
+	nanWatch    atomic.Bool // a loss is NaN: lines without points count toward nan_after too
 
 	mu          sync.Mutex
 	run         *Run
@@ -49,8 +51,8 @@ type active struct {
 	rate        rateWindow
 	firstMetric time.Time
 	lastMetric  time.Time
-	nanStreak   int
-	nanText     string
+	nan         map[string]*nanRun // loss metrics whose latest value is NaN or Inf
+	nanText     string             // the NaN alert, "" before one
 	oom         *OOM
 	stalled     bool
 	stopReq     *stopRequest
@@ -202,6 +204,7 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 	e.sentKill = a.sentKill
 	e.oom = a.oom
 	e.nanSeen = a.nanText
+	e.nanRecovered = a.nanText != "" && len(a.nan) == 0
 	e.peakMemText = peakText(a.run)
 	outcome, detail := classify(e)
 	now := time.Now()
@@ -316,6 +319,9 @@ func (a *active) handleLineAt(now time.Time, text string, fromMetricsFile bool) 
 	}
 	pts := a.parser.Line(text)
 	if len(pts) == 0 {
+		if a.nanWatch.Load() {
+			a.observe(now, nil) // the step may have moved on with the loss still NaN
+		}
 		return
 	}
 	if keep := a.thin.keep(now, pts); len(keep) > 0 {
@@ -337,14 +343,24 @@ func (a *active) flushThinned() {
 func (a *active) observe(now time.Time, pts []logparse.Point) {
 	a.mu.Lock()
 	a.progress = a.parser.Progress()
-	if a.firstMetric.IsZero() {
-		a.firstMetric = now
+	if len(pts) > 0 {
+		if a.firstMetric.IsZero() {
+			a.firstMetric = now
+		}
+		a.lastMetric = now
 	}
-	a.lastMetric = now
-	a.run.Steps = a.progress.Step
+	step := a.progress.Step
+	a.run.Steps = step
 	a.run.Total = a.progress.TotalSteps
-	a.rate.add(now, a.progress.Step)
+	a.rate.add(now, step)
 	var nanAlert string
+	count := func(name string, v float64, r *nanRun, at int64) {
+		r.n++
+		if r.n == a.job.NaNAfter && a.nanText == "" {
+			a.nanText = fmt.Sprintf("%s is %v for %d points in a row (step %d)", name, v, r.n, at)
+			nanAlert = a.nanText
+		}
+	}
 	for _, p := range pts {
 		if _, seen := a.last[p.Name]; !seen {
 			a.lastOrder = append(a.lastOrder, p.Name)
@@ -353,16 +369,29 @@ func (a *active) observe(now time.Time, pts []logparse.Point) {
 		if !IsLossName(p.Name) {
 			continue
 		}
+		// Each loss metric has its own streak: a finite val_loss on the
+		// line does not end train_loss's.
 		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
-			a.nanStreak++
-			if a.nanStreak == a.job.NaNAfter && a.nanText == "" {
-				a.nanText = fmt.Sprintf("%s is %v for %d points in a row (step %d)", p.Name, p.Value, a.nanStreak, p.Step)
-				nanAlert = a.nanText
+			r := a.nan[p.Name]
+			if r == nil {
+				r = &nanRun{}
+				a.nan[p.Name] = r
 			}
+			r.step = max(step, p.Step)
+			count(p.Name, p.Value, r, p.Step)
 		} else {
-			a.nanStreak = 0
+			delete(a.nan, p.Name)
 		}
 	}
+	// A progress bar shows a value again only when it changes: a loss that
+	// stays NaN counts once more at each new step.
+	for name, r := range a.nan {
+		if step > r.step {
+			r.step = step
+			count(name, a.last[name], r, step)
+		}
+	}
+	a.nanWatch.Store(len(a.nan) > 0)
 	a.mu.Unlock()
 	if nanAlert != "" {
 		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeNaN, Text: nanAlert}})
@@ -373,6 +402,12 @@ func (a *active) observe(now time.Time, pts []logparse.Point) {
 			}
 		}
 	}
+}
+
+// nanRun is a loss metric's current run of NaN or Inf values.
+type nanRun struct {
+	n    int   // values (or steps) in a row
+	step int64 // the step counted last
 }
 
 // IsLossName reports whether a metric name looks like a loss.

@@ -159,6 +159,25 @@ func child(mode string, args []string) int {
 		}
 		time.Sleep(time.Duration(atoi(arg(0, "0"))) * time.Millisecond)
 		return 0
+	case "nanlines": // a loss that turns NaN: "bar" as Lightning's progress bar prints it, "text" beside a finite val_loss, "recover" NaN for a while
+		bar := "Epoch 0:  %d%%|####  | %d/100 [00:05<00:06, 8.9it/s, v_num=0, train_loss=%s, val_loss=0.523]\n"
+		text := "step %[2]d train_loss=%[3]s val_loss=0.52\n"
+		format, nan := text, func(i int) bool { return i > 2 }
+		switch arg(0, "") {
+		case "bar":
+			format = bar
+		case "recover":
+			nan = func(i int) bool { return i > 2 && i <= 5 }
+		}
+		for i := 1; i <= 8; i++ {
+			v := fmt.Sprintf("%.3f", 1/float64(i))
+			if nan(i) {
+				v = "nan"
+			}
+			fmt.Fprintf(w, format, i, i, v)
+			w.Flush()
+		}
+		return 0
 	case "quiet": // print once, then stay silent
 		fmt.Fprintln(w, "step 1 loss=0.5")
 		w.Flush()

@@ -194,6 +194,8 @@ func TestClassify(t *testing.T) {
 		{"oom killer", ending{exitCode: -1, signal: syscall.SIGKILL, oomKills: 1}, OutcomeOOM, "OOM killer"},
 		{"our kill", ending{exitCode: -1, signal: syscall.SIGKILL, sentKill: true, stopBy: "x", stopReason: OutcomeStopped}, OutcomeStopped, "SIGKILL"},
 		{"nan", ending{exitCode: 0, nanSeen: "loss is NaN"}, OutcomeNaN, "loss is NaN"},
+		{"nan recovered", ending{exitCode: 0, nanSeen: "loss is NaN", nanRecovered: true}, OutcomeFinished, "exit status 0; loss is NaN, then it recovered"},
+		{"nan recovered, then failed", ending{exitCode: 2, nanSeen: "loss is NaN", nanRecovered: true}, OutcomeFailed, "exit status 2; loss is NaN, then it recovered"},
 		{"nan stopped", ending{exitCode: 130, stopBy: "trainbot (NaN loss)", stopReason: OutcomeNaN, nanSeen: "loss is NaN"}, OutcomeNaN, "stopped by trainbot"},
 	}
 	for _, c := range cases {

@@ -281,17 +281,18 @@ func FormatBytes(n int64) string {
 
 // ending is what the supervisor knows when a run's process has ended.
 type ending struct {
-	exitCode    int            // -1 when killed by a signal or never started
-	signal      syscall.Signal // the signal that ended it, 0 if none
-	startErr    error          // the command could not be started
-	stopBy      string         // who asked to stop it, "" if nobody
-	stopReason  Outcome        // OutcomeStopped, or OutcomeNaN when stopped for NaN
-	sentKill    bool           // trainbot sent SIGKILL
-	oom         *OOM           // an OOM line seen in the output
-	nanSeen     string         // the NaN alert text, "" if none
-	oomKills    int64          // increase of the cgroup's oom_kill count during the run, -1 unknown
-	stderrTail  []string
-	peakMemText string // "peak 14.2 GiB GPU" when known
+	exitCode     int            // -1 when killed by a signal or never started
+	signal       syscall.Signal // the signal that ended it, 0 if none
+	startErr     error          // the command could not be started
+	stopBy       string         // who asked to stop it, "" if nobody
+	stopReason   Outcome        // OutcomeStopped, or OutcomeNaN when stopped for NaN
+	sentKill     bool           // trainbot sent SIGKILL
+	oom          *OOM           // an OOM line seen in the output
+	nanSeen      string         // the NaN alert text, "" if none
+	nanRecovered bool           // no loss is NaN any more: the NaN did not last
+	oomKills     int64          // increase of the cgroup's oom_kill count during the run, -1 unknown
+	stderrTail   []string
+	peakMemText  string // "peak 14.2 GiB GPU" when known
 }
 
 // classify decides the outcome of an ended run and a human detail.
@@ -331,18 +332,25 @@ func classify(e ending) (Outcome, string) {
 			d += "; " + e.peakMemText
 		}
 		return OutcomeOOM, d
-	case e.nanSeen != "":
+	case e.nanSeen != "" && !e.nanRecovered:
 		return OutcomeNaN, e.nanSeen
+	}
+	// A NaN the loss recovered from did not decide the end; it is told.
+	recovered := ""
+	if e.nanSeen != "" {
+		recovered = "; " + e.nanSeen + ", then it recovered"
+	}
+	switch {
 	case e.exitCode == 0 && e.signal == 0:
-		return OutcomeFinished, "exit status 0"
+		return OutcomeFinished, "exit status 0" + recovered
 	case e.signal != 0:
-		d := "killed by " + signalName(e.signal)
+		d := "killed by " + signalName(e.signal) + recovered
 		if tail != "" {
 			d += "; last stderr:\n" + tail
 		}
 		return OutcomeFailed, d
 	default:
-		d := fmt.Sprintf("exit status %d", e.exitCode)
+		d := fmt.Sprintf("exit status %d", e.exitCode) + recovered
 		if tail != "" {
 			d += "; last stderr:\n" + tail
 		}

@@ -358,6 +358,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		stopCh:      make(chan stopRequest, 1),
 		done:        make(chan struct{}),
 		last:        map[string]float64{},
+		nan:         map[string]*nanRun{},
 		log:         log,
 		oomBase:     cgroupOOMKills(),
 		attempt:     req.attempt,

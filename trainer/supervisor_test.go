@@ -354,6 +354,43 @@ func TestNaNAlertAndStopOnNaN(t *testing.T) {
 	}
 }
 
+// A NaN loss is seen in the forms scripts print it: on a progress bar,
+// which shows a value again only when it changes, and on a line with a
+// finite val_loss; and a run whose loss recovered and that exits 0 has
+// finished.
+func TestNaNLossForms(t *testing.T) {
+	cases := []struct {
+		mode    string
+		outcome trainer.Outcome
+	}{
+		{"bar", trainer.OutcomeNaN},
+		{"text", trainer.OutcomeNaN},
+		{"recover", trainer.OutcomeFinished},
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			h := newHarness(t, job("n", childCommand("nanlines", c.mode)))
+			r := h.start("n", nil)
+			got := h.wait(r.ID)
+			if got.Outcome != c.outcome || !strings.Contains(got.Detail, "train_loss is NaN for 3 points in a row (step 5)") {
+				t.Errorf("got %s (%s), want %s saying train_loss was NaN for 3 points at step 5", got.Outcome, got.Detail, c.outcome)
+			}
+			alerts := 0
+			for e := range h.events {
+				if e.Kind == trainer.EventAlert && e.Alert.Kind == trainer.OutcomeNaN {
+					alerts++
+				}
+				if e.Kind == trainer.EventEnded {
+					break
+				}
+			}
+			if alerts != 1 {
+				t.Errorf("got %d NaN alerts, want 1", alerts)
+			}
+		})
+	}
+}
+
 func TestStallAlertKeepsTheRun(t *testing.T) {
 	j := job("q", childCommand("quiet", "3500"))
 	j.StallAfter = time.Second
