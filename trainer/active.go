@@ -56,6 +56,7 @@ type active struct {
 	oom         *OOM
 	stalled     bool
 	stopReq     *stopRequest
+	oomAtStop   *OOM // the run had run out of memory when the stop came
 	sentKill    bool
 }
 
@@ -94,6 +95,7 @@ wait:
 			first := a.stopReq == nil
 			if first {
 				a.stopReq = &req
+				a.oomAtStop = a.oomSoFar()
 			}
 			a.mu.Unlock()
 			if first {
@@ -200,6 +202,10 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 	}
 	if a.stopReq != nil {
 		e.stopBy, e.stopReason = a.stopReq.by, a.stopReq.reason
+		e.oomBeforeStop = a.oomAtStop != nil
+		if a.oom == nil {
+			a.oom = a.oomAtStop
+		}
 	}
 	e.sentKill = a.sentKill
 	e.oom = a.oom
@@ -215,7 +221,7 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 		code := e.exitCode
 		r.ExitCode = &code
 	}
-	if r.Outcome == OutcomeStopped || r.Outcome == OutcomeNaN {
+	if r.Outcome == OutcomeStopped || r.Outcome == OutcomeNaN || (r.Outcome == OutcomeOOM && e.oomBeforeStop) {
 		r.StoppedBy = e.stopBy
 	}
 	a.mu.Unlock()
@@ -249,6 +255,22 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 	}
 	a.sup.publish(Event{Kind: EventEnded, Run: st.Run, Status: &st, At: now, Retry: retry, OOM: oom})
 	a.sup.retryAfterOOM(st.Run, a.job, retry)
+}
+
+// oomSoFar is the out-of-memory error the run has printed, nil if none; it
+// also looks at the stderr lines still waiting to be parsed. Call with a.mu
+// held.
+func (a *active) oomSoFar() *OOM {
+	if a.oom != nil {
+		return a.oom
+	}
+	var found *OOM
+	for _, l := range a.cap.errTail.last(stderrKeep) {
+		if o, ok := DetectOOM(l); ok {
+			found = o
+		}
+	}
+	return found
 }
 
 func firstLine(s string) string {

@@ -192,6 +192,15 @@ func child(mode string, args []string) int {
 		w.Flush()
 		time.Sleep(time.Duration(atoi(arg(2, "0"))) * time.Millisecond)
 		return 0
+	case "oomhang": // run out of CUDA memory, then hang (a rank waiting for the others) until SIGINT
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT)
+		fmt.Fprintln(os.Stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 7.79 GiB of which 1.00 GiB is free.")
+		select {
+		case <-ch:
+		case <-time.After(time.Minute):
+		}
+		return 1
 	case "metricsfile": // report through TRAINBOT_METRICS_FILE only; "nonl": the last line has no newline
 		f, err := os.OpenFile(os.Getenv("TRAINBOT_METRICS_FILE"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {

@@ -281,18 +281,19 @@ func FormatBytes(n int64) string {
 
 // ending is what the supervisor knows when a run's process has ended.
 type ending struct {
-	exitCode     int            // -1 when killed by a signal or never started
-	signal       syscall.Signal // the signal that ended it, 0 if none
-	startErr     error          // the command could not be started
-	stopBy       string         // who asked to stop it, "" if nobody
-	stopReason   Outcome        // OutcomeStopped, or OutcomeNaN when stopped for NaN
-	sentKill     bool           // trainbot sent SIGKILL
-	oom          *OOM           // an OOM line seen in the output
-	nanSeen      string         // the NaN alert text, "" if none
-	nanRecovered bool           // no loss is NaN any more: the NaN did not last
-	oomKills     int64          // increase of the cgroup's oom_kill count during the run, -1 unknown
-	stderrTail   []string
-	peakMemText  string // "peak 14.2 GiB GPU" when known
+	exitCode      int            // -1 when killed by a signal or never started
+	signal        syscall.Signal // the signal that ended it, 0 if none
+	startErr      error          // the command could not be started
+	stopBy        string         // who asked to stop it, "" if nobody
+	stopReason    Outcome        // OutcomeStopped, or OutcomeNaN when stopped for NaN
+	oomBeforeStop bool           // it had run out of memory when the stop was asked
+	sentKill      bool           // trainbot sent SIGKILL
+	oom           *OOM           // an OOM line seen in the output
+	nanSeen       string         // the NaN alert text, "" if none
+	nanRecovered  bool           // no loss is NaN any more: the NaN did not last
+	oomKills      int64          // increase of the cgroup's oom_kill count during the run, -1 unknown
+	stderrTail    []string
+	peakMemText   string // "peak 14.2 GiB GPU" when known
 }
 
 // classify decides the outcome of an ended run and a human detail.
@@ -303,7 +304,7 @@ func classify(e ending) (Outcome, string) {
 		return OutcomeFailed, "could not start: " + e.startErr.Error()
 	case e.stopBy != "" && e.stopReason == OutcomeNaN:
 		return OutcomeNaN, e.nanSeen + "; stopped by trainbot"
-	case e.stopBy != "":
+	case e.stopBy != "" && !e.oomBeforeStop:
 		d := "stopped by " + e.stopBy
 		switch {
 		case e.sentKill:
@@ -318,6 +319,9 @@ func classify(e ending) (Outcome, string) {
 		d := e.oom.Summary()
 		if e.peakMemText != "" {
 			d += "; " + e.peakMemText
+		}
+		if e.stopBy != "" { // out of memory first, then stopped as it hung or ended
+			d += "; then stopped by " + e.stopBy
 		}
 		return OutcomeOOM, d
 	case e.signal == syscall.SIGKILL && !e.sentKill:

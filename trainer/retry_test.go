@@ -115,6 +115,33 @@ func TestOnOOMStopsAtTheMinimum(t *testing.T) {
 	}
 }
 
+// A run that ran out of memory and is stopped while it hangs (a rank
+// waiting for the others) ended out of memory, not "stopped"; and since
+// someone stopped it, on_oom starts nothing.
+func TestStopAfterOOMKeepsTheOOM(t *testing.T) {
+	j := batchJob("16", 2)
+	j.Command = childCommand("oomhang", "{batch_size}")
+	h := newHarness(t, j)
+	r := h.start("fit", nil)
+	if e := h.waitEvent(trainer.EventAlert, r.ID); e.Alert.Kind != trainer.OutcomeOOM {
+		t.Fatalf("got a %s alert, want oom", e.Alert.Kind)
+	}
+	if _, err := h.sup.Stop(r.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeOOM || got.StoppedBy != "alice" || !strings.Contains(got.Detail, "CUDA out of memory") || !strings.Contains(got.Detail, "alice") {
+		t.Errorf("got %s by %q (%s), want oom stopped by alice", got.Outcome, got.StoppedBy, got.Detail)
+	}
+	e := h.waitEvent(trainer.EventEnded, r.ID)
+	if e.Retry == nil || e.Retry.Next != "" || !strings.Contains(e.Retry.Refused, "alice") {
+		t.Errorf("retry %+v, want none because alice stopped the run", e.Retry)
+	}
+	if runs, _ := h.st.Runs(context.Background(), store.RunFilter{}); len(runs) != 1 {
+		t.Errorf("%d runs, want 1: no retry after a stop", len(runs))
+	}
+}
+
 func TestOnOOMMustHalveAnIntParameter(t *testing.T) {
 	for _, o := range []*trainer.OOMRetry{{Retry: 2, Halve: "lr"}, {Retry: 2, Halve: "nope"}, {Retry: 0, Halve: "batch_size"}, {Retry: 2}} {
 		j := batchJob("1", 1)
