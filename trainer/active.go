@@ -58,6 +58,7 @@ type active struct {
 	stopReq     *stopRequest
 	oomAtStop   *OOM // the run had run out of memory when the stop came
 	sentKill    bool
+	killedNow   bool // by Close, without waiting for the grace periods
 }
 
 // supervise owns the run from start to end: it is the only goroutine that
@@ -164,11 +165,18 @@ func (a *active) signal(sig syscall.Signal) {
 	}
 }
 
-// kill is the last resort of Close.
+// kill is the last resort of Close, when it cannot wait any longer. The
+// run counts as stopped by the shutdown even if supervise has not seen
+// Close's stop request yet.
 func (a *active) kill() {
 	a.mu.Lock()
-	a.sentKill = true
+	a.sentKill, a.killedNow = true, true
+	if a.stopReq == nil {
+		a.stopReq = &stopRequest{by: "trainbot shutdown", reason: OutcomeStopped}
+		a.oomAtStop = a.oomSoFar()
+	}
 	a.mu.Unlock()
+	a.cap.note("trainbot is shutting down and cannot wait: SIGKILL to process group %d", a.run.PID)
 	a.signal(syscall.SIGKILL)
 }
 
@@ -207,7 +215,7 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 			a.oom = a.oomAtStop
 		}
 	}
-	e.sentKill = a.sentKill
+	e.sentKill, e.killedNow = a.sentKill, a.killedNow
 	e.oom = a.oom
 	e.nanSeen = a.nanText
 	e.nanRecovered = a.nanText != "" && len(a.nan) == 0

@@ -288,6 +288,7 @@ type ending struct {
 	stopReason    Outcome        // OutcomeStopped, or OutcomeNaN when stopped for NaN
 	oomBeforeStop bool           // it had run out of memory when the stop was asked
 	sentKill      bool           // trainbot sent SIGKILL
+	killedNow     bool           // ... at shutdown, without waiting for the grace periods
 	oom           *OOM           // an OOM line seen in the output
 	nanSeen       string         // the NaN alert text, "" if none
 	nanRecovered  bool           // no loss is NaN any more: the NaN did not last
@@ -307,7 +308,9 @@ func classify(e ending) (Outcome, string) {
 	case e.stopBy != "" && !e.oomBeforeStop:
 		d := "stopped by " + e.stopBy
 		switch {
-		case e.sentKill:
+		case e.killedNow && e.signal == syscall.SIGKILL:
+			d += " (killed with SIGKILL: trainbot was shutting down and could not wait longer)"
+		case e.sentKill && e.signal == syscall.SIGKILL:
 			d += " (killed with SIGKILL after the grace periods)"
 		case e.signal != 0:
 			d += fmt.Sprintf(" (ended by %s)", signalName(e.signal))

@@ -569,6 +569,30 @@ func TestCloseStopsActiveRuns(t *testing.T) {
 	}
 }
 
+// When Close cannot wait (a second Ctrl-C), the run is killed at once and
+// recorded as stopped by the shutdown, saying so: not "after the grace
+// periods", and not "failed" when the kill came before the stop was seen.
+func TestCloseThatCannotWaitKillsAndSaysSo(t *testing.T) {
+	j := job("s", childCommand("stubborn", "1"))
+	j.StopGrace, j.KillGrace = time.Minute, time.Minute
+	h := newHarness(t, j)
+	r := h.start("s", nil)
+	h.waitTail(r.ID, "ready")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := h.sup.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("close: got %v, want context.Canceled", err)
+	}
+	got, _ := h.st.Run(context.Background(), r.ID)
+	if got.Outcome != trainer.OutcomeStopped || got.StoppedBy != "trainbot shutdown" || !strings.Contains(got.Detail, "SIGKILL") || strings.Contains(got.Detail, "grace") {
+		t.Errorf("got %s by %q (%s), want stopped by trainbot shutdown, killed at once", got.Outcome, got.StoppedBy, got.Detail)
+	}
+	log, _ := os.ReadFile(got.LogPath)
+	if !strings.Contains(string(log), "SIGKILL to process group") {
+		t.Errorf("the log does not tell the kill:\n%s", log)
+	}
+}
+
 func TestStatusWhileRunning(t *testing.T) {
 	h := newHarness(t, job("p", childCommand("print", "50", "40")))
 	r := h.start("p", nil)
