@@ -33,6 +33,8 @@ type active struct {
 	parseMu     sync.Mutex       // serialises handleLine: output and metrics-file lines
 	parser      *logparse.Parser // guarded by parseMu
 	thin        thinner          // guarded by parseMu
+	names       map[string]bool  // the metrics recorded; guarded by parseMu
+	namesFull   bool             // guarded by parseMu
 	pipes       []*os.File
 	metricsPath string
 	lock        *fileLock
@@ -347,7 +349,7 @@ func (a *active) handleLineAt(now time.Time, text string, fromMetricsFile bool) 
 			}
 		}
 	}
-	pts := a.parser.Line(text)
+	pts := a.limitNames(a.parser.Line(text))
 	if len(pts) == 0 {
 		if a.nanWatch.Load() {
 			a.observe(now, nil) // the step may have moved on with the loss still NaN
@@ -358,6 +360,37 @@ func (a *active) handleLineAt(now time.Time, text string, fromMetricsFile bool) 
 		a.sup.opts.Recorder.AddPoints(a.run.ID, now, keep)
 	}
 	a.observe(now, pts)
+}
+
+// Bounds on the metric names a run records. A script that prints a name
+// per line ("img_0001.jpg: 0.93", a score per image) would otherwise have
+// trainbot keep a metric per line, in memory and in the store, for days.
+// Past maxMetricNames, only names that look like a loss are still taken,
+// up to maxLossNames more.
+const (
+	maxMetricNames = 1000
+	maxLossNames   = 100
+)
+
+// limitNames drops, in place, the points of new metrics once the run has
+// too many. Call with parseMu held.
+func (a *active) limitNames(pts []logparse.Point) []logparse.Point {
+	keep := pts[:0]
+	for _, p := range pts {
+		if !a.names[p.Name] {
+			n := len(a.names)
+			if n >= maxMetricNames+maxLossNames || (n >= maxMetricNames && !IsLossName(p.Name)) {
+				if !a.namesFull {
+					a.namesFull = true
+					a.cap.note("the output has named more than %d metrics: points of further metric names are not recorded (the log has them)", maxMetricNames)
+				}
+				continue
+			}
+			a.names[p.Name] = true
+		}
+		keep = append(keep, p)
+	}
+	return keep
 }
 
 // flushThinned stores the extremes the thinner still holds.

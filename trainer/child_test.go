@@ -178,6 +178,14 @@ func child(mode string, args []string) int {
 			w.Flush()
 		}
 		return 0
+	case "names": // a loss, then N metrics of names never seen again (per-image scores), then the loss again
+		n := atoi(arg(0, "2000"))
+		fmt.Fprintln(w, "step 1 loss=0.5")
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(w, "img_%07d.jpg: 0.5\n", i)
+		}
+		fmt.Fprintln(w, "step 2 loss=0.25 val_loss=0.3")
+		return 0
 	case "quiet": // print once, then stay silent
 		fmt.Fprintln(w, "step 1 loss=0.5")
 		w.Flush()

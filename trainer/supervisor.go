@@ -359,6 +359,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		done:        make(chan struct{}),
 		last:        map[string]float64{},
 		nan:         map[string]*nanRun{},
+		names:       map[string]bool{},
 		log:         log,
 		oomBase:     cgroupOOMKills(),
 		attempt:     req.attempt,

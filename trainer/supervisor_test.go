@@ -501,6 +501,30 @@ func TestFloodLongLineAndBinaryOutput(t *testing.T) {
 	}
 }
 
+// A script that prints a name per line (a score per image) must not make
+// trainbot keep a metric per line, in memory and in the store, for days.
+func TestMetricNamesPerRunAreBounded(t *testing.T) {
+	h := newHarness(t, job("n", childCommand("names", "20000")))
+	r := h.start("n", nil)
+	got := h.wait(r.ID)
+	names, err := h.st.MetricNames(context.Background(), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) > 1100 || len(names) < 1000 {
+		t.Errorf("got %d metric names, want about 1000", len(names))
+	}
+	pts, _ := h.st.Series(context.Background(), r.ID, "loss")
+	vpts, _ := h.st.Series(context.Background(), r.ID, "val_loss")
+	if len(pts) != 2 || len(vpts) != 1 {
+		t.Errorf("got %d loss and %d val_loss points, want 2 and 1: losses are kept", len(pts), len(vpts))
+	}
+	log, _ := os.ReadFile(got.LogPath)
+	if !strings.Contains(string(log), "metric names") {
+		t.Error("the log does not say that new metric names were ignored")
+	}
+}
+
 func TestLogCapKeepsParsing(t *testing.T) {
 	j := job("c", childCommand("print", "2000"))
 	j.MaxLogBytes = 4096
