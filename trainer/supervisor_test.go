@@ -575,6 +575,38 @@ func TestInterruptedRunsAreFoundAtStart(t *testing.T) {
 	}
 }
 
+// An interrupted run ended, as far as anyone knows, when its log was last
+// written, not when trainbot came back (perhaps days later).
+func TestInterruptedRunEndsAtItsLastOutput(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().Add(-72 * time.Hour).Truncate(time.Second)
+	last := started.Add(10 * time.Minute)
+	logPath := filepath.Join(dir, "output.log")
+	if err := os.WriteFile(logPath, []byte("step 1 loss=0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(logPath, last, last); err != nil {
+		t.Fatal(err)
+	}
+	dead := 1 << 22
+	id, err := st.CreateRun(context.Background(), &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning,
+		StartedAt: started, Supervisor: dead, PID: dead, LogPath: logPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	h := newHarnessIn(t, dir)
+	got, _ := h.st.Run(context.Background(), id)
+	if got.Outcome != trainer.OutcomeInterrupted || !got.EndedAt.Equal(last) {
+		t.Fatalf("got %s ended %s after %s, want interrupted ended at the log's last write, %s after the start",
+			got.Outcome, got.EndedAt, got.EndedAt.Sub(started), last.Sub(started))
+	}
+}
+
 func TestCloseStopsActiveRuns(t *testing.T) {
 	h := newHarness(t, job("p", childCommand("polite")))
 	r := h.start("p", nil)
