@@ -483,7 +483,7 @@ func (a *active) checkStall(now time.Time) {
 	if a.job.StallAfter <= 0 {
 		return
 	}
-	lastOut := time.Unix(0, a.cap.last.Load())
+	lastOut := a.cap.lastOutput()
 	a.mu.Lock()
 	quiet := now.Sub(lastOut)
 	if m := now.Sub(a.lastMetric); !a.lastMetric.IsZero() && m < quiet {

@@ -52,7 +52,8 @@ type capture struct {
 
 	lines   *lineQueue
 	dropped atomic.Int64
-	last    atomic.Int64 // unix nanoseconds of the last output
+	start   time.Time    // when the capture began, with its monotonic clock reading
+	last    atomic.Int64 // nanoseconds from start to the last output (monotonic)
 	readers sync.WaitGroup
 }
 
@@ -65,7 +66,7 @@ func newCapture(logFile *os.File, maxLog int64, tailLines int) *capture {
 		errTail: newRing(stderrKeep),
 		lines:   newLineQueue(parseQueueMax),
 	}
-	c.last.Store(time.Now().UnixNano())
+	c.start = time.Now()
 	return c
 }
 
@@ -79,7 +80,7 @@ func (c *capture) read(r io.Reader, stderr bool) {
 		for {
 			n, err := r.Read(buf)
 			if n > 0 {
-				c.last.Store(time.Now().UnixNano())
+				c.last.Store(int64(time.Since(c.start)))
 				c.writeLog(buf[:n])
 				sp.feed(buf[:n])
 			}
@@ -89,6 +90,12 @@ func (c *capture) read(r io.Reader, stderr bool) {
 			}
 		}
 	}()
+}
+
+// lastOutput is when the child last printed (when the capture began, if it
+// has not), on the monotonic clock.
+func (c *capture) lastOutput() time.Time {
+	return c.start.Add(time.Duration(c.last.Load()))
 }
 
 // done closes the parse queue once both readers have ended.

@@ -1,7 +1,11 @@
 package trainer
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -20,5 +24,26 @@ func TestLineQueueBoundCountsEachLine(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("queued no line")
+	}
+}
+
+// The time of the last output is read on the monotonic clock, like the
+// times it is compared with, so that a step of the wall clock (NTP, a VM
+// resumed) neither raises a false stall alert nor hides a real stall.
+func TestLastOutputIsMonotonic(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "output.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := newCapture(f, 0, 10)
+	c.read(strings.NewReader("step 1 loss=0.5\n"), false)
+	c.done()
+	got := c.lastOutput()
+	if got == got.Round(0) {
+		t.Fatalf("last output %v has no monotonic clock reading", got)
+	}
+	if d := time.Since(got); d < 0 || d > time.Minute {
+		t.Fatalf("last output %v ago", d)
 	}
 }
