@@ -142,6 +142,7 @@ wait:
 		case <-parseDone:
 		case <-time.After(time.Second):
 			// Something outside the group holds the pipe: stop reading.
+			a.cap.note("the output is still held open by a process outside the run's process group (one that left it with setsid?): output from now on is not read, and that process may still be running")
 			for _, p := range a.pipes {
 				p.Close()
 			}

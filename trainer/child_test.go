@@ -121,6 +121,18 @@ func child(mode string, args []string) int {
 		w.Flush()
 		time.Sleep(time.Minute)
 		return 0
+	case "escape": // start a grandchild that leaves the process group (setsid) holding stdout, then exit
+		exe, _ := os.Executable()
+		c := exec.Command(exe)
+		c.Env = append(os.Environ(), childEnv+"=sleeper")
+		c.Stdout = os.Stdout
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintf(w, "escaped %d\nstep 1 loss=0.5\n", c.Process.Pid)
+		return 0
 	case "sleeper":
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 		time.Sleep(time.Minute)

@@ -266,6 +266,29 @@ func TestStopEscalatesToKillAndNoGrandchildSurvives(t *testing.T) {
 	}
 }
 
+// A grandchild that left the run's process group (setsid) and holds its
+// output open does not keep the run from ending, and the log says why the
+// output was cut.
+func TestEscapedGrandchildDoesNotHoldTheRun(t *testing.T) {
+	h := newHarness(t, job("e", childCommand("escape")))
+	r := h.start("e", nil)
+	got := h.wait(r.ID)
+	log, _ := os.ReadFile(got.LogPath)
+	for _, l := range strings.Split(string(log), "\n") {
+		if v, ok := strings.CutPrefix(l, "escaped "); ok {
+			if pid, err := strconv.Atoi(v); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	if got.Outcome != trainer.OutcomeFinished || got.Steps != 1 {
+		t.Errorf("got %s at step %d (%s), want finished at step 1", got.Outcome, got.Steps, got.Detail)
+	}
+	if !strings.Contains(string(log), "outside the run's process group") {
+		t.Errorf("the log does not say what held the output:\n%s", log)
+	}
+}
+
 func TestPoliteStopExitsOnSIGINT(t *testing.T) {
 	h := newHarness(t, job("p", childCommand("polite")))
 	r := h.start("p", nil)
