@@ -44,6 +44,7 @@ type Store struct {
 	pmu        sync.Mutex
 	pending    []pendingPoint
 	dropped    int64
+	dropping   bool // points were dropped since the queue last emptied
 	maxPending int
 	seq        int64 // last metrics.seq written; owned by the writer
 	kick       chan struct{}
