@@ -131,24 +131,26 @@ wait:
 
 	// The main process is gone. Whatever is left of its group (workers it
 	// did not reap) must not outlive the run, and must not hold our pipes.
+	// (Lines still waiting for the parser are no reason to kill anything.)
 	select {
-	case <-parseDone:
+	case <-a.cap.eof:
 	case <-time.After(a.sup.opts.DrainTimeout):
 		if n := countGroup(a.run.PID); n > 0 {
 			a.cap.note("the main process ended; killing %d leftover process(es) of group %d", n, a.run.PID)
 		}
 		a.signal(syscall.SIGKILL)
 		select {
-		case <-parseDone:
+		case <-a.cap.eof:
 		case <-time.After(time.Second):
 			// Something outside the group holds the pipe: stop reading.
 			a.cap.note("the output is still held open by a process outside the run's process group (one that left it with setsid?): output from now on is not read, and that process may still be running")
 			for _, p := range a.pipes {
 				p.Close()
 			}
-			<-parseDone
+			<-a.cap.eof
 		}
 	}
+	<-parseDone
 	a.signal(syscall.SIGKILL) // nothing of the run survives it
 	close(tailStop)
 	<-tailDone

@@ -55,6 +55,7 @@ type capture struct {
 	start   time.Time    // when the capture began, with its monotonic clock reading
 	last    atomic.Int64 // nanoseconds from start to the last output (monotonic)
 	readers sync.WaitGroup
+	eof     chan struct{} // closed when both readers have ended
 }
 
 func newCapture(logFile *os.File, maxLog int64, tailLines int) *capture {
@@ -65,6 +66,7 @@ func newCapture(logFile *os.File, maxLog int64, tailLines int) *capture {
 		tail:    newRing(tailLines),
 		errTail: newRing(stderrKeep),
 		lines:   newLineQueue(parseQueueMax),
+		eof:     make(chan struct{}),
 	}
 	c.start = time.Now()
 	return c
@@ -101,6 +103,7 @@ func (c *capture) lastOutput() time.Time {
 // done closes the parse queue once both readers have ended.
 func (c *capture) done() {
 	c.readers.Wait()
+	close(c.eof)
 	c.lines.close()
 }
 

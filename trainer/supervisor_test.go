@@ -289,6 +289,27 @@ func TestEscapedGrandchildDoesNotHoldTheRun(t *testing.T) {
 	}
 }
 
+// Output still being parsed when the run's process exits is not taken for
+// a leftover process holding the output: only the pipes decide.
+func TestSlowParsingIsNotALeftoverProcess(t *testing.T) {
+	h := newHarness(t, job("o", childCommand("fitbatch", "64", "16")))
+	// A listener slower than the drain timeout holds up the parser.
+	h.sup.Subscribe(func(e trainer.Event) {
+		if e.Kind == trainer.EventAlert {
+			<-time.After(4 * time.Second)
+		}
+	})
+	r := h.start("o", nil)
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeOOM {
+		t.Errorf("got %s (%s), want oom", got.Outcome, got.Detail)
+	}
+	log, _ := os.ReadFile(got.LogPath)
+	if strings.Contains(string(log), "outside the run's process group") {
+		t.Errorf("a slow parser was taken for a process holding the output:\n%s", log)
+	}
+}
+
 func TestPoliteStopExitsOnSIGINT(t *testing.T) {
 	h := newHarness(t, job("p", childCommand("polite")))
 	r := h.start("p", nil)
