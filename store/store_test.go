@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -267,5 +268,43 @@ func TestDroppedPointsAreLogged(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "dropped=40") {
 		t.Errorf("the log does not say how many were dropped once points are written again:\n%s", logs.String())
+	}
+}
+
+// Two trainbot processes that open a data directory of an older schema at
+// the same moment (after an upgrade: serve starting while someone runs
+// trainbot runs) both migrate it: the second used to fail with "duplicate
+// column name: retry_of".
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	for i := 0; i < 10; i++ {
+		dir := t.TempDir()
+		old, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBName), false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for v, m := range migrations[:len(migrations)-1] {
+			if _, err := old.Exec(m); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old.Close()
+		errs := make(chan error, 4)
+		for j := 0; j < cap(errs); j++ {
+			go func() {
+				s, err := Open(dir, Options{})
+				if err == nil {
+					err = s.Close()
+				}
+				errs <- err
+			}()
+		}
+		for j := 0; j < cap(errs); j++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("open %d: %v", j, err)
+			}
+		}
 	}
 }
