@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -355,14 +356,14 @@ func (a *active) handleLineAt(now time.Time, text string, fromMetricsFile bool) 
 	pts := a.limitNames(a.parser.Line(text))
 	if len(pts) == 0 {
 		if a.nanWatch.Load() {
-			a.observe(now, nil) // the step may have moved on with the loss still NaN
+			a.observe(now, nil, text) // a progress bar may show the NaN loss again
 		}
 		return
 	}
 	if keep := a.thin.keep(now, pts); len(keep) > 0 {
 		a.sup.opts.Recorder.AddPoints(a.run.ID, now, keep)
 	}
-	a.observe(now, pts)
+	a.observe(now, pts, text)
 }
 
 // Bounds on the metric names a run records. A script that prints a name
@@ -406,7 +407,7 @@ func (a *active) flushThinned() {
 }
 
 // observe updates progress, latest values and the NaN watch.
-func (a *active) observe(now time.Time, pts []logparse.Point) {
+func (a *active) observe(now time.Time, pts []logparse.Point, line string) {
 	a.mu.Lock()
 	a.progress = a.parser.Progress()
 	if len(pts) > 0 {
@@ -449,10 +450,19 @@ func (a *active) observe(now time.Time, pts []logparse.Point) {
 			delete(a.nan, p.Name)
 		}
 	}
-	// A progress bar shows a value again only when it changes: a loss that
-	// stays NaN counts once more at each new step.
+	// The parser reports a progress bar's value again only when it
+	// changes: a bar that shows a NaN loss again, at a new step, counts
+	// once more. (A line that does not show it, such as a bar without
+	// values after one NaN eval_loss, does not.)
+	var lower string
 	for name, r := range a.nan {
-		if step > r.step {
+		if step <= r.step || slices.ContainsFunc(pts, func(p logparse.Point) bool { return p.Name == name }) {
+			continue
+		}
+		if lower == "" {
+			lower = strings.ToLower(line)
+		}
+		if showsNaN(lower, name) {
 			r.step = step
 			count(name, a.last[name], r, step)
 		}
@@ -468,6 +478,34 @@ func (a *active) observe(now time.Time, pts []logparse.Point) {
 			}
 		}
 	}
+}
+
+// showsNaN reports whether a lower-cased line shows metric name with a NaN
+// or infinite value: "train_loss=nan", "loss: inf", "\"loss\": NaN".
+func showsNaN(line, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(line[i:], name)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(name)
+		i = start + 1
+		if start > 0 && isNameByte(line[start-1]) {
+			continue // part of a longer name
+		}
+		rest := strings.TrimLeft(line[end:], "\"' ")
+		if rest == "" || (rest[0] != '=' && rest[0] != ':') {
+			continue
+		}
+		rest = strings.TrimLeft(rest[1:], "\"' +-")
+		if strings.HasPrefix(rest, "nan") || strings.HasPrefix(rest, "inf") {
+			return true
+		}
+	}
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c == '/' || c == '.' || c == '-' || ('a' <= c && c <= 'z') || ('0' <= c && c <= '9')
 }
 
 // nanRun is a loss metric's current run of NaN or Inf values.

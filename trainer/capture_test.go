@@ -47,3 +47,24 @@ func TestLastOutputIsMonotonic(t *testing.T) {
 		t.Fatalf("last output %v ago", d)
 	}
 }
+
+func TestShowsNaN(t *testing.T) {
+	cases := []struct {
+		line, name string
+		want       bool
+	}{
+		{"epoch 0:  46%|####  | 46/100 [00:05<00:06, 8.9it/s, v_num=0, train_loss=nan, val_loss=0.523]", "train_loss", true},
+		{`{"step": 5, "loss": nan}`, "loss", true},
+		{"loss: -inf", "loss", true},
+		{"loss = +inf", "loss", true},
+		{" 30%|###       | 3/10 [00:00<00:00, 10.00it/s]", "eval_loss", false},
+		{"val_train_loss=nan train_loss=0.5", "train_loss", false},
+		{"train_loss=0.5 (was nan)", "train_loss", false},
+		{"train_loss_ema=nan", "train_loss", false},
+	}
+	for _, c := range cases {
+		if got := showsNaN(c.line, c.name); got != c.want {
+			t.Errorf("showsNaN(%q, %q) = %v, want %v", c.line, c.name, got, c.want)
+		}
+	}
+}

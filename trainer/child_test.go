@@ -180,6 +180,14 @@ func child(mode string, args []string) int {
 			format = bar
 		case "recover":
 			nan = func(i int) bool { return i > 2 && i <= 5 }
+		case "evalonce": // Hugging Face's Trainer: a bar without values, an eval_loss that is NaN once
+			fmt.Fprintf(w, " 10%%|#         | 1/10 [00:00<00:00, 10.00it/s]\n{'loss': 0.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n")
+			fmt.Fprintf(w, " 20%%|##        | 2/10 [00:00<00:00, 10.00it/s]\n{'eval_loss': nan, 'eval_runtime': 1.0, 'epoch': 0.2}\n")
+			for i := 3; i <= 10; i++ {
+				fmt.Fprintf(w, " %d%%|###       | %d/10 [00:00<00:00, 10.00it/s]\n", i*10, i)
+			}
+			fmt.Fprintf(w, "{'loss': 0.4, 'learning_rate': 1e-05, 'epoch': 1.0}\n")
+			return 0
 		}
 		for i := 1; i <= 8; i++ {
 			v := fmt.Sprintf("%.3f", 1/float64(i))

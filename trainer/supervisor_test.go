@@ -400,8 +400,9 @@ func TestNaNAlertAndStopOnNaN(t *testing.T) {
 
 // A NaN loss is seen in the forms scripts print it: on a progress bar,
 // which shows a value again only when it changes, and on a line with a
-// finite val_loss; and a run whose loss recovered and that exits 0 has
-// finished.
+// finite val_loss; a run whose loss recovered and that exits 0 has
+// finished; and one NaN eval_loss followed by bar lines that do not show it
+// is not a NaN streak.
 func TestNaNLossForms(t *testing.T) {
 	cases := []struct {
 		mode    string
@@ -410,16 +411,24 @@ func TestNaNLossForms(t *testing.T) {
 		{"bar", trainer.OutcomeNaN},
 		{"text", trainer.OutcomeNaN},
 		{"recover", trainer.OutcomeFinished},
+		{"evalonce", trainer.OutcomeFinished},
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
 			h := newHarness(t, job("n", childCommand("nanlines", c.mode)))
 			r := h.start("n", nil)
 			got := h.wait(r.ID)
-			if got.Outcome != c.outcome || !strings.Contains(got.Detail, "train_loss is NaN for 3 points in a row (step 5)") {
+			if c.mode == "evalonce" {
+				if got.Outcome != trainer.OutcomeFinished || strings.Contains(got.Detail, "NaN") {
+					t.Errorf("got %s (%s), want finished: one NaN eval_loss is not a NaN run", got.Outcome, got.Detail)
+				}
+			} else if got.Outcome != c.outcome || !strings.Contains(got.Detail, "train_loss is NaN for 3 points in a row (step 5)") {
 				t.Errorf("got %s (%s), want %s saying train_loss was NaN for 3 points at step 5", got.Outcome, got.Detail, c.outcome)
 			}
-			alerts := 0
+			alerts, want := 0, 1
+			if c.mode == "evalonce" {
+				want = 0
+			}
 			for e := range h.events {
 				if e.Kind == trainer.EventAlert && e.Alert.Kind == trainer.OutcomeNaN {
 					alerts++
@@ -428,8 +437,8 @@ func TestNaNLossForms(t *testing.T) {
 					break
 				}
 			}
-			if alerts != 1 {
-				t.Errorf("got %d NaN alerts, want 1", alerts)
+			if alerts != want {
+				t.Errorf("got %d NaN alerts, want %d", alerts, want)
 			}
 		})
 	}
