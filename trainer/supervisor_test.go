@@ -296,7 +296,7 @@ func TestSlowParsingIsNotALeftoverProcess(t *testing.T) {
 	// A listener slower than the drain timeout holds up the parser.
 	h.sup.Subscribe(func(e trainer.Event) {
 		if e.Kind == trainer.EventAlert {
-			<-time.After(4 * time.Second)
+			<-time.After(2 * time.Second) // the harness drains for 0.5 s, then 1 s more
 		}
 	})
 	r := h.start("o", nil)
