@@ -60,12 +60,19 @@ func Collect(ctx context.Context, s Sampler, runs map[int]int64) (Snapshot, erro
 
 // runUsage builds each run's figures. The GPU figures are left nil when
 // the devices were not sampled, or not completely (a partial sample would
-// draw a false dip in the run's memory chart).
+// draw a false dip in the run's memory chart). All are nil for a run with
+// no live process (its main process has exited and the supervisor is
+// draining its output): it was not measured, and a zero would show as its
+// peak and as a drop at the end of its chart.
 func runUsage(snap Snapshot, tree map[int64]procfs.TreeUsage, runs map[int]int64, complete, procsOK bool) []RunUsage {
 	out := make([]RunUsage, 0, len(runs))
 	for pgid, id := range runs {
 		t := tree[id]
 		u := RunUsage{RunID: id, PID: pgid, Processes: t.Procs}
+		if procsOK && t.Procs == 0 {
+			out = append(out, u)
+			continue
+		}
 		if procsOK {
 			rss := t.RSS
 			u.HostBytes = &rss

@@ -226,11 +226,13 @@ func (m *Monitor) record(ctx context.Context, snap Snapshot) error {
 			errs = append(errs, fmt.Errorf("store device samples: %w", err))
 		}
 	}
-	if len(snap.Runs) > 0 {
-		rs := make([]store.RunMemory, len(snap.Runs))
-		for i, u := range snap.Runs {
-			rs[i] = store.RunMemory{RunID: u.RunID, T: snap.At, GPUBytes: u.GPUBytes, GPUTotal: u.GPUTotal, HostBytes: u.HostBytes}
+	var rs []store.RunMemory
+	for _, u := range snap.Runs {
+		if u.GPUBytes != nil || u.HostBytes != nil { // a run not measured gets no row
+			rs = append(rs, store.RunMemory{RunID: u.RunID, T: snap.At, GPUBytes: u.GPUBytes, GPUTotal: u.GPUTotal, HostBytes: u.HostBytes})
 		}
+	}
+	if len(rs) > 0 {
 		if err := m.opts.Recorder.AddRunMemory(ctx, rs); err != nil {
 			errs = append(errs, fmt.Errorf("store run memory: %w", err))
 		}

@@ -22,23 +22,29 @@ type pendingPoint struct {
 const batchSize = 5000
 
 // AddPoints queues points for the background writer; it never waits for the
-// disk. When the queue is full (the disk is stuck), points are dropped and
-// counted in DroppedPoints.
+// disk. When the queue is full (the disk is stuck), points are dropped,
+// counted in DroppedPoints and logged (once until points are written again).
 func (s *Store) AddPoints(runID int64, at time.Time, pts []logparse.Point) {
 	if len(pts) == 0 {
 		return
 	}
 	t := ms(at)
 	s.pmu.Lock()
+	started := false
 	for _, p := range pts {
 		if len(s.pending) >= s.maxPending {
 			s.dropped++
+			started = started || !s.dropping
+			s.dropping = true
 			continue
 		}
 		s.pending = append(s.pending, pendingPoint{run: runID, t: t, p: p})
 	}
 	n := len(s.pending)
 	s.pmu.Unlock()
+	if started {
+		s.log.Warn("metric points dropped: the write queue is full (the disk is slow or stuck); the run logs still have them", "run", runID, "queued", n)
+	}
 	if n >= batchSize {
 		select {
 		case s.kick <- struct{}{}:
@@ -105,7 +111,13 @@ func (s *Store) writeQueued() error {
 		} else {
 			s.pending = nil
 		}
+		recovered := len(batch) == 0 && s.dropping
+		s.dropping = s.dropping && !recovered
+		dropped := s.dropped
 		s.pmu.Unlock()
+		if recovered {
+			s.log.Warn("metric points are queued again", "dropped", dropped)
+		}
 		if len(batch) == 0 {
 			return firstErr
 		}

@@ -44,6 +44,7 @@ type Store struct {
 	pmu        sync.Mutex
 	pending    []pendingPoint
 	dropped    int64
+	dropping   bool // points were dropped since the queue last emptied
 	maxPending int
 	seq        int64 // last metrics.seq written; owned by the writer
 	kick       chan struct{}
@@ -272,18 +273,27 @@ ALTER TABLE runs ADD COLUMN retry_of INTEGER;
 `,
 }
 
+// migrate brings the schema to the latest version, one migration per
+// transaction. Each reads the version inside its transaction (BEGIN
+// IMMEDIATE: one writer at a time), so that two trainbot processes opening
+// the same directory at once do not both apply a migration.
 func migrate(db *sql.DB) error {
-	var version int
-	if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("database schema version %d is newer than this trainbot (%d): upgrade trainbot", version, len(migrations))
-	}
-	for v := version; v < len(migrations); v++ {
+	for {
 		tx, err := db.Begin()
 		if err != nil {
 			return err
+		}
+		var v int
+		if err := tx.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if v > len(migrations) {
+			tx.Rollback()
+			return fmt.Errorf("database schema version %d is newer than this trainbot (%d): upgrade trainbot", v, len(migrations))
+		}
+		if v == len(migrations) {
+			return tx.Rollback()
 		}
 		if _, err := tx.Exec(migrations[v]); err != nil {
 			tx.Rollback()
@@ -297,7 +307,6 @@ func migrate(db *sql.DB) error {
 			return fmt.Errorf("migrate to schema %d: %w", v+1, err)
 		}
 	}
-	return nil
 }
 
 // SchemaVersion returns the database's schema version.

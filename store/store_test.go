@@ -1,11 +1,16 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,5 +219,92 @@ func TestMemorySamples(t *testing.T) {
 	dev, _ := s.DeviceSeries(ctx, 0, now.Add(-time.Second), now.Add(time.Second))
 	if len(dev) != 1 || dev[0].Name != "H100" || dev[0].Util != 50 {
 		t.Fatalf("device %+v", dev)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutine's logs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Points dropped because the queue is full (the disk is slow or stuck) are
+// counted and said in the log, once when it starts and once when points
+// are written again: they used to be dropped without a word.
+func TestDroppedPointsAreLogged(t *testing.T) {
+	var logs syncBuffer
+	s, err := Open(t.TempDir(), Options{MaxPending: 10, FlushEvery: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pts := make([]logparse.Point, 25)
+	for i := range pts {
+		pts[i] = logparse.Point{Name: "loss", Step: int64(i), Epoch: math.NaN(), Value: 1}
+	}
+	s.AddPoints(1, time.Now(), pts)
+	s.AddPoints(1, time.Now(), pts)
+	if got := s.DroppedPoints(); got != 40 {
+		t.Fatalf("dropped %d points, want 40", got)
+	}
+	if got := strings.Count(logs.String(), "metric points dropped"); got != 1 {
+		t.Errorf("the drop is logged %d times, want once:\n%s", got, logs.String())
+	}
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "dropped=40") {
+		t.Errorf("the log does not say how many were dropped once points are written again:\n%s", logs.String())
+	}
+}
+
+// Two trainbot processes that open a data directory of an older schema at
+// the same moment (after an upgrade: serve starting while someone runs
+// trainbot runs) both migrate it: the second used to fail with "duplicate
+// column name: retry_of".
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	for i := 0; i < 10; i++ {
+		dir := t.TempDir()
+		old, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBName), false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for v, m := range migrations[:len(migrations)-1] {
+			if _, err := old.Exec(m); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old.Close()
+		errs := make(chan error, 4)
+		for j := 0; j < cap(errs); j++ {
+			go func() {
+				s, err := Open(dir, Options{})
+				if err == nil {
+					err = s.Close()
+				}
+				errs <- err
+			}()
+		}
+		for j := 0; j < cap(errs); j++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("open %d: %v", j, err)
+			}
+		}
 	}
 }

@@ -10,8 +10,10 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,6 +34,8 @@ type active struct {
 	parseMu     sync.Mutex       // serialises handleLine: output and metrics-file lines
 	parser      *logparse.Parser // guarded by parseMu
 	thin        thinner          // guarded by parseMu
+	names       map[string]bool  // the metrics recorded; guarded by parseMu
+	namesFull   bool             // guarded by parseMu
 	pipes       []*os.File
 	metricsPath string
 	lock        *fileLock
@@ -39,7 +43,8 @@ type active struct {
 	done        chan struct{}
 	log         *slog.Logger
 	oomBase     int64
-	attempt     int // on_oom: this run is the attempt-th retry (0: not a retry)
+	attempt     int         // on_oom: this run is the attempt-th retry (0: not a retry)
+	nanWatch    atomic.Bool // a loss is NaN: lines without points count toward nan_after too
 
 	mu          sync.Mutex
 	run         *Run
@@ -49,12 +54,14 @@ type active struct {
 	rate        rateWindow
 	firstMetric time.Time
 	lastMetric  time.Time
-	nanStreak   int
-	nanText     string
+	nan         map[string]*nanRun // loss metrics whose latest value is NaN or Inf
+	nanText     string             // the NaN alert, "" before one
 	oom         *OOM
 	stalled     bool
 	stopReq     *stopRequest
+	oomAtStop   *OOM // the run had run out of memory when the stop came
 	sentKill    bool
+	killedNow   bool // by Close, without waiting for the grace periods
 }
 
 // supervise owns the run from start to end: it is the only goroutine that
@@ -92,6 +99,7 @@ wait:
 			first := a.stopReq == nil
 			if first {
 				a.stopReq = &req
+				a.oomAtStop = a.oomSoFar()
 			}
 			a.mu.Unlock()
 			if first {
@@ -124,23 +132,26 @@ wait:
 
 	// The main process is gone. Whatever is left of its group (workers it
 	// did not reap) must not outlive the run, and must not hold our pipes.
+	// (Lines still waiting for the parser are no reason to kill anything.)
 	select {
-	case <-parseDone:
+	case <-a.cap.eof:
 	case <-time.After(a.sup.opts.DrainTimeout):
 		if n := countGroup(a.run.PID); n > 0 {
 			a.cap.note("the main process ended; killing %d leftover process(es) of group %d", n, a.run.PID)
 		}
 		a.signal(syscall.SIGKILL)
 		select {
-		case <-parseDone:
+		case <-a.cap.eof:
 		case <-time.After(time.Second):
 			// Something outside the group holds the pipe: stop reading.
+			a.cap.note("the output is still held open by a process outside the run's process group (one that left it with setsid?): output from now on is not read, and that process may still be running")
 			for _, p := range a.pipes {
 				p.Close()
 			}
-			<-parseDone
+			<-a.cap.eof
 		}
 	}
+	<-parseDone
 	a.signal(syscall.SIGKILL) // nothing of the run survives it
 	close(tailStop)
 	<-tailDone
@@ -160,11 +171,18 @@ func (a *active) signal(sig syscall.Signal) {
 	}
 }
 
-// kill is the last resort of Close.
+// kill is the last resort of Close, when it cannot wait any longer. The
+// run counts as stopped by the shutdown even if supervise has not seen
+// Close's stop request yet.
 func (a *active) kill() {
 	a.mu.Lock()
-	a.sentKill = true
+	a.sentKill, a.killedNow = true, true
+	if a.stopReq == nil {
+		a.stopReq = &stopRequest{by: "trainbot shutdown", reason: OutcomeStopped}
+		a.oomAtStop = a.oomSoFar()
+	}
 	a.mu.Unlock()
+	a.cap.note("trainbot is shutting down and cannot wait: SIGKILL to process group %d", a.run.PID)
 	a.signal(syscall.SIGKILL)
 }
 
@@ -198,10 +216,15 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 	}
 	if a.stopReq != nil {
 		e.stopBy, e.stopReason = a.stopReq.by, a.stopReq.reason
+		e.oomBeforeStop = a.oomAtStop != nil
+		if a.oom == nil {
+			a.oom = a.oomAtStop
+		}
 	}
-	e.sentKill = a.sentKill
+	e.sentKill, e.killedNow = a.sentKill, a.killedNow
 	e.oom = a.oom
 	e.nanSeen = a.nanText
+	e.nanRecovered = a.nanText != "" && len(a.nan) == 0
 	e.peakMemText = peakText(a.run)
 	outcome, detail := classify(e)
 	now := time.Now()
@@ -212,7 +235,7 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 		code := e.exitCode
 		r.ExitCode = &code
 	}
-	if r.Outcome == OutcomeStopped || r.Outcome == OutcomeNaN {
+	if r.Outcome == OutcomeStopped || r.Outcome == OutcomeNaN || (r.Outcome == OutcomeOOM && e.oomBeforeStop) {
 		r.StoppedBy = e.stopBy
 	}
 	a.mu.Unlock()
@@ -246,6 +269,22 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 	}
 	a.sup.publish(Event{Kind: EventEnded, Run: st.Run, Status: &st, At: now, Retry: retry, OOM: oom})
 	a.sup.retryAfterOOM(st.Run, a.job, retry)
+}
+
+// oomSoFar is the out-of-memory error the run has printed, nil if none; it
+// also looks at the stderr lines still waiting to be parsed. Call with a.mu
+// held.
+func (a *active) oomSoFar() *OOM {
+	if a.oom != nil {
+		return a.oom
+	}
+	var found *OOM
+	for _, l := range a.cap.errTail.last(stderrKeep) {
+		if o, ok := DetectOOM(l); ok {
+			found = o
+		}
+	}
+	return found
 }
 
 func firstLine(s string) string {
@@ -314,14 +353,48 @@ func (a *active) handleLineAt(now time.Time, text string, fromMetricsFile bool) 
 			}
 		}
 	}
-	pts := a.parser.Line(text)
+	pts := a.limitNames(a.parser.Line(text))
 	if len(pts) == 0 {
+		if a.nanWatch.Load() {
+			a.observe(now, nil, text) // a progress bar may show the NaN loss again
+		}
 		return
 	}
 	if keep := a.thin.keep(now, pts); len(keep) > 0 {
 		a.sup.opts.Recorder.AddPoints(a.run.ID, now, keep)
 	}
-	a.observe(now, pts)
+	a.observe(now, pts, text)
+}
+
+// Bounds on the metric names a run records. A script that prints a name
+// per line ("img_0001.jpg: 0.93", a score per image) would otherwise have
+// trainbot keep a metric per line, in memory and in the store, for days.
+// Past maxMetricNames, only names that look like a loss are still taken,
+// up to maxLossNames more.
+const (
+	maxMetricNames = 1000
+	maxLossNames   = 100
+)
+
+// limitNames drops, in place, the points of new metrics once the run has
+// too many. Call with parseMu held.
+func (a *active) limitNames(pts []logparse.Point) []logparse.Point {
+	keep := pts[:0]
+	for _, p := range pts {
+		if !a.names[p.Name] {
+			n := len(a.names)
+			if n >= maxMetricNames+maxLossNames || (n >= maxMetricNames && !IsLossName(p.Name)) {
+				if !a.namesFull {
+					a.namesFull = true
+					a.cap.note("the output has named more than %d metrics: points of further metric names are not recorded (the log has them)", maxMetricNames)
+				}
+				continue
+			}
+			a.names[p.Name] = true
+		}
+		keep = append(keep, p)
+	}
+	return keep
 }
 
 // flushThinned stores the extremes the thinner still holds.
@@ -334,17 +407,27 @@ func (a *active) flushThinned() {
 }
 
 // observe updates progress, latest values and the NaN watch.
-func (a *active) observe(now time.Time, pts []logparse.Point) {
+func (a *active) observe(now time.Time, pts []logparse.Point, line string) {
 	a.mu.Lock()
 	a.progress = a.parser.Progress()
-	if a.firstMetric.IsZero() {
-		a.firstMetric = now
+	if len(pts) > 0 {
+		if a.firstMetric.IsZero() {
+			a.firstMetric = now
+		}
+		a.lastMetric = now
 	}
-	a.lastMetric = now
-	a.run.Steps = a.progress.Step
+	step := a.progress.Step
+	a.run.Steps = step
 	a.run.Total = a.progress.TotalSteps
-	a.rate.add(now, a.progress.Step)
+	a.rate.add(now, step)
 	var nanAlert string
+	count := func(name string, v float64, r *nanRun, at int64) {
+		r.n++
+		if r.n == a.job.NaNAfter && a.nanText == "" {
+			a.nanText = fmt.Sprintf("%s is %v for %d points in a row (step %d)", name, v, r.n, at)
+			nanAlert = a.nanText
+		}
+	}
 	for _, p := range pts {
 		if _, seen := a.last[p.Name]; !seen {
 			a.lastOrder = append(a.lastOrder, p.Name)
@@ -353,16 +436,38 @@ func (a *active) observe(now time.Time, pts []logparse.Point) {
 		if !IsLossName(p.Name) {
 			continue
 		}
+		// Each loss metric has its own streak: a finite val_loss on the
+		// line does not end train_loss's.
 		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
-			a.nanStreak++
-			if a.nanStreak == a.job.NaNAfter && a.nanText == "" {
-				a.nanText = fmt.Sprintf("%s is %v for %d points in a row (step %d)", p.Name, p.Value, a.nanStreak, p.Step)
-				nanAlert = a.nanText
+			r := a.nan[p.Name]
+			if r == nil {
+				r = &nanRun{}
+				a.nan[p.Name] = r
 			}
+			r.step = max(step, p.Step)
+			count(p.Name, p.Value, r, p.Step)
 		} else {
-			a.nanStreak = 0
+			delete(a.nan, p.Name)
 		}
 	}
+	// The parser reports a progress bar's value again only when it
+	// changes: a bar that shows a NaN loss again, at a new step, counts
+	// once more. (A line that does not show it, such as a bar without
+	// values after one NaN eval_loss, does not.)
+	var lower string
+	for name, r := range a.nan {
+		if step <= r.step || slices.ContainsFunc(pts, func(p logparse.Point) bool { return p.Name == name }) {
+			continue
+		}
+		if lower == "" {
+			lower = strings.ToLower(line)
+		}
+		if showsNaN(lower, name) {
+			r.step = step
+			count(name, a.last[name], r, step)
+		}
+	}
+	a.nanWatch.Store(len(a.nan) > 0)
 	a.mu.Unlock()
 	if nanAlert != "" {
 		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeNaN, Text: nanAlert}})
@@ -375,6 +480,40 @@ func (a *active) observe(now time.Time, pts []logparse.Point) {
 	}
 }
 
+// showsNaN reports whether a lower-cased line shows metric name with a NaN
+// or infinite value: "train_loss=nan", "loss: inf", "\"loss\": NaN".
+func showsNaN(line, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(line[i:], name)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(name)
+		i = start + 1
+		if start > 0 && isNameByte(line[start-1]) {
+			continue // part of a longer name
+		}
+		rest := strings.TrimLeft(line[end:], "\"' ")
+		if rest == "" || (rest[0] != '=' && rest[0] != ':') {
+			continue
+		}
+		rest = strings.TrimLeft(rest[1:], "\"' +-")
+		if strings.HasPrefix(rest, "nan") || strings.HasPrefix(rest, "inf") {
+			return true
+		}
+	}
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c == '/' || c == '.' || c == '-' || ('a' <= c && c <= 'z') || ('0' <= c && c <= '9')
+}
+
+// nanRun is a loss metric's current run of NaN or Inf values.
+type nanRun struct {
+	n    int   // values (or steps) in a row
+	step int64 // the step counted last
+}
+
 // IsLossName reports whether a metric name looks like a loss.
 func IsLossName(name string) bool {
 	return strings.Contains(strings.ToLower(name), "loss")
@@ -385,7 +524,7 @@ func (a *active) checkStall(now time.Time) {
 	if a.job.StallAfter <= 0 {
 		return
 	}
-	lastOut := time.Unix(0, a.cap.last.Load())
+	lastOut := a.cap.lastOutput()
 	a.mu.Lock()
 	quiet := now.Sub(lastOut)
 	if m := now.Sub(a.lastMetric); !a.lastMetric.IsZero() && m < quiet {
@@ -454,6 +593,9 @@ func (a *active) tailMetricsFile(stop <-chan struct{}) {
 		select {
 		case <-stop:
 			readAll()
+			if len(partial) > 0 { // the run is over: its last line will not be ended
+				a.handleLine(string(partial), true)
+			}
 			return
 		case <-t.C:
 			readAll()

@@ -22,6 +22,9 @@ const (
 	parseQueueMax = 64 << 20 // bytes of lines waiting for the parser before lines are dropped
 	tailLineMax   = 2048     // a tail line longer than this is cut (the log has it whole)
 	stderrKeep    = 40       // stderr lines kept for the failure detail
+	// lineOverhead is what a queued line costs beside its text: its outLine
+	// in the queue's slice and the rounding of its text's allocation.
+	lineOverhead = 48
 )
 
 // outLine is one line handed to the parser.
@@ -49,8 +52,10 @@ type capture struct {
 
 	lines   *lineQueue
 	dropped atomic.Int64
-	last    atomic.Int64 // unix nanoseconds of the last output
+	start   time.Time    // when the capture began, with its monotonic clock reading
+	last    atomic.Int64 // nanoseconds from start to the last output (monotonic)
 	readers sync.WaitGroup
+	eof     chan struct{} // closed when both readers have ended
 }
 
 func newCapture(logFile *os.File, maxLog int64, tailLines int) *capture {
@@ -61,8 +66,9 @@ func newCapture(logFile *os.File, maxLog int64, tailLines int) *capture {
 		tail:    newRing(tailLines),
 		errTail: newRing(stderrKeep),
 		lines:   newLineQueue(parseQueueMax),
+		eof:     make(chan struct{}),
 	}
-	c.last.Store(time.Now().UnixNano())
+	c.start = time.Now()
 	return c
 }
 
@@ -76,7 +82,7 @@ func (c *capture) read(r io.Reader, stderr bool) {
 		for {
 			n, err := r.Read(buf)
 			if n > 0 {
-				c.last.Store(time.Now().UnixNano())
+				c.last.Store(int64(time.Since(c.start)))
 				c.writeLog(buf[:n])
 				sp.feed(buf[:n])
 			}
@@ -88,9 +94,16 @@ func (c *capture) read(r io.Reader, stderr bool) {
 	}()
 }
 
+// lastOutput is when the child last printed (when the capture began, if it
+// has not), on the monotonic clock.
+func (c *capture) lastOutput() time.Time {
+	return c.start.Add(time.Duration(c.last.Load()))
+}
+
 // done closes the parse queue once both readers have ended.
 func (c *capture) done() {
 	c.readers.Wait()
+	close(c.eof)
 	c.lines.close()
 }
 
@@ -269,7 +282,8 @@ func (r *ring) last(n int) []string {
 }
 
 // lineQueue hands lines from the readers to the parser. push never blocks;
-// it refuses a line when the queue holds more than max bytes.
+// it refuses a line when the queue would hold more than max bytes, counting
+// each line's overhead as well as its text.
 type lineQueue struct {
 	mu     sync.Mutex
 	lines  []outLine
@@ -284,13 +298,14 @@ func newLineQueue(max int) *lineQueue {
 }
 
 func (q *lineQueue) push(l outLine) bool {
+	cost := len(l.text) + lineOverhead
 	q.mu.Lock()
-	if q.bytes+len(l.text) > q.max {
+	if q.bytes+cost > q.max {
 		q.mu.Unlock()
 		return false
 	}
 	q.lines = append(q.lines, l)
-	q.bytes += len(l.text)
+	q.bytes += cost
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:

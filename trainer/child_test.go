@@ -121,6 +121,18 @@ func child(mode string, args []string) int {
 		w.Flush()
 		time.Sleep(time.Minute)
 		return 0
+	case "escape": // start a grandchild that leaves the process group (setsid) holding stdout, then exit
+		exe, _ := os.Executable()
+		c := exec.Command(exe)
+		c.Env = append(os.Environ(), childEnv+"=sleeper")
+		c.Stdout = os.Stdout
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintf(w, "escaped %d\nstep 1 loss=0.5\n", c.Process.Pid)
+		return 0
 	case "sleeper":
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 		time.Sleep(time.Minute)
@@ -159,25 +171,74 @@ func child(mode string, args []string) int {
 		}
 		time.Sleep(time.Duration(atoi(arg(0, "0"))) * time.Millisecond)
 		return 0
+	case "nanlines": // a loss that turns NaN: "bar" as Lightning's progress bar prints it, "text" beside a finite val_loss, "recover" NaN for a while
+		bar := "Epoch 0:  %d%%|####  | %d/100 [00:05<00:06, 8.9it/s, v_num=0, train_loss=%s, val_loss=0.523]\n"
+		text := "step %[2]d train_loss=%[3]s val_loss=0.52\n"
+		format, nan := text, func(i int) bool { return i > 2 }
+		switch arg(0, "") {
+		case "bar":
+			format = bar
+		case "recover":
+			nan = func(i int) bool { return i > 2 && i <= 5 }
+		case "evalonce": // Hugging Face's Trainer: a bar without values, an eval_loss that is NaN once
+			fmt.Fprintf(w, " 10%%|#         | 1/10 [00:00<00:00, 10.00it/s]\n{'loss': 0.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n")
+			fmt.Fprintf(w, " 20%%|##        | 2/10 [00:00<00:00, 10.00it/s]\n{'eval_loss': nan, 'eval_runtime': 1.0, 'epoch': 0.2}\n")
+			for i := 3; i <= 10; i++ {
+				fmt.Fprintf(w, " %d%%|###       | %d/10 [00:00<00:00, 10.00it/s]\n", i*10, i)
+			}
+			fmt.Fprintf(w, "{'loss': 0.4, 'learning_rate': 1e-05, 'epoch': 1.0}\n")
+			return 0
+		}
+		for i := 1; i <= 8; i++ {
+			v := fmt.Sprintf("%.3f", 1/float64(i))
+			if nan(i) {
+				v = "nan"
+			}
+			fmt.Fprintf(w, format, i, i, v)
+			w.Flush()
+		}
+		return 0
+	case "names": // a loss, then N metrics of names never seen again (per-image scores), then the loss again
+		n := atoi(arg(0, "2000"))
+		fmt.Fprintln(w, "step 1 loss=0.5")
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(w, "img_%07d.jpg: 0.5\n", i)
+		}
+		fmt.Fprintln(w, "step 2 loss=0.25 val_loss=0.3")
+		return 0
 	case "quiet": // print once, then stay silent
 		fmt.Fprintln(w, "step 1 loss=0.5")
 		w.Flush()
 		time.Sleep(time.Duration(atoi(arg(0, "5000"))) * time.Millisecond)
 		return 0
-	case "fitbatch": // run out of CUDA memory when the batch (arg 0) is above arg 1
+	case "fitbatch": // run out of CUDA memory when the batch (arg 0) is above arg 1; else train for arg 2 ms
 		if atoi(arg(0, "0")) > atoi(arg(1, "0")) {
 			fmt.Fprintln(os.Stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 7.79 GiB of which 1.00 GiB is free.")
 			return 1
 		}
 		fmt.Fprintf(w, "step 1 loss=0.5 batch=%s\n", arg(0, ""))
+		w.Flush()
+		time.Sleep(time.Duration(atoi(arg(2, "0"))) * time.Millisecond)
 		return 0
-	case "metricsfile": // report through TRAINBOT_METRICS_FILE only
+	case "oomhang": // run out of CUDA memory, then hang (a rank waiting for the others) until SIGINT
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT)
+		fmt.Fprintln(os.Stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 7.79 GiB of which 1.00 GiB is free.")
+		select {
+		case <-ch:
+		case <-time.After(time.Minute):
+		}
+		return 1
+	case "metricsfile": // report through TRAINBOT_METRICS_FILE only; "nonl": the last line has no newline
 		f, err := os.OpenFile(os.Getenv("TRAINBOT_METRICS_FILE"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
 			return 1
 		}
 		for i := 1; i <= 5; i++ {
-			fmt.Fprintf(f, "{\"step\": %d, \"loss\": %g}\n", i*10, 1/float64(i))
+			fmt.Fprintf(f, "{\"step\": %d, \"loss\": %g}", i*10, 1/float64(i))
+			if i < 5 || arg(0, "") != "nonl" {
+				fmt.Fprintln(f)
+			}
 		}
 		f.Close()
 		return 0

@@ -190,10 +190,13 @@ func TestClassify(t *testing.T) {
 		{"segfault", ending{exitCode: -1, signal: syscall.SIGSEGV}, OutcomeFailed, "SIGSEGV"},
 		{"stopped", ending{exitCode: 130, stopBy: "ann", stopReason: OutcomeStopped}, OutcomeStopped, "stopped by ann (exit status 130)"},
 		{"stopped though oom", ending{exitCode: 1, stopBy: "ann", stopReason: OutcomeStopped, oom: oom}, OutcomeStopped, "ann"},
+		{"oom, then stopped", ending{exitCode: 1, stopBy: "ann", stopReason: OutcomeStopped, oom: oom, oomBeforeStop: true}, OutcomeOOM, "GiB; then stopped by ann"},
 		{"oom", ending{exitCode: 1, oom: oom, peakMemText: "peak GPU memory 7.00 GiB"}, OutcomeOOM, "peak GPU memory 7.00 GiB"},
 		{"oom killer", ending{exitCode: -1, signal: syscall.SIGKILL, oomKills: 1}, OutcomeOOM, "OOM killer"},
 		{"our kill", ending{exitCode: -1, signal: syscall.SIGKILL, sentKill: true, stopBy: "x", stopReason: OutcomeStopped}, OutcomeStopped, "SIGKILL"},
 		{"nan", ending{exitCode: 0, nanSeen: "loss is NaN"}, OutcomeNaN, "loss is NaN"},
+		{"nan recovered", ending{exitCode: 0, nanSeen: "loss is NaN", nanRecovered: true}, OutcomeFinished, "exit status 0; loss is NaN, then it recovered"},
+		{"nan recovered, then failed", ending{exitCode: 2, nanSeen: "loss is NaN", nanRecovered: true}, OutcomeFailed, "exit status 2; loss is NaN, then it recovered"},
 		{"nan stopped", ending{exitCode: 130, stopBy: "trainbot (NaN loss)", stopReason: OutcomeNaN, nanSeen: "loss is NaN"}, OutcomeNaN, "stopped by trainbot"},
 	}
 	for _, c := range cases {

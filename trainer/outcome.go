@@ -281,17 +281,20 @@ func FormatBytes(n int64) string {
 
 // ending is what the supervisor knows when a run's process has ended.
 type ending struct {
-	exitCode    int            // -1 when killed by a signal or never started
-	signal      syscall.Signal // the signal that ended it, 0 if none
-	startErr    error          // the command could not be started
-	stopBy      string         // who asked to stop it, "" if nobody
-	stopReason  Outcome        // OutcomeStopped, or OutcomeNaN when stopped for NaN
-	sentKill    bool           // trainbot sent SIGKILL
-	oom         *OOM           // an OOM line seen in the output
-	nanSeen     string         // the NaN alert text, "" if none
-	oomKills    int64          // increase of the cgroup's oom_kill count during the run, -1 unknown
-	stderrTail  []string
-	peakMemText string // "peak 14.2 GiB GPU" when known
+	exitCode      int            // -1 when killed by a signal or never started
+	signal        syscall.Signal // the signal that ended it, 0 if none
+	startErr      error          // the command could not be started
+	stopBy        string         // who asked to stop it, "" if nobody
+	stopReason    Outcome        // OutcomeStopped, or OutcomeNaN when stopped for NaN
+	oomBeforeStop bool           // it had run out of memory when the stop was asked
+	sentKill      bool           // trainbot sent SIGKILL
+	killedNow     bool           // ... at shutdown, without waiting for the grace periods
+	oom           *OOM           // an OOM line seen in the output
+	nanSeen       string         // the NaN alert text, "" if none
+	nanRecovered  bool           // no loss is NaN any more: the NaN did not last
+	oomKills      int64          // increase of the cgroup's oom_kill count during the run, -1 unknown
+	stderrTail    []string
+	peakMemText   string // "peak 14.2 GiB GPU" when known
 }
 
 // classify decides the outcome of an ended run and a human detail.
@@ -302,10 +305,12 @@ func classify(e ending) (Outcome, string) {
 		return OutcomeFailed, "could not start: " + e.startErr.Error()
 	case e.stopBy != "" && e.stopReason == OutcomeNaN:
 		return OutcomeNaN, e.nanSeen + "; stopped by trainbot"
-	case e.stopBy != "":
+	case e.stopBy != "" && !e.oomBeforeStop:
 		d := "stopped by " + e.stopBy
 		switch {
-		case e.sentKill:
+		case e.killedNow && e.signal == syscall.SIGKILL:
+			d += " (killed with SIGKILL: trainbot was shutting down and could not wait longer)"
+		case e.sentKill && e.signal == syscall.SIGKILL:
 			d += " (killed with SIGKILL after the grace periods)"
 		case e.signal != 0:
 			d += fmt.Sprintf(" (ended by %s)", signalName(e.signal))
@@ -317,6 +322,9 @@ func classify(e ending) (Outcome, string) {
 		d := e.oom.Summary()
 		if e.peakMemText != "" {
 			d += "; " + e.peakMemText
+		}
+		if e.stopBy != "" { // out of memory first, then stopped as it hung or ended
+			d += "; then stopped by " + e.stopBy
 		}
 		return OutcomeOOM, d
 	case e.signal == syscall.SIGKILL && !e.sentKill:
@@ -331,18 +339,25 @@ func classify(e ending) (Outcome, string) {
 			d += "; " + e.peakMemText
 		}
 		return OutcomeOOM, d
-	case e.nanSeen != "":
+	case e.nanSeen != "" && !e.nanRecovered:
 		return OutcomeNaN, e.nanSeen
+	}
+	// A NaN the loss recovered from did not decide the end; it is told.
+	recovered := ""
+	if e.nanSeen != "" {
+		recovered = "; " + e.nanSeen + ", then it recovered"
+	}
+	switch {
 	case e.exitCode == 0 && e.signal == 0:
-		return OutcomeFinished, "exit status 0"
+		return OutcomeFinished, "exit status 0" + recovered
 	case e.signal != 0:
-		d := "killed by " + signalName(e.signal)
+		d := "killed by " + signalName(e.signal) + recovered
 		if tail != "" {
 			d += "; last stderr:\n" + tail
 		}
 		return OutcomeFailed, d
 	default:
-		d := fmt.Sprintf("exit status %d", e.exitCode)
+		d := fmt.Sprintf("exit status %d", e.exitCode) + recovered
 		if tail != "" {
 			d += "; last stderr:\n" + tail
 		}

@@ -62,6 +62,8 @@ func (a *active) retryPlan(r *Run) *Retry {
 	v, err := strconv.ParseInt(rt.Value, 10, 64)
 	spec := a.job.Params[o.Halve]
 	switch {
+	case r.StoppedBy != "":
+		rt.Refused = "it was stopped by " + r.StoppedBy
 	case a.attempt >= o.Retry:
 		rt.Refused = fmt.Sprintf("on_oom gives up after %d retries (retry = %d)", a.attempt, o.Retry)
 	case err != nil:

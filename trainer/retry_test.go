@@ -2,7 +2,9 @@ package trainer_test
 
 import (
 	"context"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,6 +115,33 @@ func TestOnOOMStopsAtTheMinimum(t *testing.T) {
 	}
 }
 
+// A run that ran out of memory and is stopped while it hangs (a rank
+// waiting for the others) ended out of memory, not "stopped"; and since
+// someone stopped it, on_oom starts nothing.
+func TestStopAfterOOMKeepsTheOOM(t *testing.T) {
+	j := batchJob("16", 2)
+	j.Command = childCommand("oomhang", "{batch_size}")
+	h := newHarness(t, j)
+	r := h.start("fit", nil)
+	if e := h.waitEvent(trainer.EventAlert, r.ID); e.Alert.Kind != trainer.OutcomeOOM {
+		t.Fatalf("got a %s alert, want oom", e.Alert.Kind)
+	}
+	if _, err := h.sup.Stop(r.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeOOM || got.StoppedBy != "alice" || !strings.Contains(got.Detail, "CUDA out of memory") || !strings.Contains(got.Detail, "alice") {
+		t.Errorf("got %s by %q (%s), want oom stopped by alice", got.Outcome, got.StoppedBy, got.Detail)
+	}
+	e := h.waitEvent(trainer.EventEnded, r.ID)
+	if e.Retry == nil || e.Retry.Next != "" || !strings.Contains(e.Retry.Refused, "alice") {
+		t.Errorf("retry %+v, want none because alice stopped the run", e.Retry)
+	}
+	if runs, _ := h.st.Runs(context.Background(), store.RunFilter{}); len(runs) != 1 {
+		t.Errorf("%d runs, want 1: no retry after a stop", len(runs))
+	}
+}
+
 func TestOnOOMMustHalveAnIntParameter(t *testing.T) {
 	for _, o := range []*trainer.OOMRetry{{Retry: 2, Halve: "lr"}, {Retry: 2, Halve: "nope"}, {Retry: 0, Halve: "batch_size"}, {Retry: 2}} {
 		j := batchJob("1", 1)
@@ -120,5 +149,97 @@ func TestOnOOMMustHalveAnIntParameter(t *testing.T) {
 		if err := j.Normalize(); err == nil || !strings.Contains(err.Error(), "on_oom") {
 			t.Errorf("on_oom %+v: %v", o, err)
 		}
+	}
+}
+
+// hookRecorder is the store with a hook run when a run is created: Start
+// calls it after its own checks and before the run is registered.
+type hookRecorder struct {
+	*store.Store
+	onCreate func(r *trainer.Run)
+}
+
+func (h *hookRecorder) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
+	if h.onCreate != nil {
+		h.onCreate(r)
+	}
+	return h.Store.CreateRun(ctx, r)
+}
+
+// waitParked waits until a goroutine running fn is blocked (on a lock, a
+// channel or a select) and reports whether one was.
+func waitParked(fn string) bool {
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		n := runtime.Stack(buf, true)
+		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+			header, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(g, fn) && !strings.Contains(header, "[running]") && !strings.Contains(header, "[runnable]") {
+				return true
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
+}
+
+// A shutdown that comes while an on_oom retry is being started must stop
+// the retry too, and return; it used to miss the retry and wait for it to
+// end by itself (days), even after a second Ctrl-C.
+func TestCloseDuringAnOnOOMRetryStopsTheRetry(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{FlushEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rec := &hookRecorder{Store: st}
+	one := 1.0
+	j := job("fit", childCommand("fitbatch", "{batch_size}", "32", "60000"))
+	j.Params = map[string]trainer.ParamSpec{"batch_size": {Type: trainer.ParamInt, Default: "64", HasDefault: true, Min: &one}}
+	j.OnOOM = &trainer.OOMRetry{Retry: 2, Halve: "batch_size"}
+	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: []*trainer.Job{j}, Recorder: rec, DataDir: dir, DrainTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	rec.onCreate = func(r *trainer.Run) {
+		if r.RetryOf == 0 {
+			return
+		}
+		// Shut down while the retry is on its way: past Start's checks,
+		// before its run is registered.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			closed <- sup.Close(ctx)
+		}()
+		if !waitParked("trainer.(*Supervisor).Close(") {
+			t.Error("Close never blocked")
+		}
+	}
+	first := (&harness{t: t, sup: sup}).start("fit", nil)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("close: %v, want nil: the retry should have been stopped", err)
+		}
+	case <-time.After(15 * time.Second):
+		for _, a := range sup.Active() {
+			syscall.Kill(-a.Run.PID, syscall.SIGKILL)
+		}
+		<-closed
+		t.Fatal("Close did not stop the on_oom retry that started while it ran")
+	}
+	runs, err := st.Runs(context.Background(), store.RunFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[1].ID != first.ID {
+		t.Fatalf("got %d runs, want the first and its retry", len(runs))
+	}
+	if r := runs[0]; r.RetryOf != first.ID || r.State != trainer.StateEnded || r.Outcome != trainer.OutcomeStopped || r.StoppedBy != "trainbot shutdown" {
+		t.Errorf("retry: %s %s by %q (%s), want ended stopped by trainbot shutdown", r.State, r.Outcome, r.StoppedBy, r.Detail)
 	}
 }

@@ -358,6 +358,8 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		stopCh:      make(chan stopRequest, 1),
 		done:        make(chan struct{}),
 		last:        map[string]float64{},
+		nan:         map[string]*nanRun{},
+		names:       map[string]bool{},
 		log:         log,
 		oomBase:     cgroupOOMKills(),
 		attempt:     req.attempt,
@@ -572,6 +574,10 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 // and waits for them to end. If ctx ends first, the remaining process
 // groups are killed and Close still waits for their supervision to finish.
 func (s *Supervisor) Close(ctx context.Context) error {
+	// Under startMu: a Start already past its closing check (an on_oom
+	// retry, a chat command) has registered its run, which is then among
+	// those stopped below; every later Start sees closing.
+	s.startMu.Lock()
 	s.mu.Lock()
 	s.closing = true
 	as := make([]*active, 0, len(s.active))
@@ -579,6 +585,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		as = append(as, a)
 	}
 	s.mu.Unlock()
+	s.startMu.Unlock()
 	for _, a := range as {
 		select {
 		case a.stopCh <- stopRequest{by: "trainbot shutdown", reason: OutcomeStopped}:
@@ -612,6 +619,12 @@ func (s *Supervisor) recoverInterrupted(ctx context.Context) error {
 		r.State, r.Outcome = StateEnded, OutcomeInterrupted
 		r.EndedAt = time.Now()
 		r.Detail = fmt.Sprintf("trainbot (pid %d) stopped while the run was active; found at the next start", r.Supervisor)
+		// What is known of its end: its log was written up to then (each
+		// second while it printed). trainbot may come back days later.
+		if fi, err := os.Stat(r.LogPath); err == nil && fi.ModTime().After(r.StartedAt) && fi.ModTime().Before(r.EndedAt) {
+			r.EndedAt = fi.ModTime()
+			r.Detail += "; its log was last written " + r.EndedAt.Format(time.RFC3339)
+		}
 		if r.PID > 0 && syscall.Kill(-r.PID, 0) == nil && processStartedBefore(r.PID, r.StartedAt.Add(time.Minute)) {
 			r.Detail += fmt.Sprintf("; its process group %d is still alive, unsupervised", r.PID)
 		}

@@ -266,6 +266,50 @@ func TestStopEscalatesToKillAndNoGrandchildSurvives(t *testing.T) {
 	}
 }
 
+// A grandchild that left the run's process group (setsid) and holds its
+// output open does not keep the run from ending, and the log says why the
+// output was cut.
+func TestEscapedGrandchildDoesNotHoldTheRun(t *testing.T) {
+	h := newHarness(t, job("e", childCommand("escape")))
+	r := h.start("e", nil)
+	got := h.wait(r.ID)
+	log, _ := os.ReadFile(got.LogPath)
+	for _, l := range strings.Split(string(log), "\n") {
+		if v, ok := strings.CutPrefix(l, "escaped "); ok {
+			if pid, err := strconv.Atoi(v); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	if got.Outcome != trainer.OutcomeFinished || got.Steps != 1 {
+		t.Errorf("got %s at step %d (%s), want finished at step 1", got.Outcome, got.Steps, got.Detail)
+	}
+	if !strings.Contains(string(log), "outside the run's process group") {
+		t.Errorf("the log does not say what held the output:\n%s", log)
+	}
+}
+
+// Output still being parsed when the run's process exits is not taken for
+// a leftover process holding the output: only the pipes decide.
+func TestSlowParsingIsNotALeftoverProcess(t *testing.T) {
+	h := newHarness(t, job("o", childCommand("fitbatch", "64", "16")))
+	// A listener slower than the drain timeout holds up the parser.
+	h.sup.Subscribe(func(e trainer.Event) {
+		if e.Kind == trainer.EventAlert {
+			<-time.After(2 * time.Second) // the harness drains for 0.5 s, then 1 s more
+		}
+	})
+	r := h.start("o", nil)
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeOOM {
+		t.Errorf("got %s (%s), want oom", got.Outcome, got.Detail)
+	}
+	log, _ := os.ReadFile(got.LogPath)
+	if strings.Contains(string(log), "outside the run's process group") {
+		t.Errorf("a slow parser was taken for a process holding the output:\n%s", log)
+	}
+}
+
 func TestPoliteStopExitsOnSIGINT(t *testing.T) {
 	h := newHarness(t, job("p", childCommand("polite")))
 	r := h.start("p", nil)
@@ -354,6 +398,52 @@ func TestNaNAlertAndStopOnNaN(t *testing.T) {
 	}
 }
 
+// A NaN loss is seen in the forms scripts print it: on a progress bar,
+// which shows a value again only when it changes, and on a line with a
+// finite val_loss; a run whose loss recovered and that exits 0 has
+// finished; and one NaN eval_loss followed by bar lines that do not show it
+// is not a NaN streak.
+func TestNaNLossForms(t *testing.T) {
+	cases := []struct {
+		mode    string
+		outcome trainer.Outcome
+	}{
+		{"bar", trainer.OutcomeNaN},
+		{"text", trainer.OutcomeNaN},
+		{"recover", trainer.OutcomeFinished},
+		{"evalonce", trainer.OutcomeFinished},
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			h := newHarness(t, job("n", childCommand("nanlines", c.mode)))
+			r := h.start("n", nil)
+			got := h.wait(r.ID)
+			if c.mode == "evalonce" {
+				if got.Outcome != trainer.OutcomeFinished || strings.Contains(got.Detail, "NaN") {
+					t.Errorf("got %s (%s), want finished: one NaN eval_loss is not a NaN run", got.Outcome, got.Detail)
+				}
+			} else if got.Outcome != c.outcome || !strings.Contains(got.Detail, "train_loss is NaN for 3 points in a row (step 5)") {
+				t.Errorf("got %s (%s), want %s saying train_loss was NaN for 3 points at step 5", got.Outcome, got.Detail, c.outcome)
+			}
+			alerts, want := 0, 1
+			if c.mode == "evalonce" {
+				want = 0
+			}
+			for e := range h.events {
+				if e.Kind == trainer.EventAlert && e.Alert.Kind == trainer.OutcomeNaN {
+					alerts++
+				}
+				if e.Kind == trainer.EventEnded {
+					break
+				}
+			}
+			if alerts != want {
+				t.Errorf("got %d NaN alerts, want %d", alerts, want)
+			}
+		})
+	}
+}
+
 func TestStallAlertKeepsTheRun(t *testing.T) {
 	j := job("q", childCommand("quiet", "3500"))
 	j.StallAfter = time.Second
@@ -407,15 +497,21 @@ func TestParametersReachTheChildAsArgvAndEnv(t *testing.T) {
 func ptr(v float64) *float64 { return &v }
 
 func TestMetricsFileIsRead(t *testing.T) {
-	h := newHarness(t, job("m", childCommand("metricsfile")))
-	r := h.start("m", nil)
-	h.wait(r.ID)
-	pts, err := h.st.Series(context.Background(), r.ID, "loss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pts) != 5 || pts[4].Step != 50 || pts[4].Value != 0.2 {
-		t.Fatalf("got %v, want 5 points from the metrics file ending at step 50 = 0.2", pts)
+	// "nonl": a script that never ends its last line still gets it read
+	// when the run ends.
+	for _, mode := range []string{"", "nonl"} {
+		t.Run("mode="+mode, func(t *testing.T) {
+			h := newHarness(t, job("m", childCommand("metricsfile", mode)))
+			r := h.start("m", nil)
+			h.wait(r.ID)
+			pts, err := h.st.Series(context.Background(), r.ID, "loss")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pts) != 5 || pts[4].Step != 50 || pts[4].Value != 0.2 {
+				t.Fatalf("got %v, want 5 points from the metrics file ending at step 50 = 0.2", pts)
+			}
+		})
 	}
 }
 
@@ -455,6 +551,30 @@ func TestFloodLongLineAndBinaryOutput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A script that prints a name per line (a score per image) must not make
+// trainbot keep a metric per line, in memory and in the store, for days.
+func TestMetricNamesPerRunAreBounded(t *testing.T) {
+	h := newHarness(t, job("n", childCommand("names", "20000")))
+	r := h.start("n", nil)
+	got := h.wait(r.ID)
+	names, err := h.st.MetricNames(context.Background(), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) > 1100 || len(names) < 1000 {
+		t.Errorf("got %d metric names, want about 1000", len(names))
+	}
+	pts, _ := h.st.Series(context.Background(), r.ID, "loss")
+	vpts, _ := h.st.Series(context.Background(), r.ID, "val_loss")
+	if len(pts) != 2 || len(vpts) != 1 {
+		t.Errorf("got %d loss and %d val_loss points, want 2 and 1: losses are kept", len(pts), len(vpts))
+	}
+	log, _ := os.ReadFile(got.LogPath)
+	if !strings.Contains(string(log), "metric names") {
+		t.Error("the log does not say that new metric names were ignored")
 	}
 }
 
@@ -508,6 +628,38 @@ func TestInterruptedRunsAreFoundAtStart(t *testing.T) {
 	}
 }
 
+// An interrupted run ended, as far as anyone knows, when its log was last
+// written, not when trainbot came back (perhaps days later).
+func TestInterruptedRunEndsAtItsLastOutput(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().Add(-72 * time.Hour).Truncate(time.Second)
+	last := started.Add(10 * time.Minute)
+	logPath := filepath.Join(dir, "output.log")
+	if err := os.WriteFile(logPath, []byte("step 1 loss=0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(logPath, last, last); err != nil {
+		t.Fatal(err)
+	}
+	dead := 1 << 22
+	id, err := st.CreateRun(context.Background(), &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning,
+		StartedAt: started, Supervisor: dead, PID: dead, LogPath: logPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	h := newHarnessIn(t, dir)
+	got, _ := h.st.Run(context.Background(), id)
+	if got.Outcome != trainer.OutcomeInterrupted || !got.EndedAt.Equal(last) {
+		t.Fatalf("got %s ended %s after %s, want interrupted ended at the log's last write, %s after the start",
+			got.Outcome, got.EndedAt, got.EndedAt.Sub(started), last.Sub(started))
+	}
+}
+
 func TestCloseStopsActiveRuns(t *testing.T) {
 	h := newHarness(t, job("p", childCommand("polite")))
 	r := h.start("p", nil)
@@ -523,6 +675,30 @@ func TestCloseStopsActiveRuns(t *testing.T) {
 	}
 	if _, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "p"}); !errors.Is(err, trainer.ErrClosed) {
 		t.Fatalf("start after close: got %v, want ErrClosed", err)
+	}
+}
+
+// When Close cannot wait (a second Ctrl-C), the run is killed at once and
+// recorded as stopped by the shutdown, saying so: not "after the grace
+// periods", and not "failed" when the kill came before the stop was seen.
+func TestCloseThatCannotWaitKillsAndSaysSo(t *testing.T) {
+	j := job("s", childCommand("stubborn", "1"))
+	j.StopGrace, j.KillGrace = time.Minute, time.Minute
+	h := newHarness(t, j)
+	r := h.start("s", nil)
+	h.waitTail(r.ID, "ready")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := h.sup.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("close: got %v, want context.Canceled", err)
+	}
+	got, _ := h.st.Run(context.Background(), r.ID)
+	if got.Outcome != trainer.OutcomeStopped || got.StoppedBy != "trainbot shutdown" || !strings.Contains(got.Detail, "SIGKILL") || strings.Contains(got.Detail, "grace") {
+		t.Errorf("got %s by %q (%s), want stopped by trainbot shutdown, killed at once", got.Outcome, got.StoppedBy, got.Detail)
+	}
+	log, _ := os.ReadFile(got.LogPath)
+	if !strings.Contains(string(log), "SIGKILL to process group") {
+		t.Errorf("the log does not tell the kill:\n%s", log)
 	}
 }
 

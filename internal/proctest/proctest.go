@@ -43,8 +43,9 @@ func StartTree(t testing.TB, script string, want int) (int, []int) {
 		}
 		var kids []int
 		for _, c := range p.Children(pid) {
-			// A forked child is "sh" until it execs: wait for the exec.
-			if p.Comm(c) != "sh" {
+			// A forked child is "sh" until it execs, and "setsid" until
+			// setsid execs its program: wait for the exec.
+			if comm := p.Comm(c); comm != "sh" && comm != "setsid" {
 				kids = append(kids, c)
 			}
 		}
