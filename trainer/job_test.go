@@ -193,6 +193,8 @@ func TestClassify(t *testing.T) {
 		{"oom, then stopped", ending{exitCode: 1, stopBy: "ann", stopReason: OutcomeStopped, oom: oom, oomBeforeStop: true}, OutcomeOOM, "GiB; then stopped by ann"},
 		{"oom", ending{exitCode: 1, oom: oom, peakMemText: "peak GPU memory 7.00 GiB"}, OutcomeOOM, "peak GPU memory 7.00 GiB"},
 		{"oom killer", ending{exitCode: -1, signal: syscall.SIGKILL, oomKills: 1}, OutcomeOOM, "OOM killer"},
+		{"killed, oom count unknown", ending{exitCode: -1, signal: syscall.SIGKILL, oomKills: -1}, OutcomeOOM, "most likely the kernel's OOM killer"},
+		{"killed by someone else", ending{exitCode: -1, signal: syscall.SIGKILL, oomKills: 0}, OutcomeFailed, "counts no OOM kill"},
 		{"our kill", ending{exitCode: -1, signal: syscall.SIGKILL, sentKill: true, stopBy: "x", stopReason: OutcomeStopped}, OutcomeStopped, "SIGKILL"},
 		{"nan", ending{exitCode: 0, nanSeen: "loss is NaN"}, OutcomeNaN, "loss is NaN"},
 		{"nan recovered", ending{exitCode: 0, nanSeen: "loss is NaN", nanRecovered: true}, OutcomeFinished, "exit status 0; loss is NaN, then it recovered"},

@@ -327,13 +327,21 @@ func classify(e ending) (Outcome, string) {
 			d += "; then stopped by " + e.stopBy
 		}
 		return OutcomeOOM, d
+	case e.signal == syscall.SIGKILL && !e.sentKill && e.oomKills == 0:
+		// The cgroup counts no OOM kill during the run: a person or another
+		// program killed it.
+		d := "killed by SIGKILL that trainbot did not send; the memory cgroup counts no OOM kill during the run, so something else killed it"
+		if tail != "" {
+			d += "; last stderr:\n" + tail
+		}
+		return OutcomeFailed, d
 	case e.signal == syscall.SIGKILL && !e.sentKill:
 		o := &OOM{Kind: "oom-killer", GPU: -1, FreeBytes: -1}
 		d := "killed by SIGKILL that trainbot did not send"
 		if e.oomKills > 0 {
-			d = o.Summary() + " (the cgroup's memory.events counts " + strconv.FormatInt(e.oomKills, 10) + " oom_kill)"
+			d = o.Summary() + " (the memory cgroup counts " + strconv.FormatInt(e.oomKills, 10) + " OOM kill(s) during the run)"
 		} else {
-			d += ": most likely the kernel's OOM killer (host memory)"
+			d += ": most likely the kernel's OOM killer (host memory; the cgroup's OOM count is not readable here)"
 		}
 		if e.peakMemText != "" {
 			d += "; " + e.peakMemText
