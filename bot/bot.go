@@ -14,6 +14,7 @@ package bot
 import (
 	"context"
 	"strconv"
+	"time"
 )
 
 // User is who sent a message.
@@ -112,4 +113,20 @@ type Transport interface {
 	// Send delivers a reply to a chat outside of a conversation (alerts,
 	// progress). It returns when the reply is delivered or has failed.
 	Send(ctx context.Context, chat int64, r Reply) error
+}
+
+// Sleep waits for d or until ctx ends, whichever comes first; it returns
+// ctx.Err() when ctx ended first. Transports pace and back off with it.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/trainbot/trainbot/bot"
 )
 
 // Window is a rate limit: at most N messages in any span of Per.
@@ -31,24 +33,13 @@ func NewPacer(windows []Window, now func() time.Time, sleep func(ctx context.Con
 		now = time.Now
 	}
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = bot.Sleep
 	}
 	p := &Pacer{windows: windows, now: now, sleep: sleep}
 	for _, w := range windows {
 		p.keep = max(p.keep, w.N)
 	}
 	return p
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Wait blocks until one more send keeps every window, and counts it; it

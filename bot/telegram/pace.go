@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/trainbot/trainbot/bot"
 )
 
 // Rate is a pace: one message every Every, with bursts of up to Burst.
@@ -115,16 +117,5 @@ func (p *pacer) block(chat int64, now time.Time, d time.Duration) {
 
 // wait waits for a slot to call chat.
 func (p *pacer) wait(ctx context.Context, chat int64) error {
-	d := p.reserve(chat, time.Now())
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return bot.Sleep(ctx, p.reserve(chat, time.Now()))
 }

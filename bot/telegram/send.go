@@ -319,7 +319,7 @@ func (t *Transport) call(ctx context.Context, chat int64, method string, c tgbot
 			wait = 0 // the pacer holds the chat until retry_after has passed
 		}
 		if wait > 0 {
-			if err := sleep(ctx, wait); err != nil {
+			if err := bot.Sleep(ctx, wait); err != nil {
 				return nil, fmt.Errorf("telegram %s: %w", method, err)
 			}
 		}
@@ -424,15 +424,4 @@ func clipUTF16(s string, limit int) string {
 		n += utf16Len(r)
 	}
 	return s
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

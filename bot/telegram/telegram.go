@@ -245,7 +245,7 @@ func (t *Transport) connect(ctx context.Context) (tgbotapi.User, error) {
 			wait = ra
 		}
 		t.log.Warn("cannot reach Telegram; retrying", "retry_in", wait, "err", err)
-		if err := sleep(ctx, wait); err != nil {
+		if err := bot.Sleep(ctx, wait); err != nil {
 			return tgbotapi.User{}, err
 		}
 		pause = min(pause*2, t.opts.MaxPollBackoff)
@@ -311,7 +311,7 @@ func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Tim
 				msg = "getUpdates conflict: another trainbot uses this token, or a webhook is set (deleteWebhook removes it); retrying"
 			}
 			t.log.Warn(msg, "retry_in", wait, "err", err)
-			if sleep(ctx, wait) != nil {
+			if bot.Sleep(ctx, wait) != nil {
 				return offset, nil
 			}
 			pause = min(pause*2, t.opts.MaxPollBackoff)
