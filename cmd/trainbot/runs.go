@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -90,8 +88,8 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 	switch {
 	case len(pos) == 0:
 	case pos[0] == "show" && len(pos) == 2:
-		id, err := strconv.ParseInt(strings.TrimPrefix(pos[1], "#"), 10, 64)
-		if err != nil || id <= 0 {
+		id, ok := runIDArg(pos[1])
+		if !ok {
 			return usageError(fs, e, "runs show: %q is not a run id", pos[1])
 		}
 		showID = id
@@ -111,12 +109,9 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 	defer st.Close()
 	now := time.Now()
 	if showID != 0 {
-		r, err := st.Run(ctx, showID)
-		if errors.Is(err, store.ErrNotFound) {
-			return errorf(e, "run %d not found in %s", showID, cfg.DataDir)
-		}
-		if err != nil {
-			return errorf(e, "%v", err)
+		r, code := loadRun(ctx, e, st, cfg.DataDir, showID)
+		if r == nil {
+			return code
 		}
 		last, err := st.LastValues(ctx, r.ID)
 		if err != nil {
