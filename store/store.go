@@ -46,13 +46,18 @@ type Store struct {
 	dropped    int64
 	dropping   bool // points were dropped since the queue last emptied
 	maxPending int
-	seq        int64 // last metrics.seq written; owned by the writer
-	kick       chan struct{}
-	flushes    chan chan error
-	stopped    chan struct{} // closed when the writer has returned
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	closed     bool
+	// seq is the last metrics.seq written; owned by the writer. It starts
+	// at 0 in every process: a run's points are all written by the one
+	// process that supervises it (a run cut by a restart is interrupted,
+	// never continued), so (run, name, step, seq) stays unique without
+	// scanning the table for its maximum at start-up.
+	seq     int64
+	kick    chan struct{}
+	flushes chan chan error
+	stopped chan struct{} // closed when the writer has returned
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closed  bool
 }
 
 // Options tune a Store.
@@ -90,11 +95,6 @@ func Open(dir string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	var seq int64
-	if err := w.QueryRow(`SELECT coalesce(max(seq), 0) FROM metrics`).Scan(&seq); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {
 		w.Close()
@@ -102,7 +102,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Store{w: w, r: r, log: opts.Logger, maxPending: opts.MaxPending, seq: seq, runNames: map[[2]int64]bool{},
+	s := &Store{w: w, r: r, log: opts.Logger, maxPending: opts.MaxPending, runNames: map[[2]int64]bool{},
 		kick: make(chan struct{}, 1), flushes: make(chan chan error), stopped: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)
 	go s.writer(ctx, opts.FlushEvery)
