@@ -31,46 +31,40 @@ type RunMemory struct {
 
 // AddDeviceSamples stores device samples in one transaction.
 func (s *Store) AddDeviceSamples(ctx context.Context, samples []DeviceSample) error {
-	if len(samples) == 0 {
-		return nil
-	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO device_samples(t, device, uuid, name, mem_used, mem_total, util, temp, power_mw)
-		VALUES(?,?,?,?,?,?,?,?,?)`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for _, d := range samples {
-		if _, err := stmt.ExecContext(ctx, ms(d.T), d.Device, d.UUID, d.Name, d.MemUsed, d.MemTotal, d.Util, d.TempC, d.PowerMilliW); err != nil {
-			return fmt.Errorf("add device sample: %w", err)
-		}
-	}
-	return tx.Commit()
+	return s.insertEach(ctx, "add device sample", `INSERT INTO device_samples(t, device, uuid, name, mem_used, mem_total, util, temp, power_mw)
+		VALUES(?,?,?,?,?,?,?,?,?)`, len(samples), func(i int) []any {
+		d := samples[i]
+		return []any{ms(d.T), d.Device, d.UUID, d.Name, d.MemUsed, d.MemTotal, d.Util, d.TempC, d.PowerMilliW}
+	})
 }
 
 // AddRunMemory stores run memory samples in one transaction.
 func (s *Store) AddRunMemory(ctx context.Context, samples []RunMemory) error {
-	if len(samples) == 0 {
+	return s.insertEach(ctx, "add run memory", `INSERT INTO run_memory(run_id, t, gpu_bytes, gpu_total, host_bytes) VALUES(?,?,?,?,?)`,
+		len(samples), func(i int) []any {
+			m := samples[i]
+			return []any{m.RunID, ms(m.T), m.GPUBytes, m.GPUTotal, m.HostBytes}
+		})
+}
+
+// insertEach runs one prepared insert for each of n rows in one transaction.
+func (s *Store) insertEach(ctx context.Context, what, query string, n int, row func(i int) []any) error {
+	if n == 0 {
 		return nil
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO run_memory(run_id, t, gpu_bytes, gpu_total, host_bytes) VALUES(?,?,?,?,?)`)
+	stmt, err := tx.PrepareContext(ctx, query)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer stmt.Close()
-	for _, m := range samples {
-		if _, err := stmt.ExecContext(ctx, m.RunID, ms(m.T), m.GPUBytes, m.GPUTotal, m.HostBytes); err != nil {
-			return fmt.Errorf("add run memory: %w", err)
+	for i := 0; i < n; i++ {
+		if _, err := stmt.ExecContext(ctx, row(i)...); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	return tx.Commit()
