@@ -93,16 +93,23 @@ func (c *Config) entryError(lineKey, shown, format string, args ...any) *FieldEr
 	return fe
 }
 
+// entryKey names the i-th entry of a [[section]] array: its key for the
+// line ("push[1]") and how errors show it ("push[1] (lab)").
+func entryKey(section string, i int, name string) (key, shown string) {
+	key = fmt.Sprintf("%s[%d]", section, i)
+	shown = key
+	if name != "" {
+		shown += " (" + name + ")"
+	}
+	return key, shown
+}
+
 // validatePush checks [[push]] and [[quiet]].
 func (c *Config) validatePush() Errors {
 	var errs Errors
 	seen := map[string]int{}
 	for i, p := range c.Push {
-		key := fmt.Sprintf("push[%d]", i)
-		shown := key
-		if p.Name != "" {
-			shown += " (" + p.Name + ")"
-		}
+		key, shown := entryKey("push", i, p.Name)
 		_, perrs := c.pushChannel(i)
 		errs = append(errs, perrs...)
 		if slices.Contains(pushKinds, p.Kind) {
@@ -115,11 +122,7 @@ func (c *Config) validatePush() Errors {
 	}
 	chats := map[string]int{}
 	for i, q := range c.Quiet {
-		key := fmt.Sprintf("quiet[%d]", i)
-		shown := key
-		if q.Chat != "" {
-			shown += " (" + q.Chat + ")"
-		}
+		key, shown := entryKey("quiet", i, q.Chat)
 		if _, ok := parseChat(q.Chat); !ok {
 			errs = append(errs, c.entryError(key+".chat", shown, "chat: want \"transport:id\", e.g. \"telegram:123456789\", got %q", q.Chat))
 		} else if prev, dup := chats[q.Chat]; dup {
@@ -179,11 +182,7 @@ func quietHours(span, min string) (bot.QuietHours, error) {
 // a URL, key or secret.
 func (c *Config) pushChannel(i int) (PushChannel, Errors) {
 	p := c.Push[i]
-	key := fmt.Sprintf("push[%d]", i)
-	shown := key
-	if p.Name != "" {
-		shown += " (" + p.Name + ")"
-	}
+	key, shown := entryKey("push", i, p.Name)
 	var errs Errors
 	add := func(k, format string, args ...any) {
 		errs = append(errs, c.entryError(key+k, shown, format, args...))

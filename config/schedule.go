@@ -56,11 +56,7 @@ func (c *Config) validateSchedules() Errors {
 
 func (c *Config) schedule(i int) (Schedule, Errors) {
 	sc := c.Schedules[i]
-	key := fmt.Sprintf("schedules[%d]", i)
-	shown := key
-	if sc.Name != "" {
-		shown += " (" + sc.Name + ")"
-	}
+	key, shown := entryKey("schedules", i, sc.Name)
 	var errs Errors
 	add := func(k, format string, args ...any) {
 		errs = append(errs, c.entryError(key+k, shown, format, args...))
