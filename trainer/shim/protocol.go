@@ -1,0 +1,114 @@
+// Package shim is the per-run supervisor: a small process ("trainbot shim")
+// that owns one run for its whole life, so that the training never depends
+// on the chat bot being alive, fast or healthy (the conmon /
+// containerd-shim shape).
+//
+// The bot starts the shim with Start; the shim, in its own session, takes
+// over the job's lock, sets PR_SET_CHILD_SUBREAPER, starts the job's
+// command in a new process group, drains its stdout and stderr into
+// RUN_DIR/output.log through a bounded in-memory buffer (the child never
+// waits on the disk), appends (offset, time) records to output.idx, writes
+// state.json atomically at the start, on a stop and at the end, answers
+// requests on the unix socket ctl.sock, escalates a stop SIGINT → SIGTERM →
+// SIGKILL to the process group and every descendant, and exits when every
+// process of the run is gone. It has no database, no network and no parser.
+//
+// This file is the contract between the bot and the shim: the files of a run
+// directory, the spec, the state and the control protocol.
+package shim
+
+import (
+	"time"
+)
+
+// Files in a run directory.
+const (
+	LogFile    = "output.log" // every byte the child wrote, whole lines per stream, plus "[trainbot] " notes
+	IndexFile  = "output.idx" // IndexRecordSize-byte records: when each part of the log was read
+	StateFile  = "state.json" // State, written atomically (temp file, fsync, rename)
+	SocketFile = "ctl.sock"   // the control socket, mode 0600; peers of another uid are refused
+	ShimLog    = "shim.log"   // the shim's own stdout and stderr (its errors)
+)
+
+// IndexRecordSize is the size of one output.idx record: the log offset up to
+// which output had been read (int64, little endian), then the time it was
+// read (int64 Unix nanoseconds, little endian). Records are appended in
+// offset order about every 100 ms or 1 MiB of output while output arrives.
+// A line that ends at offset e was read at the time of the first record
+// whose offset is >= e.
+const IndexRecordSize = 16
+
+// DefaultBufferBytes bounds the output held in memory while the disk is
+// slow, stalled or full. Past it, output is dropped (counted) rather than
+// make the child wait.
+const DefaultBufferBytes = 64 << 20
+
+// Spec is what the bot hands to the shim (as JSON on the shim's stdin).
+type Spec struct {
+	RunID        int64         `json:"run_id"`
+	Job          string        `json:"job"`
+	Argv         []string      `json:"argv"`          // never through a shell
+	Dir          string        `json:"dir,omitempty"` // working directory, "" for the shim's
+	Env          []string      `json:"env"`           // the child's whole environment
+	RunDir       string        `json:"run_dir"`       // absolute
+	StopGrace    time.Duration `json:"stop_grace"`    // after SIGINT, before SIGTERM
+	KillGrace    time.Duration `json:"kill_grace"`    // after SIGTERM, before SIGKILL
+	DrainTimeout time.Duration `json:"drain_timeout"` // after the main process exits, for the rest to close the output
+	MaxLogBytes  int64         `json:"max_log_bytes"` // disk the log may take; 0: no cap
+	BufferBytes  int64         `json:"buffer_bytes"`  // 0: DefaultBufferBytes
+}
+
+// State is the one source of truth for how the run's process lives and ends
+// (state.json, and the answer to a "status" request).
+type State struct {
+	Version    int       `json:"version"` // 1
+	RunID      int64     `json:"run_id"`
+	ShimPID    int       `json:"shim_pid"`
+	PID        int       `json:"pid"` // the main process; also its process group id
+	StartedAt  time.Time `json:"started_at"`
+	StartError string    `json:"start_error,omitempty"` // the command could not be started
+
+	Ended    bool      `json:"ended"`              // the main process has ended and everything is reaped
+	ExitCode *int      `json:"exit_code"`          // nil while running or when a signal ended it
+	Signal   int       `json:"signal,omitempty"`   // the signal that ended the main process
+	EndedAt  time.Time `json:"ended_at,omitzero"`  // when the main process ended
+	OOMKills int64     `json:"oom_kills"`          // rise of the memory cgroup's oom_kill count during the run; -1 unknown
+	Stop     *StopInfo `json:"stop,omitempty"`     // a stop was asked
+	Survivors int      `json:"survivors"`          // processes of the run still alive after the final SIGKILL (want 0)
+
+	BytesRead    int64  `json:"bytes_read"`            // output read from the pipes
+	LogBytes     int64  `json:"log_bytes"`             // size of output.log; at the end: read this far and the log is complete
+	BytesDropped int64  `json:"bytes_dropped"`         // output not written because the buffer was full
+	DropReason   string `json:"drop_reason,omitempty"` // why (the last write error, "disk stalled")
+
+	StderrTail []string `json:"stderr_tail,omitempty"` // the last 40 stderr lines, each cut at 2048 bytes
+
+	// Live fields, in "status" answers only.
+	LastOutput time.Time `json:"last_output,omitzero"` // when the child last printed
+	Buffered   int64     `json:"buffered,omitempty"`   // output waiting in memory for the disk
+}
+
+// StopInfo says who asked for a stop and what it took.
+type StopInfo struct {
+	By        string    `json:"by"`
+	Reason    string    `json:"reason"` // as the bot gave it ("stopped", "nan"); "signal" when the shim itself got SIGTERM/SIGINT
+	At        time.Time `json:"at"`
+	SentTerm  bool      `json:"sent_term"`  // SIGTERM followed SIGINT after StopGrace
+	SentKill  bool      `json:"sent_kill"`  // SIGKILL followed after KillGrace
+	KilledNow bool      `json:"killed_now"` // a "kill" request: SIGKILL without the grace periods
+}
+
+// Request is one JSON line sent on the control socket; Response is the one
+// JSON line answered.
+type Request struct {
+	Op     string `json:"op"`               // "status", "stop" or "kill"
+	By     string `json:"by,omitempty"`     // stop, kill: who asks
+	Reason string `json:"reason,omitempty"` // stop: recorded as given
+}
+
+// Response answers a Request.
+type Response struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+	State *State `json:"state,omitempty"`
+}
