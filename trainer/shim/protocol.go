@@ -68,13 +68,13 @@ type State struct {
 	StartedAt  time.Time `json:"started_at"`
 	StartError string    `json:"start_error,omitempty"` // the command could not be started
 
-	Ended    bool      `json:"ended"`              // the main process has ended and everything is reaped
-	ExitCode *int      `json:"exit_code"`          // nil while running or when a signal ended it
-	Signal   int       `json:"signal,omitempty"`   // the signal that ended the main process
-	EndedAt  time.Time `json:"ended_at,omitzero"`  // when the main process ended
-	OOMKills int64     `json:"oom_kills"`          // rise of the memory cgroup's oom_kill count during the run; -1 unknown
-	Stop     *StopInfo `json:"stop,omitempty"`     // a stop was asked
-	Survivors int      `json:"survivors"`          // processes of the run still alive after the final SIGKILL (want 0)
+	Ended     bool      `json:"ended"`             // the main process has ended and everything is reaped
+	ExitCode  *int      `json:"exit_code"`         // nil while running or when a signal ended it
+	Signal    int       `json:"signal,omitempty"`  // the signal that ended the main process
+	EndedAt   time.Time `json:"ended_at,omitzero"` // when the main process ended
+	OOMKills  int64     `json:"oom_kills"`         // rise of the memory cgroup's oom_kill count during the run; -1 unknown
+	Stop      *StopInfo `json:"stop,omitempty"`    // a stop was asked
+	Survivors int       `json:"survivors"`         // processes of the run still alive after the final SIGKILL (want 0)
 
 	BytesRead    int64  `json:"bytes_read"`            // output read from the pipes
 	LogBytes     int64  `json:"log_bytes"`             // size of output.log; at the end: read this far and the log is complete
