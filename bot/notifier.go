@@ -458,6 +458,9 @@ func EventReply(e trainer.Event) (Reply, bool) {
 			text += " (by " + r.StartedBy + ")"
 		}
 		return Reply{Text: text, Kind: KindNotice, RunID: r.ID, Buttons: startButtons(), Key: fmt.Sprintf("run:%d:started", r.ID)}, true
+	case trainer.EventAttached:
+		text := fmt.Sprintf("🔗 re-attached to run #%d (%s) — running for %s", r.ID, r.Job, trainer.FormatDuration(r.Duration(e.At)))
+		return Reply{Text: text, Kind: KindNotice, RunID: r.ID, Buttons: startButtons(), Key: fmt.Sprintf("run:%d:attached:%d", r.ID, e.At.Unix())}, true
 	case trainer.EventAlert:
 		a := e.Alert
 		text := fmt.Sprintf("%s run #%d (%s): %s", OutcomeIcon(a.Kind), r.ID, r.Job, a.Text)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
 
@@ -16,6 +17,11 @@ type pendingPoint struct {
 	run int64
 	t   int64
 	p   logparse.Point
+	// offsets marks a read position instead of a point: the run's log
+	// (logOff) and metrics-file (t) offsets, written in the transaction of
+	// the points queued before it.
+	offsets bool
+	logOff  int64
 }
 
 // batchSize is the most points written in one transaction.
@@ -24,11 +30,10 @@ const batchSize = 5000
 // AddPoints queues points for the background writer; it never waits for the
 // disk. When the queue is full (the disk is stuck), points are dropped,
 // counted in DroppedPoints and logged (once until points are written again).
-func (s *Store) AddPoints(runID int64, at time.Time, pts []logparse.Point) {
+func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 	if len(pts) == 0 {
 		return
 	}
-	t := ms(at)
 	s.pmu.Lock()
 	started := false
 	for _, p := range pts {
@@ -38,7 +43,7 @@ func (s *Store) AddPoints(runID int64, at time.Time, pts []logparse.Point) {
 			s.dropping = true
 			continue
 		}
-		s.pending = append(s.pending, pendingPoint{run: runID, t: t, p: p})
+		s.pending = append(s.pending, pendingPoint{run: runID, t: ms(p.At), p: p.Point})
 	}
 	n := len(s.pending)
 	s.pmu.Unlock()
@@ -51,6 +56,19 @@ func (s *Store) AddPoints(runID int64, at time.Time, pts []logparse.Point) {
 		default:
 		}
 	}
+}
+
+// ThinPoints thins a run's stored points of one metric to a step width.
+func (s *Store) ThinPoints(runID int64, name string, width int64) {}
+
+// SetOffsets queues how far the run's log and metrics file have been read:
+// it is written in the same transaction as the points queued before it, so
+// that after a restart the bot resumes reading exactly after the last
+// stored point. A full queue does not drop it.
+func (s *Store) SetOffsets(runID, logOffset, metricsOffset int64) {
+	s.pmu.Lock()
+	s.pending = append(s.pending, pendingPoint{run: runID, offsets: true, logOff: logOffset, t: metricsOffset})
+	s.pmu.Unlock()
 }
 
 // DroppedPoints returns how many points were dropped because the queue was full.
@@ -133,6 +151,16 @@ func (s *Store) writeQueued() error {
 func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 	ctx := context.Background()
 	// Name ids first, outside the points transaction (one connection).
+	var offsets []pendingPoint
+	points := batch[:0:0]
+	for _, pp := range batch {
+		if pp.offsets {
+			offsets = append(offsets, pp)
+		} else {
+			points = append(points, pp)
+		}
+	}
+	batch = points
 	ids := make([]int64, len(batch))
 	for i, pp := range batch {
 		id, err := s.nameID(ctx, pp.p.Name)
@@ -192,6 +220,11 @@ func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 		}
 		if err != nil {
 			return fmt.Errorf("insert points: %w", err)
+		}
+	}
+	for _, o := range offsets {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET log_offset = ?, metrics_offset = ? WHERE id = ?`, o.logOff, o.t, o.run); err != nil {
+			return fmt.Errorf("record read offsets: %w", err)
 		}
 	}
 	err = tx.Commit()

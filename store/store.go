@@ -47,10 +47,12 @@ type Store struct {
 	dropping   bool // points were dropped since the queue last emptied
 	maxPending int
 	// seq is the last metrics.seq written; owned by the writer. It starts
-	// at 0 in every process: a run's points are all written by the one
-	// process that supervises it (a run cut by a restart is interrupted,
-	// never continued), so (run, name, step, seq) stays unique without
-	// scanning the table for its maximum at start-up.
+	// at the Unix time in nanoseconds when the store opened: a run's points
+	// can be written by several trainbot processes one after the other (a
+	// bot that re-attaches after a restart), and a later process starts
+	// past anything an earlier one wrote (no process writes a point per
+	// nanosecond), so (run, name, step, seq) stays unique and in arrival
+	// order without scanning the table for its maximum at start-up.
 	seq     int64
 	kick    chan struct{}
 	flushes chan chan error
@@ -103,6 +105,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(4)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{w: w, r: r, log: opts.Logger, maxPending: opts.MaxPending, runNames: map[[2]int64]bool{},
+		seq:  time.Now().UnixNano(),
 		kick: make(chan struct{}, 1), flushes: make(chan chan error), stopped: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)
 	go s.writer(ctx, opts.FlushEvery)
@@ -270,6 +273,15 @@ CREATE INDEX outbox_pending ON outbox(transport, sent_at, chat_id, id);
 	// 4: a run started again after out-of-memory (on_oom) names the run it retries.
 	`
 ALTER TABLE runs ADD COLUMN retry_of INTEGER;
+`,
+	// 5: runs outlive trainbot: which runner owns the run, and how far the
+	// bot has read its log and its metrics file (written in the same
+	// transaction as the points read from them, so a restart resumes
+	// exactly there). Runs of earlier versions have runner ''.
+	`
+ALTER TABLE runs ADD COLUMN runner TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN log_offset INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN metrics_offset INTEGER NOT NULL DEFAULT 0;
 `,
 }
 

@@ -1,7 +1,7 @@
 package trainer
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,42 +9,58 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/trainbot/trainbot/trainer/logparse"
+	"github.com/trainbot/trainbot/trainer/shim"
 )
 
 type stopRequest struct {
 	by     string
 	reason Outcome // OutcomeStopped, or OutcomeNaN when trainbot stops a diverged run
+	kill   bool    // SIGKILL now, without the grace periods (Close that cannot wait)
 }
 
-// active is a run whose process trainbot supervises.
+// active is a run this trainbot observes. Its processes belong to the
+// run's supervisor process (trainbot shim): the bot reads the run's log
+// by offset as the shim writes it, parses it, stores points and the read
+// offset, forwards stop requests on the shim's socket, and records the end
+// from the shim's state file. The bot can leave (Detach) at any time; the
+// run goes on, and the next trainbot re-attaches.
 type active struct {
-	sup         *Supervisor
-	job         *Job
-	cmd         *exec.Cmd
-	cap         *capture
-	parseMu     sync.Mutex       // serialises handleLine: output and metrics-file lines
-	parser      *logparse.Parser // guarded by parseMu
-	thin        thinner          // guarded by parseMu
-	names       map[string]bool  // the metrics recorded; guarded by parseMu
-	namesFull   bool             // guarded by parseMu
-	pipes       []*os.File
-	metricsPath string
-	lock        *fileLock
-	stopCh      chan stopRequest
-	done        chan struct{}
-	log         *slog.Logger
-	oomBase     int64
-	attempt     int         // on_oom: this run is the attempt-th retry (0: not a retry)
-	nanWatch    atomic.Bool // a loss is NaN: lines without points count toward nan_after too
+	sup        *Supervisor
+	job        *Job
+	runDir     string
+	handle     *shim.Handle // the shim this process started; nil when attached to one started earlier
+	obs        *fileLock    // the observer lock: one trainbot observes a run at a time
+	adopted    bool         // attached to a run this process did not start
+	parser     *logparse.Parser
+	thin       thinner
+	names      map[string]bool // the metrics recorded
+	full       bool            // more metric names than maxMetricNames
+	tail       *ring
+	stopCh     chan stopRequest
+	detach     chan struct{} // closed by Detach: stop observing, leave the run running
+	detachOnce sync.Once
+	done       chan struct{} // closed when the run has ended (or the bot detached)
+	log        *slog.Logger
+	attempt    int  // on_oom: this run is the attempt-th retry (0: not a retry)
+	nanWatch   bool // a loss is NaN: lines without points count toward nan_after too
+
+	// The replay of lines the bot had already stored before a restart:
+	// they rebuild the parser's state but store no point and raise no alert.
+	stored  int64 // log offset up to which points are stored
+	metrics struct {
+		path   string
+		off    int64 // next byte of the metrics file to read
+		stored int64
+		part   []byte
+	}
 
 	mu          sync.Mutex
 	run         *Run
@@ -54,159 +70,296 @@ type active struct {
 	rate        rateWindow
 	firstMetric time.Time
 	lastMetric  time.Time
+	lastOutput  time.Time          // when the run last printed (the shim's clock, or the log's index)
 	nan         map[string]*nanRun // loss metrics whose latest value is NaN or Inf
 	nanText     string             // the NaN alert, "" before one
 	oom         *OOM
 	stalled     bool
-	stopReq     *stopRequest
-	oomAtStop   *OOM // the run had run out of memory when the stop came
-	sentKill    bool
-	killedNow   bool // by Close, without waiting for the grace periods
+	stopReq     *stopRequest // the first stop asked of this trainbot
+	oomAtStop   *OOM         // the run had run out of memory when the stop came
+	stopSent    bool         // the shim took the stop request (or the kill, once asked)
+	dropped     int64        // output bytes the shim could not write
+	shimDown    time.Time    // the shim stopped answering at this time; zero while it answers
 }
 
-// supervise owns the run from start to end: it is the only goroutine that
-// waits for the process, escalates a stop, and records the end.
-func (a *active) supervise() {
-	defer a.sup.wg.Done()
-	waitCh := make(chan error, 1)
-	go func() { waitCh <- a.cmd.Wait() }()
-	parseDone := make(chan struct{})
-	go func() {
-		defer close(parseDone)
-		a.parseLoop()
-	}()
-	tailStop := make(chan struct{})
-	tailDone := make(chan struct{})
-	go func() {
-		defer close(tailDone)
-		a.tailMetricsFile(tailStop)
-	}()
+func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
+	parser, err := logparse.New(job.Patterns)
+	if err != nil { // Normalize checked the patterns; keep going without them
+		parser = &logparse.Parser{}
+	}
+	a := &active{
+		sup: s, job: job, run: run, runDir: runDir, parser: parser,
+		names:  map[string]bool{},
+		tail:   newRing(job.TailLines),
+		stopCh: make(chan stopRequest, 4),
+		detach: make(chan struct{}),
+		done:   make(chan struct{}),
+		last:   map[string]float64{},
+		nan:    map[string]*nanRun{},
+		log:    s.log.With("run", run.ID, "job", job.Name),
+		stored: run.LogOffset,
+	}
+	a.metrics.path = filepath.Join(runDir, "metrics.jsonl")
+	a.metrics.stored = run.MetricsOffset
+	a.lastOutput = time.Now()
+	return a
+}
 
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	var termC, killC <-chan time.Time
-	var waitErr error
-	var exitedAt time.Time
-	lastSave := time.Now()
-wait:
+// Poll intervals of an observed run.
+const (
+	pollEvery    = 100 * time.Millisecond // the log, when it has nothing new
+	controlEvery = time.Second            // the shim's status, the stall watch, the metrics file
+	readBudget   = 4 << 20                // log bytes parsed between two looks at the control channels
+	shimGoneWait = 3 * time.Second        // a shim that does not answer, with no process left, is gone after this
+)
+
+// observe owns the run from the bot's side until it ends or the bot
+// detaches: the only goroutine that reads the run's files, parses, stores
+// and talks to the shim.
+func (a *active) observe() {
+	defer a.sup.wg.Done()
+	lt := &lineTimes{path: filepath.Join(a.runDir, shim.IndexFile)}
+	var tl *logTail
+	defer func() { tl.close() }()
+	if a.adopted {
+		a.publishAttached()
+	}
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	var nextControl time.Time
 	for {
 		select {
-		case waitErr = <-waitCh:
-			exitedAt = time.Now()
-			break wait
+		case <-a.detach:
+			a.leave()
+			return
 		case req := <-a.stopCh:
-			a.mu.Lock()
-			first := a.stopReq == nil
-			if first {
-				a.stopReq = &req
-				a.oomAtStop = a.oomSoFar()
-			}
-			a.mu.Unlock()
-			if first {
-				a.log.Info("stopping run", "by", req.by, "reason", req.reason)
-				a.cap.note("stop requested by %s: SIGINT to process group %d", req.by, a.run.PID)
-				a.signal(syscall.SIGINT)
-				termC = time.After(a.job.StopGrace)
-			}
-		case <-termC:
-			a.cap.note("still running %s after SIGINT: SIGTERM", a.job.StopGrace)
-			a.signal(syscall.SIGTERM)
-			killC = time.After(a.job.KillGrace)
-		case <-killC:
-			a.cap.note("still running %s after SIGTERM: SIGKILL", a.job.KillGrace)
-			a.mu.Lock()
-			a.sentKill = true
-			a.mu.Unlock()
-			a.signal(syscall.SIGKILL)
-		case now := <-tick.C:
-			if err := a.cap.flushLog(); err != nil {
-				a.log.Warn("write run log", "err", err)
-			}
-			a.checkStall(now)
-			if now.Sub(lastSave) >= 10*time.Second {
-				lastSave = now
-				a.save()
+			a.requestStop(req)
+		case <-poll.C:
+		}
+		if tl == nil {
+			var err error
+			if tl, err = openLogTail(filepath.Join(a.runDir, shim.LogFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				a.log.Warn("open run log", "err", err)
 			}
 		}
-	}
-
-	// The main process is gone. Whatever is left of its group (workers it
-	// did not reap) must not outlive the run, and must not hold our pipes.
-	// (Lines still waiting for the parser are no reason to kill anything.)
-	select {
-	case <-a.cap.eof:
-	case <-time.After(a.sup.opts.DrainTimeout):
-		if n := countGroup(a.run.PID); n > 0 {
-			a.cap.note("the main process ended; killing %d leftover process(es) of group %d", n, a.run.PID)
-		}
-		a.signal(syscall.SIGKILL)
-		select {
-		case <-a.cap.eof:
-		case <-time.After(time.Second):
-			// Something outside the group holds the pipe: stop reading.
-			a.cap.note("the output is still held open by a process outside the run's process group (one that left it with setsid?): output from now on is not read, and that process may still be running")
-			for _, p := range a.pipes {
-				p.Close()
+		n := 0
+		if tl != nil {
+			var err error
+			if n, err = tl.read(readBudget, func(l line) { a.handleOutput(l, lt) }); err != nil {
+				a.log.Warn("read run log", "err", err)
 			}
-			<-a.cap.eof
+			if n > 0 {
+				a.storeOffsets(tl.off)
+			}
 		}
+		now := time.Now()
+		if n == readBudget {
+			poll.Reset(0) // a backlog: go on at once, after a look at the channels
+			continue
+		}
+		if now.Before(nextControl) {
+			poll.Reset(pollEvery)
+			continue
+		}
+		nextControl = now.Add(controlEvery)
+		a.readMetricsFile()
+		st, gone := a.control(now)
+		if st != nil && st.Ended || gone {
+			// Everything the shim wrote is in the log: read it to the end.
+			for tl != nil {
+				n, err := tl.read(readBudget, func(l line) { a.handleOutput(l, lt) })
+				if err != nil || n == 0 {
+					break
+				}
+			}
+			if tl != nil {
+				tl.flush(func(l line) { a.handleOutput(l, lt) })
+				a.storeOffsets(tl.off)
+			}
+			a.readMetricsFile()
+			a.finishMetricsFile()
+			a.finish(st)
+			return
+		}
+		a.checkStall(now)
+		poll.Reset(pollEvery)
 	}
-	<-parseDone
-	a.signal(syscall.SIGKILL) // nothing of the run survives it
-	close(tailStop)
-	<-tailDone
-	a.flushThinned()
-	for _, p := range a.pipes {
-		p.Close()
-	}
-	a.finish(waitErr, exitedAt)
 }
 
-func (a *active) signal(sig syscall.Signal) {
-	if a.run.PID <= 0 {
+// control asks the shim how the run is; st is nil when it cannot be told.
+// gone is true when the shim is gone without saying how the run ended.
+func (a *active) control(now time.Time) (st *shim.State, gone bool) {
+	resp, err := shim.Call(a.runDir, shim.Request{Op: "status"}, 2*time.Second)
+	if err == nil && resp.State != nil {
+		a.mu.Lock()
+		a.shimDown = time.Time{}
+		if !resp.State.LastOutput.IsZero() {
+			a.lastOutput = resp.State.LastOutput
+		}
+		a.dropped = resp.State.BytesDropped
+		a.mu.Unlock()
+		if a.pendingStop() {
+			a.sendStop()
+		}
+		return resp.State, false
+	}
+	// No answer: the shim has ended (its state file says how), is busy,
+	// or died.
+	if fst, ferr := shim.ReadState(a.runDir); ferr == nil && fst.Ended {
+		return fst, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.run.Supervisor > 0 && processStartedBefore(a.run.Supervisor, a.run.StartedAt.Add(time.Minute)) {
+		a.shimDown = time.Time{}
+		return nil, false // alive: it will answer
+	}
+	if a.shimDown.IsZero() {
+		a.shimDown = now
+		a.log.Warn("the run's supervisor does not answer", "pid", a.run.Supervisor, "err", err)
+	}
+	return nil, now.Sub(a.shimDown) >= shimGoneWait
+}
+
+// handleOutput takes one line of the log.
+func (a *active) handleOutput(l line, lt *lineTimes) {
+	a.tail.put(shown(l.text), l.cr)
+	replay := l.end <= a.stored
+	at := lt.at(l.end)
+	a.handleLine(at, l.text, false, replay)
+}
+
+// storeOffsets queues the read offsets after the points they cover.
+func (a *active) storeOffsets(logOff int64) {
+	if logOff <= a.stored && a.metrics.off <= a.metrics.stored {
 		return
 	}
-	if err := syscall.Kill(-a.run.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		a.log.Warn("signal process group", "signal", sig, "err", err)
-	}
+	a.stored = max(a.stored, logOff)
+	a.metrics.stored = max(a.metrics.stored, a.metrics.off)
+	a.sup.opts.Recorder.SetOffsets(a.run.ID, a.stored, a.metrics.stored)
 }
 
-// kill is the last resort of Close, when it cannot wait any longer. The
-// run counts as stopped by the shutdown even if supervise has not seen
-// Close's stop request yet.
-func (a *active) kill() {
+// requestStop records a stop request and forwards it to the shim.
+func (a *active) requestStop(req stopRequest) {
 	a.mu.Lock()
-	a.sentKill, a.killedNow = true, true
-	if a.stopReq == nil {
-		a.stopReq = &stopRequest{by: "trainbot shutdown", reason: OutcomeStopped}
+	first := a.stopReq == nil
+	if first {
+		a.stopReq = &req
 		a.oomAtStop = a.oomSoFar()
+	} else if req.kill && !a.stopReq.kill {
+		a.stopReq.kill = true
+	} else {
+		a.mu.Unlock()
+		return
 	}
 	a.mu.Unlock()
-	a.cap.note("trainbot is shutting down and cannot wait: SIGKILL to process group %d", a.run.PID)
-	a.signal(syscall.SIGKILL)
+	a.log.Info("stopping run", "by", req.by, "reason", req.reason, "kill", req.kill)
+	a.sendStop()
 }
 
-// finish classifies the end, records it and releases the lock.
-func (a *active) finish(waitErr error, exitedAt time.Time) {
+// stopSent is the request the shim has acknowledged (guarded by mu).
+func (a *active) pendingStop() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stopReq != nil && !a.stopSent
+}
+
+func (a *active) sendStop() {
+	a.mu.Lock()
+	req := *a.stopReq
+	a.mu.Unlock()
+	op := "stop"
+	if req.kill {
+		op = "kill"
+	}
+	resp, err := shim.Call(a.runDir, shim.Request{Op: op, By: req.by, Reason: string(req.reason)}, 2*time.Second)
+	if err == nil && !resp.OK {
+		err = errors.New(resp.Error)
+	}
+	if err != nil {
+		a.log.Warn("the run's supervisor did not take the stop; trying again", "op", op, "err", err)
+		return
+	}
+	a.mu.Lock()
+	a.stopSent = !a.stopReq.kill || req.kill
+	a.mu.Unlock()
+}
+
+// leave stops observing without ending the run (the bot detaches).
+func (a *active) leave() {
+	if err := a.sup.opts.Recorder.Flush(context.Background()); err != nil {
+		a.log.Warn("flush metric points", "err", err)
+	}
+	a.save()
+	a.obs.release()
+	a.sup.mu.Lock()
+	if a.sup.active[a.job.Lock] == a {
+		delete(a.sup.active, a.job.Lock)
+	}
+	a.sup.mu.Unlock()
+	close(a.done)
+	a.log.Info("detached from run; it goes on")
+}
+
+// publishAttached tells the chats that this trainbot observes the run again.
+func (a *active) publishAttached() {
+	st := a.status()
+	a.sup.publish(Event{Kind: EventAttached, Run: st.Run, Status: &st})
+}
+
+// kill is the last resort of Close, when it cannot wait any longer.
+func (a *active) kill() {
+	select {
+	case a.stopCh <- stopRequest{by: "trainbot shutdown", reason: OutcomeStopped, kill: true}:
+	default:
+	}
+}
+
+// finish classifies the end from the shim's state (nil: the shim is gone
+// without saying), records it and publishes it.
+func (a *active) finish(st *shim.State) {
 	ctx := context.Background()
 	e := ending{exitCode: -1, oomKills: -1}
-	if ps := a.cmd.ProcessState; ps != nil {
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			e.signal = ws.Signal()
-		} else {
-			e.exitCode = ps.ExitCode()
+	var extra []string
+	if st != nil {
+		switch {
+		case st.StartError != "":
+			e.startErr = errors.New(st.StartError)
+		case st.ExitCode != nil:
+			e.exitCode = *st.ExitCode
+		case st.Signal != 0:
+			e.signal = syscall.Signal(st.Signal)
 		}
-	} else if waitErr != nil {
-		e.startErr = waitErr
-	}
-	if base := a.oomBase; base >= 0 {
-		if now := cgroupOOMKills(); now >= 0 {
-			e.oomKills = now - base
+		e.oomKills = st.OOMKills
+		e.stderrTail = st.StderrTail
+		if s := st.Stop; s != nil {
+			e.stopBy, e.stopReason = s.By, OutcomeStopped
+			if s.Reason == string(OutcomeNaN) {
+				e.stopReason = OutcomeNaN
+			}
+			e.sentKill, e.killedNow = s.SentKill, s.KilledNow
+		}
+		if st.BytesDropped > 0 {
+			reason := st.DropReason
+			if reason == "" {
+				reason = "the disk did not keep up"
+			}
+			extra = append(extra, fmt.Sprintf("%s of output were not written to the log (%s)", FormatBytes(st.BytesDropped), reason))
+		}
+		if st.Survivors > 0 {
+			extra = append(extra, fmt.Sprintf("%d process(es) of the run survived SIGKILL", st.Survivors))
 		}
 	}
-	e.stderrTail = a.cap.errTail.last(stderrKeep)
-	// An OOM message the parse queue dropped under a flood is still in the tail.
 	a.mu.Lock()
+	if a.stopReq != nil && e.stopBy == "" && st != nil {
+		e.stopBy, e.stopReason = a.stopReq.by, a.stopReq.reason
+	}
+	if a.stopReq != nil && a.stopReq.by == e.stopBy {
+		e.oomBeforeStop = a.oomAtStop != nil
+		if a.oom == nil {
+			a.oom = a.oomAtStop
+		}
+	}
 	if a.oom == nil {
 		for _, l := range e.stderrTail {
 			if o, ok := DetectOOM(l); ok {
@@ -214,48 +367,76 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 			}
 		}
 	}
-	if a.stopReq != nil {
-		e.stopBy, e.stopReason = a.stopReq.by, a.stopReq.reason
-		e.oomBeforeStop = a.oomAtStop != nil
-		if a.oom == nil {
-			a.oom = a.oomAtStop
-		}
-	}
-	e.sentKill, e.killedNow = a.sentKill, a.killedNow
 	e.oom = a.oom
 	e.nanSeen = a.nanText
 	e.nanRecovered = a.nanText != "" && len(a.nan) == 0
 	e.peakMemText = peakText(a.run)
-	outcome, detail := classify(e)
-	now := time.Now()
+	var outcome Outcome
+	var detail string
 	r := a.run
-	// The run ended when its process did; draining and storing come after.
-	r.State, r.Outcome, r.Detail, r.EndedAt = StateEnded, outcome, detail, exitedAt
-	if e.signal == 0 && e.startErr == nil {
-		code := e.exitCode
-		r.ExitCode = &code
+	if st == nil {
+		outcome, detail = OutcomeInterrupted, a.interruptedDetail()
+		r.EndedAt = a.lastOutput
+		if fi, err := os.Stat(r.LogPath); err == nil && fi.ModTime().After(r.StartedAt) {
+			r.EndedAt = fi.ModTime()
+		}
+	} else {
+		outcome, detail = classify(e)
+		r.EndedAt = st.EndedAt
+		if r.EndedAt.IsZero() {
+			r.EndedAt = time.Now()
+		}
+		if e.signal == 0 && e.startErr == nil {
+			code := e.exitCode
+			r.ExitCode = &code
+		}
 	}
+	if a.full {
+		extra = append(extra, fmt.Sprintf("the output named more than %d metrics: points of further metric names were not recorded (the log has them)", maxMetricNames))
+	}
+	if len(extra) > 0 {
+		detail += "; " + strings.Join(extra, "; ")
+	}
+	r.State, r.Outcome, r.Detail = StateEnded, outcome, detail
 	if r.Outcome == OutcomeStopped || r.Outcome == OutcomeNaN || (r.Outcome == OutcomeOOM && e.oomBeforeStop) {
 		r.StoppedBy = e.stopBy
 	}
 	a.mu.Unlock()
 
-	if n := a.cap.dropped.Load(); n > 0 {
-		a.cap.note("%d output lines were not parsed: the output came faster than it could be parsed (the log above has them all)", n)
-	}
-	a.cap.note("run ended %s: %s: %s", now.Format(time.RFC3339), outcome, detail)
-	if err := a.cap.closeLog(); err != nil {
-		a.log.Warn("close run log", "err", err)
+	if rest := a.thin.flush(); len(rest) > 0 {
+		a.addPoints(rest)
 	}
 	if err := a.sup.opts.Recorder.Flush(ctx); err != nil {
 		a.log.Error("flush metric points", "err", err)
 	}
-	a.save()
-	st := a.status()
+	// The end must be recorded, also on a disk that is full now: the run
+	// stays "running" in the store until it is, and a trainbot that comes
+	// back reads it again from the shim's state file.
+	for attempt := 0; ; attempt++ {
+		err := a.saveErr()
+		if err == nil {
+			break
+		}
+		if attempt == 0 {
+			a.log.Error("record the end of the run; trying again until it is recorded", "err", err)
+		}
+		select {
+		case <-a.detach:
+			a.leave()
+			return
+		case <-time.After(min(time.Duration(attempt+1)*time.Second, 30*time.Second)):
+		}
+	}
+	if a.handle != nil {
+		if err := a.handle.Wait(); err != nil {
+			a.log.Debug("run supervisor exit", "err", err)
+		}
+	}
+	st2 := a.status()
 	// A retry (on_oom) counts as activity from here, so that Wait does not
 	// return between this run and its retry.
-	retry := a.sup.planRetry(a, st.Run)
-	a.lock.release()
+	retry := a.sup.planRetry(a, st2.Run)
+	a.obs.release()
 	a.sup.mu.Lock()
 	if a.sup.active[a.job.Lock] == a {
 		delete(a.sup.active, a.job.Lock)
@@ -267,25 +448,24 @@ func (a *active) finish(waitErr error, exitedAt time.Time) {
 	if outcome == OutcomeOOM {
 		oom = e.oom
 	}
-	a.sup.publish(Event{Kind: EventEnded, Run: st.Run, Status: &st, At: now, Retry: retry, OOM: oom})
-	a.sup.retryAfterOOM(st.Run, a.job, retry)
+	a.sup.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom})
+	a.sup.retryAfterOOM(st2.Run, a.job, retry)
 }
 
-// oomSoFar is the out-of-memory error the run has printed, nil if none; it
-// also looks at the stderr lines still waiting to be parsed. Call with a.mu
-// held.
-func (a *active) oomSoFar() *OOM {
-	if a.oom != nil {
-		return a.oom
+// interruptedDetail says what is known of a run whose supervisor died
+// without recording its end. Call with a.mu held.
+func (a *active) interruptedDetail() string {
+	r := a.run
+	d := fmt.Sprintf("the run's supervisor (pid %d) ended without recording how the run ended", r.Supervisor)
+	if r.PID > 0 && syscall.Kill(-r.PID, 0) == nil && processStartedBefore(r.PID, r.StartedAt.Add(time.Minute)) {
+		d += fmt.Sprintf("; its process group %d is still alive, unsupervised", r.PID)
 	}
-	var found *OOM
-	for _, l := range a.cap.errTail.last(stderrKeep) {
-		if o, ok := DetectOOM(l); ok {
-			found = o
-		}
-	}
-	return found
+	return d
 }
+
+// oomSoFar is the out-of-memory error the run has printed, nil if none.
+// Call with a.mu held.
+func (a *active) oomSoFar() *OOM { return a.oom }
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
@@ -307,39 +487,21 @@ func peakText(r *Run) string {
 
 // save writes the run's current record.
 func (a *active) save() {
-	a.mu.Lock()
-	r := a.run.Clone()
-	a.mu.Unlock()
-	if err := a.sup.opts.Recorder.UpdateRun(context.Background(), r); err != nil {
+	if err := a.saveErr(); err != nil {
 		a.log.Error("record run", "err", err)
 	}
 }
 
-// parseLoop turns output lines into points, progress and alerts.
-func (a *active) parseLoop() {
-	var buf []outLine
-	for {
-		lines, ok := a.cap.lines.take(buf)
-		if !ok {
-			return
-		}
-		now := time.Now() // one clock read per batch: lines of a batch arrived together
-		for i := range lines {
-			a.handleLineAt(now, lines[i].text, false)
-			lines[i] = outLine{}
-		}
-		buf = lines
-	}
+func (a *active) saveErr() error {
+	a.mu.Lock()
+	r := a.run.Clone()
+	a.mu.Unlock()
+	return a.sup.opts.Recorder.UpdateRun(context.Background(), r)
 }
 
-// handleLine parses one line (of output, or of the metrics file).
-func (a *active) handleLine(text string, fromMetricsFile bool) {
-	a.handleLineAt(time.Now(), text, fromMetricsFile)
-}
-
-func (a *active) handleLineAt(now time.Time, text string, fromMetricsFile bool) {
-	a.parseMu.Lock()
-	defer a.parseMu.Unlock()
+// handleLine parses one line (of output, or of the metrics file) read at
+// time at. A replayed line (stored before a restart) only rebuilds state.
+func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay bool) {
 	if !fromMetricsFile {
 		if o, ok := DetectOOM(text); ok {
 			a.mu.Lock()
@@ -348,22 +510,33 @@ func (a *active) handleLineAt(now time.Time, text string, fromMetricsFile bool) 
 				a.oom = o
 			}
 			a.mu.Unlock()
-			if first {
+			if first && !replay {
 				a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeOOM, Text: o.Summary(), OOM: o}})
 			}
 		}
 	}
-	pts := a.limitNames(a.parser.Line(text))
+	pts := a.limitNames(a.parser.Line(text), replay)
 	if len(pts) == 0 {
-		if a.nanWatch.Load() {
-			a.observe(now, nil, text) // a progress bar may show the NaN loss again
+		if a.nanWatch {
+			a.observePoints(at, nil, text, replay) // a progress bar may show the NaN loss again
 		}
 		return
 	}
-	if keep := a.thin.keep(now, pts); len(keep) > 0 {
-		a.sup.opts.Recorder.AddPoints(a.run.ID, now, keep)
+	keep, thin := a.thin.keep(at, pts)
+	if !replay {
+		a.addPoints(keep)
+		for _, name := range thin {
+			a.sup.opts.Recorder.ThinPoints(a.run.ID, name, a.thin.width(name))
+		}
 	}
-	a.observe(now, pts, text)
+	a.observePoints(at, pts, text, replay)
+}
+
+// addPoints queues points for the store.
+func (a *active) addPoints(pts []TimedPoint) {
+	if len(pts) > 0 {
+		a.sup.opts.Recorder.AddPoints(a.run.ID, pts)
+	}
 }
 
 // Bounds on the metric names a run records. A script that prints a name
@@ -377,16 +550,18 @@ const (
 )
 
 // limitNames drops, in place, the points of new metrics once the run has
-// too many. Call with parseMu held.
-func (a *active) limitNames(pts []logparse.Point) []logparse.Point {
+// too many.
+func (a *active) limitNames(pts []logparse.Point, replay bool) []logparse.Point {
 	keep := pts[:0]
 	for _, p := range pts {
 		if !a.names[p.Name] {
 			n := len(a.names)
 			if n >= maxMetricNames+maxLossNames || (n >= maxMetricNames && !IsLossName(p.Name)) {
-				if !a.namesFull {
-					a.namesFull = true
-					a.cap.note("the output has named more than %d metrics: points of further metric names are not recorded (the log has them)", maxMetricNames)
+				if !a.full {
+					a.full = true
+					if !replay {
+						a.log.Warn("the output names too many metrics: points of further metric names are not recorded (the log has them)", "max", maxMetricNames)
+					}
 				}
 				continue
 			}
@@ -397,17 +572,8 @@ func (a *active) limitNames(pts []logparse.Point) []logparse.Point {
 	return keep
 }
 
-// flushThinned stores the extremes the thinner still holds.
-func (a *active) flushThinned() {
-	a.parseMu.Lock()
-	defer a.parseMu.Unlock()
-	if rest := a.thin.flush(); len(rest) > 0 {
-		a.sup.opts.Recorder.AddPoints(a.run.ID, time.Now(), rest)
-	}
-}
-
-// observe updates progress, latest values and the NaN watch.
-func (a *active) observe(now time.Time, pts []logparse.Point, line string) {
+// observePoints updates progress, latest values and the NaN watch.
+func (a *active) observePoints(now time.Time, pts []logparse.Point, line string, replay bool) {
 	a.mu.Lock()
 	a.progress = a.parser.Progress()
 	if len(pts) > 0 {
@@ -467,9 +633,9 @@ func (a *active) observe(now time.Time, pts []logparse.Point, line string) {
 			count(name, a.last[name], r, step)
 		}
 	}
-	a.nanWatch.Store(len(a.nan) > 0)
+	a.nanWatch = len(a.nan) > 0
 	a.mu.Unlock()
-	if nanAlert != "" {
+	if nanAlert != "" && !replay {
 		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeNaN, Text: nanAlert}})
 		if a.job.StopOnNaN {
 			select {
@@ -524,9 +690,8 @@ func (a *active) checkStall(now time.Time) {
 	if a.job.StallAfter <= 0 {
 		return
 	}
-	lastOut := a.cap.lastOutput()
 	a.mu.Lock()
-	quiet := now.Sub(lastOut)
+	quiet := now.Sub(a.lastOutput)
 	if m := now.Sub(a.lastMetric); !a.lastMetric.IsZero() && m < quiet {
 		quiet = m
 	}
@@ -540,7 +705,7 @@ func (a *active) checkStall(now time.Time) {
 	}
 	a.mu.Unlock()
 	if alert != "" {
-		a.cap.note("%s", alert)
+		a.log.Warn("run stalled", "detail", alert)
 		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: alert}})
 	}
 }
@@ -551,55 +716,51 @@ func (a *active) snapshot() *Run {
 	return a.run.Clone()
 }
 
-// tailMetricsFile reads JSON lines a script appends to TRAINBOT_METRICS_FILE.
-func (a *active) tailMetricsFile(stop <-chan struct{}) {
-	var f *os.File
-	var rd *bufio.Reader
-	var partial []byte
-	defer func() {
-		if f != nil {
-			f.Close()
-		}
-	}()
-	readAll := func() {
-		if f == nil {
-			var err error
-			if f, err = os.Open(a.metricsPath); err != nil {
-				return
-			}
-			rd = bufio.NewReaderSize(f, 64<<10)
-		}
-		for {
-			chunk, err := rd.ReadSlice('\n')
-			if len(partial)+len(chunk) <= logparse.MaxLineLen {
-				partial = append(partial, chunk...)
-			}
-			if err == bufio.ErrBufferFull {
-				continue
-			}
-			if err != nil { // io.EOF: an incomplete line waits for the next read
-				if err != io.EOF {
-					a.log.Warn("read metrics file", "err", err)
-				}
-				return
-			}
-			a.handleLine(string(partial), true)
-			partial = partial[:0]
-		}
+// readMetricsFile reads the JSON lines a script appends to
+// TRAINBOT_METRICS_FILE since the last read.
+func (a *active) readMetricsFile() {
+	m := &a.metrics
+	f, err := os.Open(m.path)
+	if err != nil {
+		return
 	}
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
+	defer f.Close()
+	buf := make([]byte, 64<<10)
 	for {
-		select {
-		case <-stop:
-			readAll()
-			if len(partial) > 0 { // the run is over: its last line will not be ended
-				a.handleLine(string(partial), true)
+		n, err := f.ReadAt(buf, m.off)
+		p := buf[:n]
+		for len(p) > 0 {
+			i := bytes.IndexByte(p, '\n')
+			if i < 0 {
+				if len(m.part)+len(p) <= logparse.MaxLineLen {
+					m.part = append(m.part, p...)
+				}
+				m.off += int64(len(p))
+				break
+			}
+			if len(m.part)+i <= logparse.MaxLineLen {
+				m.part = append(m.part, p[:i]...)
+			}
+			m.off += int64(i + 1)
+			a.handleLine(time.Now(), string(m.part), true, m.off <= m.stored)
+			m.part = m.part[:0]
+			p = p[i+1:]
+		}
+		if err != nil || n == 0 {
+			if err != nil && !errors.Is(err, io.EOF) {
+				a.log.Warn("read metrics file", "err", err)
 			}
 			return
-		case <-t.C:
-			readAll()
 		}
+	}
+}
+
+// finishMetricsFile parses the metrics file's last line, which will not be
+// ended (the run is over).
+func (a *active) finishMetricsFile() {
+	if m := &a.metrics; len(m.part) > 0 {
+		a.handleLine(time.Now(), string(m.part), true, false)
+		m.part = nil
 	}
 }
 
@@ -613,7 +774,7 @@ type Status struct {
 	ETA         time.Duration // 0 when unknown
 	FirstMetric time.Duration // from start to the first metric; 0 before it
 	Stopping    bool
-	Dropped     int64 // output lines not parsed because of a flood
+	Dropped     int64 // output bytes the run's supervisor could not write to the log (a stalled or full disk)
 }
 
 // Metric is a named value.
@@ -666,7 +827,7 @@ func (a *active) status() Status {
 		Progress: a.progress,
 		Elapsed:  a.run.Duration(now),
 		Stopping: a.stopReq != nil,
-		Dropped:  a.cap.dropped.Load(),
+		Dropped:  a.dropped,
 	}
 	if st.Progress == (logparse.Progress{}) {
 		st.Progress = emptyProgress()

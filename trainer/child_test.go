@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trainbot/trainbot/trainer/shim"
 )
 
 // The test binary doubles as the supervised child: with TRAINBOT_TEST_CHILD
@@ -21,6 +23,11 @@ const childEnv = "TRAINBOT_TEST_CHILD"
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(child(mode, os.Args[1:]))
+	}
+	// The test binary is also each run's supervisor (Options.ShimCommand
+	// defaults to this executable with "shim").
+	if len(os.Args) > 1 && os.Args[1] == "shim" {
+		os.Exit(shim.Main(os.Args[2:], os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -256,12 +256,12 @@ func TestThinnerKeepsEnvelopeBeyondTheRate(t *testing.T) {
 		case 700:
 			v = 9 // the maximum
 		}
-		stored = append(stored, th.keep(now, []logparse.Point{{Step: int64(i), Name: "loss", Value: v}})...)
+		stored = append(stored, th.keepPoints(now, []logparse.Point{{Step: int64(i), Name: "loss", Value: v}})...)
 	}
 	if len(stored) != pointsPerWindow {
 		t.Fatalf("stored %d points in the first second, want %d", len(stored), pointsPerWindow)
 	}
-	stored = append(stored, th.keep(now.Add(time.Second), []logparse.Point{{Step: 1001, Name: "loss", Value: 2}})...)
+	stored = append(stored, th.keepPoints(now.Add(time.Second), []logparse.Point{{Step: 1001, Name: "loss", Value: 2}})...)
 	var steps []int64
 	for _, p := range stored[pointsPerWindow:] {
 		steps = append(steps, p.Step)
@@ -276,7 +276,7 @@ func TestThinnerKeepsEnvelopeBeyondTheRate(t *testing.T) {
 	var slow thinner
 	n := 0
 	for i := 0; i < 100; i++ {
-		n += len(slow.keep(now.Add(time.Duration(i)*100*time.Millisecond), []logparse.Point{{Step: int64(i), Name: "acc", Value: 0.5}}))
+		n += len(slow.keepPoints(now.Add(time.Duration(i)*100*time.Millisecond), []logparse.Point{{Step: int64(i), Name: "acc", Value: 0.5}}))
 	}
 	if n != 100 {
 		t.Fatalf("slow metric: stored %d of 100", n)
@@ -285,7 +285,7 @@ func TestThinnerKeepsEnvelopeBeyondTheRate(t *testing.T) {
 	old := thinner{start: now.Add(-10 * time.Hour)}
 	n = 0
 	for i := 0; i < 200; i++ { // 20 points a second for 10 s
-		n += len(old.keep(now.Add(time.Duration(i)*50*time.Millisecond), []logparse.Point{{Step: int64(i), Name: "loss", Value: float64(i % 7)}}))
+		n += len(old.keepPoints(now.Add(time.Duration(i)*50*time.Millisecond), []logparse.Point{{Step: int64(i), Name: "loss", Value: float64(i % 7)}}))
 	}
 	if n != pointsPerWindow {
 		t.Fatalf("ten hours in: stored %d points in a 10 s window, want %d", n, pointsPerWindow)

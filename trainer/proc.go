@@ -51,6 +51,46 @@ func acquireLock(path string) (*fileLock, error) {
 	return &fileLock{f: f}, nil
 }
 
+// describe replaces what the lock file says about its holder.
+func (l *fileLock) describe(holder string) {
+	if l == nil || l.f == nil {
+		return
+	}
+	l.f.Truncate(0)
+	l.f.WriteAt([]byte(holder+"\n"), 0)
+}
+
+// ObserverLock is the file in a run directory whose flock the trainbot
+// that observes the run holds: one trainbot reads, stores and reports a
+// run at a time; another one attaches when that one is gone.
+const ObserverLock = "observer.lock"
+
+func acquireObserver(runDir string) (*fileLock, error) {
+	l, err := acquireLock(filepath.Join(runDir, ObserverLock))
+	if err != nil {
+		return nil, err
+	}
+	l.describe(fmt.Sprintf("trainbot pid %d since %s", os.Getpid(), time.Now().Format(time.RFC3339)))
+	return l, nil
+}
+
+// Observer says which trainbot observes the run whose directory is runDir:
+// ok is false when none does; holder is what its lock file says.
+func Observer(runDir string) (holder string, ok bool) {
+	path := filepath.Join(runDir, ObserverLock)
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return "", false
+	}
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b)), true
+}
+
 func (l *fileLock) release() {
 	if l == nil || l.f == nil {
 		return

@@ -11,7 +11,15 @@ package trainer
 import (
 	"maps"
 	"time"
+
+	"github.com/trainbot/trainbot/trainer/logparse"
 )
+
+// TimedPoint is a metric point with the time its line was written.
+type TimedPoint struct {
+	logparse.Point
+	At time.Time
+}
 
 // State is whether a run is still going.
 type State string
@@ -54,9 +62,15 @@ type Run struct {
 	StartedBy  string
 	Origin     string // the chat that started it ("telegram:123"), "" if none
 	StoppedBy  string
-	Steps      int64 // latest global step seen
-	Total      int64 // total steps when the output told, else 0
-	Supervisor int   // PID of the trainbot process that supervises the run
+	Steps      int64  // latest global step seen
+	Total      int64  // total steps when the output told, else 0
+	Supervisor int    // PID of the run's supervisor process (trainbot shim); before runners, of the trainbot process
+	Runner     string // what owns the run's processes: "local" (a trainbot shim on this host); "" for runs of trainbot before runners
+
+	// How far the bot has read the run's log and metrics file: points
+	// before are stored. Kept by the Recorder's SetOffsets, in step with
+	// the points; UpdateRun does not write them.
+	LogOffset, MetricsOffset int64
 
 	PeakGPUMem  *int64 // bytes; nil when no GPU was sampled
 	PeakHostMem *int64 // bytes; nil when not sampled

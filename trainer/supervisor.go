@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/trainer/logparse"
+	"github.com/trainbot/trainbot/trainer/shim"
 )
 
 // Recorder stores runs and their metric points. The store package
@@ -28,7 +28,14 @@ type Recorder interface {
 	UpdateRun(ctx context.Context, r *Run) error
 	// AddPoints queues metric points of a run for writing; it does not wait
 	// for the disk.
-	AddPoints(runID int64, at time.Time, pts []logparse.Point)
+	AddPoints(runID int64, pts []TimedPoint)
+	// ThinPoints queues the thinning of a run's stored points of one
+	// metric to a step width, after the points queued before it.
+	ThinPoints(runID int64, name string, width int64)
+	// SetOffsets queues how far the run's log and metrics file are read,
+	// stored with the points queued before it (Run.LogOffset,
+	// Run.MetricsOffset).
+	SetOffsets(runID, logOffset, metricsOffset int64)
 	// Flush writes every queued point.
 	Flush(ctx context.Context) error
 	// RunningRuns returns the runs recorded as running.
@@ -76,9 +83,10 @@ type EventKind string
 
 // Event kinds.
 const (
-	EventStarted EventKind = "started"
-	EventAlert   EventKind = "alert"
-	EventEnded   EventKind = "ended"
+	EventStarted  EventKind = "started"
+	EventAttached EventKind = "attached" // a trainbot observes a run again that an earlier one started
+	EventAlert    EventKind = "alert"
+	EventEnded    EventKind = "ended"
 )
 
 // Event is published to listeners when a run starts, raises an alert while
@@ -87,7 +95,7 @@ type Event struct {
 	Kind   EventKind
 	Run    *Run    // a copy
 	Alert  *Alert  // EventAlert only
-	Status *Status // EventEnded: the final status (metrics, rate); EventStarted: the first
+	Status *Status // EventEnded: the final status (metrics, rate); EventStarted, EventAttached: the first
 	At     time.Time
 	Job    *Job   // the run's job (shared: read only); set by the supervisor
 	Retry  *Retry // EventEnded of a job with on_oom: what it did; nil otherwise
@@ -128,6 +136,12 @@ type Options struct {
 	// the rest of its process group to close the output; then the group is
 	// killed. Default 2 s.
 	DrainTimeout time.Duration
+	// ShimCommand is the argv that starts a run's supervisor process
+	// (trainbot shim). Default: this executable with "shim".
+	ShimCommand []string
+	// AdoptEvery is how often Resume's watch looks for runs that no
+	// trainbot observes (their trainbot died). Default 5 s.
+	AdoptEvery time.Duration
 }
 
 // Supervisor starts, watches and stops runs. At most one run holds each
@@ -146,10 +160,13 @@ type Supervisor struct {
 	wg        sync.WaitGroup
 	retries   int           // on_oom retries decided but not started yet
 	noRetries chan struct{} // closed when retries drops to 0
+	resumed   bool
+	stopWatch chan struct{} // closed by Close and Detach: the adoption watch ends
 }
 
-// New checks the jobs, marks runs left "running" by a trainbot process that
-// is gone as interrupted, and returns a supervisor.
+// New checks the jobs and returns a supervisor. Runs that an earlier
+// trainbot started are re-attached by Resume, once the listeners are
+// subscribed.
 func New(ctx context.Context, opts Options) (*Supervisor, error) {
 	if opts.Recorder == nil {
 		return nil, errors.New("supervisor: no recorder")
@@ -160,7 +177,17 @@ func New(ctx context.Context, opts Options) (*Supervisor, error) {
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 2 * time.Second
 	}
-	s := &Supervisor{opts: opts, jobs: map[string]*Job{}, active: map[string]*active{}, log: opts.Logger}
+	if opts.AdoptEvery <= 0 {
+		opts.AdoptEvery = 5 * time.Second
+	}
+	if len(opts.ShimCommand) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("supervisor: find trainbot's executable for the run supervisor: %w", err)
+		}
+		opts.ShimCommand = []string{exe, "shim"}
+	}
+	s := &Supervisor{opts: opts, jobs: map[string]*Job{}, active: map[string]*active{}, log: opts.Logger, stopWatch: make(chan struct{})}
 	for _, j := range opts.Jobs {
 		if err := j.Normalize(); err != nil {
 			return nil, fmt.Errorf("job %s: %w", j.Name, err)
@@ -174,9 +201,6 @@ func New(ctx context.Context, opts Options) (*Supervisor, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-	}
-	if err := s.recoverInterrupted(ctx); err != nil {
-		return nil, fmt.Errorf("find interrupted runs: %w", err)
 	}
 	return s, nil
 }
@@ -272,9 +296,9 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	if err != nil {
 		return nil, err
 	}
-	ok := false
+	handed := false // the lock belongs to the run's supervisor once it started
 	defer func() {
-		if !ok {
+		if !handed {
 			lock.release()
 		}
 	}()
@@ -282,8 +306,8 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	ctx = context.WithoutCancel(ctx)
 	now := time.Now()
 	run := &Run{
-		Job: job.Name, Params: params, State: StateRunning, Outcome: OutcomeRunning,
-		StartedAt: now, StartedBy: req.By, Origin: req.Origin, Supervisor: os.Getpid(), RetryOf: req.RetryOf,
+		Job: job.Name, Params: params, State: StateRunning, Outcome: OutcomeRunning, Runner: RunnerLocal,
+		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf,
 	}
 	argv, env := job.Argv(params)
 	run.Command = argv
@@ -294,7 +318,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	run.ID = id
 	log := s.log.With("run", id, "job", job.Name)
 	runDir := filepath.Join(s.opts.DataDir, "runs", strconv.FormatInt(id, 10))
-	run.LogPath = filepath.Join(runDir, "output.log")
+	run.LogPath = filepath.Join(runDir, shim.LogFile)
 	fail := func(err error) (*Run, error) {
 		run.State, run.Outcome, run.EndedAt = StateEnded, OutcomeFailed, time.Now()
 		run.Detail = "could not start: " + err.Error()
@@ -308,76 +332,42 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return fail(err)
 	}
-	logFile, err := os.OpenFile(run.LogPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	obs, err := acquireObserver(runDir)
 	if err != nil {
 		return fail(err)
 	}
-	metricsPath := filepath.Join(runDir, "metrics.jsonl")
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = job.Dir
-	cmd.Env = childEnv(env, id, runDir, metricsPath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	outR, outW, err := os.Pipe()
+	lock.describe(fmt.Sprintf("run #%d (%s), started %s by trainbot pid %d", id, job.Name, now.Format(time.RFC3339), os.Getpid()))
+	spec := shim.Spec{
+		RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir, Env: childEnv(env, id, runDir, filepath.Join(runDir, "metrics.jsonl")),
+		RunDir: runDir, StopGrace: job.StopGrace, KillGrace: job.KillGrace, DrainTimeout: s.opts.DrainTimeout,
+		MaxLogBytes: job.MaxLogBytes,
+	}
+	handed = true
+	h, err := shim.Start(s.opts.ShimCommand, spec, lock.f, 30*time.Second)
+	lock.f = nil // closed by shim.Start: the shim holds the lock now, or nobody does
 	if err != nil {
-		logFile.Close()
+		obs.release()
 		return fail(err)
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		logFile.Close()
-		outR.Close()
-		outW.Close()
-		return fail(err)
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	fmt.Fprintf(logFile, "[trainbot] run %d of %s started %s: %s\n", id, job.Name, now.Format(time.RFC3339), quoteArgv(argv))
-	startErr := cmd.Start()
-	outW.Close()
-	errW.Close()
-	if startErr != nil {
-		fmt.Fprintf(logFile, "[trainbot] could not start: %v\n", startErr)
-		logFile.Close()
-		outR.Close()
-		errR.Close()
-		return fail(startErr)
-	}
-	run.PID = cmd.Process.Pid
+	run.PID, run.Supervisor = h.PID, h.ShimPID
 	if err := s.opts.Recorder.UpdateRun(ctx, run); err != nil {
 		log.Error("record run pid", "err", err)
 	}
-	parser, err := logparse.New(job.Patterns)
-	if err != nil { // Normalize checked the patterns; keep going without them
-		parser = &logparse.Parser{}
-	}
-	a := &active{
-		sup: s, run: run, job: job, cmd: cmd, parser: parser, lock: lock,
-		cap:         newCapture(logFile, job.MaxLogBytes, job.TailLines),
-		thin:        thinner{start: now},
-		pipes:       []*os.File{outR, errR},
-		metricsPath: metricsPath,
-		stopCh:      make(chan stopRequest, 1),
-		done:        make(chan struct{}),
-		last:        map[string]float64{},
-		nan:         map[string]*nanRun{},
-		names:       map[string]bool{},
-		log:         log,
-		oomBase:     cgroupOOMKills(),
-		attempt:     req.attempt,
-	}
-	a.cap.read(outR, false)
-	a.cap.read(errR, true)
-	go a.cap.done()
+	a := newActive(s, job, run, runDir)
+	a.handle, a.obs, a.attempt = h, obs, req.attempt
 	s.mu.Lock()
 	s.active[job.Lock] = a
 	s.mu.Unlock()
 	s.wg.Add(1)
-	go a.supervise()
-	ok = true
-	log.Info("run started", "pid", cmd.Process.Pid, "argv", quoteArgv(argv))
+	go a.observe()
+	log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", quoteArgv(argv))
 	st := a.status() // from here on, run belongs to a (read it under a.mu)
 	s.publish(Event{Kind: EventStarted, Run: st.Run.Clone(), Status: &st})
 	return st.Run, nil
 }
+
+// RunnerLocal is the runner of runs supervised by a trainbot shim on this host.
+const RunnerLocal = "local"
 
 func emptyProgress() logparse.Progress { return logparse.Progress{Epoch: math.NaN()} }
 
@@ -431,7 +421,7 @@ func (s *Supervisor) stop(runID int64, req stopRequest) (*Run, error) {
 	}
 	select {
 	case a.stopCh <- req:
-	default: // a stop is already on its way
+	default: // stops are already on their way
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -508,7 +498,7 @@ func (s *Supervisor) Tail(runID int64, n int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.cap.tail.last(n), nil
+	return a.tail.last(n), nil
 }
 
 // ActivePGIDs maps the process group id of every active run to its run id,
@@ -571,21 +561,11 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 }
 
 // Close refuses new runs, stops the active ones (as "trainbot shutdown")
-// and waits for them to end. If ctx ends first, the remaining process
-// groups are killed and Close still waits for their supervision to finish.
+// and waits for them to end: what a terminal chat does, where a person at
+// the keyboard ends the session. If ctx ends first, the remaining runs are
+// killed and Close still waits for their ends to be recorded.
 func (s *Supervisor) Close(ctx context.Context) error {
-	// Under startMu: a Start already past its closing check (an on_oom
-	// retry, a chat command) has registered its run, which is then among
-	// those stopped below; every later Start sees closing.
-	s.startMu.Lock()
-	s.mu.Lock()
-	s.closing = true
-	as := make([]*active, 0, len(s.active))
-	for _, a := range s.active {
-		as = append(as, a)
-	}
-	s.mu.Unlock()
-	s.startMu.Unlock()
+	as := s.closeDown()
 	for _, a := range as {
 		select {
 		case a.stopCh <- stopRequest{by: "trainbot shutdown", reason: OutcomeStopped}:
@@ -606,32 +586,181 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// recoverInterrupted marks runs whose supervising trainbot process is gone.
-func (s *Supervisor) recoverInterrupted(ctx context.Context) error {
+// Detach refuses new runs and stops observing the active ones, which go on
+// under their supervisors; the next trainbot re-attaches (serve's
+// shutdown, an upgrade). Points read so far are stored.
+func (s *Supervisor) Detach(ctx context.Context) error {
+	as := s.closeDown()
+	for _, a := range as {
+		a.detachOnce.Do(func() { close(a.detach) })
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// closeDown refuses new runs, ends the adoption watch and returns the
+// active runs.
+func (s *Supervisor) closeDown() []*active {
+	// Under startMu: a Start already past its closing check (an on_oom
+	// retry, a chat command) has registered its run, which is then among
+	// those returned; every later Start sees closing.
+	s.startMu.Lock()
+	s.mu.Lock()
+	if !s.closing {
+		s.closing = true
+		close(s.stopWatch)
+	}
+	as := make([]*active, 0, len(s.active))
+	for _, a := range s.active {
+		as = append(as, a)
+	}
+	s.mu.Unlock()
+	s.startMu.Unlock()
+	return as
+}
+
+// Resume re-attaches to the runs an earlier trainbot left running (their
+// supervisors still run them, or have recorded how they ended while no
+// trainbot watched), records runs whose supervisor died as interrupted, and
+// keeps looking every AdoptEvery for runs no trainbot observes (one that
+// another trainbot observed until it died). Call it once, after Subscribe:
+// re-attached runs are announced with EventAttached.
+func (s *Supervisor) Resume(ctx context.Context) error {
+	s.mu.Lock()
+	if s.resumed || s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.resumed = true
+	s.mu.Unlock()
+	if err := s.adopt(ctx); err != nil {
+		return fmt.Errorf("find runs left running: %w", err)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(s.opts.AdoptEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stopWatch:
+				return
+			case <-t.C:
+				if err := s.adopt(context.Background()); err != nil {
+					s.log.Warn("look for runs left running", "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// adopt attaches to every run the store says is running that no trainbot
+// observes.
+func (s *Supervisor) adopt(ctx context.Context) error {
 	runs, err := s.opts.Recorder.RunningRuns(ctx)
 	if err != nil {
 		return err
 	}
+	// Under startMu: a run Start has recorded but not registered yet is
+	// not taken for one left behind.
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
 	for _, r := range runs {
-		if r.Supervisor != os.Getpid() && processStartedBefore(r.Supervisor, r.StartedAt) {
-			continue // another live trainbot supervises it
+		s.mu.Lock()
+		closing := s.closing
+		mine := false
+		for _, a := range s.active {
+			mine = mine || a.run.ID == r.ID
 		}
-		r.State, r.Outcome = StateEnded, OutcomeInterrupted
-		r.EndedAt = time.Now()
-		r.Detail = fmt.Sprintf("trainbot (pid %d) stopped while the run was active; found at the next start", r.Supervisor)
-		// What is known of its end: its log was written up to then (each
-		// second while it printed). trainbot may come back days later.
-		if fi, err := os.Stat(r.LogPath); err == nil && fi.ModTime().After(r.StartedAt) && fi.ModTime().Before(r.EndedAt) {
-			r.EndedAt = fi.ModTime()
-			r.Detail += "; its log was last written " + r.EndedAt.Format(time.RFC3339)
+		s.mu.Unlock()
+		if closing {
+			return nil
 		}
-		if r.PID > 0 && syscall.Kill(-r.PID, 0) == nil && processStartedBefore(r.PID, r.StartedAt.Add(time.Minute)) {
-			r.Detail += fmt.Sprintf("; its process group %d is still alive, unsupervised", r.PID)
+		if mine {
+			continue
 		}
-		if err := s.opts.Recorder.UpdateRun(ctx, r); err != nil {
-			return err
+		if r.Runner == "" {
+			if err := s.interruptedBeforeRunners(ctx, r); err != nil {
+				return err
+			}
+			continue
 		}
-		s.log.Warn("run interrupted", "run", r.ID, "detail", r.Detail)
+		job, ok := s.jobs[r.Job]
+		if !ok { // a job no longer configured: observe it with the defaults
+			job = &Job{Name: r.Job, Command: r.Command}
+			if err := job.Normalize(); err != nil {
+				job = &Job{Name: r.Job, Lock: r.Job, StopGrace: DefaultStopGrace, KillGrace: DefaultKillGrace, TailLines: DefaultTailLines}
+			}
+		}
+		runDir := filepath.Dir(r.LogPath)
+		obs, err := acquireObserver(runDir)
+		if err != nil {
+			continue // another trainbot observes it
+		}
+		if _, busy := s.active[job.Lock]; busy {
+			// Two runs of one lock: only after a config change (two jobs
+			// that now share a lock). Observe it under its run id.
+			job = cloneJob(job)
+			job.Lock = fmt.Sprintf("%s#run%d", job.Lock, r.ID)
+		}
+		a := newActive(s, job, r, runDir)
+		a.obs, a.adopted = obs, true
+		a.attempt = retryAttempt(r.StartedBy)
+		s.mu.Lock()
+		s.active[job.Lock] = a
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go a.observe()
+		s.log.Info("re-attached to run", "run", r.ID, "job", r.Job, "supervisor", r.Supervisor, "running for", time.Since(r.StartedAt).Round(time.Second))
 	}
+	return nil
+}
+
+func cloneJob(j *Job) *Job {
+	c := *j
+	return &c
+}
+
+// retryAttempt reads the on_oom attempt from a run's StartedBy ("on_oom,
+// retry 2/3 of run #5"); 0 when it is not a retry.
+func retryAttempt(by string) int {
+	var n, limit int
+	var of int64
+	if _, err := fmt.Sscanf(by, "on_oom, retry %d/%d of run #%d", &n, &limit, &of); err != nil {
+		return 0
+	}
+	return n
+}
+
+// interruptedBeforeRunners records a run of a trainbot from before runners
+// (it supervised its runs in its own process) as interrupted, unless that
+// trainbot still runs.
+func (s *Supervisor) interruptedBeforeRunners(ctx context.Context, r *Run) error {
+	if r.Supervisor != os.Getpid() && processStartedBefore(r.Supervisor, r.StartedAt) {
+		return nil // another live trainbot supervises it
+	}
+	r.State, r.Outcome = StateEnded, OutcomeInterrupted
+	r.EndedAt = time.Now()
+	r.Detail = fmt.Sprintf("trainbot (pid %d) stopped while the run was active; found at the next start", r.Supervisor)
+	// What is known of its end: its log was written up to then (each
+	// second while it printed). trainbot may come back days later.
+	if fi, err := os.Stat(r.LogPath); err == nil && fi.ModTime().After(r.StartedAt) && fi.ModTime().Before(r.EndedAt) {
+		r.EndedAt = fi.ModTime()
+		r.Detail += "; its log was last written " + r.EndedAt.Format(time.RFC3339)
+	}
+	if r.PID > 0 && syscall.Kill(-r.PID, 0) == nil && processStartedBefore(r.PID, r.StartedAt.Add(time.Minute)) {
+		r.Detail += fmt.Sprintf("; its process group %d is still alive, unsupervised", r.PID)
+	}
+	if err := s.opts.Recorder.UpdateRun(ctx, r); err != nil {
+		return err
+	}
+	s.log.Warn("run interrupted", "run", r.ID, "detail", r.Detail)
 	return nil
 }

@@ -45,6 +45,9 @@ func newHarnessIn(t *testing.T, dir string, jobs ...*trainer.Job) *harness {
 	}
 	h := &harness{t: t, dir: dir, st: st, sup: sup, events: make(chan trainer.Event, 1000)}
 	sup.Subscribe(func(e trainer.Event) { h.events <- e })
+	if err := sup.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -267,25 +270,91 @@ func TestStopEscalatesToKillAndNoGrandchildSurvives(t *testing.T) {
 }
 
 // A grandchild that left the run's process group (setsid) and holds its
-// output open does not keep the run from ending, and the log says why the
-// output was cut.
-func TestEscapedGrandchildDoesNotHoldTheRun(t *testing.T) {
+// output open does not keep the run from ending, nor does it outlive the
+// run: the run's supervisor is its subreaper and kills it.
+func TestEscapedGrandchildDoesNotOutliveTheRun(t *testing.T) {
 	h := newHarness(t, job("e", childCommand("escape")))
 	r := h.start("e", nil)
 	got := h.wait(r.ID)
 	log, _ := os.ReadFile(got.LogPath)
+	var escaped int
 	for _, l := range strings.Split(string(log), "\n") {
 		if v, ok := strings.CutPrefix(l, "escaped "); ok {
-			if pid, err := strconv.Atoi(v); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
+			escaped, _ = strconv.Atoi(v)
 		}
+	}
+	if escaped == 0 {
+		t.Fatalf("the child did not say which process escaped:\n%s", log)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(escaped) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(escaped) {
+		syscall.Kill(escaped, syscall.SIGKILL)
+		t.Errorf("the process %d that left the group with setsid survived the run", escaped)
 	}
 	if got.Outcome != trainer.OutcomeFinished || got.Steps != 1 {
 		t.Errorf("got %s at step %d (%s), want finished at step 1", got.Outcome, got.Steps, got.Detail)
 	}
-	if !strings.Contains(string(log), "outside the run's process group") {
-		t.Errorf("the log does not say what held the output:\n%s", log)
+}
+
+// The bot can leave and come back: a run goes on under its supervisor
+// while no trainbot observes it, and the next trainbot re-attaches, reads
+// what was printed meanwhile and stores every point once.
+func TestDetachAndReattachStoresEveryPointOnce(t *testing.T) {
+	const n = 120
+	h := newHarness(t, job("d", childCommand("print", strconv.Itoa(n), "25")))
+	r := h.start("d", nil)
+	h.waitTail(r.ID, "Step [20/")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.sup.Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rr, _ := h.st.Run(context.Background(), r.ID); rr.State != trainer.StateRunning {
+		t.Fatalf("detach ended the run: %s (%s)", rr.Outcome, rr.Detail)
+	}
+	time.Sleep(300 * time.Millisecond) // the run prints while nobody watches
+	h2 := newHarnessIn(t, h.dir, job("d", childCommand("print", strconv.Itoa(n), "25")))
+	e := h2.waitEvent(trainer.EventAttached, r.ID)
+	if e.Run.Supervisor == 0 || e.Run.Runner != trainer.RunnerLocal {
+		t.Errorf("attached event: supervisor %d runner %q", e.Run.Supervisor, e.Run.Runner)
+	}
+	got := h2.wait(r.ID)
+	if got.Outcome != trainer.OutcomeFinished || got.Steps != n {
+		t.Fatalf("got %s at step %d (%s), want finished at step %d", got.Outcome, got.Steps, got.Detail, n)
+	}
+	pts, err := h2.st.Series(context.Background(), r.ID, "loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	for _, p := range pts {
+		seen[p.Step]++
+	}
+	for i := int64(1); i <= n; i++ {
+		if seen[i] != 1 {
+			t.Errorf("step %d stored %d times, want once", i, seen[i])
+		}
+	}
+}
+
+// A run whose supervisor died without recording the end is interrupted,
+// and says whether its processes are still alive.
+func TestRunWhoseSupervisorDiedIsInterrupted(t *testing.T) {
+	h := newHarness(t, job("k", childCommand("print", "400", "25")))
+	r := h.start("k", nil)
+	h.waitTail(r.ID, "Step [5/")
+	if err := syscall.Kill(r.Supervisor, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeInterrupted || !strings.Contains(got.Detail, "supervisor") {
+		t.Fatalf("got %s (%s), want interrupted: the supervisor died", got.Outcome, got.Detail)
+	}
+	if strings.Contains(got.Detail, "still alive") {
+		syscall.Kill(-r.PID, syscall.SIGKILL)
 	}
 }
 
@@ -577,9 +646,8 @@ func TestMetricNamesPerRunAreBounded(t *testing.T) {
 	if len(pts) != 2 || len(vpts) != 1 {
 		t.Errorf("got %d loss and %d val_loss points, want 2 and 1: losses are kept", len(pts), len(vpts))
 	}
-	log, _ := os.ReadFile(got.LogPath)
-	if !strings.Contains(string(log), "metric names") {
-		t.Error("the log does not say that new metric names were ignored")
+	if !strings.Contains(got.Detail, "metric names") {
+		t.Errorf("the end does not say that new metric names were ignored: %s", got.Detail)
 	}
 }
 

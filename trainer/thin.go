@@ -39,8 +39,20 @@ type thinWindow struct {
 	held           bool // min/max/last hold points not yet stored
 }
 
-// keep returns the points to store now.
-func (t *thinner) keep(now time.Time, pts []logparse.Point) []logparse.Point {
+// width is the step width a metric is thinned to in the store.
+func (t *thinner) width(string) int64 { return 1 }
+
+// keep returns the points to store now, and the metrics whose stored
+// points the store must thin (none: this thinner decides in memory).
+func (t *thinner) keep(now time.Time, pts []logparse.Point) ([]TimedPoint, []string) {
+	var out []TimedPoint
+	for _, p := range t.keepPoints(now, pts) {
+		out = append(out, TimedPoint{Point: p, At: now})
+	}
+	return out, nil
+}
+
+func (t *thinner) keepPoints(now time.Time, pts []logparse.Point) []logparse.Point {
 	if t.metrics == nil {
 		t.metrics = map[string]*thinWindow{}
 	}
@@ -92,7 +104,15 @@ func (w *thinWindow) release(out []logparse.Point) []logparse.Point {
 }
 
 // flush returns every held point (at the end of a run).
-func (t *thinner) flush() []logparse.Point {
+func (t *thinner) flush() []TimedPoint {
+	var out []TimedPoint
+	for _, p := range t.flushPoints() {
+		out = append(out, TimedPoint{Point: p, At: time.Now()})
+	}
+	return out
+}
+
+func (t *thinner) flushPoints() []logparse.Point {
 	var out []logparse.Point
 	for _, w := range t.metrics {
 		out = w.release(out)

@@ -71,6 +71,9 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
+	// On every path out, nothing observes runs after the store closes
+	// (after the shutdown below, this finds nothing left to do).
+	defer sup.Detach(context.WithoutCancel(ctx))
 
 	var transports []bot.Transport
 	var always []bot.ChatKey
@@ -122,6 +125,11 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			Interval: interval, Memory: lastMemory(st, logger), Logger: logger})
 		sup.Subscribe(progress.OnEvent)
 		progress.Start()
+	}
+	// Runs an earlier trainbot left running are re-attached (and
+	// announced) once the notifier listens.
+	if err := sup.Resume(ctx); err != nil {
+		return errorf(e, "%v", err)
 	}
 	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
 		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}}
@@ -207,10 +215,20 @@ wait:
 	}
 	cancelStop()
 
-	// Stop what still runs. A second signal kills instead of waiting.
+	// The runs belong to their supervisors: serve leaves them running and
+	// the next trainbot re-attaches. A terminal chat stops what still
+	// runs, since a person ends the session there; a second signal kills
+	// instead of waiting.
 	closeCtx, cancelClose := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelClose()
-	if interrupted && len(sup.Active()) > 0 {
+	if !o.exitAtEOF {
+		if n := len(sup.Active()); n > 0 {
+			logger.Info("leaving the active runs running; the next trainbot re-attaches", "runs", n)
+		}
+		if err := sup.Detach(closeCtx); err != nil {
+			logger.Warn("detach from runs", "err", err)
+		}
+	} else if interrupted && len(sup.Active()) > 0 {
 		fmt.Fprintln(e.stderr, "trainbot: stopping the active run (press Ctrl-C again to kill it)")
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -223,8 +241,10 @@ wait:
 			}
 		}()
 	}
-	if err := sup.Close(closeCtx); err != nil {
-		logger.Warn("runs killed at shutdown", "err", err)
+	if o.exitAtEOF {
+		if err := sup.Close(closeCtx); err != nil {
+			logger.Warn("runs killed at shutdown", "err", err)
+		}
 	}
 	monitor.Close()
 	if err := telemetry.Close(); err != nil {

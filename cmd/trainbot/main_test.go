@@ -15,10 +15,13 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary play trainbot's demo child: the demo job
-// runs os.Executable() with "demo-train".
+// TestMain lets the test binary play trainbot's demo child and its run
+// supervisor: the demo job runs os.Executable() with "demo-train", and
+// every run is started by os.Executable() with "shim".
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "demo-train" {
+	// With TRAINBOT_TEST_MAIN=1 it is trainbot itself (a console a test
+	// kills with -9).
+	if len(os.Args) > 1 && (os.Args[1] == "demo-train" || os.Args[1] == "shim" || os.Getenv("TRAINBOT_TEST_MAIN") == "1") {
 		exe, _ := os.Executable()
 		os.Exit(run(context.Background(), os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ(), exe: exe}))
 	}

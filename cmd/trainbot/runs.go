@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -37,7 +38,10 @@ type runJSON struct {
 	PID              int                 `json:"pid"`
 	Command          []string            `json:"command"`
 	LogPath          string              `json:"log_path"`
-	RetryOf          *int64              `json:"retry_of"` // the run this one retried after out-of-memory (on_oom); null if none
+	RetryOf          *int64              `json:"retry_of"`           // the run this one retried after out-of-memory (on_oom); null if none
+	Runner           string              `json:"runner"`             // "local": a trainbot shim on this host owns the run's processes
+	SupervisorPID    int                 `json:"supervisor_pid"`     // that shim's pid
+	Attached         *bool               `json:"attached,omitempty"` // runs show, a running run: a trainbot observes it now
 }
 
 func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
@@ -47,6 +51,7 @@ func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 		Params: r.Params, Steps: r.Steps, TotalSteps: r.Total, Last: map[string]*float64{},
 		PeakGPUMemBytes: r.PeakGPUMem, PeakHostMemBytes: r.PeakHostMem,
 		StartedBy: r.StartedBy, StoppedBy: r.StoppedBy, PID: r.PID, Command: r.Command, LogPath: r.LogPath,
+		Runner: def(r.Runner, trainer.RunnerLocal), SupervisorPID: r.Supervisor,
 	}
 	if j.Params == nil {
 		j.Params = map[string]string{}
@@ -117,11 +122,26 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 		if err != nil {
 			return errorf(e, "%v", err)
 		}
+		holder, attached := trainer.Observer(filepath.Dir(r.LogPath))
 		if *asJSON {
-			return printJSON(e, toJSON(r, last, now))
+			j := toJSON(r, last, now)
+			if r.State == trainer.StateRunning {
+				j.Attached = &attached
+			}
+			return printJSON(e, j)
 		}
 		fmt.Fprintln(e.stdout, bot.EndedText(r, last))
 		fmt.Fprintf(e.stdout, "started %s by %s\ncommand %s\nlog %s\n", r.StartedAt.Format(time.RFC3339), def(r.StartedBy, "?"), strings.Join(r.Command, " "), r.LogPath)
+		if r.Supervisor > 0 && r.Runner != "" {
+			fmt.Fprintf(e.stdout, "runner %s · supervisor pid %d\n", r.Runner, r.Supervisor)
+		}
+		if r.State == trainer.StateRunning {
+			if attached {
+				fmt.Fprintf(e.stdout, "trainbot is attached to this run (%s)\n", holder)
+			} else {
+				fmt.Fprintln(e.stdout, "no trainbot is attached to this run now: the next one started on this data directory re-attaches")
+			}
+		}
 		return exitOK
 	}
 	runs, err := st.Runs(ctx, store.RunFilter{Job: *job, Limit: *limit})

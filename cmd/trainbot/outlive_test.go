@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// writeStepsJob writes a config whose job prints "step=I loss=X" every
+// pace for n steps: a shell-free loop in the test binary's own shell-less
+// child (/bin/sh is not needed: python3 is, as for the torch tests).
+func writeStepsJob(t *testing.T, n int, pace time.Duration) (cfgPath, data string) {
+	t.Helper()
+	dir := t.TempDir()
+	data = filepath.Join(dir, "data")
+	script := filepath.Join(dir, "steps.py")
+	if err := os.WriteFile(script, []byte(fmt.Sprintf(`import time, sys
+for i in range(1, %d + 1):
+    print("step=%%d loss=%%.6f" %% (i, 1.0 / i), flush=True)
+    time.sleep(%g)
+`, n, pace.Seconds())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	cfgPath = filepath.Join(dir, "steps.toml")
+	cfg := `data_dir = "` + data + `"
+[[jobs]]
+name = "steps"
+command = ["` + py + `", "` + script + `"]
+stop_grace = "2s"
+`
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfgPath, data
+}
+
+func logLines(path string) int {
+	b, _ := os.ReadFile(path)
+	return strings.Count(string(b), "\nstep=")
+}
+
+// TestRunOutlivesAKilledTrainbot is the acceptance of "Runs outlive
+// trainbot": kill -9 of a console process 3 s into a 10 s job printing
+// every 50 ms; the training keeps printing; a second trainbot on the same
+// data directory refuses 开始 of that job while it runs, shows it in 状态,
+// and records it finished with every step stored.
+func TestRunOutlivesAKilledTrainbot(t *testing.T) {
+	const steps = 200 // 10 s at 50 ms
+	cfgPath, data := writeStepsJob(t, steps, 50*time.Millisecond)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := exec.Command(exe, "console", "--config", cfgPath)
+	first.Env = append(os.Environ(), "TRAINBOT_TEST_MAIN=1", "HOME="+t.TempDir())
+	stdin, err := first.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	first.Stdout, first.Stderr = &out, &out
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Process.Kill()
+	io.WriteString(stdin, "开始\n")
+	waitFor(t, &out, 0, `run #1 started`)
+	logPath := filepath.Join(data, "runs", "1", "output.log")
+	deadline := time.Now().Add(20 * time.Second)
+	for logLines(logPath) < 40 && time.Now().Before(deadline) { // ~2-3 s in
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	killedAt := logLines(logPath)
+
+	// The training goes on without any trainbot.
+	deadline = time.Now().Add(10 * time.Second)
+	for logLines(logPath) < killedAt+10 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := logLines(logPath); n < killedAt+10 {
+		t.Fatalf("the run printed %d lines after trainbot was killed at line %d, want it to go on", n-killedAt, killedAt)
+	}
+
+	// A second trainbot: 开始 is refused while the run goes on, 状态 shows
+	// it; at the end of input it waits for the run, which ends finished.
+	pr, pw := io.Pipe()
+	e, out2, errOut := testEnv(t, pr)
+	done := make(chan int, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() { done <- run(ctx, []string{"console", "--config", cfgPath}, e) }()
+	waitFor(t, out2, 0, `re-attached to run #1 \(steps\)`)
+	io.WriteString(pw, "开始\n")
+	_, at := waitFor(t, out2, 0, `run #1 \(steps\) is already running`)
+	io.WriteString(pw, "状态\n")
+	waitFor(t, out2, at, `run #1 · steps · running for`)
+	pw.Close()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("second trainbot exited %d: %s", code, errOut.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the second trainbot did not end with the run")
+	}
+	r := runJSONOf(t, data, "1")
+	if r["outcome"] != "finished" || r["steps"] != float64(steps) || r["runner"] != "local" {
+		t.Fatalf("run: outcome %v steps %v runner %v (%v), want finished at step %d by the local runner", r["outcome"], r["steps"], r["runner"], r["detail"], steps)
+	}
+	code, pts, stderr := trainbot(t, "", "points", "1", "--metric", "loss", "--json", "--data", data)
+	if code != 0 {
+		t.Fatalf("points: %d %s", code, stderr)
+	}
+	var got []struct {
+		Step int64 `json:"step"`
+	}
+	if err := json.Unmarshal([]byte(pts), &got); err != nil {
+		t.Fatalf("points --json: %v\n%s", err, pts)
+	}
+	seen := map[int64]int{}
+	for _, p := range got {
+		seen[p.Step]++
+	}
+	for i := int64(1); i <= steps; i++ {
+		if seen[i] != 1 {
+			t.Errorf("step %d stored %d times, want once", i, seen[i])
+		}
+	}
+}

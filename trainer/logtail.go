@@ -1,0 +1,238 @@
+package trainer
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/trainbot/trainbot/trainer/logparse"
+	"github.com/trainbot/trainbot/trainer/shim"
+)
+
+// Limits of what the bot reads of a run's log.
+const (
+	readChunk   = 256 << 10 // bytes read from the log at a time
+	tailLineMax = 2048      // a tail line longer than this is cut (the log has it whole)
+)
+
+// logTail follows a run's output.log by offset, as its supervisor writes
+// it, and cuts it into lines at '\n' and '\r'. A line longer than
+// logparse.MaxLineLen is cut; the rest of it, up to the next line end, is
+// not parsed. NUL bytes (ranges of a log freed past max_log_bytes) are
+// skipped.
+type logTail struct {
+	f        *os.File
+	off      int64 // file offset of the next byte to read
+	buf      []byte
+	partial  []byte
+	overlong bool
+	cr       bool // the last line ended with '\r': the next replaces it in the tail ring
+}
+
+func openLogTail(path string) (*logTail, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &logTail{f: f, buf: make([]byte, readChunk)}, nil
+}
+
+func (t *logTail) close() {
+	if t != nil && t.f != nil {
+		t.f.Close()
+	}
+}
+
+// line is one complete line of the log.
+type line struct {
+	text string
+	end  int64 // offset just past its line end
+	cr   bool  // it replaces the previous line (a progress bar redrawn with '\r')
+}
+
+// read reads what the log has now, at most max bytes, and calls fn for
+// every complete line. It returns the bytes read (0 at the end of what is
+// written).
+func (t *logTail) read(max int, fn func(line)) (int, error) {
+	total := 0
+	for total < max {
+		n, err := t.f.ReadAt(t.buf, t.off)
+		if n > 0 {
+			t.feed(t.buf[:n], fn)
+			total += n
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return total, nil
+			}
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func (t *logTail) feed(p []byte, fn func(line)) {
+	for len(p) > 0 {
+		i := indexLineEnd(p)
+		if i < 0 {
+			t.add(p)
+			t.off += int64(len(p))
+			return
+		}
+		t.add(p[:i])
+		t.off += int64(i + 1)
+		t.emit(p[i] == '\r', fn)
+		p = p[i+1:]
+	}
+}
+
+// flush ends the last line, which has no line end (the run is over).
+func (t *logTail) flush(fn func(line)) {
+	if len(t.partial) > 0 || t.overlong {
+		t.emit(false, fn)
+	}
+}
+
+// indexLineEnd finds the first '\n' or '\r' (IndexByte is vectorised).
+func indexLineEnd(p []byte) int {
+	nl := bytes.IndexByte(p, '\n')
+	seg := p
+	if nl >= 0 {
+		seg = p[:nl]
+	}
+	if cr := bytes.IndexByte(seg, '\r'); cr >= 0 {
+		return cr
+	}
+	return nl
+}
+
+func (t *logTail) add(p []byte) {
+	if len(t.partial) == 0 {
+		p = bytes.TrimLeft(p, "\x00")
+	}
+	room := logparse.MaxLineLen - len(t.partial)
+	if len(p) > room {
+		p = p[:max(room, 0)]
+		t.overlong = true
+	}
+	t.partial = append(t.partial, p...)
+}
+
+func (t *logTail) emit(cr bool, fn func(line)) {
+	if len(t.partial) == 0 && !t.overlong {
+		if !cr {
+			t.cr = false // "\r\n" ends the carriage-return line
+		}
+		return
+	}
+	l := line{text: string(t.partial), end: t.off, cr: t.cr}
+	t.partial = t.partial[:0]
+	if cap(t.partial) > 1<<20 {
+		t.partial = nil
+	}
+	t.overlong = false
+	t.cr = cr
+	fn(l)
+}
+
+// shown is a line as the tail ring keeps it: cut, valid UTF-8.
+func shown(text string) string {
+	if len(text) > tailLineMax {
+		text = text[:tailLineMax] + "…"
+	}
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	return text
+}
+
+// lineTimes tells when each part of a log was read by the run's
+// supervisor, from its output.idx, so that points get the time their line
+// was written, not the time the bot got to it (after a restart, or behind
+// a backlog).
+type lineTimes struct {
+	path string
+	next int64             // the next record to read
+	recs []shim.IndexEntry // records not yet passed, in offset order
+	last time.Time         // the time given last: times never go back
+}
+
+// at returns the time the line ending at offset end was read. A line the
+// index does not cover yet was read just now.
+func (lt *lineTimes) at(end int64) time.Time {
+	for len(lt.recs) > 0 && lt.recs[0].Offset < end {
+		lt.recs = lt.recs[1:]
+	}
+	if len(lt.recs) == 0 {
+		if recs, err := shim.ReadIndex(lt.path, lt.next); err == nil && len(recs) > 0 {
+			lt.next += int64(len(recs))
+			lt.recs = recs
+			for len(lt.recs) > 0 && lt.recs[0].Offset < end {
+				lt.recs = lt.recs[1:]
+			}
+		}
+	}
+	t := time.Now()
+	if len(lt.recs) > 0 {
+		t = lt.recs[0].Time
+	}
+	if t.Before(lt.last) {
+		t = lt.last
+	}
+	lt.last = t
+	return t
+}
+
+// ring keeps the last n lines.
+type ring struct {
+	mu    sync.Mutex
+	lines []string
+	next  int
+	full  bool
+}
+
+func newRing(n int) *ring { return &ring{lines: make([]string, max(n, 1))} }
+
+// put adds a line; replace overwrites the newest line instead (a progress
+// bar redrawn with '\r').
+func (r *ring) put(s string, replace bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if replace && (r.next > 0 || r.full) {
+		i := (r.next - 1 + len(r.lines)) % len(r.lines)
+		r.lines[i] = s
+		return
+	}
+	r.lines[r.next] = s
+	r.next++
+	if r.next == len(r.lines) {
+		r.next, r.full = 0, true
+	}
+}
+
+// last returns up to n of the newest lines, oldest first.
+func (r *ring) last(n int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	size := r.next
+	if r.full {
+		size = len(r.lines)
+	}
+	if n <= 0 || n > size {
+		n = size
+	}
+	out := make([]string, 0, n)
+	for i := size - n; i < size; i++ {
+		j := i
+		if r.full {
+			j = (r.next + i) % len(r.lines)
+		}
+		out = append(out, r.lines[j])
+	}
+	return out
+}
