@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +80,76 @@ func benchSupervised(b *testing.B, work string) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(child.Milliseconds())/float64(b.N), "child-ms/op")
+}
+
+// BenchmarkReattach is the time from a new trainbot's start (New, then
+// Resume) to "re-attached" (attached-ms/op) and to having read and stored
+// the whole backlog (caught-up-ms/op) of a run that printed 1e6 lines
+// while no trainbot observed it. bench/reattach.sh runs it.
+func BenchmarkReattach(b *testing.B) {
+	var attached, caught time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dir := b.TempDir()
+		j := &trainer.Job{Name: "c", Command: childCommand("cpuprint", overheadLines, "0", "hold"), StopGrace: time.Second, KillGrace: time.Second}
+		h := newBenchHarnessJob(b, dir, j)
+		r, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "c"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := h.sup.Detach(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+		h.close()
+		// Wait until the child has printed everything (it then holds on).
+		logPath := filepath.Join(dir, "runs", "1", "output.log")
+		for deadline := time.Now().Add(time.Minute); ; {
+			if fi, err := os.Stat(logPath); err == nil && fi.Size() > 20<<20 {
+				if b2, _ := os.ReadFile(logPath); strings.Contains(string(b2), "step 1000000 ") {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				b.Fatal("the child did not print its lines")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		b.StartTimer()
+		start := time.Now()
+		h2 := newBenchHarnessJob(b, dir, j)
+		attachedAt := make(chan time.Time, 1)
+		h2.sup.Subscribe(func(e trainer.Event) {
+			if e.Kind == trainer.EventAttached {
+				attachedAt <- time.Now()
+			}
+		})
+		if err := h2.sup.Resume(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		at := <-attachedAt
+		for deadline := time.Now().Add(time.Minute); ; {
+			st, err := h2.sup.Status(r.ID)
+			if err == nil && st.Progress.Step == 1000000 {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("not caught up: %+v %v", st.Progress, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := h2.st.Flush(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		attached += at.Sub(start)
+		caught += time.Since(start)
+		h2.sup.Stop(r.ID, "bench")
+		h2.sup.WaitRun(context.Background(), r.ID)
+		h2.close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(attached.Milliseconds())/float64(b.N), "attached-ms/op")
+	b.ReportMetric(float64(caught.Milliseconds())/float64(b.N), "caught-up-ms/op")
 }

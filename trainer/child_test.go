@@ -75,6 +75,12 @@ func child(mode string, args []string) int {
 			}
 			fmt.Fprintf(w, "step %d loss=%.4f\n", i, float64(x%10000)/10000)
 		}
+		if arg(2, "") == "hold" { // then wait to be stopped
+			w.Flush()
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+			<-sig
+		}
 		return 0
 	case "env":
 		for _, k := range strings.Split(arg(0, ""), ",") {

@@ -829,11 +829,15 @@ type benchHarness struct {
 }
 
 func newBenchHarness(b *testing.B, dir, work string) *benchHarness {
+	return newBenchHarnessJob(b, dir, job("c", childCommand("cpuprint", overheadLines, work)))
+}
+
+func newBenchHarnessJob(b *testing.B, dir string, j *trainer.Job) *benchHarness {
 	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: []*trainer.Job{job("c", childCommand("cpuprint", overheadLines, work))}, Recorder: st, DataDir: dir})
+	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: []*trainer.Job{j}, Recorder: st, DataDir: dir})
 	if err != nil {
 		b.Fatal(err)
 	}
