@@ -431,3 +431,39 @@ func TestOutboxSendsOnceWhenTheDeliveryCannotBeRecorded(t *testing.T) {
 		t.Errorf("pending after delivery: %v %v", pending, err)
 	}
 }
+
+// fullStore fails every outbox insert, as a full disk does.
+type fullStore struct{ *store.Store }
+
+func (fullStore) EnqueueOutbox(context.Context, store.OutboxItem) (bool, error) {
+	return false, errors.New("enqueue outbox: database or disk is full (13)")
+}
+
+// An alert the outbox cannot store (the notice that the disk is full)
+// still reaches the chats and the push channels, sent from memory.
+func TestAlertThatCannotBeStoredIsSentDirectly(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	con := newFakeTransport("console")
+	hook := newFakeTransport("webhook:ops")
+	o := NewOutbox(OutboxOptions{Store: fullStore{st}, Transports: []Transport{con, hook}, MinBackoff: 5 * time.Millisecond})
+	o.Start()
+	n := NewNotifier(NotifierOptions{Transports: []Transport{con}, Always: []ChatKey{{"console", 0}}, Outbox: o,
+		Channels: []PushChannel{{Transport: hook}}, RetryPause: time.Millisecond})
+	n.Start()
+	n.Push(Reply{Text: "⚠️ disk full on /data: history is not being saved", Kind: KindAlert, Alert: AlertTrainbot, Key: "store:failing:1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := con.delivered(0); len(got) != 1 || !strings.HasPrefix(got[0], "⚠️ disk full") {
+		t.Errorf("console got %q, want the notice once", got)
+	}
+	if got := hook.delivered(0); len(got) != 1 {
+		t.Errorf("push channel got %q, want the notice once", got)
+	}
+}

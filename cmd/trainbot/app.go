@@ -57,7 +57,8 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	defer closeLog()
 
-	st, err := store.Open(cfg.DataDir, store.Options{Logger: logger})
+	health := &storeHealth{} // the disk full, trainbot.db replaced: told once notifier exists
+	st, err := store.Open(cfg.DataDir, store.Options{Logger: logger, OnHealth: health.on})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
@@ -115,6 +116,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		Channels: channels, Quiet: alerts.quiet, Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes})
 	sup.Subscribe(notifier.OnEvent)
 	notifier.Start()
+	health.attach(notifier.Push)
 	var progress *bot.ProgressPublisher
 	if interval := time.Duration(cfg.Telegram.ProgressInterval); interval > 0 {
 		progress = bot.NewProgressPublisher(bot.ProgressOptions{Trainer: sup, Transports: transports, Subscriptions: st,
