@@ -120,6 +120,9 @@ type item struct {
 	event *trainer.Event
 	reply *Reply
 	to    *ChatKey // only this chat (a reply held for quiet hours)
+	// except names a transport whose chats do not get it (the one it is
+	// about, which cannot deliver it).
+	except string
 }
 
 // OnEvent queues a run event; it is a trainer.Listener.
@@ -132,6 +135,12 @@ func (n *Notifier) OnEvent(e trainer.Event) {
 // too; other kinds go to the Always chats and the subscribed ones.
 func (n *Notifier) Push(r Reply) {
 	n.enqueue(item{reply: &r})
+}
+
+// PushExcept is Push for every chat but those of the named transport: a
+// notice that the transport stopped goes to the others.
+func (n *Notifier) PushExcept(r Reply, transport string) {
+	n.enqueue(item{reply: &r, except: transport})
 }
 
 func (n *Notifier) enqueue(it item) {
@@ -191,7 +200,7 @@ func (n *Notifier) late(it item) {
 		chats = n.targets(ctx, e, r.Kind)
 	}
 	for _, chat := range chats {
-		if n.transports[chat.Transport] != nil {
+		if n.transports[chat.Transport] != nil && chat.Transport != it.except {
 			store(chat, n.opts.Quiet[chat])
 		}
 	}
@@ -265,7 +274,7 @@ func (n *Notifier) loop(ctx context.Context) {
 			case it.to != nil:
 				n.sendTo(ctx, *it.to, *it.reply)
 			default:
-				n.deliverReply(ctx, *it.reply)
+				n.deliverReply(ctx, *it.reply, it.except)
 			}
 		}
 		if len(q) > 0 {
@@ -293,10 +302,13 @@ func (n *Notifier) deliver(ctx context.Context, e trainer.Event) {
 	n.pushChannels(ctx, reply)
 }
 
-// deliverReply sends a pushed reply to its chats.
-func (n *Notifier) deliverReply(ctx context.Context, r Reply) {
+// deliverReply sends a pushed reply to its chats but those of the
+// transport except.
+func (n *Notifier) deliverReply(ctx context.Context, r Reply, except string) {
 	for _, chat := range n.targets(ctx, trainer.Event{Run: &trainer.Run{}}, r.Kind) {
-		n.sendTo(ctx, chat, r)
+		if chat.Transport != except {
+			n.sendTo(ctx, chat, r)
+		}
 	}
 	n.pushChannels(ctx, r)
 }

@@ -100,6 +100,35 @@ func TestNotifierRoutesEvents(t *testing.T) {
 	}
 }
 
+// A notice that a transport stopped goes to every chat but that
+// transport's, and to the push channels.
+func TestNotifierPushExceptSkipsTheTransport(t *testing.T) {
+	con := &recorder{name: "console"}
+	tg := &recorder{name: "telegram"}
+	hook := &recorder{name: "webhook:ops"}
+	subs := subsFunc(func() []store.Subscription {
+		return []store.Subscription{{Transport: "telegram", Chat: 5, Subscribed: true}}
+	})
+	n := NewNotifier(NotifierOptions{Transports: []Transport{con, tg}, Always: []ChatKey{{"console", 0}}, Subscriptions: subs,
+		Channels: []PushChannel{{Transport: hook}}, RetryPause: time.Millisecond})
+	n.Start()
+	n.PushExcept(Reply{Text: "telegram stopped", Kind: KindAlert, Alert: AlertTrainbot}, "telegram")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := tg.got(); len(got) != 0 {
+		t.Errorf("telegram got %+v, want nothing", got)
+	}
+	if got := con.got(); len(got) != 1 || got[0].r.Text != "telegram stopped" {
+		t.Errorf("console got %+v, want the notice", got)
+	}
+	if got := hook.got(); len(got) != 1 {
+		t.Errorf("push channel got %+v, want the notice", got)
+	}
+}
+
 func TestEndReportNamesTheOutcome(t *testing.T) {
 	peak := int64(3 << 30)
 	run := &trainer.Run{ID: 3, Job: "j", StartedAt: time.Now().Add(-90 * time.Second), Outcome: trainer.OutcomeOOM,

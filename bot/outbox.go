@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,6 +93,12 @@ type Outbox struct {
 type lane struct {
 	t    Transport
 	wake chan struct{}
+
+	mu sync.Mutex
+	// unmarked are items tried whose outcome could not be recorded (the
+	// disk is full): they are not tried again while their record is
+	// retried, so a chat does not get one alert over and over.
+	unmarked map[int64]func(context.Context) error
 }
 
 // NewOutbox returns an outbox; Start begins delivery.
@@ -119,7 +126,7 @@ func NewOutbox(opts OutboxOptions) *Outbox {
 	}
 	o := &Outbox{opts: opts, log: opts.Logger, lanes: map[string]*lane{}}
 	for _, t := range opts.Transports {
-		o.lanes[t.Name()] = &lane{t: t, wake: make(chan struct{}, 1)}
+		o.lanes[t.Name()] = &lane{t: t, wake: make(chan struct{}, 1), unmarked: map[int64]func(context.Context) error{}}
 	}
 	return o
 }
@@ -236,7 +243,8 @@ func (o *Outbox) run(ctx context.Context, l *lane) {
 	defer o.wg.Done()
 	name := l.t.Name()
 	for {
-		items, err := o.opts.Store.DueOutbox(ctx, name, time.Now(), o.opts.Parallel)
+		unmarked := o.recordAgain(ctx, l)
+		items, err := o.opts.Store.DueOutbox(ctx, name, time.Now(), o.opts.Parallel+unmarked)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -244,16 +252,20 @@ func (o *Outbox) run(ctx context.Context, l *lane) {
 			o.log.Error("read outbox", "transport", name, "err", err)
 			items = nil
 		}
+		items = l.skipUnmarked(items)
 		if len(items) > 0 {
 			o.deliverAll(ctx, l, items)
 			continue
 		}
 		if o.isClosing() || ctx.Err() != nil {
+			if unmarked > 0 {
+				o.log.Warn("messages delivered but not recorded as such: they may be sent again at the next start", "transport", name, "messages", unmarked)
+			}
 			return
 		}
 		wait := time.Hour
-		if err != nil {
-			wait = o.opts.MinBackoff
+		if err != nil || unmarked > 0 {
+			wait = o.opts.MinBackoff // and record them again
 		} else if at, ok, err := o.opts.Store.NextOutboxAt(ctx, name); err != nil {
 			wait = o.opts.MinBackoff
 		} else if ok {
@@ -267,6 +279,40 @@ func (o *Outbox) run(ctx context.Context, l *lane) {
 		}
 		timer.Stop()
 	}
+}
+
+// record writes the outcome of an attempt; when it cannot be written the
+// item is held back from delivery until it can (recordAgain).
+func (o *Outbox) record(ctx context.Context, l *lane, id int64, log *slog.Logger, write func(context.Context) error) {
+	if err := write(ctx); err != nil {
+		log.Error("outbox: outcome not recorded; the message is held back until it is", "err", err)
+		l.mu.Lock()
+		l.unmarked[id] = write
+		l.mu.Unlock()
+	}
+}
+
+// recordAgain tries once more to record the outcomes that could not be,
+// and returns how many still cannot.
+func (o *Outbox) recordAgain(ctx context.Context, l *lane) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, write := range l.unmarked {
+		if write(context.WithoutCancel(ctx)) == nil {
+			delete(l.unmarked, id)
+		}
+	}
+	return len(l.unmarked)
+}
+
+// skipUnmarked drops the items whose last outcome is not recorded yet.
+func (l *lane) skipUnmarked(items []store.OutboxItem) []store.OutboxItem {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.unmarked) == 0 {
+		return items
+	}
+	return slices.DeleteFunc(items, func(it store.OutboxItem) bool { return l.unmarked[it.ID] != nil })
 }
 
 // deliverAll delivers items of different chats at once.
@@ -287,18 +333,16 @@ func (o *Outbox) deliver(ctx context.Context, l *lane, it store.OutboxItem) {
 		// Only this program writes payloads; one that cannot be read can
 		// never be sent, and must not hold back the chat's later replies.
 		log.Error("outbox item cannot be decoded; dropped", "id", it.ID, "err", err)
-		if err := o.opts.Store.MarkOutboxSent(bctx, it.ID, time.Now()); err != nil {
-			log.Error("outbox", "err", err)
-		}
+		now := time.Now()
+		o.record(bctx, l, it.ID, log, func(ctx context.Context) error { return o.opts.Store.MarkOutboxSent(ctx, it.ID, now) })
 		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, o.opts.SendTimeout)
 	err = l.t.Send(sctx, it.Chat, r)
 	cancel()
 	if err == nil {
-		if err := o.opts.Store.MarkOutboxSent(bctx, it.ID, time.Now()); err != nil {
-			log.Error("outbox: delivered but not marked", "err", err)
-		}
+		now := time.Now()
+		o.record(bctx, l, it.ID, log, func(ctx context.Context) error { return o.opts.Store.MarkOutboxSent(ctx, it.ID, now) })
 		if it.Attempts > 0 {
 			log.Info("delivered after retries", "attempts", it.Attempts+1)
 		}
@@ -310,9 +354,8 @@ func (o *Outbox) deliver(ctx context.Context, l *lane, it store.OutboxItem) {
 	if Permanent(err) {
 		// Trying again cannot help (a bad webhook key, a chat that does not
 		// exist): give up on this one so it holds back nothing.
-		if err := o.opts.Store.MarkOutboxFailed(bctx, it.ID, time.Now(), err.Error()); err != nil {
-			log.Error("outbox", "err", err)
-		}
+		now, text := time.Now(), err.Error()
+		o.record(bctx, l, it.ID, log, func(ctx context.Context) error { return o.opts.Store.MarkOutboxFailed(ctx, it.ID, now, text) })
 		log.Error("refused for good; not retrying", "attempt", it.Attempts+1, "err", err)
 		return
 	}
@@ -320,9 +363,8 @@ func (o *Outbox) deliver(ctx context.Context, l *lane, it store.OutboxItem) {
 	if ra, ok := RetryAfter(err); ok {
 		delay = ra
 	}
-	if err := o.opts.Store.MarkOutboxRetry(bctx, it.ID, time.Now().Add(delay), err.Error()); err != nil {
-		log.Error("outbox", "err", err)
-	}
+	next, text := time.Now().Add(delay), err.Error()
+	o.record(bctx, l, it.ID, log, func(ctx context.Context) error { return o.opts.Store.MarkOutboxRetry(ctx, it.ID, next, text) })
 	log.Warn("not delivered yet, will retry", "attempt", it.Attempts+1, "retry_in", delay, "err", err)
 }
 

@@ -365,3 +365,105 @@ func TestAlertAfterCloseIsStored(t *testing.T) {
 		t.Errorf("sent %d replies after Close", len(got))
 	}
 }
+
+// markFailingStore fails MarkOutboxSent while fail is set, as a full disk.
+type markFailingStore struct {
+	*store.Store
+	mu    sync.Mutex
+	fail  bool
+	tries int
+}
+
+func (m *markFailingStore) MarkOutboxSent(ctx context.Context, id int64, at time.Time) error {
+	m.mu.Lock()
+	m.tries++
+	fail := m.fail
+	m.mu.Unlock()
+	if fail {
+		return errors.New("database or disk is full")
+	}
+	return m.Store.MarkOutboxSent(ctx, id, at)
+}
+
+func (m *markFailingStore) set(fail bool) (tries int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fail = fail
+	return m.tries
+}
+
+// An alert delivered whose delivery cannot be recorded (the disk is full)
+// is not sent again and again: it is held back until the record is
+// written, and the chat's other alerts wait behind it.
+func TestOutboxSendsOnceWhenTheDeliveryCannotBeRecorded(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	ms := &markFailingStore{Store: st, fail: true}
+	tr := newFakeTransport("tg")
+	o := NewOutbox(OutboxOptions{Store: ms, Transports: []Transport{tr}, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	o.Start()
+	ctx := context.Background()
+	for _, k := range []string{"a", "b"} {
+		if _, err := o.Add(ctx, ChatKey{"tg", 1}, Reply{Text: "alert " + k, Kind: KindAlert, Key: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.await(t, "the first alert", func() bool { return len(tr.delivered(1)) >= 1 })
+	deadline := time.Now().Add(10 * time.Second)
+	for ms.set(true) < 5 { // the record is tried again, and again
+		if time.Now().After(deadline) {
+			t.Fatal("the record was not tried again")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := tr.delivered(1); len(got) != 1 {
+		t.Fatalf("sent %q while the delivery could not be recorded, want alert a once", got)
+	}
+	ms.set(false)
+	tr.await(t, "the second alert", func() bool { return len(tr.delivered(1)) == 2 })
+	if err := o.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(tr.delivered(1), "|"); got != "alert a|alert b" {
+		t.Errorf("chat got %q, want each alert once, in order", got)
+	}
+	if pending, err := st.PendingOutbox(ctx, ""); err != nil || len(pending) != 0 {
+		t.Errorf("pending after delivery: %v %v", pending, err)
+	}
+}
+
+// fullStore fails every outbox insert, as a full disk does.
+type fullStore struct{ *store.Store }
+
+func (fullStore) EnqueueOutbox(context.Context, store.OutboxItem) (bool, error) {
+	return false, errors.New("enqueue outbox: database or disk is full (13)")
+}
+
+// An alert the outbox cannot store (the notice that the disk is full)
+// still reaches the chats and the push channels, sent from memory.
+func TestAlertThatCannotBeStoredIsSentDirectly(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	con := newFakeTransport("console")
+	hook := newFakeTransport("webhook:ops")
+	o := NewOutbox(OutboxOptions{Store: fullStore{st}, Transports: []Transport{con, hook}, MinBackoff: 5 * time.Millisecond})
+	o.Start()
+	n := NewNotifier(NotifierOptions{Transports: []Transport{con}, Always: []ChatKey{{"console", 0}}, Outbox: o,
+		Channels: []PushChannel{{Transport: hook}}, RetryPause: time.Millisecond})
+	n.Start()
+	n.Push(Reply{Text: "⚠️ disk full on /data: history is not being saved", Kind: KindAlert, Alert: AlertTrainbot, Key: "store:failing:1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := con.delivered(0); len(got) != 1 || !strings.HasPrefix(got[0], "⚠️ disk full") {
+		t.Errorf("console got %q, want the notice once", got)
+	}
+	if got := hook.delivered(0); len(got) != 1 {
+		t.Errorf("push channel got %q, want the notice once", got)
+	}
+}

@@ -19,10 +19,11 @@ const (
 	AlertGPU      = "gpu"      // a GPU threshold: memory, temperature, ECC
 	AlertXid      = "xid"      // an NVIDIA Xid error
 	AlertSchedule = "schedule" // a scheduled start was refused or failed
+	AlertTrainbot = "trainbot" // trainbot's own trouble: a chat transport stopped, the disk full
 )
 
 // AlertKinds lists every alert kind, for config validation.
-var AlertKinds = []string{AlertOOM, AlertFailed, AlertNaN, AlertStalled, AlertFinished, AlertStopped, AlertGPU, AlertXid, AlertSchedule}
+var AlertKinds = []string{AlertOOM, AlertFailed, AlertNaN, AlertStalled, AlertFinished, AlertStopped, AlertGPU, AlertXid, AlertSchedule, AlertTrainbot}
 
 // Severity orders pushes for quiet hours.
 type Severity int
@@ -63,7 +64,7 @@ func SeverityOf(r Reply) Severity {
 	case AlertStalled, AlertGPU, AlertSchedule:
 		return SeverityWarning
 	}
-	return SeverityCritical // oom, failed, nan, xid, and alerts of no known kind
+	return SeverityCritical // oom, failed, nan, xid, trainbot, and alerts of no known kind
 }
 
 // QuietHours is a daily span of local time during which a chat gets only

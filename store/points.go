@@ -24,6 +24,9 @@ type pendingPoint struct {
 	logOff  int64
 }
 
+// droppedMsg is logged when points start to be dropped.
+const droppedMsg = "metric points dropped: the write queue is full (the disk is slow or stuck); the run logs still have them"
+
 // batchSize is the most points written in one transaction.
 const batchSize = 5000
 
@@ -48,7 +51,7 @@ func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 	n := len(s.pending)
 	s.pmu.Unlock()
 	if started {
-		s.log.Warn("metric points dropped: the write queue is full (the disk is slow or stuck); the run logs still have them", "run", runID, "queued", n)
+		s.log.Warn(droppedMsg, "run", runID, "queued", n)
 	}
 	if n >= batchSize {
 		select {
@@ -116,8 +119,11 @@ func (s *Store) writer(ctx context.Context, every time.Duration) {
 	}
 }
 
-// writeQueued writes everything queued, in batches; a failing batch is
-// logged and dropped so that one bad write never wedges the queue.
+// writeQueued writes everything queued, in batches. A batch that failed
+// because the disk is full or failing, the database is busy or its file was
+// replaced goes back to the head of the queue, to be tried again on the
+// next tick; any other failing batch is logged and dropped, so that one bad
+// write never wedges the queue.
 func (s *Store) writeQueued() error {
 	var firstErr error
 	for {
@@ -139,12 +145,46 @@ func (s *Store) writeQueued() error {
 		if len(batch) == 0 {
 			return firstErr
 		}
-		if err := s.writeBatch(batch); err != nil {
+		err := s.writeBatch(batch)
+		s.health.note(err)
+		if err != nil && retryable(err) {
+			s.requeue(batch, err)
+			return fmt.Errorf("write metric points: %w", err)
+		}
+		if err != nil {
 			s.log.Error("write metric points", "points", len(batch), "err", err)
 			if firstErr == nil {
 				firstErr = err
 			}
+		} else if s.retrying {
+			s.retrying = false
+			s.log.Info("metric points written again")
 		}
+	}
+}
+
+// requeue puts a batch that could not be written back at the head of the
+// queue. Beyond MaxPending the newest points are dropped and counted, as
+// AddPoints drops them.
+func (s *Store) requeue(batch []pendingPoint, err error) {
+	s.pmu.Lock()
+	s.pending = append(batch, s.pending...)
+	over := len(s.pending) - s.maxPending
+	started := false
+	if over > 0 {
+		s.pending = s.pending[:s.maxPending]
+		s.dropped += int64(over)
+		started = !s.dropping
+		s.dropping = true
+	}
+	n := len(s.pending)
+	s.pmu.Unlock()
+	if !s.retrying {
+		s.retrying = true
+		s.log.Warn("metric points kept in memory to write again", "queued", n, "err", err)
+	}
+	if started {
+		s.log.Warn(droppedMsg, "queued", n)
 	}
 }
 

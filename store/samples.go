@@ -64,10 +64,13 @@ func (s *Store) insertEach(ctx context.Context, what, query string, n int, row f
 	defer stmt.Close()
 	for i := 0; i < n; i++ {
 		if _, err := stmt.ExecContext(ctx, row(i)...); err != nil {
+			s.health.note(err)
 			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
-	return tx.Commit()
+	err = tx.Commit()
+	s.health.note(err)
+	return err
 }
 
 // RunMemorySeries returns a run's memory samples in time order.

@@ -8,6 +8,11 @@
 // in memory and written in batches by a background writer, so a script that
 // prints thousands of lines a second costs one transaction a few times a
 // second.
+//
+// A write that fails because the disk is full or failing is told to
+// Options.OnHealth once, and its recovery once; metric points wait in the
+// queue meanwhile. A database file deleted or replaced under the store is
+// noticed within CheckEvery, told, and no longer written (ErrReplaced).
 package store
 
 import (
@@ -33,7 +38,7 @@ const DBName = "trainbot.db"
 
 // Store is the SQLite database of one data directory.
 type Store struct {
-	w   *sql.DB // the one writer connection
+	w   writeDB // the one writer connection
 	r   *sql.DB // read-only pool
 	log *slog.Logger
 
@@ -60,6 +65,9 @@ type Store struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	closed  bool
+
+	retrying bool    // a batch of points went back to the queue; owned by the writer
+	health   *health // what the writes say, and whether trainbot.db is still the file opened
 }
 
 // Options tune a Store.
@@ -70,6 +78,18 @@ type Options struct {
 	// MaxPending bounds queued points; beyond it points are dropped and
 	// counted (the run log still has them). Default 1,000,000.
 	MaxPending int
+	// OnHealth, when set, hears when writes start failing because the disk
+	// is full or failing, when they succeed again, and when the database
+	// file was deleted or replaced: changes only, in order, from one
+	// goroutine. It must not block long.
+	OnHealth func(HealthEvent)
+	// CheckEvery is how often the database file is compared with the one
+	// opened (also right after a failed write). Default 20 s.
+	CheckEvery time.Duration
+	// RecoverAfter is how long writes must go without a disk fault before
+	// a success counts as recovered (a small write may fit where a batch
+	// does not). Default 10 s.
+	RecoverAfter time.Duration
 }
 
 // Open opens (creating if needed) the database in dir, migrates it and
@@ -83,6 +103,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1_000_000
+	}
+	if opts.CheckEvery <= 0 {
+		opts.CheckEvery = 20 * time.Second
+	}
+	if opts.RecoverAfter <= 0 {
+		opts.RecoverAfter = 10 * time.Second
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -103,12 +129,19 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	r.SetMaxOpenConns(4)
+	h, err := newHealth(dir, path, opts, opts.Logger)
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Store{w: w, r: r, log: opts.Logger, maxPending: opts.MaxPending, runNames: map[[2]int64]bool{},
+	s := &Store{w: writeDB{DB: w, h: h}, r: r, log: opts.Logger, health: h, maxPending: opts.MaxPending, runNames: map[[2]int64]bool{},
 		seq:  time.Now().UnixNano(),
 		kick: make(chan struct{}, 1), flushes: make(chan chan error), stopped: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)
 	go s.writer(ctx, opts.FlushEvery)
+	s.wg.Go(func() { h.watch(ctx, opts.CheckEvery) })
 	return s, nil
 }
 
@@ -136,6 +169,13 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.pmu.Unlock()
 	ferr := s.Flush(context.Background())
+	if ferr != nil {
+		s.pmu.Lock()
+		if n := len(s.pending); n > 0 {
+			ferr = fmt.Errorf("%d metric points not written: %w", n, ferr)
+		}
+		s.pmu.Unlock()
+	}
 	s.cancel()
 	s.wg.Wait()
 	return errors.Join(ferr, s.r.Close(), s.w.Close())

@@ -2,12 +2,14 @@
 // a message from the local user, who is an operator; replies are printed to
 // standard output. Charts are written under DATA/charts/ and shown as a line
 // "[image] PATH"; buttons are shown as "[buttons] 停止 | 状态 | 画图", the
-// words to type.
+// words to type. A line longer than MaxLine is answered "message too long"
+// and the chat goes on.
 package console
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +28,10 @@ const Name = "console"
 // Chat is the console's one chat id.
 const Chat int64 = 0
 
+// MaxLine is the longest line taken as a message, in bytes, without its
+// newline.
+const MaxLine = 1 << 20
+
 // Console reads messages from In and writes replies to Out.
 type Console struct {
 	In        io.Reader
@@ -34,6 +40,17 @@ type Console struct {
 	User      bot.User
 
 	mu sync.Mutex // serialises writes to Out
+
+	readMu  sync.Mutex
+	lines   chan line  // from the reader of In; nil when none reads
+	readErr chan error // the reader's end: nil at the end of input
+}
+
+// line is one line of input; size is its length without the newline. A
+// line longer than MaxLine has no text.
+type line struct {
+	text string
+	size int
 }
 
 var _ bot.Transport = (*Console)(nil)
@@ -50,22 +67,11 @@ func New(in io.Reader, out io.Writer, chartsDir string) *Console {
 // Name returns "console".
 func (c *Console) Name() string { return Name }
 
-// Run answers each input line until the input ends (nil) or ctx ends.
+// Run answers each input line until the input ends (nil) or ctx ends. A
+// Run that returned early (a reply could not be written) may be called
+// again: it goes on with the next line.
 func (c *Console) Run(ctx context.Context, h bot.Handler) error {
-	lines := make(chan string)
-	readErr := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(c.In)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
-		}
-		readErr <- sc.Err()
-	}()
+	lines, readErr := c.reader()
 	for {
 		select {
 		case <-ctx.Done():
@@ -75,18 +81,87 @@ func (c *Console) Run(ctx context.Context, h bot.Handler) error {
 				return fmt.Errorf("read input: %w", err)
 			}
 			return nil
-		case line := <-lines:
-			if strings.TrimSpace(line) == "" {
+		case l := <-lines:
+			var r bot.Reply
+			switch {
+			case l.size > MaxLine:
+				r = bot.Reply{Text: fmt.Sprintf("message too long (%d bytes, limit %d)", l.size, MaxLine)}
+			case strings.TrimSpace(l.text) == "":
 				continue
+			default:
+				m := bot.Message{Transport: Name, Chat: Chat, User: c.User, Text: l.text, Local: true}
+				r = h.Handle(ctx, m)
 			}
-			m := bot.Message{Transport: Name, Chat: Chat, User: c.User, Text: line, Local: true}
-			r := h.Handle(ctx, m)
 			if r.Empty() {
 				continue
 			}
 			if err := c.Send(ctx, Chat, r); err != nil {
 				return err
 			}
+		}
+	}
+}
+
+// reader returns the lines of In and the end of input. One goroutine reads
+// In, from the first Run until the input ends or fails, and hands each line
+// to whichever Run is waiting, so a Run that is called again loses no line.
+// It cannot be stopped: a read of a terminal cannot be cancelled anyway.
+func (c *Console) reader() (<-chan line, <-chan error) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	if c.lines == nil {
+		lines, readErr := make(chan line), make(chan error, 1)
+		c.lines, c.readErr = lines, readErr
+		go func() {
+			err := readLines(c.In, MaxLine, func(l line) { lines <- l })
+			c.readMu.Lock()
+			c.lines, c.readErr = nil, nil // the next Run reads again
+			c.readMu.Unlock()
+			readErr <- err
+		}()
+	}
+	return c.lines, c.readErr
+}
+
+// readLines calls emit for each line of in, without its newline (and a
+// carriage return before it), until the input ends (nil) or fails. A line
+// longer than limit is not kept: emit gets its size and no text, and the
+// next line is read as usual.
+func readLines(in io.Reader, limit int, emit func(line)) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	var buf []byte
+	size := 0 // bytes of the line so far, newline included
+	end := func(newline bool) {
+		n := size
+		if newline {
+			n--
+		}
+		if n > limit {
+			emit(line{size: n})
+		} else {
+			text := strings.TrimSuffix(strings.TrimSuffix(string(buf), "\n"), "\r")
+			emit(line{text: text, size: len(text)})
+		}
+		buf, size = buf[:0], 0
+	}
+	for {
+		frag, err := br.ReadSlice('\n')
+		size += len(frag)
+		if size <= limit+1 { // the newline does not count
+			buf = append(buf, frag...)
+		}
+		switch {
+		case err == nil:
+			end(true)
+		case errors.Is(err, bufio.ErrBufferFull):
+			// The line goes on.
+		case errors.Is(err, io.EOF):
+			if size > 0 {
+				end(false)
+			}
+			return nil
+		default:
+			return err
 		}
 	}
 }

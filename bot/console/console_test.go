@@ -3,6 +3,8 @@ package console
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -55,5 +57,58 @@ func TestConsoleStopsWithContext(t *testing.T) {
 	cancel()
 	if err := c.Run(ctx, bot.HandlerFunc(func(context.Context, bot.Message) bot.Reply { return bot.Reply{} })); err != context.Canceled {
 		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+func TestConsoleAnswersALineTooLongAndGoesOn(t *testing.T) {
+	long := strings.Repeat("x", MaxLine+1)
+	limit := strings.Repeat("y", MaxLine)
+	in := long + "\n状态\r\n" + limit + "\n" + strings.Repeat("z", 3*MaxLine) + "\n帮助"
+	var out bytes.Buffer
+	c := New(strings.NewReader(in), &out, t.TempDir())
+	var got []string
+	h := bot.HandlerFunc(func(ctx context.Context, m bot.Message) bot.Reply {
+		got = append(got, m.Text)
+		return bot.Reply{Text: fmt.Sprintf("ok %d", len(m.Text))}
+	})
+	if err := c.Run(context.Background(), h); err != nil {
+		t.Fatalf("got %v, want nil at the end of input", err)
+	}
+	want := fmt.Sprintf("message too long (%d bytes, limit %d)\nok %d\nok %d\nmessage too long (%d bytes, limit %d)\nok %d\n",
+		MaxLine+1, MaxLine, len("状态"), MaxLine, 3*MaxLine, MaxLine, len("帮助"))
+	if out.String() != want {
+		t.Errorf("got output\n%.300s\nwant\n%s", out.String(), want)
+	}
+	if len(got) != 3 || got[0] != "状态" || got[1] != limit || got[2] != "帮助" {
+		t.Errorf("handled %d messages, want 状态, the line of MaxLine bytes and 帮助", len(got))
+	}
+}
+
+// failingWriter fails its first write.
+type failingWriter struct {
+	buf    bytes.Buffer
+	failed bool
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if !w.failed {
+		w.failed = true
+		return 0, errors.New("disk gone")
+	}
+	return w.buf.Write(p)
+}
+
+func TestConsoleRunAgainGoesOnWithTheNextLine(t *testing.T) {
+	out := &failingWriter{}
+	c := New(strings.NewReader("一\n二\n三\n"), out, t.TempDir())
+	h := bot.HandlerFunc(func(ctx context.Context, m bot.Message) bot.Reply { return bot.Reply{Text: "ok " + m.Text} })
+	if err := c.Run(context.Background(), h); err == nil {
+		t.Fatal("got nil, want the write error")
+	}
+	if err := c.Run(context.Background(), h); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	if got, want := out.buf.String(), "ok 二\nok 三\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -134,6 +134,13 @@ func (e *Error) Retryable() bool {
 	return e.Temporary() || e.Code == 401
 }
 
+// Lasting reports whether the error lasts as long as the process: the
+// token was refused (401) or names no bot (404). Only a change of the
+// config and a restart help, so Run is not tried again after one.
+func (e *Error) Lasting() bool {
+	return e.Code == 401 || e.Code == 404
+}
+
 // codes maps the start of an error description to its code, for answers
 // whose code the library drops (uploads).
 var codes = []struct {

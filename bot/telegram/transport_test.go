@@ -797,3 +797,37 @@ func TestChartFailureDoesNotBlockText(t *testing.T) {
 		t.Error("a reply that is only a failing chart should fail")
 	}
 }
+
+// A token revoked while the bot runs (getUpdates answers 401) ends Run
+// with an error that says it lasts: trying again cannot help.
+func TestRevokedTokenEndsRunWithALastingError(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	tr, err := telegram.New(testOptions(fake, &logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(context.Background(), rec) }()
+	fake.UserSays(111, "状态")
+	if !fake.Await(wait, func() bool { return len(fake.Requests("sendMessage")) > 0 }) {
+		t.Fatal("the message was not answered")
+	}
+	fake.Inject(telegramtest.Fault{Method: "getUpdates", Kind: telegramtest.Unauthorized, Times: -1})
+	select {
+	case err = <-done:
+	case <-time.After(wait):
+		t.Fatal("Run did not return after 401")
+	}
+	var te *telegram.Error
+	if !errors.As(err, &te) || !te.Lasting() {
+		t.Errorf("got %v, want a lasting *telegram.Error", err)
+	}
+	for _, e := range []*telegram.Error{{Code: 500}, {Code: 429}, {Code: 0}, {Code: 403}} {
+		if e.Lasting() {
+			t.Errorf("code %d: Lasting() = true, want false", e.Code)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -58,7 +57,8 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	defer closeLog()
 
-	st, err := store.Open(cfg.DataDir, store.Options{Logger: logger})
+	health := &storeHealth{} // the disk full, trainbot.db replaced: told once notifier exists
+	st, err := store.Open(cfg.DataDir, store.Options{Logger: logger, OnHealth: health.on})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
@@ -119,6 +119,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		Channels: channels, Quiet: alerts.quiet, Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes})
 	sup.Subscribe(notifier.OnEvent)
 	notifier.Start()
+	health.attach(notifier.Push)
 	var progress *bot.ProgressPublisher
 	if interval := time.Duration(cfg.Telegram.ProgressInterval); interval > 0 {
 		progress = bot.NewProgressPublisher(bot.ProgressOptions{Trainer: sup, Transports: transports, Subscriptions: st,
@@ -154,36 +155,19 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 
 	runCtx, stopTransports := context.WithCancel(ctx)
 	defer stopTransports()
-	type result struct {
-		name string
-		err  error
-	}
-	results := make(chan result, len(transports))
-	for _, t := range transports {
-		go func() { results <- result{t.Name(), t.Run(runCtx, router)} }()
-	}
-	running := len(transports)
+	// A transport that fails is reported and started again; none ends the bot.
+	chats := runTransports(runCtx, transports, router, transportOptions{Logger: logger, Report: notifier.PushExcept,
+		Channels: len(channels), ExitAtEOF: o.exitAtEOF})
 	code := exitOK
 	interrupted := false
-	if running == 0 { // push channels and schedules only: run until a signal
-		<-ctx.Done()
-		interrupted = true
-	}
 wait:
-	for running > 0 {
+	for {
 		select {
 		case <-ctx.Done():
 			interrupted = true
 			break wait
-		case r := <-results:
-			running--
-			if r.err != nil && !errors.Is(r.err, context.Canceled) {
-				logger.Error("transport stopped", "transport", r.name, "err", r.err)
-				fmt.Fprintf(e.stderr, "trainbot: %s: %v\n", r.name, r.err)
-				code = exitFail
-				break wait
-			}
-			if r.name == console.Name && o.exitAtEOF {
+		case name := <-chats.Ended():
+			if name == console.Name && o.exitAtEOF {
 				// End of input: let the active run finish, then leave.
 				if len(sup.Active()) > 0 {
 					logger.Info("input ended; waiting for the active run to end")
@@ -204,14 +188,8 @@ wait:
 	// Wait for the transports to stop taking messages: Telegram lets the
 	// messages it is answering finish first.
 	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	for running > 0 {
-		select {
-		case <-results:
-			running--
-		case <-stopCtx.Done():
-			logger.Warn("transports still running at shutdown", "transports", running)
-			running = 0
-		}
+	if n := chats.Wait(stopCtx); n > 0 {
+		logger.Warn("transports still running at shutdown", "transports", n)
 	}
 	cancelStop()
 

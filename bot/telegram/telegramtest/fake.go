@@ -37,6 +37,7 @@ const (
 	ServerError                          // 500
 	Slow                                 // wait Delay, then answer normally
 	Drop                                 // close the connection without an answer
+	Unauthorized                         // 401, as for a revoked token
 )
 
 func (k FaultKind) String() string {
@@ -49,6 +50,8 @@ func (k FaultKind) String() string {
 		return "slow"
 	case Drop:
 		return "drop"
+	case Unauthorized:
+		return "401"
 	}
 	return "none"
 }
@@ -381,6 +384,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		case ServerError:
 			s.record(req, w, http.StatusInternalServerError, errorBody(500, "Internal Server Error", 0))
+			return
+		case Unauthorized:
+			s.record(req, w, http.StatusUnauthorized, errorBody(401, "Unauthorized", 0))
 			return
 		case Drop:
 			s.record(req, nil, 0, nil)

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/trainbot/trainbot/bot"
+)
+
+// transportOptions configure runTransports.
+type transportOptions struct {
+	Logger *slog.Logger
+	// Report tells the chats of the other transports, and the push
+	// channels, that a transport stopped (notifier.PushExcept); nil: logged
+	// only.
+	Report func(r bot.Reply, except string)
+	// Channels is how many push channels there are: the log says what is
+	// left when the last transport is gone.
+	Channels int
+	// ExitAtEOF says that the end of the console's input ends the bot
+	// (demo, console); runBot decides that, on Ended.
+	ExitAtEOF bool
+	// MinBackoff is the pause before a failed transport is started again
+	// (default 1 s); it doubles with each failure in a row up to MaxBackoff
+	// (default 5 min). A Run that lasted Stable (default 1 min) was fine: the
+	// next failure starts over, and is reported again.
+	MinBackoff, MaxBackoff, Stable time.Duration
+}
+
+// transports runs the chat transports of runBot, so that nothing a
+// transport does ends the bot (and with it the runs): a Run that fails is
+// logged, reported once on the other transports and push channels, and
+// started again with a capped exponential backoff — unless its error lasts
+// as long as the process (Telegram refused the token), when the bot goes on
+// without it. A Run that returns nil ended its input (the console): runBot
+// hears of it on Ended and decides. When no transport is left the bot goes
+// on, for its runs, schedules and push channels, until it is stopped.
+type transports struct {
+	opts  transportOptions
+	log   *slog.Logger
+	ended chan string
+	wg    sync.WaitGroup
+
+	mu      sync.Mutex
+	live    int // transports not gone for good
+	running int // Run loops not returned
+}
+
+// runTransports starts every transport's Run with h until ctx ends.
+func runTransports(ctx context.Context, ts []bot.Transport, h bot.Handler, o transportOptions) *transports {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 5 * time.Minute
+	}
+	if o.Stable <= 0 {
+		o.Stable = time.Minute
+	}
+	r := &transports{opts: o, log: o.Logger, ended: make(chan string, len(ts)), live: len(ts), running: len(ts)}
+	for _, t := range ts {
+		r.wg.Go(func() { r.keep(ctx, t, h) })
+	}
+	return r
+}
+
+// Ended receives the name of each transport whose input ended.
+func (r *transports) Ended() <-chan string { return r.ended }
+
+// Wait waits until every Run has returned (after ctx of runTransports
+// ended), or until ctx ends; it returns how many still run.
+func (r *transports) Wait(ctx context.Context) int {
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return 0
+	case <-ctx.Done():
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.running
+	}
+}
+
+// keep runs one transport until ctx ends, its input ends, or it fails
+// for good.
+func (r *transports) keep(ctx context.Context, t bot.Transport, h bot.Handler) {
+	defer func() {
+		r.mu.Lock()
+		r.running--
+		r.mu.Unlock()
+	}()
+	name := t.Name()
+	log := r.log.With("transport", name)
+	failures := 0 // in a row: the backoff grows with them
+	for {
+		began := time.Now()
+		err := runOnce(ctx, t, h, log)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			log.Info("input ended")
+			r.gone(true)
+			r.ended <- name
+			return
+		}
+		if time.Since(began) >= r.opts.Stable {
+			failures = 0
+		}
+		if lasting(err) {
+			log.Error("transport stopped for good: trainbot goes on without it; fix the config and restart trainbot", "err", err)
+			r.report(name, fmt.Sprintf("⚠️ %s stopped: %v\ntrainbot goes on without it, and runs go on; fix the config and restart trainbot.", name, err))
+			r.gone(false)
+			return
+		}
+		wait := backoff(failures, r.opts.MinBackoff, r.opts.MaxBackoff)
+		if failures == 0 {
+			r.report(name, fmt.Sprintf("⚠️ %s stopped: %v\ntrainbot goes on, and runs go on; it starts %s again in %s (then less often while it fails).", name, err, name, wait))
+		}
+		failures++
+		log.Error("transport stopped; starting it again", "in", wait, "failures", failures, "err", err)
+		if bot.Sleep(ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+// runOnce is t.Run, with a panic turned into an error.
+func runOnce(ctx context.Context, t bot.Transport, h bot.Handler, log *slog.Logger) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("transport panicked", "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return t.Run(ctx, h)
+}
+
+// lasting reports whether a transport's error lasts as long as the process:
+// errors with a Lasting() bool method that says so (Telegram's refused
+// token).
+func lasting(err error) bool {
+	var l interface{ Lasting() bool }
+	return errors.As(err, &l) && l.Lasting()
+}
+
+// backoff is the pause after the given number of failures in a row.
+func backoff(failures int, minWait, maxWait time.Duration) time.Duration {
+	d := minWait
+	for i := 0; i < failures && d < maxWait; i++ {
+		d *= 2
+	}
+	return min(d, maxWait)
+}
+
+func (r *transports) report(name, text string) {
+	if r.opts.Report == nil {
+		return
+	}
+	r.opts.Report(bot.Reply{Text: text, Kind: bot.KindAlert, Alert: bot.AlertTrainbot,
+		Key: fmt.Sprintf("transport:%s:stopped:%d", name, time.Now().UnixMilli())}, name)
+}
+
+// gone counts a transport that will not run again, and says so when it was
+// the last.
+func (r *transports) gone(eof bool) {
+	r.mu.Lock()
+	r.live--
+	last := r.live == 0
+	r.mu.Unlock()
+	if !last || (eof && r.opts.ExitAtEOF) {
+		return
+	}
+	if r.opts.Channels > 0 {
+		r.log.Warn("no chat transport left: trainbot goes on with its runs, schedules and push channels until it is stopped (SIGTERM, Ctrl-C)",
+			"push_channels", r.opts.Channels)
+		return
+	}
+	r.log.Error("no chat transport left and no push channel: nobody can be told anything, but trainbot goes on with its runs and schedules until it is stopped (SIGTERM, Ctrl-C)")
+}

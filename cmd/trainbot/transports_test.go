@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/bot"
+)
+
+// scriptedTransport's Run returns the next of its results (nil: end of
+// input; errPanic: panics); past the end it runs until ctx ends.
+type scriptedTransport struct {
+	name    string
+	mu      sync.Mutex
+	results []error
+	runs    int
+}
+
+var (
+	_        bot.Transport = (*scriptedTransport)(nil)
+	errPanic               = errors.New("panic please")
+)
+
+func (s *scriptedTransport) Name() string { return s.name }
+
+func (s *scriptedTransport) Run(ctx context.Context, _ bot.Handler) error {
+	s.mu.Lock()
+	s.runs++
+	if len(s.results) == 0 {
+		s.mu.Unlock()
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	err := s.results[0]
+	s.results = s.results[1:]
+	s.mu.Unlock()
+	if err == errPanic {
+		panic("transport bug")
+	}
+	return err
+}
+
+func (s *scriptedTransport) Send(context.Context, int64, bot.Reply) error { return nil }
+
+func (s *scriptedTransport) started() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs
+}
+
+// lastingErr is an error that says it lasts, as Telegram's refused token.
+type lastingErr struct{}
+
+func (lastingErr) Error() string { return "token refused (telegram getUpdates: 401 Unauthorized)" }
+func (lastingErr) Lasting() bool { return true }
+
+type report struct {
+	text, except string
+	kind         bot.Kind
+	alert        string
+}
+
+// reports collects what runTransports reported.
+type reports struct {
+	mu  sync.Mutex
+	got []report
+}
+
+func (r *reports) add(reply bot.Reply, except string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, report{reply.Text, except, reply.Kind, reply.Alert})
+}
+
+func (r *reports) list() []report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]report(nil), r.got...)
+}
+
+// await polls cond until it holds or a deadline passes.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestTransportsRestartReportAndGoOn(t *testing.T) {
+	boom := errors.New("read input: input/output error")
+	cases := []struct {
+		name        string
+		results     []error
+		stable      time.Duration
+		wantRuns    int // Run calls once the script is played
+		wantReports int
+		wantEnded   bool
+		wantInLog   string
+	}{
+		{name: "temporary failures are started again and reported once", results: []error{boom, boom, boom},
+			stable: time.Hour, wantRuns: 4, wantReports: 1, wantInLog: "starting it again"},
+		{name: "a run that lasted Stable starts a new episode, reported again", results: []error{boom, boom},
+			stable: time.Nanosecond, wantRuns: 3, wantReports: 2, wantInLog: "starting it again"},
+		{name: "a panic is a failure", results: []error{errPanic},
+			stable: time.Hour, wantRuns: 2, wantReports: 1, wantInLog: "transport panicked"},
+		{name: "a lasting error is not tried again", results: []error{boom, lastingErr{}},
+			stable: time.Hour, wantRuns: 2, wantReports: 2, wantInLog: "no chat transport left and no push channel"},
+		{name: "end of input ends nothing", results: []error{nil},
+			stable: time.Hour, wantRuns: 1, wantEnded: true, wantInLog: "no chat transport left and no push channel"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuffer
+			rep := &reports{}
+			tr := &scriptedTransport{name: "flaky", results: tc.results}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ts := runTransports(ctx, []bot.Transport{tr}, nil, transportOptions{
+				Logger: slog.New(slog.NewTextHandler(&logs, nil)), Report: rep.add,
+				MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, Stable: tc.stable})
+			await(t, "the script to be played", func() bool { return tr.started() >= tc.wantRuns })
+			if tc.wantEnded {
+				select {
+				case name := <-ts.Ended():
+					if name != "flaky" {
+						t.Errorf("ended %q, want flaky", name)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("Ended got nothing")
+				}
+			}
+			await(t, "the log", func() bool { return strings.Contains(logs.String(), tc.wantInLog) })
+			cancel()
+			wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer wcancel()
+			if n := ts.Wait(wctx); n != 0 {
+				t.Fatalf("%d transports still running after ctx ended", n)
+			}
+			if got := tr.started(); got != tc.wantRuns {
+				t.Errorf("Run called %d times, want %d", got, tc.wantRuns)
+			}
+			got := rep.list()
+			if len(got) != tc.wantReports {
+				t.Fatalf("got %d reports %+v, want %d", len(got), got, tc.wantReports)
+			}
+			for _, r := range got {
+				if r.except != "flaky" || r.kind != bot.KindAlert || r.alert != bot.AlertTrainbot || !strings.HasPrefix(r.text, "⚠️ flaky stopped: ") {
+					t.Errorf("report %+v: want an alert of kind trainbot for the others, naming flaky", r)
+				}
+			}
+		})
+	}
+}
+
+func TestTransportsLastingErrorLeavesTheOthersRunning(t *testing.T) {
+	var logs syncBuffer
+	rep := &reports{}
+	tg := &scriptedTransport{name: "telegram", results: []error{lastingErr{}}}
+	con := &scriptedTransport{name: "console"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ts := runTransports(ctx, []bot.Transport{tg, con}, nil, transportOptions{
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Report: rep.add, Channels: 1, MinBackoff: time.Millisecond})
+	await(t, "the report", func() bool { return len(rep.list()) == 1 })
+	r := rep.list()[0]
+	if r.except != "telegram" || !strings.Contains(r.text, "token refused") || !strings.Contains(r.text, "fix the config and restart trainbot") {
+		t.Errorf("got report %+v", r)
+	}
+	if !strings.Contains(logs.String(), "transport stopped for good") || strings.Contains(logs.String(), "no chat transport left") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+	if con.started() != 1 {
+		t.Errorf("console started %d times, want 1", con.started())
+	}
+	cancel()
+	if n := ts.Wait(context.Background()); n != 0 {
+		t.Fatalf("%d still running", n)
+	}
+	if tg.started() != 1 {
+		t.Errorf("telegram started %d times, want 1", tg.started())
+	}
+}
+
+func TestBackoffDoublesToItsCap(t *testing.T) {
+	var got []time.Duration
+	for i := range 11 {
+		got = append(got, backoff(i, time.Second, 5*time.Minute))
+	}
+	want := []time.Duration{1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300}
+	for i := range want {
+		if got[i] != want[i]*time.Second {
+			t.Errorf("backoff(%d) = %s, want %s", i, got[i], want[i]*time.Second)
+		}
+	}
+}
