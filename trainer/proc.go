@@ -42,7 +42,7 @@ func acquireLock(path string) (*fileLock, error) {
 			if who == "" {
 				who = "unknown"
 			}
-			return nil, &BusyError{Other: "another trainbot process holds " + filepath.Base(path) + " (" + who + ")"}
+			return nil, &BusyError{Other: filepath.Base(path) + " is held by " + who}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
