@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -130,49 +128,5 @@ func processStartedBefore(pid int, t time.Time) bool {
 	return !procfs.StartTime(boot, st.Start).After(t.Add(2 * time.Second)) // btime has 1 s resolution
 }
 
-// cgroupOOMKills returns how many processes the kernel's OOM killer has
-// killed in trainbot's memory cgroup (runs inherit it), or -1 when it
-// cannot be read. cgroup v2 ("0::/path", memory.events; also mounted at
-// /sys/fs/cgroup/unified on hybrid hosts) and v1 (the memory controller's
-// memory.oom_control) are both read.
-func cgroupOOMKills() int64 {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		var files []string
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			files = []string{filepath.Join("/sys/fs/cgroup", parts[2], "memory.events"),
-				filepath.Join("/sys/fs/cgroup/unified", parts[2], "memory.events")}
-		case slices.Contains(strings.Split(parts[1], ","), "memory"):
-			files = []string{filepath.Join("/sys/fs/cgroup/memory", parts[2], "memory.oom_control")}
-		}
-		for _, f := range files {
-			if n, ok := readOOMKill(f); ok {
-				return n
-			}
-		}
-	}
-	return -1
-}
-
-// readOOMKill reads the "oom_kill N" line of memory.events or memory.oom_control.
-func readOOMKill(path string) (int64, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "oom_kill "); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
-}
+// cgroupOOMKills is procfs.CgroupOOMKills (the shim reads it too).
+func cgroupOOMKills() int64 { return procfs.CgroupOOMKills() }

@@ -18,6 +18,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/trainbot/trainbot/trainer/shim"
 )
 
 // Exit statuses.
@@ -68,6 +70,8 @@ func subcommands() []subcommand {
 		{name: "parse", summary: "show the metrics trainbot reads from a log: parse [--json] < LOG", run: cmdParse},
 		{name: "version", summary: "print the version", run: cmdVersion},
 		{name: "demo-train", summary: "the demo training itself (run by trainbot as a child)", hidden: true, run: cmdDemoTrain},
+		{name: "shim", summary: "the per-run supervisor (started by trainbot)", hidden: true,
+			run: func(_ context.Context, args []string, e env) int { return shim.Main(args, e.stderr) }},
 	}
 }
 

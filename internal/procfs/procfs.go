@@ -303,6 +303,43 @@ func (p *Procs) Children(pid int) []int {
 	return out
 }
 
+// Get returns the table's entry for pid.
+func (p *Procs) Get(pid int) (Stat, bool) {
+	st, ok := p.m[pid]
+	return st, ok
+}
+
+// Descendants returns the live (not zombie) processes whose parent chain
+// reaches root: its children, theirs, and so on — including those that
+// left root's process group or session (setsid) and those re-parented to
+// root because root is a subreaper.
+func (p *Procs) Descendants(root int) []int {
+	kids := make(map[int][]int)
+	for pid, st := range p.m {
+		if pid != root && st.PPID > 0 {
+			kids[st.PPID] = append(kids[st.PPID], pid)
+		}
+	}
+	var out []int
+	seen := map[int]bool{root: true}
+	queue := []int{root}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, c := range kids[cur] {
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			queue = append(queue, c)
+			if p.m[c].State != 'Z' {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
 // GroupSize counts the live (not zombie) processes of a process group.
 func (p *Procs) GroupSize(pgid int) int {
 	n := 0

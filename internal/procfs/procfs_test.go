@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -115,6 +116,17 @@ func TestOwnerAndTreeUsage(t *testing.T) {
 	}
 	if got := p.Comm(201); got != "pt_data_worker" {
 		t.Errorf("Comm(201) = %q", got)
+	}
+	desc := p.Descendants(200)
+	slices.Sort(desc)
+	if want := []int{201, 202, 203}; !slices.Equal(desc, want) {
+		t.Errorf("Descendants(200) = %v, want %v", desc, want)
+	}
+	if desc := p.Descendants(203); len(desc) != 0 {
+		t.Errorf("Descendants(203) = %v, want none", desc)
+	}
+	if st, ok := p.Get(202); !ok || st.PGID != 202 || st.PPID != 200 {
+		t.Errorf("Get(202) = %+v, %v", st, ok)
 	}
 	started, ok := p.Started(200)
 	if want := time.Unix(1700000000, 0).Add(200 * time.Second); !ok || !started.Equal(want) {

@@ -23,7 +23,7 @@ import (
 
 // Files in a run directory.
 const (
-	LogFile    = "output.log" // every byte the child wrote, whole lines per stream, plus "[trainbot] " notes
+	LogFile    = "output.log" // every byte the child wrote, whole lines per stream, plus "[trainbot] " notes (see Main)
 	IndexFile  = "output.idx" // IndexRecordSize-byte records: when each part of the log was read
 	StateFile  = "state.json" // State, written atomically (temp file, fsync, rename)
 	SocketFile = "ctl.sock"   // the control socket, mode 0600; peers of another uid are refused
@@ -33,28 +33,33 @@ const (
 // IndexRecordSize is the size of one output.idx record: the log offset up to
 // which output had been read (int64, little endian), then the time it was
 // read (int64 Unix nanoseconds, little endian). Records are appended in
-// offset order about every 100 ms or 1 MiB of output while output arrives.
-// A line that ends at offset e was read at the time of the first record
-// whose offset is >= e.
+// offset order about every 100 ms or 1 MiB of output while output arrives
+// (100 ms after the last write when output pauses), and once at the end,
+// whose offset is then the log's final size. A line that ends at offset e
+// was read at the time of the first record whose offset is >= e. ReadIndex
+// reads them.
 const IndexRecordSize = 16
 
 // DefaultBufferBytes bounds the output held in memory while the disk is
 // slow, stalled or full. Past it, output is dropped (counted) rather than
-// make the child wait.
+// make the child wait. (An empty buffer takes any one chunk, so the bound
+// may be passed by one chunk of at most 128 KiB.)
 const DefaultBufferBytes = 64 << 20
 
 // Spec is what the bot hands to the shim (as JSON on the shim's stdin).
+// Zero durations take DefaultStopGrace, DefaultKillGrace and
+// DefaultDrainTimeout.
 type Spec struct {
 	RunID        int64         `json:"run_id"`
 	Job          string        `json:"job"`
 	Argv         []string      `json:"argv"`          // never through a shell
 	Dir          string        `json:"dir,omitempty"` // working directory, "" for the shim's
-	Env          []string      `json:"env"`           // the child's whole environment
+	Env          []string      `json:"env"`           // the child's whole environment; nil: the shim's
 	RunDir       string        `json:"run_dir"`       // absolute
 	StopGrace    time.Duration `json:"stop_grace"`    // after SIGINT, before SIGTERM
 	KillGrace    time.Duration `json:"kill_grace"`    // after SIGTERM, before SIGKILL
 	DrainTimeout time.Duration `json:"drain_timeout"` // after the main process exits, for the rest to close the output
-	MaxLogBytes  int64         `json:"max_log_bytes"` // disk the log may take; 0: no cap
+	MaxLogBytes  int64         `json:"max_log_bytes"` // disk the log may take; 0: no cap (see State.FreedFrom)
 	BufferBytes  int64         `json:"buffer_bytes"`  // 0: DefaultBufferBytes
 }
 
@@ -66,9 +71,9 @@ type State struct {
 	ShimPID    int       `json:"shim_pid"`
 	PID        int       `json:"pid"` // the main process; also its process group id
 	StartedAt  time.Time `json:"started_at"`
-	StartError string    `json:"start_error,omitempty"` // the command could not be started
+	StartError string    `json:"start_error,omitempty"` // the command could not be started (then Ended, PID 0)
 
-	Ended     bool      `json:"ended"`             // the main process has ended and everything is reaped
+	Ended     bool      `json:"ended"`             // the main process has ended, everything is reaped (or counted in Survivors) and the log is complete
 	ExitCode  *int      `json:"exit_code"`         // nil while running or when a signal ended it
 	Signal    int       `json:"signal,omitempty"`  // the signal that ended the main process
 	EndedAt   time.Time `json:"ended_at,omitzero"` // when the main process ended
@@ -79,7 +84,14 @@ type State struct {
 	BytesRead    int64  `json:"bytes_read"`            // output read from the pipes
 	LogBytes     int64  `json:"log_bytes"`             // size of output.log; at the end: read this far and the log is complete
 	BytesDropped int64  `json:"bytes_dropped"`         // output not written because the buffer was full
-	DropReason   string `json:"drop_reason,omitempty"` // why (the last write error, "disk stalled")
+	DropReason   string `json:"drop_reason,omitempty"` // why, last: a write error ("no space left on device"), "the disk did not keep up (stalled)", "log reached max_log_bytes"
+
+	// Output freed to keep the log under MaxLogBytes: bytes [FreedFrom,
+	// FreedTo) of output.log read as NUL bytes. (The note that says so is
+	// written where the log passes the cap, so a fast-growing log may free
+	// it in turn: these fields are what stays.)
+	FreedFrom int64 `json:"freed_from,omitempty"`
+	FreedTo   int64 `json:"freed_to,omitempty"`
 
 	StderrTail []string `json:"stderr_tail,omitempty"` // the last 40 stderr lines, each cut at 2048 bytes
 

@@ -1,0 +1,66 @@
+package procfs
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// CgroupOOMKills returns how many processes the kernel's OOM killer has
+// killed in the calling process's memory cgroup (its children inherit
+// it), or -1 when it cannot be read. cgroup v2 ("0::/path", memory.events;
+// also mounted at /sys/fs/cgroup/unified on hybrid hosts) and v1 (the
+// memory controller's memory.oom_control) are both read.
+func CgroupOOMKills() int64 {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return -1
+	}
+	for _, f := range oomKillFiles(string(b), "/sys/fs/cgroup") {
+		if n, ok := readOOMKill(f); ok {
+			return n
+		}
+	}
+	return -1
+}
+
+// oomKillFiles lists, from the text of /proc/PID/cgroup, the files that
+// may hold the process's oom_kill count, most likely first.
+func oomKillFiles(cgroup, sysfs string) []string {
+	var files []string
+	for _, line := range strings.Split(cgroup, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			files = append(files, filepath.Join(sysfs, parts[2], "memory.events"),
+				filepath.Join(sysfs, "unified", parts[2], "memory.events"))
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
+			files = append(files, filepath.Join(sysfs, "memory", parts[2], "memory.oom_control"))
+		}
+	}
+	return files
+}
+
+// readOOMKill reads the "oom_kill N" line of memory.events or memory.oom_control.
+func readOOMKill(path string) (int64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	return parseOOMKill(string(b))
+}
+
+func parseOOMKill(s string) (int64, bool) {
+	for _, l := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(l, "oom_kill "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}

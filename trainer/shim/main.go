@@ -1,0 +1,715 @@
+package shim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/trainbot/trainbot/internal/procfs"
+)
+
+// Descriptors the shim inherits from Start.
+const (
+	readyFD = 3 // write end of the ready pipe: one JSON line, then closed
+	lockFD  = 4 // the job's lock file, flock'ed by the bot
+)
+
+// Defaults for the zero values of a Spec (those of package trainer).
+const (
+	DefaultStopGrace    = 30 * time.Second
+	DefaultKillGrace    = 10 * time.Second
+	DefaultDrainTimeout = 2 * time.Second
+)
+
+const (
+	maxSpec        = 16 << 20
+	killFor        = 5 * time.Second // the end's SIGKILL rounds
+	killPoll       = 20 * time.Millisecond
+	pipeGrace      = time.Second      // after the SIGKILL rounds, for the pipes to close
+	flushFor       = 30 * time.Second // a stalled disk may hold the end this long
+	flushAbandoned = 5 * time.Second  // then the writer has this long to notice
+)
+
+// readyMsg is the line the shim writes on the ready pipe.
+type readyMsg struct {
+	PID   int    `json:"pid,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// testHookLog, when set (by this package's tests, in the shim process),
+// wraps the writer of output.log: a stalled or failing disk on demand.
+var testHookLog func(w io.Writer, spec Spec) io.Writer
+
+// Main is the body of "trainbot shim": it reads the Spec from stdin to
+// EOF, supervises the run to its end and returns the exit status (0 once a
+// run ended or could not start, 1 when the spec could not be read; the
+// caller exits with it). Its stdout and stderr are the run's shim.log;
+// descriptor 3 is the ready pipe and 4 the job's lock file, which it keeps
+// (the lock held) until everything of the run is gone.
+//
+// output.log holds what the child wrote to stdout and stderr, each stream
+// queued in whole lines (a line ends at '\n' or '\r'), so the two never mix
+// inside a line — except a line longer than 64 KiB, queued in pieces.
+// A stream that ends inside a line gets a '\n'. Between them are the
+// shim's notes, lines that start with "[trainbot] ": the start, a stop and
+// its escalation, "N bytes of output were dropped: REASON" where output
+// was lost, and last "the main process ended: exit status N" (or "killed
+// by SIGNAME"). Under MaxLogBytes, a range after the log's head reads as
+// NUL bytes (State.FreedFrom, FreedTo).
+func Main(args []string, stderr io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// Take the inherited descriptors before anything opens a file, and
+	// keep them from the child: a grandchild that outlived the run must
+	// not hold the job's lock.
+	ready := inherited(readyFD, unix.S_IFIFO, "ready")
+	lock := inherited(lockFD, unix.S_IFREG, "lock")
+	if lock != nil {
+		defer lock.Close() // last: releases the job's lock
+	}
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "usage: trainbot shim < SPEC.json  (trainbot starts it for each run)")
+		tell(ready, readyMsg{Error: "the shim takes no arguments"})
+		return 2
+	}
+	spec, err := readSpec(os.Stdin)
+	if dn, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+		unix.Dup3(dn, 0, 0)
+		unix.Close(dn)
+	}
+	if err != nil {
+		log.Error("read spec", "err", err)
+		tell(ready, readyMsg{Error: err.Error()})
+		return 1
+	}
+	log = log.With("run", spec.RunID)
+	s := &shim{
+		spec:   spec.withDefaults(),
+		log:    log,
+		pid:    os.Getpid(),
+		q:      newQueue(spec.BufferBytes),
+		exited: make(chan struct{}),
+		stopC:  make(chan struct{}, 1),
+		kick:   make(chan struct{}, 1),
+	}
+	return s.run(ready)
+}
+
+// inherited returns descriptor fd as a file, close-on-exec, when it is
+// open and of the expected kind (by hand, fd 3 may be anything).
+func inherited(fd int, kind uint32, name string) *os.File {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != kind {
+		return nil
+	}
+	unix.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), name)
+}
+
+// tell writes the ready line and closes the pipe; errors are ignored (the
+// bot may be gone).
+func tell(ready *os.File, m readyMsg) {
+	if ready == nil {
+		return
+	}
+	b, _ := json.Marshal(m)
+	ready.Write(append(b, '\n'))
+	ready.Close()
+}
+
+func readSpec(r io.Reader) (Spec, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxSpec))
+	if err != nil {
+		return Spec{}, fmt.Errorf("read spec: %w", err)
+	}
+	var spec Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return Spec{}, fmt.Errorf("read spec: %w", err)
+	}
+	switch {
+	case len(spec.Argv) == 0 || spec.Argv[0] == "":
+		return Spec{}, errors.New("spec: no argv")
+	case !filepath.IsAbs(spec.RunDir):
+		return Spec{}, fmt.Errorf("spec: run_dir %q is not absolute", spec.RunDir)
+	}
+	return spec, nil
+}
+
+func (sp Spec) withDefaults() Spec {
+	if sp.StopGrace <= 0 {
+		sp.StopGrace = DefaultStopGrace
+	}
+	if sp.KillGrace <= 0 {
+		sp.KillGrace = DefaultKillGrace
+	}
+	if sp.DrainTimeout <= 0 {
+		sp.DrainTimeout = DefaultDrainTimeout
+	}
+	if sp.BufferBytes <= 0 {
+		sp.BufferBytes = DefaultBufferBytes
+	}
+	return sp
+}
+
+// shim is one run's supervisor.
+type shim struct {
+	spec Spec
+	log  *slog.Logger
+	pid  int
+	q    *queue
+	w    *writer
+	tail tailRing
+
+	mu    sync.Mutex
+	st    State         // without the output fields, which q and w keep
+	stopC chan struct{} // cap 1: the first stop was asked
+
+	reapMu  sync.Mutex // held while reaping and while signalling (no pid is freed meanwhile)
+	child   int
+	reaped  bool
+	ws      unix.WaitStatus
+	endedAt time.Time
+	exited  chan struct{} // closed when the main process is reaped
+
+	stateMu sync.Mutex    // one state.json write at a time
+	kick    chan struct{} // cap 1: write state.json
+}
+
+func (s *shim) path(name string) string { return filepath.Join(s.spec.RunDir, name) }
+
+func (s *shim) errf(msg string, err error) { s.log.Warn(msg, "err", err) }
+
+// run supervises the run from the child's start to its end.
+func (s *shim) run(ready *os.File) int {
+	spec := s.spec
+	if err := os.MkdirAll(spec.RunDir, 0o755); err != nil {
+		s.log.Error("run directory", "err", err)
+		tell(ready, readyMsg{Error: err.Error()})
+		return 1
+	}
+	// Orphans of the run re-parent to the shim, which reaps and kills them.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		s.errf("set child subreaper", err)
+	}
+	// Notify, not Ignore, for SIGHUP and SIGPIPE: an ignored signal stays
+	// ignored in the child across exec; a caught one is reset.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+
+	s.st = State{Version: 1, RunID: spec.RunID, ShimPID: s.pid, StartedAt: time.Now(), OOMKills: -1}
+	logF, err := os.OpenFile(s.path(LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return s.failStart(ready, nil, nil, err)
+	}
+	defer logF.Close()
+	idxF, err := os.OpenFile(s.path(IndexFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return s.failStart(ready, nil, nil, err)
+	}
+	defer idxF.Close()
+	var out io.Writer = logF
+	if testHookLog != nil {
+		out = testHookLog(logF, spec)
+	}
+	s.w, err = newWriter(s.q, out, logF, idxF, spec.MaxLogBytes)
+	if err != nil {
+		return s.failStart(ready, nil, nil, err)
+	}
+	s.w.notef, s.w.errf = s.q.note, s.errf
+	wdone := make(chan struct{})
+	go s.w.run(wdone)
+	ln, err := listen(spec.RunDir)
+	if err != nil {
+		return s.failStart(ready, wdone, nil, err)
+	}
+	srv := newServer(ln, s.handle, s.errf)
+
+	oomStart := procfs.CgroupOOMKills()
+	s.q.note("run %d of %s started %s: %s", spec.RunID, spec.Job, s.st.StartedAt.Format(time.RFC3339), quoteArgv(spec.Argv))
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return s.failStart(ready, wdone, srv, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return s.failStart(ready, wdone, srv, err)
+	}
+	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	cmd.Dir, cmd.Env = spec.Dir, spec.Env
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return s.failStart(ready, wdone, srv, err)
+	}
+	// Not cmd.Wait: the reaper reaps the child with everything else that
+	// re-parents to the shim.
+	s.child = cmd.Process.Pid
+	cmd.Process.Release()
+	s.mu.Lock()
+	s.st.PID = s.child
+	s.mu.Unlock()
+
+	outDone, errDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(outDone); readPipe(outR, s.q, nil) }()
+	go func() { defer close(errDone); readPipe(errR, s.q, &s.tail) }()
+	reapStop, reapDone := make(chan struct{}), make(chan struct{})
+	go s.reap(chld, reapStop, reapDone)
+
+	s.writeState(s.snapshot())
+	tell(ready, readyMsg{PID: s.child})
+	srv.start()
+	persistStop, persistDone := make(chan struct{}), make(chan struct{})
+	go s.persist(persistStop, persistDone)
+
+	s.supervise(sigs)
+
+	// The main process has ended.
+	s.mu.Lock()
+	s.st.EndedAt = s.endedAt
+	switch {
+	case s.ws.Exited():
+		code := s.ws.ExitStatus()
+		s.st.ExitCode = &code
+	case s.ws.Signaled():
+		s.st.Signal = int(s.ws.Signal())
+	}
+	s.mu.Unlock()
+	// Whatever is left of the run (workers the main process did not reap,
+	// daemons it started) must not outlive it; first the output gets
+	// DrainTimeout to reach its end.
+	waitAll(spec.DrainTimeout, outDone, errDone)
+	if _, alive := s.signalRun(0); alive > 0 {
+		s.q.note("the main process ended; killing %d leftover process(es) of the run", alive)
+	}
+	survivors := s.killAll()
+	if survivors > 0 {
+		s.q.note("%d process(es) of the run could not be killed", survivors)
+	}
+	if !waitAll(pipeGrace, outDone, errDone) {
+		for _, p := range []struct {
+			f    *os.File
+			done chan struct{}
+			name string
+		}{{outR, outDone, "stdout"}, {errR, errDone, "stderr"}} {
+			select {
+			case <-p.done:
+			default:
+				p.f.SetReadDeadline(time.Now())
+				s.q.note("stopped reading the run's %s: it is still held open by a process that could not be killed", p.name)
+			}
+		}
+		waitAll(pipeGrace, outDone, errDone)
+	}
+	outR.Close()
+	errR.Close()
+
+	s.q.close(s.endNote())
+	s.finishWriter(wdone)
+
+	close(persistStop)
+	<-persistDone
+	st := s.snapshot()
+	st.Ended, st.Survivors = true, survivors
+	if oomEnd := procfs.CgroupOOMKills(); oomStart >= 0 && oomEnd >= 0 {
+		st.OOMKills = oomEnd - oomStart
+	}
+	s.mu.Lock()
+	s.st.Ended, s.st.Survivors, s.st.OOMKills = true, survivors, st.OOMKills
+	s.mu.Unlock()
+	s.writeState(st)
+
+	srv.close()
+	os.Remove(s.path(SocketFile))
+	close(reapStop)
+	<-reapDone
+	s.reapAll()
+	return 0
+}
+
+// supervise waits for the main process to end, escalating a stop
+// SIGINT → SIGTERM → SIGKILL meanwhile.
+func (s *shim) supervise(sigs <-chan os.Signal) {
+	never := make(chan time.Time)
+	termC, killC := (<-chan time.Time)(never), (<-chan time.Time)(never)
+	var termT, killT *time.Timer
+	defer func() {
+		for _, t := range []*time.Timer{termT, killT} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+	}()
+	for {
+		select {
+		case <-s.exited:
+			return
+		case sig := <-sigs:
+			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+				s.requestStop(fmt.Sprintf("a signal to the run's supervisor (pid %d)", s.pid), "signal")
+			}
+		case <-s.stopC:
+			s.mu.Lock()
+			by := s.st.Stop.By
+			s.mu.Unlock()
+			others, _ := s.signalRun(syscall.SIGINT)
+			s.q.note("stop requested by %s: SIGINT to process group %d%s", by, s.child, andOthers(others))
+			termT = time.NewTimer(s.spec.StopGrace)
+			termC = termT.C
+		case <-termC:
+			others, _ := s.signalRun(syscall.SIGTERM)
+			s.mu.Lock()
+			s.st.Stop.SentTerm = true
+			s.mu.Unlock()
+			s.q.note("still running %s after SIGINT: SIGTERM to process group %d%s", s.spec.StopGrace, s.child, andOthers(others))
+			s.kickPersist()
+			killT = time.NewTimer(s.spec.KillGrace)
+			killC = killT.C
+		case <-killC:
+			others, _ := s.signalRun(syscall.SIGKILL)
+			s.mu.Lock()
+			s.st.Stop.SentKill = true
+			s.mu.Unlock()
+			s.q.note("still running %s after SIGTERM: SIGKILL to process group %d%s", s.spec.KillGrace, s.child, andOthers(others))
+			s.kickPersist()
+		}
+	}
+}
+
+func andOthers(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and %d process(es) that left it", n)
+}
+
+// requestStop records the first stop and wakes supervise; later ones, and
+// any after the main process ended, change nothing.
+func (s *shim) requestStop(by, reason string) {
+	s.mu.Lock()
+	first := s.st.Stop == nil && s.st.EndedAt.IsZero()
+	if first {
+		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now()}
+	}
+	s.mu.Unlock()
+	if first {
+		select {
+		case s.stopC <- struct{}{}:
+		default:
+		}
+		s.kickPersist()
+	}
+}
+
+// killNow sends SIGKILL to the whole run at once (a "kill" request).
+func (s *shim) killNow(by, reason string) {
+	s.mu.Lock()
+	if !s.st.EndedAt.IsZero() {
+		s.mu.Unlock()
+		return
+	}
+	if s.st.Stop == nil {
+		if reason == "" {
+			reason = "killed"
+		}
+		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now()}
+	}
+	s.st.Stop.KilledNow = true
+	s.mu.Unlock()
+	others, _ := s.signalRun(syscall.SIGKILL)
+	s.q.note("kill requested by %s: SIGKILL to process group %d%s", by, s.child, andOthers(others))
+	s.kickPersist()
+}
+
+// signalRun sends sig to the run's process group while the main process
+// is not reaped (so the group id cannot have been reused), and to every
+// other live descendant of the shim: those that left the group (setsid)
+// and, once the main process is gone, everything. sig 0 only counts.
+// others is how many were signalled outside the group, alive how many
+// processes the run had.
+func (s *shim) signalRun(sig syscall.Signal) (others, alive int) {
+	s.reapMu.Lock()
+	defer s.reapMu.Unlock()
+	group := !s.reaped
+	if group && sig != 0 {
+		unix.Kill(-s.child, sig)
+	}
+	procs, err := procfs.ReadProcs()
+	if err != nil {
+		s.errf("read processes", err)
+		return 0, 0
+	}
+	desc := procs.Descendants(s.pid)
+	for _, pid := range desc {
+		if st, ok := procs.Get(pid); ok && group && st.PGID == s.child {
+			continue
+		}
+		if sig != 0 {
+			unix.Kill(pid, sig)
+		}
+		others++
+	}
+	return others, len(desc)
+}
+
+// killAll sends SIGKILL to everything left of the run until nothing is
+// (bounded), and returns how many processes survived.
+func (s *shim) killAll() int {
+	deadline := time.Now().Add(killFor)
+	for {
+		_, alive := s.signalRun(syscall.SIGKILL)
+		if alive == 0 || time.Now().After(deadline) {
+			return alive
+		}
+		s.reapAll()
+		t := time.NewTimer(killPoll) // the killed processes exit and are reaped
+		<-t.C
+	}
+}
+
+// waitAll waits up to d for every channel to close.
+func waitAll(d time.Duration, chans ...chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for _, c := range chans {
+		select {
+		case <-c:
+		case <-t.C:
+			return false
+		}
+	}
+	return true
+}
+
+func (s *shim) endNote() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.st.ExitCode != nil:
+		return fmt.Sprintf("the main process ended: exit status %d", *s.st.ExitCode)
+	case s.st.Signal != 0:
+		return "the main process ended: killed by " + unix.SignalName(syscall.Signal(s.st.Signal))
+	}
+	return "the main process ended"
+}
+
+// finishWriter waits for the writer to write everything; a disk that stays
+// stalled or full for flushFor loses the rest (counted as dropped).
+func (s *shim) finishWriter(wdone chan struct{}) {
+	if waitAll(flushFor, wdone) {
+		return
+	}
+	s.w.abandon.Store(true) // a writer retrying after an error gives up
+	if waitAll(flushAbandoned, wdone) {
+		return
+	}
+	// The writer is stuck in a write: what it has not written is lost.
+	s.q.mu.Lock()
+	s.q.dropped += s.q.buffered
+	s.q.reason = reasonStalled
+	s.q.mu.Unlock()
+	s.errf("gave up on output.log", errors.New(reasonStalled))
+}
+
+// failStart ends a run whose command could not be started.
+func (s *shim) failStart(ready *os.File, wdone chan struct{}, srv *server, err error) int {
+	s.log.Error("start the run", "err", err)
+	s.mu.Lock()
+	s.st.StartError = err.Error()
+	s.st.Ended, s.st.EndedAt = true, time.Now()
+	s.mu.Unlock()
+	if wdone != nil {
+		s.q.close("could not start: " + err.Error())
+		s.finishWriter(wdone)
+	}
+	s.writeState(s.snapshot())
+	tell(ready, readyMsg{Error: err.Error()})
+	if srv != nil {
+		srv.ln.Close()
+		os.Remove(s.path(SocketFile))
+	}
+	return 0
+}
+
+// reap reaps every child of the shim — the main process and whatever
+// re-parented to it — on SIGCHLD, and every second in case one was missed.
+func (s *shim) reap(chld <-chan os.Signal, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		s.reapAll()
+		select {
+		case <-chld:
+		case <-t.C:
+		case <-stop:
+			return
+		}
+	}
+}
+
+func (s *shim) reapAll() {
+	s.reapMu.Lock()
+	defer s.reapMu.Unlock()
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
+		if pid == s.child && !s.reaped {
+			s.reaped, s.ws, s.endedAt = true, ws, time.Now()
+			close(s.exited)
+		}
+	}
+}
+
+// handle answers one control request.
+func (s *shim) handle(req Request) Response {
+	by := req.By
+	if by == "" {
+		by = "someone"
+	}
+	switch req.Op {
+	case "status":
+	case "stop":
+		s.requestStop(by, req.Reason)
+	case "kill":
+		s.killNow(by, req.Reason)
+	default:
+		return Response{Error: fmt.Sprintf("unknown op %q", req.Op)}
+	}
+	st := s.snapshot()
+	qs := s.q.stats()
+	st.LastOutput, st.Buffered = qs.lastOutput, qs.buffered
+	return Response{OK: true, State: &st}
+}
+
+// snapshot is the state now, output counters included.
+func (s *shim) snapshot() State {
+	s.mu.Lock()
+	st := s.st
+	if st.Stop != nil {
+		stop := *st.Stop
+		st.Stop = &stop
+	}
+	if st.ExitCode != nil {
+		code := *st.ExitCode
+		st.ExitCode = &code
+	}
+	s.mu.Unlock()
+	qs := s.q.stats()
+	st.BytesRead, st.BytesDropped, st.DropReason = qs.read, qs.dropped, qs.reason
+	if s.w != nil {
+		st.LogBytes = s.w.size.Load()
+		if to := s.w.punched.Load(); to > 0 {
+			st.FreedFrom, st.FreedTo = capHead(s.spec.MaxLogBytes), to
+		}
+	}
+	st.StderrTail = s.tail.last()
+	return st
+}
+
+func (s *shim) kickPersist() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// persist writes state.json when kicked (a stop), off the paths that
+// signal the run: a slow disk delays the file, not the signals.
+func (s *shim) persist(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-s.kick:
+			s.writeState(s.snapshot())
+		case <-stop:
+			return
+		}
+	}
+}
+
+func (s *shim) writeState(st State) {
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err == nil {
+		err = writeFileAtomic(s.path(StateFile), append(b, '\n'))
+	}
+	if err != nil {
+		s.errf("write state.json", err)
+	}
+}
+
+// writeFileAtomic replaces path with data so that a reader sees the old
+// or the new file, never a part: a temporary file in the same directory,
+// fsync, rename, fsync of the directory.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// quoteArgv renders argv for a log line, quoting the items a shell would
+// not read as one word.
+func quoteArgv(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>(){}*?[]#~") {
+			q[i] = strconv.Quote(a)
+		} else {
+			q[i] = a
+		}
+	}
+	return strings.Join(q, " ")
+}
