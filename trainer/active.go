@@ -346,6 +346,9 @@ func (a *active) finish(st *shim.State) {
 			}
 			extra = append(extra, fmt.Sprintf("%s of output were not written to the log (%s)", FormatBytes(st.BytesDropped), reason))
 		}
+		if st.FreedTo > st.FreedFrom {
+			extra = append(extra, fmt.Sprintf("the log passed max_log_bytes (%s): %s of older output after its first %s were freed", FormatBytes(a.job.MaxLogBytes), FormatBytes(st.FreedTo-st.FreedFrom), FormatBytes(st.FreedFrom)))
+		}
 		if st.Survivors > 0 {
 			extra = append(extra, fmt.Sprintf("%d process(es) of the run survived SIGKILL", st.Survivors))
 		}

@@ -127,6 +127,3 @@ func processStartedBefore(pid int, t time.Time) bool {
 	}
 	return !procfs.StartTime(boot, st.Start).After(t.Add(2 * time.Second)) // btime has 1 s resolution
 }
-
-// cgroupOOMKills is procfs.CgroupOOMKills (the shim reads it too).
-func cgroupOOMKills() int64 { return procfs.CgroupOOMKills() }

@@ -360,7 +360,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go a.observe()
-	log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", quoteArgv(argv))
+	log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shim.QuoteArgv(argv))
 	st := a.status() // from here on, run belongs to a (read it under a.mu)
 	s.publish(Event{Kind: EventStarted, Run: st.Run.Clone(), Status: &st})
 	return st.Run, nil
@@ -393,18 +393,6 @@ func hasEnv(env []string, key string) bool {
 		}
 	}
 	return false
-}
-
-func quoteArgv(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>(){}*?[]#~") {
-			q[i] = strconv.Quote(a)
-		} else {
-			q[i] = a
-		}
-	}
-	return strings.Join(q, " ")
 }
 
 // Stop asks a run to stop: SIGINT to its process group, then SIGTERM after

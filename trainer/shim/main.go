@@ -239,7 +239,7 @@ func (s *shim) run(ready *os.File) int {
 	srv := newServer(ln, s.handle, s.errf)
 
 	oomStart := procfs.CgroupOOMKills()
-	s.q.note("run %d of %s started %s: %s", spec.RunID, spec.Job, s.st.StartedAt.Format(time.RFC3339), quoteArgv(spec.Argv))
+	s.q.note("run %d of %s started %s: %s", spec.RunID, spec.Job, s.st.StartedAt.Format(time.RFC3339), QuoteArgv(spec.Argv))
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return s.failStart(ready, wdone, srv, err)
@@ -700,9 +700,9 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// quoteArgv renders argv for a log line, quoting the items a shell would
+// QuoteArgv renders argv for a log line, quoting the items a shell would
 // not read as one word.
-func quoteArgv(argv []string) string {
+func QuoteArgv(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
 		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>(){}*?[]#~") {
