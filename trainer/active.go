@@ -248,6 +248,7 @@ func (a *active) requestStop(req stopRequest) {
 		a.oomAtStop = a.oomSoFar()
 	} else if req.kill && !a.stopReq.kill {
 		a.stopReq.kill = true
+		a.stopSent = false
 	} else {
 		a.mu.Unlock()
 		return
@@ -257,7 +258,8 @@ func (a *active) requestStop(req stopRequest) {
 	a.sendStop()
 }
 
-// stopSent is the request the shim has acknowledged (guarded by mu).
+// pendingStop reports whether a stop (or kill) asked of this trainbot has
+// not reached the shim yet.
 func (a *active) pendingStop() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -281,7 +283,7 @@ func (a *active) sendStop() {
 		return
 	}
 	a.mu.Lock()
-	a.stopSent = !a.stopReq.kill || req.kill
+	a.stopSent = a.stopReq.kill == req.kill // a kill asked meanwhile is still to be sent
 	a.mu.Unlock()
 }
 
