@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
 
@@ -24,11 +26,10 @@ const batchSize = 5000
 // AddPoints queues points for the background writer; it never waits for the
 // disk. When the queue is full (the disk is stuck), points are dropped,
 // counted in DroppedPoints and logged (once until points are written again).
-func (s *Store) AddPoints(runID int64, at time.Time, pts []logparse.Point) {
+func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 	if len(pts) == 0 {
 		return
 	}
-	t := ms(at)
 	s.pmu.Lock()
 	started := false
 	for _, p := range pts {
@@ -38,7 +39,8 @@ func (s *Store) AddPoints(runID int64, at time.Time, pts []logparse.Point) {
 			s.dropping = true
 			continue
 		}
-		s.pending = append(s.pending, pendingPoint{run: runID, t: t, p: p})
+		s.pending = append(s.pending, pendingPoint{run: runID, t: ms(p.At), p: p.Point})
+		s.queued++
 	}
 	n := len(s.pending)
 	s.pmu.Unlock()
@@ -98,10 +100,17 @@ func (s *Store) writer(ctx context.Context, every time.Duration) {
 	}
 }
 
-// writeQueued writes everything queued, in batches; a failing batch is
-// logged and dropped so that one bad write never wedges the queue.
+// writeQueued writes everything queued, in batches, and runs each thinning
+// once the points queued before it are written; a failing batch or
+// thinning is logged and dropped so that one bad write never wedges the
+// queue.
 func (s *Store) writeQueued() error {
 	var firstErr error
+	fail := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
 	for {
 		s.pmu.Lock()
 		batch := s.pending
@@ -111,6 +120,15 @@ func (s *Store) writeQueued() error {
 		} else {
 			s.pending = nil
 		}
+		s.taken += int64(len(batch))
+		var thins []pendingThin
+		s.thins = slices.DeleteFunc(s.thins, func(th pendingThin) bool {
+			if th.after <= s.taken {
+				thins = append(thins, th)
+				return true
+			}
+			return false
+		})
 		recovered := len(batch) == 0 && s.dropping
 		s.dropping = s.dropping && !recovered
 		dropped := s.dropped
@@ -118,17 +136,77 @@ func (s *Store) writeQueued() error {
 		if recovered {
 			s.log.Warn("metric points are queued again", "dropped", dropped)
 		}
+		if len(batch) > 0 {
+			if err := s.writeBatch(batch); err != nil {
+				s.log.Error("write metric points", "points", len(batch), "err", err)
+				fail(err)
+			}
+		}
+		for _, th := range thins {
+			if err := s.thinPoints(th); err != nil {
+				s.log.Error("thin metric points", "run", th.run, "metric", th.name, "width", th.width, "err", err)
+				fail(err)
+			}
+		}
 		if len(batch) == 0 {
 			return firstErr
 		}
-		if err := s.writeBatch(batch); err != nil {
-			s.log.Error("write metric points", "points", len(batch), "err", err)
-			if firstErr == nil {
-				firstErr = err
-			}
-		}
 	}
 }
+
+// pendingThin is a queued ThinPoints.
+type pendingThin struct {
+	run   int64
+	name  string
+	width int64
+	after int64 // run it once this many points were taken for writing
+}
+
+// ThinPoints queues the thinning of a metric's stored points to buckets of
+// width steps (trainer.Recorder): of each bucket only the first, minimum,
+// maximum and last finite points stay; NULL (NaN) and ±Inf values always
+// stay. It runs once the points queued before it are written. A thinning
+// of the same metric that is still queued is merged into this one.
+func (s *Store) ThinPoints(runID int64, name string, width int64) {
+	if width <= 1 {
+		width = 1
+	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	for i := range s.thins {
+		if th := &s.thins[i]; th.run == runID && th.name == name {
+			th.width, th.after = max(th.width, width), s.queued
+			return
+		}
+	}
+	s.thins = append(s.thins, pendingThin{run: runID, name: name, width: width, after: s.queued})
+}
+
+// thinPoints deletes, in one statement, every finite point of a metric that
+// is not the first or the last (by step, seq) or the minimum or the maximum
+// (by value, then step, seq: the first of equal minima, the last of equal
+// maxima) of its bucket floor(step/width).
+func (s *Store) thinPoints(th pendingThin) error {
+	ctx := context.Background()
+	id, err := s.nameID(ctx, th.name)
+	if err != nil {
+		return err
+	}
+	_, err = s.w.ExecContext(ctx, thinMetrics, th.run, id, th.width)
+	return err
+}
+
+// thinMetrics ranks each bucket's finite points twice, by step and by value
+// (two window orders: each costs a sort, so there are no more); NULL is
+// NaN, and 9e999 is +Inf to SQLite.
+const thinMetrics = `DELETE FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND (step, seq) IN (
+	SELECT step, seq FROM (
+		SELECT step, seq, row_number() OVER s AS f, count(*) OVER (s ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n,
+			row_number() OVER v AS r
+		FROM (SELECT step, seq, value, CASE WHEN step >= 0 THEN step / ?3 ELSE (step + 1) / ?3 - 1 END AS b
+			FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND value IS NOT NULL AND abs(value) < 9e999)
+		WINDOW s AS (PARTITION BY b ORDER BY step, seq), v AS (PARTITION BY b ORDER BY value, step, seq))
+	WHERE f > 1 AND f < n AND r > 1 AND r < n)`
 
 func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 	ctx := context.Background()

@@ -360,8 +360,12 @@ func (a *active) handleLineAt(now time.Time, text string, fromMetricsFile bool) 
 		}
 		return
 	}
-	if keep := a.thin.keep(now, pts); len(keep) > 0 {
-		a.sup.opts.Recorder.AddPoints(a.run.ID, now, keep)
+	keep, thin := a.thin.keep(now, pts)
+	if len(keep) > 0 {
+		a.sup.opts.Recorder.AddPoints(a.run.ID, keep)
+	}
+	for _, name := range thin {
+		a.sup.opts.Recorder.ThinPoints(a.run.ID, name, a.thin.width(name))
 	}
 	a.observe(now, pts, text)
 }
@@ -402,7 +406,7 @@ func (a *active) flushThinned() {
 	a.parseMu.Lock()
 	defer a.parseMu.Unlock()
 	if rest := a.thin.flush(); len(rest) > 0 {
-		a.sup.opts.Recorder.AddPoints(a.run.ID, time.Now(), rest)
+		a.sup.opts.Recorder.AddPoints(a.run.ID, rest)
 	}
 }
 

@@ -11,7 +11,15 @@ package trainer
 import (
 	"maps"
 	"time"
+
+	"github.com/trainbot/trainbot/trainer/logparse"
 )
+
+// TimedPoint is a metric point with the time its line was written.
+type TimedPoint struct {
+	logparse.Point
+	At time.Time
+}
 
 // State is whether a run is still going.
 type State string

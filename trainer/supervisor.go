@@ -28,7 +28,12 @@ type Recorder interface {
 	UpdateRun(ctx context.Context, r *Run) error
 	// AddPoints queues metric points of a run for writing; it does not wait
 	// for the disk.
-	AddPoints(runID int64, at time.Time, pts []logparse.Point)
+	AddPoints(runID int64, pts []TimedPoint)
+	// ThinPoints queues, after the points queued before it, the thinning of
+	// a metric's stored points to buckets of width steps: of each bucket
+	// only the first, minimum, maximum and last finite points stay (NaN
+	// and ±Inf points always stay). It does not wait for the disk.
+	ThinPoints(runID int64, name string, width int64)
 	// Flush writes every queued point.
 	Flush(ctx context.Context) error
 	// RunningRuns returns the runs recorded as running.
@@ -352,7 +357,6 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	a := &active{
 		sup: s, run: run, job: job, cmd: cmd, parser: parser, lock: lock,
 		cap:         newCapture(logFile, job.MaxLogBytes, job.TailLines),
-		thin:        thinner{start: now},
 		pipes:       []*os.File{outR, errR},
 		metricsPath: metricsPath,
 		stopCh:      make(chan stopRequest, 1),
