@@ -41,6 +41,9 @@ type Store struct {
 	runNames map[[2]int64]bool // (run, name id) pairs known to run_metric_names; owned by the writer
 	namesMu  sync.Mutex
 
+	smu    sync.Mutex
+	series map[seriesKey]*sampleCount // time series of samples seen by this process
+
 	pmu        sync.Mutex
 	pending    []pendingPoint
 	queued     int64         // points ever queued
