@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trainbot/trainbot/trainer"
 )
 
 // The test binary doubles as the supervised child: with TRAINBOT_TEST_CHILD
@@ -67,6 +69,12 @@ func child(mode string, args []string) int {
 				x ^= x << 17
 			}
 			fmt.Fprintf(w, "step %d loss=%.4f\n", i, float64(x%10000)/10000)
+		}
+		return 0
+	case "curve": // print N lines "step=I loss=X" of trainer.NoisyLoss, I from 0, as fast as it can
+		n := atoi(arg(0, "1000000"))
+		for i := range int64(n) {
+			fmt.Fprintf(w, "step=%d loss=%.4f\n", i, trainer.NoisyLoss(i))
 		}
 		return 0
 	case "env":
