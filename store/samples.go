@@ -63,22 +63,22 @@ func (s *Store) AddRunMemory(ctx context.Context, samples []RunMemory) error {
 // sampleTable is a table of time series: device_samples has one per
 // device, run_memory one per run. Each is thinned on its time axis by the
 // rule of metric points (trainer.BucketWidth): once a series holds more
-// than budget rows, it is cut into buckets of a width in milliseconds that
-// leaves 2,000 to 10,000 buckets across its time range, and of each bucket
-// only the first and last rows and the rows with the extremes of its main
-// values stay.
+// rows than keep+1 per bucket (Options.SampleBuckets), it is cut into
+// buckets of a width in milliseconds that leaves 2,000 to 10,000 buckets
+// across its time range, and of each bucket only the first and last rows
+// and the rows with the extremes of its main values (at most keep) stay.
 type sampleTable struct {
-	name   string
-	count  string // count(*), min(t), max(t) of one series
-	thin   string // ?1: the series, ?2: the width
-	budget int64
+	name  string
+	count string // count(*), min(t), max(t) of one series
+	thin  string // ?1: the series, ?2: the width
+	keep  int64
 }
 
 var (
 	deviceSeries = sampleTable{
-		name:   "device_samples",
-		count:  `SELECT count(*), coalesce(min(t), 0), coalesce(max(t), 0) FROM device_samples WHERE device = ?`,
-		budget: 5 * trainer.MaxBuckets, // 4 rows a bucket, and room
+		name:  "device_samples",
+		count: `SELECT count(*), coalesce(min(t), 0), coalesce(max(t), 0) FROM device_samples WHERE device = ?`,
+		keep:  4,
 		// the first, the last, the least and the most memory used
 		thin: `DELETE FROM device_samples WHERE rowid IN (SELECT id FROM (
 			SELECT rowid AS id, row_number() OVER s AS f, count(*) OVER (s ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n,
@@ -88,9 +88,9 @@ var (
 		WHERE f > 1 AND f < n AND r > 1 AND r < n)`,
 	}
 	runMemorySeries = sampleTable{
-		name:   "run_memory",
-		count:  `SELECT count(*), coalesce(min(t), 0), coalesce(max(t), 0) FROM run_memory WHERE run_id = ?`,
-		budget: 7 * trainer.MaxBuckets, // 6 rows a bucket, and room
+		name:  "run_memory",
+		count: `SELECT count(*), coalesce(min(t), 0), coalesce(max(t), 0) FROM run_memory WHERE run_id = ?`,
+		keep:  6,
 		// the first, the last, and the least and the most of GPU and of
 		// host memory (NULL is unknown: it sorts last and is not an extreme)
 		thin: `DELETE FROM run_memory WHERE rowid IN (SELECT id FROM (
@@ -149,10 +149,10 @@ func (s *Store) thinSamples(ctx context.Context, tab *sampleTable, n int, row fu
 	}
 	for _, k := range touched {
 		c := s.series[k]
-		if c.n <= tab.budget {
+		if c.n <= (tab.keep+1)*s.sampleBuckets {
 			continue
 		}
-		res, err := s.w.ExecContext(ctx, tab.thin, k.id, trainer.BucketWidth(c.hi-c.lo))
+		res, err := s.w.ExecContext(ctx, tab.thin, k.id, trainer.BucketWidth(c.hi-c.lo, s.sampleBuckets))
 		if err != nil {
 			return fmt.Errorf("thin %s: %w", tab.name, err)
 		}

@@ -40,16 +40,29 @@ func countRows(t *testing.T, s *Store, query string, args ...any) int64 {
 	return n
 }
 
+// sampleBuckets cuts time series into at most 100 buckets in these tests
+// (10,000 by default): the rule is the same, the tables 100 times smaller.
+const sampleBuckets = 100
+
+func openSamples(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir(), Options{SampleBuckets: sampleBuckets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // A device's samples are thinned on their time axis once there are more
-// than 50,000: the rows of the table count, read the first time the
+// than 5 per bucket: the rows of the table count, read the first time the
 // process sees the device.
 func TestDeviceSamplesThinned(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := open(t, dir)
+	s := openSamples(t)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	const n = 5*trainer.MaxBuckets + 5000
-	// A sample a second for 15 hours, written by an earlier process.
+	const n = 5*sampleBuckets + 50
+	// A sample a second, written by an earlier process.
 	if _, err := s.w.Exec(`WITH RECURSIVE i(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM i WHERE x < ?)
 		INSERT INTO device_samples(t, device, mem_used, mem_total) SELECT ? + x * 1000, 0, (x * 7919) % 1000003, 2000000 FROM i`, n-1, ms(base)); err != nil {
 		t.Fatal(err)
@@ -58,7 +71,7 @@ func TestDeviceSamplesThinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := base.Add(n * time.Second)
-	width := trainer.BucketWidth(ms(last) - ms(base))
+	width := trainer.BucketWidth(ms(last)-ms(base), sampleBuckets)
 	perDevice := `SELECT t, mem_used AS v FROM device_samples WHERE device = ?`
 	want := bucketStats(t, s, width, perDevice, 0)
 	if err := s.AddDeviceSamples(ctx, []DeviceSample{{T: last, Device: 0, MemUsed: 3}, {T: last, Device: 1, MemUsed: 5}}); err != nil {
@@ -75,8 +88,8 @@ func TestDeviceSamplesThinned(t *testing.T) {
 		}
 	}
 	rows := countRows(t, s, `SELECT count(*) FROM device_samples WHERE device = 0`)
-	if rows > 4*int64(len(want)) || len(want) < trainer.MaxBuckets/5 {
-		t.Errorf("%d rows in %d buckets of %d ms, want at most 4 a bucket and 2,000 buckets or more", rows, len(want), width)
+	if rows > 4*int64(len(want)) || len(want) < sampleBuckets/5 {
+		t.Errorf("%d rows in %d buckets of %d ms, want at most 4 a bucket and %d buckets or more", rows, len(want), width, sampleBuckets/5)
 	}
 	if c := countRows(t, s, `SELECT count(*) FROM device_samples WHERE device = 1`); c != 2 {
 		t.Errorf("device 1 has %d rows, want 2", c)
@@ -87,10 +100,10 @@ func TestDeviceSamplesThinned(t *testing.T) {
 // A run's memory samples keep the extremes of GPU and of host memory.
 func TestRunMemoryThinned(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, t.TempDir())
+	s := openSamples(t)
 	run := newRun(t, s)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	const n = 7*trainer.MaxBuckets + 5000
+	const n = 7*sampleBuckets + 50
 	// GPU memory is unknown in one sample of 13.
 	if _, err := s.w.Exec(`WITH RECURSIVE i(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM i WHERE x < ?)
 		INSERT INTO run_memory(run_id, t, gpu_bytes, host_bytes) SELECT ?, ? + x * 1000,
@@ -98,7 +111,7 @@ func TestRunMemoryThinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := base.Add(n * time.Second)
-	width := trainer.BucketWidth(ms(last) - ms(base))
+	width := trainer.BucketWidth(ms(last)-ms(base), sampleBuckets)
 	gpu := `SELECT t, gpu_bytes AS v FROM run_memory WHERE run_id = ?`
 	host := `SELECT t, host_bytes AS v FROM run_memory WHERE run_id = ?`
 	wantGPU, wantHost := bucketStats(t, s, width, gpu, run), bucketStats(t, s, width, host, run)

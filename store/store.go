@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trainbot/trainbot/trainer"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
@@ -41,8 +42,9 @@ type Store struct {
 	runNames map[[2]int64]bool // (run, name id) pairs known to run_metric_names; owned by the writer
 	namesMu  sync.Mutex
 
-	smu    sync.Mutex
-	series map[seriesKey]*sampleCount // time series of samples seen by this process
+	smu           sync.Mutex
+	series        map[seriesKey]*sampleCount // time series of samples seen by this process
+	sampleBuckets int64
 
 	pmu        sync.Mutex
 	pending    []pendingPoint
@@ -74,6 +76,11 @@ type Options struct {
 	// MaxPending bounds queued points; beyond it points are dropped and
 	// counted (the run log still has them). Default 1,000,000.
 	MaxPending int
+	// SampleBuckets is the most buckets a time series of samples (a
+	// device's, a run's memory) is cut into when it is thinned, which it
+	// is once it holds 5 rows per bucket (a run's memory: 7). Default
+	// trainer.MaxBuckets (10,000), as for metric points.
+	SampleBuckets int
 }
 
 // Open opens (creating if needed) the database in dir, migrates it and
@@ -87,6 +94,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1_000_000
+	}
+	if opts.SampleBuckets <= 0 {
+		opts.SampleBuckets = trainer.MaxBuckets
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -108,7 +118,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Store{w: w, r: r, log: opts.Logger, maxPending: opts.MaxPending, runNames: map[[2]int64]bool{},
+	s := &Store{w: w, r: r, log: opts.Logger, maxPending: opts.MaxPending, runNames: map[[2]int64]bool{}, sampleBuckets: int64(opts.SampleBuckets),
 		kick: make(chan struct{}, 1), flushes: make(chan chan error), stopped: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)
 	go s.writer(ctx, opts.FlushEvery)

@@ -108,7 +108,7 @@ func TestThinPoints(t *testing.T) {
 	s := open(t, t.TempDir())
 	run, other := newRun(t, s), newRun(t, s)
 	var pts []logparse.Point
-	for i := range int64(5000) {
+	for i := range int64(2000) {
 		v := noise(i)
 		switch {
 		case i%101 == 0:
@@ -117,7 +117,7 @@ func TestThinPoints(t *testing.T) {
 			v = math.Inf(1)
 		case i%107 == 0:
 			v = math.Inf(-1)
-		case i >= 4000:
+		case i >= 1600:
 			v = 0.5 // ties: the first of them is the minimum and the maximum
 		}
 		pts = append(pts, logparse.Point{Step: i, Epoch: math.NaN(), Name: "loss", Value: v})
@@ -174,7 +174,7 @@ func TestThinPointsRunsAfterThePointsBefore(t *testing.T) {
 	defer s.Close()
 	run := newRun(t, s)
 	var pts []logparse.Point
-	for i := range int64(3 * batchSize) {
+	for i := range int64(2*batchSize + 1) {
 		pts = append(pts, logparse.Point{Step: i, Epoch: math.NaN(), Name: "loss", Value: noise(i)})
 	}
 	s.AddPoints(run, timed(time.Now(), pts...))

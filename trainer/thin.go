@@ -46,10 +46,11 @@ const (
 
 // BucketWidth is the width of the buckets of a series whose keys (steps,
 // or milliseconds for time series) span span: the smallest of 1, 2, 10, 20,
-// 100, … that leaves at most MaxBuckets buckets.
-func BucketWidth(span int64) int64 {
+// 100, … that leaves at most maxBuckets buckets (MaxBuckets for metrics),
+// which leaves more than maxBuckets/5 once it is more than 1.
+func BucketWidth(span, maxBuckets int64) int64 {
 	w := int64(1)
-	for span/w > MaxBuckets {
+	for span/w > maxBuckets {
 		w = nextWidth(w)
 	}
 	return w
@@ -151,7 +152,7 @@ func (t *thinner) flush() []TimedPoint {
 func (s *thinSeries) add(out []TimedPoint, p TimedPoint) (_ []TimedPoint, mustThin bool) {
 	s.lo, s.hi = min(s.lo, p.Step), max(s.hi, p.Step)
 	if (s.hi-s.lo)/s.width > MaxBuckets {
-		s.width, mustThin = BucketWidth(s.hi-s.lo), true
+		s.width, mustThin = BucketWidth(s.hi-s.lo, MaxBuckets), true
 		s.bucket = bucketOf(s.first.Step, s.width) // the open bucket is inside this one
 		s.stored = min(s.stored, 4*s.buckets())
 	}

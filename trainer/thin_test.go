@@ -119,14 +119,14 @@ func TestBucketWidth(t *testing.T) {
 		{100_000, 10}, {110_000, 20}, {999_999, 100}, {1_000_000, 100}, {1_000_200, 200},
 		{9_999_999, 1000}, {1 << 62, 1_000_000_000_000_000},
 	} {
-		if got := BucketWidth(c.span); got != c.want {
+		if got := BucketWidth(c.span, MaxBuckets); got != c.want {
 			t.Errorf("BucketWidth(%d) = %d, want %d", c.span, got, c.want)
 		}
 	}
 	// Every width leaves at most MaxBuckets buckets and, once past 1, more
 	// than MaxBuckets/5.
 	for span := int64(1); span < 1<<40; span = span*3 + 7 {
-		w := BucketWidth(span)
+		w := BucketWidth(span, MaxBuckets)
 		if span/w > MaxBuckets || (w > 1 && span/w < MaxBuckets/5) {
 			t.Errorf("span %d: width %d leaves %d buckets", span, w, span/w)
 		}
