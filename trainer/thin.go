@@ -89,7 +89,7 @@ type thinner struct {
 type thinSeries struct {
 	width  int64
 	lo, hi int64 // the range of steps seen
-	stored int   // finite points passed on since the last thinning, at most
+	stored int   // an upper bound on the finite points stored
 	open   bool  // bucket is open: first was passed on
 	bucket int64
 	n      int // points of the open bucket so far
