@@ -48,7 +48,7 @@ func addLoss(st *store.Store, r *trainer.Run, name string, n int, every int64, v
 	dur := r.EndedAt.Sub(r.StartedAt)
 	for i := range n {
 		at := r.StartedAt.Add(dur * time.Duration(i+1) / time.Duration(n))
-		st.AddPoints(r.ID, at, []logparse.Point{{Step: int64(i+1) * every, Epoch: math.NaN(), Name: name, Value: value(i)}})
+		st.AddPoints(r.ID, []trainer.TimedPoint{{Point: logparse.Point{Step: int64(i+1) * every, Epoch: math.NaN(), Name: name, Value: value(i)}, At: at}})
 	}
 }
 

@@ -22,7 +22,7 @@ func BenchmarkWritePoints(b *testing.B) {
 	now := time.Now()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s.AddPoints(id, now, []logparse.Point{{Step: int64(i), Name: "loss", Value: 0.5}, {Step: int64(i), Name: "acc", Value: 0.9}})
+		s.AddPoints(id, timed(now, logparse.Point{Step: int64(i), Name: "loss", Value: 0.5}, logparse.Point{Step: int64(i), Name: "acc", Value: 0.9}))
 		if i%100000 == 99999 {
 			s.Flush(ctx)
 		}

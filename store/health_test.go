@@ -28,10 +28,11 @@ func setMaxPageCount(t *testing.T, s *Store, pages int64) {
 	}
 }
 
-func points(from, n int) []logparse.Point {
-	pts := make([]logparse.Point, n)
+func points(from, n int) []trainer.TimedPoint {
+	pts := make([]trainer.TimedPoint, n)
+	now := time.Now()
 	for i := range pts {
-		pts[i] = logparse.Point{Name: "loss", Step: int64(from + i), Epoch: math.NaN(), Value: float64(i)}
+		pts[i] = trainer.TimedPoint{Point: logparse.Point{Name: "loss", Step: int64(from + i), Epoch: math.NaN(), Value: float64(i)}, At: now}
 	}
 	return pts
 }
@@ -82,13 +83,13 @@ func TestDiskFullIsToldOncePointsWaitAndRecover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.AddPoints(id, time.Now(), points(0, 100))
+	s.AddPoints(id, points(0, 100))
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 
 	setMaxPageCount(t, s, 1) // no more than the pages it has
-	s.AddPoints(id, time.Now(), points(100, 12000))
+	s.AddPoints(id, points(100, 12000))
 	err = s.Flush(ctx)
 	var se *sqlite.Error
 	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_FULL {
@@ -99,7 +100,7 @@ func TestDiskFullIsToldOncePointsWaitAndRecover(t *testing.T) {
 		t.Errorf("got %+v, want the data directory and the write's error", e)
 	}
 	// More points and more failing writes: nothing more is told.
-	s.AddPoints(id, time.Now(), points(12100, 1000))
+	s.AddPoints(id, points(12100, 1000))
 	if err := s.Flush(ctx); err == nil {
 		t.Fatal("flush on a full disk succeeded")
 	}
@@ -137,11 +138,11 @@ func TestPointsThatWaitStayWithinMaxPending(t *testing.T) {
 	}
 	defer s.Close()
 	setMaxPageCount(t, s, 1)
-	s.AddPoints(1, time.Now(), points(0, 5000)) // one batch, taken and failing
+	s.AddPoints(1, points(0, 5000)) // one batch, taken and failing
 	if err := s.Flush(context.Background()); err == nil {
 		t.Fatal("flush on a full disk succeeded")
 	}
-	s.AddPoints(1, time.Now(), points(5000, 3000))
+	s.AddPoints(1, points(5000, 3000))
 	if got := s.DroppedPoints(); got != 2000 {
 		t.Errorf("dropped %d, want 2000 (the queue holds 6000)", got)
 	}
@@ -161,7 +162,7 @@ func TestABatchThatCannotBeWrittenIsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.AddPoints(1, time.Now(), points(0, 10))
+	s.AddPoints(1, points(0, 10))
 	s.w.DB.Close() // "sql: database is closed": not the disk
 	if err := s.Flush(context.Background()); err == nil {
 		t.Fatal("flush to a closed database succeeded")
@@ -221,7 +222,7 @@ func TestReplacedDatabaseRefusesWrites(t *testing.T) {
 			if _, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "console", Key: "k", Payload: []byte("{}")}); !errors.Is(err, ErrReplaced) {
 				t.Errorf("EnqueueOutbox: got %v, want ErrReplaced", err)
 			}
-			s.AddPoints(id, time.Now(), points(0, 10))
+			s.AddPoints(id, points(0, 10))
 			if err := s.Flush(ctx); !errors.Is(err, ErrReplaced) {
 				t.Errorf("Flush: got %v, want ErrReplaced", err)
 			}
@@ -255,7 +256,7 @@ func TestASmallWriteDoesNotEndAFailingSpell(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	setMaxPageCount(t, s, 1)
-	s.AddPoints(1, time.Now(), points(0, 5000))
+	s.AddPoints(1, points(0, 5000))
 	if err := s.Flush(ctx); err == nil {
 		t.Fatal("flush on a full disk succeeded")
 	}

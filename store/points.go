@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +48,7 @@ func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 			continue
 		}
 		s.pending = append(s.pending, pendingPoint{run: runID, t: ms(p.At), p: p.Point})
+		s.queued++
 	}
 	n := len(s.pending)
 	s.pmu.Unlock()
@@ -61,9 +63,6 @@ func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 	}
 }
 
-// ThinPoints thins a run's stored points of one metric to a step width.
-func (s *Store) ThinPoints(runID int64, name string, width int64) {}
-
 // SetOffsets queues how far the run's log and metrics file have been read:
 // it is written in the same transaction as the points queued before it, so
 // that after a restart the bot resumes reading exactly after the last
@@ -71,6 +70,7 @@ func (s *Store) ThinPoints(runID int64, name string, width int64) {}
 func (s *Store) SetOffsets(runID, logOffset, metricsOffset int64) {
 	s.pmu.Lock()
 	s.pending = append(s.pending, pendingPoint{run: runID, offsets: true, logOff: logOffset, t: metricsOffset})
+	s.queued++ // an entry of the queue like a point: thinnings count it
 	s.pmu.Unlock()
 }
 
@@ -119,13 +119,19 @@ func (s *Store) writer(ctx context.Context, every time.Duration) {
 	}
 }
 
-// writeQueued writes everything queued, in batches. A batch that failed
+// writeQueued writes everything queued, in batches, and runs each thinning
+// once the points queued before it are written. A batch that failed
 // because the disk is full or failing, the database is busy or its file was
 // replaced goes back to the head of the queue, to be tried again on the
-// next tick; any other failing batch is logged and dropped, so that one bad
-// write never wedges the queue.
+// next tick; any other failing batch or thinning is logged and dropped, so
+// that one bad write never wedges the queue.
 func (s *Store) writeQueued() error {
 	var firstErr error
+	fail := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
 	for {
 		s.pmu.Lock()
 		batch := s.pending
@@ -135,6 +141,7 @@ func (s *Store) writeQueued() error {
 		} else {
 			s.pending = nil
 		}
+		s.taken += int64(len(batch))
 		recovered := len(batch) == 0 && s.dropping
 		s.dropping = s.dropping && !recovered
 		dropped := s.dropped
@@ -142,23 +149,39 @@ func (s *Store) writeQueued() error {
 		if recovered {
 			s.log.Warn("metric points are queued again", "dropped", dropped)
 		}
+		if len(batch) > 0 {
+			err := s.writeBatch(batch)
+			s.health.note(err)
+			if err != nil && retryable(err) {
+				s.requeue(batch, err)
+				return fmt.Errorf("write metric points: %w", err)
+			}
+			if err != nil {
+				s.log.Error("write metric points", "points", len(batch), "err", err)
+				fail(err)
+			} else if s.retrying {
+				s.retrying = false
+				s.log.Info("metric points written again")
+			}
+		}
+		s.pmu.Lock()
+		var thins []pendingThin
+		s.thins = slices.DeleteFunc(s.thins, func(th pendingThin) bool {
+			if th.after <= s.taken {
+				thins = append(thins, th)
+				return true
+			}
+			return false
+		})
+		s.pmu.Unlock()
+		for _, th := range thins {
+			if err := s.thinPoints(th); err != nil {
+				s.log.Error("thin metric points", "run", th.run, "metric", th.name, "width", th.width, "err", err)
+				fail(err)
+			}
+		}
 		if len(batch) == 0 {
 			return firstErr
-		}
-		err := s.writeBatch(batch)
-		s.health.note(err)
-		if err != nil && retryable(err) {
-			s.requeue(batch, err)
-			return fmt.Errorf("write metric points: %w", err)
-		}
-		if err != nil {
-			s.log.Error("write metric points", "points", len(batch), "err", err)
-			if firstErr == nil {
-				firstErr = err
-			}
-		} else if s.retrying {
-			s.retrying = false
-			s.log.Info("metric points written again")
 		}
 	}
 }
@@ -168,6 +191,7 @@ func (s *Store) writeQueued() error {
 // AddPoints drops them.
 func (s *Store) requeue(batch []pendingPoint, err error) {
 	s.pmu.Lock()
+	s.taken -= int64(len(batch)) // not written: thinnings after it wait for it
 	s.pending = append(batch, s.pending...)
 	over := len(s.pending) - s.maxPending
 	started := false
@@ -187,6 +211,60 @@ func (s *Store) requeue(batch []pendingPoint, err error) {
 		s.log.Warn(droppedMsg, "queued", n)
 	}
 }
+
+// pendingThin is a queued ThinPoints.
+type pendingThin struct {
+	run   int64
+	name  string
+	width int64
+	after int64 // run it once this many points were taken for writing
+}
+
+// ThinPoints queues the thinning of a metric's stored points to buckets of
+// width steps (trainer.Recorder): of each bucket only the first, minimum,
+// maximum and last finite points stay; NULL (NaN) and ±Inf values always
+// stay. It runs once the points queued before it are written. A thinning
+// of the same metric that is still queued is merged into this one.
+func (s *Store) ThinPoints(runID int64, name string, width int64) {
+	if width <= 1 {
+		width = 1
+	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	for i := range s.thins {
+		if th := &s.thins[i]; th.run == runID && th.name == name {
+			th.width, th.after = max(th.width, width), s.queued
+			return
+		}
+	}
+	s.thins = append(s.thins, pendingThin{run: runID, name: name, width: width, after: s.queued})
+}
+
+// thinPoints deletes, in one statement, every finite point of a metric that
+// is not the first or the last (by step, seq) or the minimum or the maximum
+// (by value, then step, seq: the first of equal minima, the last of equal
+// maxima) of its bucket floor(step/width).
+func (s *Store) thinPoints(th pendingThin) error {
+	ctx := context.Background()
+	id, err := s.nameID(ctx, th.name)
+	if err != nil {
+		return err
+	}
+	_, err = s.w.ExecContext(ctx, thinMetrics, th.run, id, th.width)
+	return err
+}
+
+// thinMetrics ranks each bucket's finite points twice, by step and by value
+// (two window orders: each costs a sort, so there are no more); NULL is
+// NaN, and 9e999 is +Inf to SQLite.
+const thinMetrics = `DELETE FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND (step, seq) IN (
+	SELECT step, seq FROM (
+		SELECT step, seq, row_number() OVER s AS f, count(*) OVER (s ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n,
+			row_number() OVER v AS r
+		FROM (SELECT step, seq, value, CASE WHEN step >= 0 THEN step / ?3 ELSE (step + 1) / ?3 - 1 END AS b
+			FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND value IS NOT NULL AND abs(value) < 9e999)
+		WINDOW s AS (PARTITION BY b ORDER BY step, seq), v AS (PARTITION BY b ORDER BY value, step, seq))
+	WHERE f > 1 AND f < n AND r > 1 AND r < n)`
 
 func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 	ctx := context.Background()

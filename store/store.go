@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trainbot/trainbot/trainer"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
@@ -46,8 +47,15 @@ type Store struct {
 	runNames map[[2]int64]bool // (run, name id) pairs known to run_metric_names; owned by the writer
 	namesMu  sync.Mutex
 
+	smu           sync.Mutex
+	series        map[seriesKey]*sampleCount // time series of samples seen by this process
+	sampleBuckets int64
+
 	pmu        sync.Mutex
 	pending    []pendingPoint
+	queued     int64         // points ever queued
+	taken      int64         // points ever taken for writing
+	thins      []pendingThin // at most one per (run, metric)
 	dropped    int64
 	dropping   bool // points were dropped since the queue last emptied
 	maxPending int
@@ -90,6 +98,11 @@ type Options struct {
 	// a success counts as recovered (a small write may fit where a batch
 	// does not). Default 10 s.
 	RecoverAfter time.Duration
+	// SampleBuckets is the most buckets a time series of samples (a
+	// device's, a run's memory) is cut into when it is thinned, which it
+	// is once it holds 5 rows per bucket (a run's memory: 7). Default
+	// trainer.MaxBuckets (10,000), as for metric points.
+	SampleBuckets int
 }
 
 // Open opens (creating if needed) the database in dir, migrates it and
@@ -109,6 +122,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.RecoverAfter <= 0 {
 		opts.RecoverAfter = 10 * time.Second
+	}
+	if opts.SampleBuckets <= 0 {
+		opts.SampleBuckets = trainer.MaxBuckets
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -137,7 +153,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{w: writeDB{DB: w, h: h}, r: r, log: opts.Logger, health: h, maxPending: opts.MaxPending, runNames: map[[2]int64]bool{},
-		seq:  time.Now().UnixNano(),
+		sampleBuckets: int64(opts.SampleBuckets), seq: time.Now().UnixNano(),
 		kick: make(chan struct{}, 1), flushes: make(chan chan error), stopped: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)
 	go s.writer(ctx, opts.FlushEvery)

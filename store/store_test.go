@@ -28,6 +28,15 @@ func open(t *testing.T, dir string) *Store {
 	return s
 }
 
+// timed gives points the time at.
+func timed(at time.Time, pts ...logparse.Point) []trainer.TimedPoint {
+	out := make([]trainer.TimedPoint, len(pts))
+	for i, p := range pts {
+		out[i] = trainer.TimedPoint{Point: p, At: at}
+	}
+	return out
+}
+
 func TestRunRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, t.TempDir())
@@ -71,7 +80,7 @@ func TestPointsBatchedAndNaNKept(t *testing.T) {
 		if i == 12000 {
 			v = math.NaN()
 		}
-		s.AddPoints(id, time.Now(), []logparse.Point{{Step: int64(i), Epoch: math.NaN(), Name: "loss", Value: v}, {Step: int64(i), Epoch: 1, Name: "acc", Value: 0.5}})
+		s.AddPoints(id, timed(time.Now(), logparse.Point{Step: int64(i), Epoch: math.NaN(), Name: "loss", Value: v}, logparse.Point{Step: int64(i), Epoch: 1, Name: "acc", Value: 0.5}))
 	}
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -108,7 +117,7 @@ func TestPointsSurviveClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, _ := s.CreateRun(ctx, &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning, StartedAt: time.Now()})
-	s.AddPoints(id, time.Now(), []logparse.Point{{Step: 1, Name: "loss", Value: 0.5}})
+	s.AddPoints(id, timed(time.Now(), logparse.Point{Step: 1, Name: "loss", Value: 0.5}))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -255,8 +264,8 @@ func TestDroppedPointsAreLogged(t *testing.T) {
 	for i := range pts {
 		pts[i] = logparse.Point{Name: "loss", Step: int64(i), Epoch: math.NaN(), Value: 1}
 	}
-	s.AddPoints(1, time.Now(), pts)
-	s.AddPoints(1, time.Now(), pts)
+	s.AddPoints(1, timed(time.Now(), pts...))
+	s.AddPoints(1, timed(time.Now(), pts...))
 	if got := s.DroppedPoints(); got != 40 {
 		t.Fatalf("dropped %d points, want 40", got)
 	}

@@ -22,12 +22,12 @@ func TestMetricExtremes(t *testing.T) {
 	losses := []float64{2.5, 1.0, math.NaN(), 0.25, math.Inf(-1), 0.5}
 	accs := []float64{0.1, 0.7, 0.9, math.Inf(1), 0.8, 0.85}
 	for i := range losses {
-		s.AddPoints(id, time.Now(), []logparse.Point{
-			{Name: "loss", Step: int64(i + 1), Value: losses[i], Epoch: math.NaN()},
-			{Name: "val_acc", Step: int64(i + 1), Value: accs[i], Epoch: math.NaN()},
-		})
+		s.AddPoints(id, timed(time.Now(),
+			logparse.Point{Name: "loss", Step: int64(i + 1), Value: losses[i], Epoch: math.NaN()},
+			logparse.Point{Name: "val_acc", Step: int64(i + 1), Value: accs[i], Epoch: math.NaN()},
+		))
 	}
-	s.AddPoints(id, time.Now(), []logparse.Point{{Name: "only_nan", Step: 1, Value: math.NaN(), Epoch: math.NaN()}})
+	s.AddPoints(id, timed(time.Now(), logparse.Point{Name: "only_nan", Step: 1, Value: math.NaN(), Epoch: math.NaN()}))
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/shim"
 )
 
@@ -80,6 +81,12 @@ func child(mode string, args []string) int {
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 			<-sig
+		}
+		return 0
+	case "curve": // print N lines "step=I loss=X" of trainer.NoisyLoss, I from 0, as fast as it can
+		n := atoi(arg(0, "1000000"))
+		for i := range int64(n) {
+			fmt.Fprintf(w, "step=%d loss=%.4f\n", i, trainer.NoisyLoss(i))
 		}
 		return 0
 	case "env":

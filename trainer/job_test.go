@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/trainbot/trainbot/trainer/logparse"
 )
 
 func fp(v float64) *float64 { return &v }
@@ -242,52 +240,3 @@ func TestFormatBytesAndDuration(t *testing.T) {
 }
 
 func parseDur(s string) (time.Duration, error) { return time.ParseDuration(s) }
-
-func TestThinnerKeepsEnvelopeBeyondTheRate(t *testing.T) {
-	var th thinner
-	now := time.Now()
-	var stored []logparse.Point
-	// 1000 points of one metric within one second, then one a second later.
-	for i := 1; i <= 1000; i++ {
-		v := 1.0
-		switch i {
-		case 300:
-			v = -5 // the minimum
-		case 700:
-			v = 9 // the maximum
-		}
-		stored = append(stored, th.keepPoints(now, []logparse.Point{{Step: int64(i), Name: "loss", Value: v}})...)
-	}
-	if len(stored) != pointsPerWindow {
-		t.Fatalf("stored %d points in the first second, want %d", len(stored), pointsPerWindow)
-	}
-	stored = append(stored, th.keepPoints(now.Add(time.Second), []logparse.Point{{Step: 1001, Name: "loss", Value: 2}})...)
-	var steps []int64
-	for _, p := range stored[pointsPerWindow:] {
-		steps = append(steps, p.Step)
-	}
-	if !slices.Equal(steps, []int64{300, 700, 1000, 1001}) {
-		t.Fatalf("after the window got steps %v, want the min 300, max 700, last 1000, then 1001", steps)
-	}
-	if rest := th.flush(); len(rest) != 0 {
-		t.Fatalf("flush returned %v, want nothing held", rest)
-	}
-	// A slow metric keeps every point.
-	var slow thinner
-	n := 0
-	for i := 0; i < 100; i++ {
-		n += len(slow.keepPoints(now.Add(time.Duration(i)*100*time.Millisecond), []logparse.Point{{Step: int64(i), Name: "acc", Value: 0.5}}))
-	}
-	if n != 100 {
-		t.Fatalf("slow metric: stored %d of 100", n)
-	}
-	// Ten hours into a run a window is ten seconds.
-	old := thinner{start: now.Add(-10 * time.Hour)}
-	n = 0
-	for i := 0; i < 200; i++ { // 20 points a second for 10 s
-		n += len(old.keepPoints(now.Add(time.Duration(i)*50*time.Millisecond), []logparse.Point{{Step: int64(i), Name: "loss", Value: float64(i % 7)}}))
-	}
-	if n != pointsPerWindow {
-		t.Fatalf("ten hours in: stored %d points in a 10 s window, want %d", n, pointsPerWindow)
-	}
-}

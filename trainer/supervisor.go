@@ -29,8 +29,10 @@ type Recorder interface {
 	// AddPoints queues metric points of a run for writing; it does not wait
 	// for the disk.
 	AddPoints(runID int64, pts []TimedPoint)
-	// ThinPoints queues the thinning of a run's stored points of one
-	// metric to a step width, after the points queued before it.
+	// ThinPoints queues, after the points queued before it, the thinning of
+	// a metric's stored points to buckets of width steps: of each bucket
+	// only the first, minimum, maximum and last finite points stay (NaN
+	// and ±Inf points always stay). It does not wait for the disk.
 	ThinPoints(runID int64, name string, width int64)
 	// SetOffsets queues how far the run's log and metrics file are read,
 	// stored with the points queued before it (Run.LogOffset,

@@ -1,6 +1,8 @@
 package trainer
 
 import (
+	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -8,119 +10,211 @@ import (
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
 
-// pointsPerWindow is how many points of one metric are stored per window
-// before thinning starts; beyond it, only the minimum, the maximum and the
-// last point of the window are. A window is one second during a run's
-// first hour and then 1/3600 of the run's age (10 s at ten hours), so a
-// metric printed thousands of times a second for three days keeps about a
-// million points — a chart with the same envelope, read in about a second
-// — while scripts that log less often (nearly all) keep every point.
+// Storage thinning, in step space. Every point of a metric is stored while
+// the metric's steps span at most MaxBuckets steps. Beyond that, the steps
+// are cut into buckets of a width from the sequence 1, 2, 10, 20, 100, 200,
+// 1000, … (each width divides the next, so buckets nest and merging two
+// never loses an extreme), the smallest that leaves at most MaxBuckets
+// buckets across the metric's step range, which makes at least
+// MaxBuckets/5 = 2,000; and of each bucket only the first, the minimum, the
+// maximum and the last point are stored. So a metric stores at most about
+// 4×MaxBuckets points however many it printed (ThinBudget when its step
+// counter goes back), and a chart of them has the exact envelope of every
+// bucket. NaN and ±Inf points are always stored, and not counted.
+//
+// The decision depends only on the sequence of points (never on a clock):
+// the same points give the same points to store, whatever the batches they
+// come in (a thinning is asked after the batch that needs it, which may
+// leave a few more or fewer points stored). In memory a metric holds only
+// its open bucket (the latest step's); the points that bucket passes on to
+// the store are decided when a later bucket begins. When the width grows,
+// what is stored already is thinned to the new width by the store
+// (Recorder.ThinPoints); the store applies the same rule in SQL.
+//
 // Progress, status and the NaN watch still see every point.
-const pointsPerWindow = 50
+const (
+	// MaxBuckets is the most buckets across a series' range.
+	MaxBuckets = 10_000
+	// ThinBudget is how many points of a series may be stored before the
+	// store is asked to thin them at the current width: a step counter that
+	// goes back (one per epoch) adds points to closed buckets. Thinning
+	// leaves at most 4 points per bucket, so the budget leaves room for
+	// MaxBuckets more points between two thinnings (each reads the whole
+	// series: about 0.2 s for 40,000 points).
+	ThinBudget = 5 * MaxBuckets
+)
 
-// thinner decides which points are stored.
+// BucketWidth is the width of the buckets of a series whose keys (steps,
+// or milliseconds for time series) span span: the smallest of 1, 2, 10, 20,
+// 100, … that leaves at most maxBuckets buckets (MaxBuckets for metrics),
+// which leaves more than maxBuckets/5 once it is more than 1.
+func BucketWidth(span, maxBuckets int64) int64 {
+	w := int64(1)
+	for span/w > maxBuckets {
+		w = nextWidth(w)
+	}
+	return w
+}
+
+// nextWidth follows 1, 2, 10, 20, 100, …
+func nextWidth(w int64) int64 {
+	if leading(w) == 1 {
+		return 2 * w
+	}
+	return 5 * w
+}
+
+// leading is the leading decimal digit of w > 0.
+func leading(w int64) int64 {
+	for w >= 10 {
+		w /= 10
+	}
+	return w
+}
+
+// bucketOf is floor(key / width).
+func bucketOf(key, width int64) int64 {
+	if key >= 0 {
+		return key / width
+	}
+	return (key+1)/width - 1
+}
+
+// thinner decides which points of a run are stored.
 type thinner struct {
-	start   time.Time // the run's start; zero means windows of one second
-	metrics map[string]*thinWindow
+	metrics map[string]*thinSeries
 }
 
-// window is the thinning window at a given time.
-func (t *thinner) window(now time.Time) time.Duration {
-	if t.start.IsZero() {
-		return time.Second
-	}
-	return max(time.Second, now.Sub(t.start)/3600)
+// thinSeries is one metric's state.
+type thinSeries struct {
+	width  int64
+	lo, hi int64 // the range of steps seen
+	stored int   // an upper bound on the finite points stored
+	open   bool  // bucket is open: first was passed on
+	bucket int64
+	n      int // points of the open bucket so far
+	// The open bucket's first point (passed on) and its candidates: the
+	// minimum, the maximum and the last point (by step) so far.
+	first, min, max, last heldPoint
 }
 
-type thinWindow struct {
-	start          time.Time
-	n              int
-	min, max, last logparse.Point
-	held           bool // min/max/last hold points not yet stored
+// heldPoint is a point of the open bucket and its arrival index in it.
+type heldPoint struct {
+	TimedPoint
+	k int
 }
 
-// width is the step width a metric is thinned to in the store.
-func (t *thinner) width(string) int64 { return 1 }
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// keep returns the points to store now, and the metrics whose stored
-// points the store must thin (none: this thinner decides in memory).
-func (t *thinner) keep(now time.Time, pts []logparse.Point) ([]TimedPoint, []string) {
-	var out []TimedPoint
-	for _, p := range t.keepPoints(now, pts) {
-		out = append(out, TimedPoint{Point: p, At: now})
-	}
-	return out, nil
-}
-
-func (t *thinner) keepPoints(now time.Time, pts []logparse.Point) []logparse.Point {
+// keep takes the points of one line, written at at, and returns the points
+// to store now, and the names of the metrics whose stored points the store
+// must thin to width(name) (after storing out).
+func (t *thinner) keep(at time.Time, pts []logparse.Point) (out []TimedPoint, thin []string) {
 	if t.metrics == nil {
-		t.metrics = map[string]*thinWindow{}
+		t.metrics = map[string]*thinSeries{}
 	}
-	out := pts[:0:0]
 	for _, p := range pts {
-		w := t.metrics[p.Name]
-		if w == nil {
-			w = &thinWindow{start: now}
-			t.metrics[p.Name] = w
+		s := t.metrics[p.Name]
+		if s == nil {
+			s = &thinSeries{width: 1, lo: p.Step, hi: p.Step}
+			t.metrics[p.Name] = s
 		}
-		if now.Sub(w.start) >= t.window(now) {
-			out = w.release(out)
-			w.start, w.n = now, 0
+		tp := TimedPoint{Point: p, At: at}
+		var mustThin bool
+		out, mustThin = s.add(out, tp)
+		if mustThin && !slices.Contains(thin, p.Name) {
+			thin = append(thin, p.Name)
 		}
-		if w.n < pointsPerWindow {
-			w.n++
-			out = append(out, p)
-			continue
-		}
-		if !w.held {
-			w.min, w.max, w.held = p, p, true
-		}
-		if p.Value < w.min.Value || w.min.Value != w.min.Value {
-			w.min = p
-		}
-		if p.Value > w.max.Value || w.max.Value != w.max.Value {
-			w.max = p
-		}
-		w.last = p
+	}
+	return out, thin
+}
+
+// width is the current bucket width of a metric (1 when unknown).
+func (t *thinner) width(name string) int64 {
+	if s := t.metrics[name]; s != nil {
+		return s.width
+	}
+	return 1
+}
+
+// flush returns every point still held (at the end of a run), metric by
+// metric in name order, each in step order.
+func (t *thinner) flush() []TimedPoint {
+	names := slices.Sorted(maps.Keys(t.metrics))
+	var out []TimedPoint
+	for _, n := range names {
+		out = t.metrics[n].release(out)
 	}
 	return out
 }
 
-// release appends the held extremes of a window, in step order, once each.
-func (w *thinWindow) release(out []logparse.Point) []logparse.Point {
-	if !w.held {
+// add takes one point; mustThin says the store must thin the metric.
+func (s *thinSeries) add(out []TimedPoint, p TimedPoint) (_ []TimedPoint, mustThin bool) {
+	s.lo, s.hi = min(s.lo, p.Step), max(s.hi, p.Step)
+	if (s.hi-s.lo)/s.width > MaxBuckets {
+		s.width, mustThin = BucketWidth(s.hi-s.lo, MaxBuckets), true
+		s.bucket = bucketOf(s.first.Step, s.width) // the open bucket is inside this one
+		s.stored = min(s.stored, 4*s.buckets())
+	}
+	if !finite(p.Value) {
+		return append(out, p), mustThin
+	}
+	b := bucketOf(p.Step, s.width)
+	switch {
+	case !s.open || b > s.bucket:
+		out = s.release(out)
+		h := heldPoint{TimedPoint: p}
+		s.open, s.bucket, s.n = true, b, 1
+		s.first, s.min, s.max, s.last = h, h, h, h
+		out = append(out, p)
+		s.stored++
+	case b == s.bucket:
+		h := heldPoint{TimedPoint: p, k: s.n}
+		s.n++
+		if h.Value < s.min.Value || (h.Value == s.min.Value && h.Step < s.min.Step) {
+			s.min = h
+		}
+		if h.Value > s.max.Value || (h.Value == s.max.Value && h.Step >= s.max.Step) {
+			s.max = h
+		}
+		if h.Step >= s.last.Step {
+			s.last = h
+		}
+	default: // a bucket already closed: the step counter went back
+		out = append(out, p)
+		s.stored++
+	}
+	if s.stored > ThinBudget {
+		mustThin = true
+		s.stored = 4 * s.buckets()
+	}
+	return out, mustThin
+}
+
+// buckets is how many buckets the range spans.
+func (s *thinSeries) buckets() int {
+	return int(bucketOf(s.hi, s.width) - bucketOf(s.lo, s.width) + 1)
+}
+
+// release appends the candidates of the open bucket not passed on yet, in
+// step order, once each; the bucket stays open with nothing held.
+func (s *thinSeries) release(out []TimedPoint) []TimedPoint {
+	if !s.open {
 		return out
 	}
-	w.held = false
-	held := []logparse.Point{w.min, w.max, w.last}
-	slices.SortStableFunc(held, func(a, b logparse.Point) int { return int(a.Step - b.Step) })
-	for i, p := range held {
-		if i > 0 && samePoint(p, held[i-1]) {
-			continue
+	held := make([]heldPoint, 0, 3)
+	for _, h := range []heldPoint{s.min, s.max, s.last} {
+		if h.k != 0 && !slices.ContainsFunc(held, func(o heldPoint) bool { return o.k == h.k }) {
+			held = append(held, h)
 		}
-		out = append(out, p)
 	}
-	return out
-}
-
-// flush returns every held point (at the end of a run).
-func (t *thinner) flush() []TimedPoint {
-	var out []TimedPoint
-	for _, p := range t.flushPoints() {
-		out = append(out, TimedPoint{Point: p, At: time.Now()})
+	slices.SortFunc(held, func(a, b heldPoint) int {
+		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.k, b.k))
+	})
+	for _, h := range held {
+		out = append(out, h.TimedPoint)
+		s.stored++
 	}
+	s.min, s.max, s.last = s.first, s.first, s.first
 	return out
-}
-
-func (t *thinner) flushPoints() []logparse.Point {
-	var out []logparse.Point
-	for _, w := range t.metrics {
-		out = w.release(out)
-	}
-	slices.SortStableFunc(out, func(a, b logparse.Point) int { return int(a.Step - b.Step) })
-	return out
-}
-
-func samePoint(a, b logparse.Point) bool {
-	return a.Step == b.Step && a.Name == b.Name && math.Float64bits(a.Value) == math.Float64bits(b.Value)
 }

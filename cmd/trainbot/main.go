@@ -1,7 +1,7 @@
 // Command trainbot starts, stops and watches deep-learning training runs from
 // a chat: the terminal (`trainbot demo`, `trainbot console`) or the chat
 // transports of a config file (`trainbot serve`). It also reads the history
-// (`trainbot runs`, `trainbot plot`) and checks config files
+// (`trainbot runs`, `trainbot plot`, `trainbot points`) and checks config files
 // (`trainbot check`).
 //
 // Only main calls os.Exit; every subcommand returns an exit status:
@@ -65,6 +65,7 @@ func subcommands() []subcommand {
 		{name: "check", summary: "validate a config file", run: cmdCheck},
 		{name: "runs", summary: "list runs, or show one: runs show ID", run: cmdRuns},
 		{name: "plot", summary: "draw a run's loss, memory or utilisation chart to a PNG file", run: cmdPlot},
+		{name: "points", summary: "print a run's stored metric points (step, time, name, value) as a table, --csv or --json", run: cmdPoints},
 		{name: "compare", summary: "compare runs: a table and their loss curves overlaid", run: cmdCompare},
 		{name: "gpu", summary: "GPUs and which runs hold their memory (host memory without a GPU)", run: cmdGPU},
 		{name: "parse", summary: "show the metrics trainbot reads from a log: parse [--json] < LOG", run: cmdParse},

@@ -44,7 +44,7 @@ func history(t *testing.T) string {
 		for k := range 300 {
 			at := start.Add(p.dur * time.Duration(k+1) / 300)
 			v := 2*math.Exp(-float64(k)/60) + 0.05*float64(i)
-			st.AddPoints(id, at, []logparse.Point{{Step: int64(k+1) * 10, Epoch: math.NaN(), Name: "loss", Value: v}})
+			st.AddPoints(id, []trainer.TimedPoint{{Point: logparse.Point{Step: int64(k+1) * 10, Epoch: math.NaN(), Name: "loss", Value: v}, At: at}})
 		}
 		var mem []store.RunMemory
 		for k := range 60 {

@@ -1,0 +1,216 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/logparse"
+)
+
+func newRun(t testing.TB, s *Store) int64 {
+	t.Helper()
+	id, err := s.CreateRun(context.Background(), &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning, StartedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// noise is a deterministic value in [0, 1) for i.
+func noise(i int64) float64 {
+	z := uint64(i)*0x9e3779b97f4a7c15 + 1
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
+}
+
+type keyed struct {
+	step, seq int64
+	v         float64
+}
+
+// thinned is what thinning pts (in insertion order) to width keeps: per
+// bucket, the first and last by (step, seq), the first minimum and the
+// last maximum by (value, step, seq); every NaN and ±Inf.
+func thinned(pts []logparse.Point, width int64) []keyed {
+	var all []keyed
+	for i, p := range pts {
+		all = append(all, keyed{p.Step, int64(i), p.Value})
+	}
+	byStep := func(a, b keyed) int { return cmp.Or(cmp.Compare(a.step, b.step), cmp.Compare(a.seq, b.seq)) }
+	slices.SortFunc(all, byStep)
+	var out []keyed
+	for i := 0; i < len(all); {
+		j := i
+		var fin []keyed
+		for ; j < len(all) && all[j].step/width == all[i].step/width; j++ {
+			if v := all[j].v; math.IsNaN(v) || math.IsInf(v, 0) {
+				out = append(out, all[j])
+			} else {
+				fin = append(fin, all[j])
+			}
+		}
+		i = j
+		if len(fin) == 0 {
+			continue
+		}
+		lo := slices.MinFunc(fin, func(a, b keyed) int { return cmp.Or(cmp.Compare(a.v, b.v), byStep(a, b)) })
+		hi := slices.MaxFunc(fin, func(a, b keyed) int { return cmp.Or(cmp.Compare(a.v, b.v), byStep(a, b)) })
+		for _, k := range []keyed{fin[0], lo, hi, fin[len(fin)-1]} {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.SortFunc(out, byStep)
+	return out
+}
+
+// stored reads a metric's rows with seq (relative to the run's first).
+func stored(t *testing.T, s *Store, run int64, name string) []keyed {
+	t.Helper()
+	rows, err := s.r.Query(`SELECT m.step, m.seq - (SELECT min(seq) FROM metrics WHERE run_id = ?1), m.value FROM metrics m
+		JOIN metric_names n ON n.id = m.name_id WHERE m.run_id = ?1 AND n.name = ?2 ORDER BY m.step, m.seq`, run, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []keyed
+	for rows.Next() {
+		var k keyed
+		var v *float64
+		if err := rows.Scan(&k.step, &k.seq, &v); err != nil {
+			t.Fatal(err)
+		}
+		k.v = math.NaN()
+		if v != nil {
+			k.v = *v
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+func sameKeyed(a, b []keyed) bool {
+	return slices.EqualFunc(a, b, func(x, y keyed) bool {
+		return x.step == y.step && x.seq == y.seq && (x.v == y.v || (math.IsNaN(x.v) && math.IsNaN(y.v)))
+	})
+}
+
+func TestThinPoints(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	run, other := newRun(t, s), newRun(t, s)
+	var pts []logparse.Point
+	for i := range int64(2000) {
+		v := noise(i)
+		switch {
+		case i%101 == 0:
+			v = math.NaN()
+		case i%103 == 0:
+			v = math.Inf(1)
+		case i%107 == 0:
+			v = math.Inf(-1)
+		case i >= 1600:
+			v = 0.5 // ties: the first of them is the minimum and the maximum
+		}
+		pts = append(pts, logparse.Point{Step: i, Epoch: math.NaN(), Name: "loss", Value: v})
+		if i%3 == 0 { // the same step again, and a step counter that went back
+			pts = append(pts, logparse.Point{Step: i, Epoch: math.NaN(), Name: "loss", Value: noise(-i)})
+			pts = append(pts, logparse.Point{Step: i / 2, Epoch: math.NaN(), Name: "loss", Value: noise(-i - 1)})
+		}
+	}
+	acc := []logparse.Point{{Step: 1, Name: "acc", Value: 0.5}, {Step: 2, Name: "acc", Value: 0.5}, {Step: 3, Name: "acc", Value: 0.5}}
+	s.AddPoints(run, timed(time.Now(), append(pts, acc...)...))
+	s.AddPoints(other, timed(time.Now(), pts...))
+	s.ThinPoints(run, "loss", 10)
+	s.ThinPoints(run, "loss", 100) // merged into the one queued
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, want := stored(t, s, run, "loss"), thinned(pts, 100)
+	if !sameKeyed(got, want) {
+		t.Fatalf("kept %d points, want %d; first differences: %v", len(got), len(want), firstDiff(got, want))
+	}
+	if n := len(stored(t, s, other, "loss")); n != len(pts) {
+		t.Errorf("the other run has %d points, want all %d", n, len(pts))
+	}
+	if n := len(stored(t, s, run, "acc")); n != 3 {
+		t.Errorf("acc has %d points, want all 3", n)
+	}
+	// Thinning again at the same width changes nothing.
+	s.ThinPoints(run, "loss", 100)
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again := stored(t, s, run, "loss"); !sameKeyed(again, got) {
+		t.Errorf("thinning twice: %d points, then %d", len(got), len(again))
+	}
+}
+
+func firstDiff(a, b []keyed) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprint(a[i:min(i+4, len(a))], " vs ", b[i:min(i+4, len(b))])
+		}
+	}
+	return "one is a prefix of the other"
+}
+
+// A thinning runs after the points queued before it are written, however
+// many batches they take.
+func TestThinPointsRunsAfterThePointsBefore(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), Options{FlushEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run := newRun(t, s)
+	var pts []logparse.Point
+	for i := range int64(2*batchSize + 1) {
+		pts = append(pts, logparse.Point{Step: i, Epoch: math.NaN(), Name: "loss", Value: noise(i)})
+	}
+	s.AddPoints(run, timed(time.Now(), pts...))
+	s.ThinPoints(run, "loss", 1000)
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stored(t, s, run, "loss"), thinned(pts, 1000); !sameKeyed(got, want) {
+		t.Fatalf("kept %d points, want %d", len(got), len(want))
+	}
+}
+
+// BenchmarkThinPoints times one thinning of 40,000 points (about the most
+// a metric holds) to buckets five times wider, keeping about 16,000.
+func BenchmarkThinPoints(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(b.TempDir(), Options{FlushEvery: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	pts := make([]logparse.Point, 40_000)
+	for i := range pts {
+		pts[i] = logparse.Point{Step: int64(i) * 2, Epoch: math.NaN(), Name: "loss", Value: noise(int64(i))}
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		run := newRun(b, s)
+		s.AddPoints(run, timed(time.Now(), pts...))
+		if err := s.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		s.ThinPoints(run, "loss", 10)
+		if err := s.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
