@@ -54,8 +54,9 @@ type active struct {
 
 	// The replay of lines the bot had already stored before a restart:
 	// they rebuild the parser's state but store no point and raise no alert.
-	stored  int64 // log offset up to which points are stored
-	metrics struct {
+	stored   int64 // log offset up to which points are stored
+	caughtUp bool  // the replay has reached what was not stored
+	metrics  struct {
 		path   string
 		off    int64 // next byte of the metrics file to read
 		stored int64
@@ -225,6 +226,16 @@ func (a *active) control(now time.Time) (st *shim.State, gone bool) {
 func (a *active) handleOutput(l line, lt *lineTimes) {
 	a.tail.put(shown(l.text), l.cr)
 	replay := l.end <= a.stored
+	if !replay && a.stored > 0 && !a.caughtUp {
+		// Past what an earlier trainbot stored: its last thinnings may
+		// not have run; they change nothing if they did.
+		a.caughtUp = true
+		for name := range a.names {
+			if w := a.thin.width(name); w > 1 {
+				a.sup.opts.Recorder.ThinPoints(a.run.ID, name, w)
+			}
+		}
+	}
 	at := lt.at(l.end)
 	a.handleLine(at, l.text, false, replay)
 }
