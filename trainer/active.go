@@ -222,9 +222,16 @@ func (a *active) control(now time.Time) (st *shim.State, gone bool) {
 	return nil, now.Sub(a.shimDown) >= shimGoneWait
 }
 
+// notePrefix starts the lines the run's supervisor writes into the log
+// (start, stop, drops, end): they are shown, never parsed.
+const notePrefix = "[trainbot] "
+
 // handleOutput takes one line of the log.
 func (a *active) handleOutput(l line, lt *lineTimes) {
 	a.tail.put(shown(l.text), l.cr)
+	if strings.HasPrefix(l.text, notePrefix) {
+		return
+	}
 	replay := l.end <= a.stored
 	if !replay && a.stored > 0 && !a.caughtUp {
 		// Past what an earlier trainbot stored: its last thinnings may

@@ -27,9 +27,7 @@ func TestMain(m *testing.M) {
 	}
 	// The test binary is also each run's supervisor (Options.ShimCommand
 	// defaults to this executable with "shim").
-	if len(os.Args) > 1 && os.Args[1] == "shim" {
-		os.Exit(shim.Main(os.Args[2:], os.Stderr))
-	}
+	shim.MainIfAsked()
 	os.Exit(m.Run())
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/demo"
+	"github.com/trainbot/trainbot/trainer/shim"
 )
 
 // The end-to-end tests run the real router, supervisor, store, notifier,
@@ -34,6 +35,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	shim.MainIfAsked() // runs are started through the test binary as "trainbot shim"
 	if os.Getenv(childEnv) == "demo" {
 		os.Exit(demoChild())
 	}

@@ -163,3 +163,13 @@ func logTail(path string, limit int64) string {
 	}
 	return string(bytes.ReplaceAll(b, []byte("\n"), []byte(" | ")))
 }
+
+// MainIfAsked runs Main and exits when the program was started as a run's
+// supervisor (its first argument is "shim"), and returns otherwise. Test
+// binaries that start runs call it first in TestMain, since a Supervisor
+// starts each run's supervisor as its own executable with "shim".
+func MainIfAsked() {
+	if len(os.Args) > 1 && os.Args[1] == "shim" {
+		os.Exit(Main(os.Args[2:], os.Stderr))
+	}
+}
