@@ -97,6 +97,12 @@ func TestRunOutlivesAKilledTrainbot(t *testing.T) {
 		t.Fatalf("the run printed %d lines after trainbot was killed at line %d, want it to go on", n-killedAt, killedAt)
 	}
 
+	// No trainbot observes it now, and runs show says so.
+	r := runJSONOf(t, data, "1")
+	if r["state"] != "running" || r["attached"] != false || r["supervisor_pid"] == float64(0) || r["runner"] != "local" {
+		t.Fatalf("runs show while no trainbot runs: state %v attached %v supervisor %v runner %v", r["state"], r["attached"], r["supervisor_pid"], r["runner"])
+	}
+
 	// A second trainbot: 开始 is refused while the run goes on, 状态 shows
 	// it; at the end of input it waits for the run, which ends finished.
 	pr, pw := io.Pipe()
@@ -110,6 +116,9 @@ func TestRunOutlivesAKilledTrainbot(t *testing.T) {
 	_, at := waitFor(t, out2, 0, `run #1 \(steps\) is already running`)
 	io.WriteString(pw, "状态\n")
 	waitFor(t, out2, at, `run #1 · steps · running for`)
+	if code, show, _ := trainbot(t, "", "runs", "show", "1", "--data", data); code != 0 || !strings.Contains(show, "trainbot is attached to this run") {
+		t.Errorf("runs show while the second trainbot observes: %d %s", code, show)
+	}
 	pw.Close()
 	select {
 	case code := <-done:
@@ -119,7 +128,7 @@ func TestRunOutlivesAKilledTrainbot(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the second trainbot did not end with the run")
 	}
-	r := runJSONOf(t, data, "1")
+	r = runJSONOf(t, data, "1")
 	if r["outcome"] != "finished" || r["steps"] != float64(steps) || r["runner"] != "local" {
 		t.Fatalf("run: outcome %v steps %v runner %v (%v), want finished at step %d by the local runner", r["outcome"], r["steps"], r["runner"], r["detail"], steps)
 	}

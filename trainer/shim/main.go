@@ -337,7 +337,23 @@ func (s *shim) run(ready *os.File) int {
 	s.mu.Lock()
 	s.st.Ended, s.st.Survivors, s.st.OOMKills = true, survivors, st.OOMKills
 	s.mu.Unlock()
-	s.writeState(st)
+	// The end must reach the disk: it is the one record of how the run
+	// ended. On a full disk it is written again every second, while the
+	// socket answers with it and the job stays locked; a SIGTERM gives up.
+	for failed := 0; s.writeState(st) != nil; failed++ {
+		if failed == 0 {
+			s.log.Warn("state.json not written; trying again every second until it is")
+		}
+		select {
+		case <-time.After(time.Second):
+			continue
+		case sig := <-sigs:
+			if sig != syscall.SIGTERM && sig != syscall.SIGINT {
+				continue
+			}
+		}
+		break
+	}
 
 	srv.close()
 	os.Remove(s.path(SocketFile))
@@ -654,7 +670,7 @@ func (s *shim) persist(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-func (s *shim) writeState(st State) {
+func (s *shim) writeState(st State) error {
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()
 	b, err := json.MarshalIndent(st, "", "  ")
@@ -664,6 +680,7 @@ func (s *shim) writeState(st State) {
 	if err != nil {
 		s.errf("write state.json", err)
 	}
+	return err
 }
 
 // writeFileAtomic replaces path with data so that a reader sees the old
