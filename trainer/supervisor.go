@@ -516,7 +516,11 @@ func (s *Supervisor) ObserveMemory(runID int64, gpuBytes, hostBytes *int64) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if gpuBytes != nil && (a.run.PeakGPUMem == nil || *gpuBytes > *a.run.PeakGPUMem) {
+	// A sample in which the run held no GPU memory says nothing of its
+	// peak: a script that imports torch for seconds and then fills the
+	// GPU within one sampling interval (and runs out of memory) must not
+	// report "peak GPU memory 0 B".
+	if gpuBytes != nil && *gpuBytes > 0 && (a.run.PeakGPUMem == nil || *gpuBytes > *a.run.PeakGPUMem) {
 		v := *gpuBytes
 		a.run.PeakGPUMem = &v
 	}
