@@ -141,7 +141,6 @@ func BenchmarkSupervisedCurve(b *testing.B) {
 	}
 }
 
-
 // memoryWatch samples the Go heap until end.
 type memoryWatch struct {
 	stop chan struct{}
