@@ -122,13 +122,16 @@ func child(mode string, args []string) int {
 		os.Stdout.Write(b)
 		os.Stdout.Write([]byte("\xff\xfe loss=0.25 \xc3\x28\n"))
 		return 0
-	case "stubborn": // ignore SIGINT and SIGTERM, start N stubborn grandchildren, print their pids
+	case "stubborn": // ignore SIGINT and SIGTERM, start N stubborn grandchildren (the last one leaves the group with setsid), print their pids
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 		n := atoi(arg(0, "3"))
 		exe, _ := os.Executable()
 		for i := 0; i < n; i++ {
 			c := exec.Command(exe)
 			c.Env = append(os.Environ(), childEnv+"=sleeper")
+			if i == n-1 {
+				c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			}
 			if err := c.Start(); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1

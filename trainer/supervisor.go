@@ -348,6 +348,9 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	h, err := shim.Start(s.opts.ShimCommand, spec, lock.f, 30*time.Second)
 	lock.f = nil // closed by shim.Start: the shim holds the lock now, or nobody does
 	if err != nil {
+		if h != nil { // it did not answer in time and was told to stop
+			h.Wait()
+		}
 		obs.release()
 		return fail(err)
 	}

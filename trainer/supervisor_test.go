@@ -231,6 +231,10 @@ func alive(pid int) bool {
 	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
 }
 
+// 停止 of a child that ignores SIGINT and SIGTERM, with grandchildren, one
+// of which left the process group with setsid: SIGINT, SIGTERM, then
+// SIGKILL to the group and every descendant, and 0 processes of the run
+// alive after; the end says how it was killed.
 func TestStopEscalatesToKillAndNoGrandchildSurvives(t *testing.T) {
 	h := newHarness(t, job("s", childCommand("stubborn", "3")))
 	r := h.start("s", nil)
