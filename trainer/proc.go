@@ -99,18 +99,6 @@ func (l *fileLock) release() {
 	l.f = nil
 }
 
-// countGroup counts the live processes of a process group (from /proc).
-func countGroup(pgid int) int {
-	if pgid <= 0 {
-		return 0
-	}
-	procs, err := procfs.ReadProcs()
-	if err != nil {
-		return 0
-	}
-	return procs.GroupSize(pgid)
-}
-
 // processStartedBefore reports whether pid is alive and started before t
 // (so it is not a newer process that reused the pid).
 func processStartedBefore(pid int, t time.Time) bool {
