@@ -311,6 +311,13 @@ func (a *active) leave() {
 		a.log.Warn("flush metric points", "err", err)
 	}
 	a.save()
+	a.unregister()
+	a.log.Info("detached from run; it goes on")
+}
+
+// unregister lets another trainbot observe the run, removes it from the
+// active runs and wakes those who wait for it.
+func (a *active) unregister() {
 	a.obs.release()
 	a.sup.mu.Lock()
 	if a.sup.active[a.job.Lock] == a {
@@ -318,7 +325,6 @@ func (a *active) leave() {
 	}
 	a.sup.mu.Unlock()
 	close(a.done)
-	a.log.Info("detached from run; it goes on")
 }
 
 // publishAttached tells the chats that this trainbot observes the run again.
@@ -459,13 +465,7 @@ func (a *active) finish(st *shim.State) {
 	// A retry (on_oom) counts as activity from here, so that Wait does not
 	// return between this run and its retry.
 	retry := a.sup.planRetry(a, st2.Run)
-	a.obs.release()
-	a.sup.mu.Lock()
-	if a.sup.active[a.job.Lock] == a {
-		delete(a.sup.active, a.job.Lock)
-	}
-	a.sup.mu.Unlock()
-	close(a.done)
+	a.unregister()
 	a.log.Info("run ended", "outcome", outcome, "detail", firstLine(detail))
 	var oom *OOM
 	if outcome == OutcomeOOM {

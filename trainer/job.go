@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/trainbot/trainbot/trainer/shim"
 )
 
 // ParamType is the type of a job parameter.
@@ -65,8 +67,8 @@ type Job struct {
 
 // Job defaults.
 const (
-	DefaultStopGrace   = 30 * time.Second
-	DefaultKillGrace   = 10 * time.Second
+	DefaultStopGrace   = shim.DefaultStopGrace // the run's supervisor applies them
+	DefaultKillGrace   = shim.DefaultKillGrace
 	DefaultNaNAfter    = 3
 	DefaultTailLines   = 1000
 	DefaultMaxLogBytes = 1 << 30

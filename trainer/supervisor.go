@@ -177,7 +177,7 @@ func New(ctx context.Context, opts Options) (*Supervisor, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.DrainTimeout <= 0 {
-		opts.DrainTimeout = 2 * time.Second
+		opts.DrainTimeout = shim.DefaultDrainTimeout
 	}
 	if opts.AdoptEvery <= 0 {
 		opts.AdoptEvery = 5 * time.Second
@@ -569,8 +569,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		default:
 		}
 	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	done := s.observersDone()
 	select {
 	case <-done:
 		return nil
@@ -583,6 +582,14 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// observersDone is closed when every goroutine the supervisor started has
+// returned.
+func (s *Supervisor) observersDone() <-chan struct{} {
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	return done
+}
+
 // Detach refuses new runs and stops observing the active ones, which go on
 // under their supervisors; the next trainbot re-attaches (serve's
 // shutdown, an upgrade). Points read so far are stored.
@@ -591,10 +598,8 @@ func (s *Supervisor) Detach(ctx context.Context) error {
 	for _, a := range as {
 		a.detachOnce.Do(func() { close(a.detach) })
 	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.observersDone():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
