@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
 )
 
 // writeStepsJob writes a config whose job prints "step=I loss=X" every
@@ -150,5 +152,66 @@ func TestRunOutlivesAKilledTrainbot(t *testing.T) {
 		if seen[i] != 1 {
 			t.Errorf("step %d stored %d times, want once", i, seen[i])
 		}
+	}
+}
+
+// serve leaving (SIGTERM) leaves its runs running; the next serve
+// re-attaches, tells the chat that started the run, and records its end.
+func TestServeLeavesRunsRunningAndReattaches(t *testing.T) {
+	cfgPath, data := writeStepsJob(t, 100, 50*time.Millisecond)
+	fake := telegramtest.NewServer(testToken)
+	defer fake.Close()
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf("[telegram]\napi_endpoint = %q\npoll_timeout = \"1s\"\n[auth]\noperators = [111]\n", fake.URL)
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(b), "[[jobs]]", text+"[[jobs]]", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(ctx context.Context) (chan int, *syncBuffer) {
+		var stdout, stderr syncBuffer
+		e := env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, environ: []string{"TRAINBOT_TELEGRAM_TOKEN=" + testToken}, exe: os.Args[0]}
+		done := make(chan int, 1)
+		go func() { done <- run(ctx, []string{"serve", "--config", cfgPath}, e) }()
+		return done, &stderr
+	}
+	await := func(want string, stderr *syncBuffer) {
+		t.Helper()
+		if !fake.Await(time.Minute, func() bool {
+			for _, m := range fake.Messages(111) {
+				if strings.Contains(telegramtest.Plain(m.Text), want) {
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatalf("no message with %q; stderr:\n%s", want, stderr.String())
+		}
+	}
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	done1, stderr1 := serve(ctx1)
+	fake.UserSays(111, "开始")
+	await("run #1 started", stderr1)
+	cancel1() // what SIGTERM does
+	select {
+	case <-done1:
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not stop")
+	}
+	r := runJSONOf(t, data, "1")
+	if r["state"] != "running" || r["attached"] != false {
+		t.Fatalf("after serve left: state %v attached %v (%v), want running with no trainbot attached", r["state"], r["attached"], r["detail"])
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	done2, stderr2 := serve(ctx2)
+	await("re-attached to run #1 (steps)", stderr2)
+	await("run #1 (steps) finished", stderr2)
+	cancel2()
+	<-done2
+	r = runJSONOf(t, data, "1")
+	if r["outcome"] != "finished" || r["steps"] != float64(100) {
+		t.Fatalf("run: %v at step %v (%v), want finished at step 100", r["outcome"], r["steps"], r["detail"])
 	}
 }
