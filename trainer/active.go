@@ -146,6 +146,7 @@ func (a *active) observe() {
 		n := 0
 		if tl != nil {
 			var err error
+			lt.refresh()
 			if n, err = tl.read(readBudget, func(l line) { a.handleOutput(l, lt) }); err != nil {
 				a.log.Warn("read run log", "err", err)
 			}
@@ -167,6 +168,7 @@ func (a *active) observe() {
 		st, gone := a.control(now)
 		if st != nil && st.Ended || gone {
 			// Everything the shim wrote is in the log: read it to the end.
+			lt.refresh()
 			for tl != nil {
 				n, err := tl.read(readBudget, func(l line) { a.handleOutput(l, lt) })
 				if err != nil || n == 0 {

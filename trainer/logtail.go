@@ -160,7 +160,12 @@ type lineTimes struct {
 	next int64             // the next record to read
 	recs []shim.IndexEntry // records not yet passed, in offset order
 	last time.Time         // the time given last: times never go back
+	read bool              // the index was read to its end since the last refresh
 }
+
+// refresh lets at read the index again (once per read of the log: lines
+// at the end of a log the index does not cover yet do not each reopen it).
+func (lt *lineTimes) refresh() { lt.read = false }
 
 // at returns the time the line ending at offset end was read. A line the
 // index does not cover yet was read just now.
@@ -168,8 +173,10 @@ func (lt *lineTimes) at(end int64) time.Time {
 	for len(lt.recs) > 0 && lt.recs[0].Offset < end {
 		lt.recs = lt.recs[1:]
 	}
-	if len(lt.recs) == 0 {
-		if recs, err := shim.ReadIndex(lt.path, lt.next); err == nil && len(recs) > 0 {
+	if len(lt.recs) == 0 && !lt.read {
+		recs, err := shim.ReadIndex(lt.path, lt.next)
+		lt.read = err != nil || len(recs) == 0 || recs[len(recs)-1].Offset < end
+		if err == nil && len(recs) > 0 {
 			lt.next += int64(len(recs))
 			lt.recs = recs
 			for len(lt.recs) > 0 && lt.recs[0].Offset < end {
