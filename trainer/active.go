@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/trainbot/trainbot/trainer/logparse"
@@ -36,9 +35,9 @@ type active struct {
 	sup        *Supervisor
 	job        *Job
 	runDir     string
-	handle     *shim.Handle // the shim this process started; nil when attached to one started earlier
-	obs        *fileLock    // the observer lock: one trainbot observes a run at a time
-	adopted    bool         // attached to a run this process did not start
+	runner     runner    // what owns the run's processes: its shim (or Slurm)
+	obs        *fileLock // the observer lock: one trainbot observes a run at a time
+	adopted    bool      // attached to a run this process did not start
 	parser     *logparse.Parser
 	thin       thinner
 	names      map[string]bool // the metrics recorded
@@ -80,7 +79,6 @@ type active struct {
 	oomAtStop   *OOM         // the run had run out of memory when the stop came
 	stopSent    bool         // the shim took the stop request (or the kill, once asked)
 	dropped     int64        // output bytes the shim could not write
-	shimDown    time.Time    // the shim stopped answering at this time; zero while it answers
 }
 
 func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
@@ -111,7 +109,6 @@ const (
 	pollEvery    = 100 * time.Millisecond // the log, when it has nothing new
 	controlEvery = time.Second            // the shim's status, the stall watch, the metrics file
 	readBudget   = 4 << 20                // log bytes parsed between two looks at the control channels
-	shimGoneWait = 3 * time.Second        // a shim that does not answer, with no process left, is gone after this
 )
 
 // observe owns the run from the bot's side until it ends or the bot
@@ -165,8 +162,8 @@ func (a *active) observe() {
 		}
 		nextControl = now.Add(controlEvery)
 		a.readMetricsFile()
-		st, gone := a.control(now)
-		if st != nil && st.Ended || gone {
+		end, gone := a.control(now)
+		if end != nil || gone {
 			// Everything the shim wrote is in the log: read it to the end.
 			lt.refresh()
 			for tl != nil {
@@ -181,7 +178,7 @@ func (a *active) observe() {
 			}
 			a.readMetricsFile()
 			a.finishMetricsFile()
-			a.finish(st)
+			a.finish(end)
 			return
 		}
 		a.checkStall(now)
@@ -189,39 +186,20 @@ func (a *active) observe() {
 	}
 }
 
-// control asks the shim how the run is; st is nil when it cannot be told.
-// gone is true when the shim is gone without saying how the run ended.
-func (a *active) control(now time.Time) (st *shim.State, gone bool) {
-	resp, err := shim.Call(a.runDir, shim.Request{Op: "status"}, 2*time.Second)
-	if err == nil && resp.State != nil {
-		a.mu.Lock()
-		a.shimDown = time.Time{}
-		if !resp.State.LastOutput.IsZero() {
-			a.lastOutput = resp.State.LastOutput
-		}
-		a.dropped = resp.State.BytesDropped
-		a.mu.Unlock()
-		if a.pendingStop() {
-			a.sendStop()
-		}
-		return resp.State, false
-	}
-	// No answer: the shim has ended (its state file says how), is busy,
-	// or died.
-	if fst, ferr := shim.ReadState(a.runDir); ferr == nil && fst.Ended {
-		return fst, false
-	}
+// control asks the run's owner how the run is, forwards a stop that has
+// not reached it yet, and keeps what it says of a live run.
+func (a *active) control(now time.Time) (end *runEnd, gone bool) {
+	end, live, gone := a.runner.poll(now)
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.run.Supervisor > 0 && processStartedBefore(a.run.Supervisor, a.run.StartedAt.Add(time.Minute)) {
-		a.shimDown = time.Time{}
-		return nil, false // alive: it will answer
+	if !live.lastOutput.IsZero() {
+		a.lastOutput = live.lastOutput
 	}
-	if a.shimDown.IsZero() {
-		a.shimDown = now
-		a.log.Warn("the run's supervisor does not answer", "pid", a.run.Supervisor, "err", err)
+	a.dropped = max(a.dropped, live.dropped)
+	a.mu.Unlock()
+	if end == nil && !gone && a.pendingStop() {
+		a.sendStop()
 	}
-	return nil, now.Sub(a.shimDown) >= shimGoneWait
+	return end, gone
 }
 
 // notePrefix starts the lines the run's supervisor writes into the log
@@ -259,7 +237,7 @@ func (a *active) storeOffsets(logOff int64) {
 	a.sup.opts.Recorder.SetOffsets(a.run.ID, a.stored, a.metrics.stored)
 }
 
-// requestStop records a stop request and forwards it to the shim.
+// requestStop records a stop request and forwards it to the run's owner.
 func (a *active) requestStop(req stopRequest) {
 	a.mu.Lock()
 	first := a.stopReq == nil
@@ -290,16 +268,8 @@ func (a *active) sendStop() {
 	a.mu.Lock()
 	req := *a.stopReq
 	a.mu.Unlock()
-	op := "stop"
-	if req.kill {
-		op = "kill"
-	}
-	resp, err := shim.Call(a.runDir, shim.Request{Op: op, By: req.by, Reason: string(req.reason)}, 2*time.Second)
-	if err == nil && !resp.OK {
-		err = errors.New(resp.Error)
-	}
-	if err != nil {
-		a.log.Warn("the run's supervisor did not take the stop; trying again", "op", op, "err", err)
+	if err := a.runner.stop(req); err != nil {
+		a.log.Warn("the run's owner did not take the stop; trying again", "kill", req.kill, "err", err)
 		return
 	}
 	a.mu.Lock()
@@ -343,46 +313,17 @@ func (a *active) kill() {
 	}
 }
 
-// finish classifies the end from the shim's state (nil: the shim is gone
+// finish classifies the end its owner told (nil: the owner is gone
 // without saying), records it and publishes it.
-func (a *active) finish(st *shim.State) {
+func (a *active) finish(end *runEnd) {
 	ctx := context.Background()
 	e := ending{exitCode: -1, oomKills: -1}
 	var extra []string
-	if st != nil {
-		switch {
-		case st.StartError != "":
-			e.startErr = errors.New(st.StartError)
-		case st.ExitCode != nil:
-			e.exitCode = *st.ExitCode
-		case st.Signal != 0:
-			e.signal = syscall.Signal(st.Signal)
-		}
-		e.oomKills = st.OOMKills
-		e.stderrTail = st.StderrTail
-		if s := st.Stop; s != nil {
-			e.stopBy, e.stopReason = s.By, OutcomeStopped
-			if s.Reason == string(OutcomeNaN) {
-				e.stopReason = OutcomeNaN
-			}
-			e.sentKill, e.killedNow = s.SentKill, s.KilledNow
-		}
-		if st.BytesDropped > 0 {
-			reason := st.DropReason
-			if reason == "" {
-				reason = "the disk did not keep up"
-			}
-			extra = append(extra, fmt.Sprintf("%s of output were not written to the log (%s)", FormatBytes(st.BytesDropped), reason))
-		}
-		if st.FreedTo > st.FreedFrom {
-			extra = append(extra, fmt.Sprintf("the log passed max_log_bytes (%s): %s of older output after its first %s were freed", FormatBytes(a.job.MaxLogBytes), FormatBytes(st.FreedTo-st.FreedFrom), FormatBytes(st.FreedFrom)))
-		}
-		if st.Survivors > 0 {
-			extra = append(extra, fmt.Sprintf("%d process(es) of the run survived SIGKILL", st.Survivors))
-		}
+	if end != nil {
+		e, extra = end.e, end.extra
 	}
 	a.mu.Lock()
-	if a.stopReq != nil && e.stopBy == "" && st != nil {
+	if a.stopReq != nil && e.stopBy == "" && end != nil {
 		e.stopBy, e.stopReason = a.stopReq.by, a.stopReq.reason
 	}
 	if a.stopReq != nil && a.stopReq.by == e.stopBy {
@@ -405,15 +346,24 @@ func (a *active) finish(st *shim.State) {
 	var outcome Outcome
 	var detail string
 	r := a.run
-	if st == nil {
-		outcome, detail = OutcomeInterrupted, a.interruptedDetail()
+	switch {
+	case end == nil:
+		outcome, detail = OutcomeInterrupted, a.runner.goneDetail()
 		r.EndedAt = a.lastOutput
 		if fi, err := os.Stat(r.LogPath); err == nil && fi.ModTime().After(r.StartedAt) {
 			r.EndedAt = fi.ModTime()
 		}
-	} else {
+	case end.outcome != "" && !(end.outcome == OutcomeFailed && (e.oom != nil || (e.nanSeen != "" && !e.nanRecovered))):
+		// The owner decided (Slurm's states), unless the output tells
+		// more of a failure: out of memory, or a NaN loss.
+		outcome, detail, r.EndedAt = end.outcome, end.detail, end.endedAt
+		if e.exitCode >= 0 {
+			code := e.exitCode
+			r.ExitCode = &code
+		}
+	default:
 		outcome, detail = classify(e)
-		r.EndedAt = st.EndedAt
+		r.EndedAt = end.endedAt
 		if r.EndedAt.IsZero() {
 			r.EndedAt = time.Now()
 		}
@@ -458,11 +408,7 @@ func (a *active) finish(st *shim.State) {
 		case <-time.After(min(time.Duration(attempt+1)*time.Second, 30*time.Second)):
 		}
 	}
-	if a.handle != nil {
-		if err := a.handle.Wait(); err != nil {
-			a.log.Debug("run supervisor exit", "err", err)
-		}
-	}
+	a.runner.done()
 	st2 := a.status()
 	// A retry (on_oom) counts as activity from here, so that Wait does not
 	// return between this run and its retry.
@@ -475,17 +421,6 @@ func (a *active) finish(st *shim.State) {
 	}
 	a.sup.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom})
 	a.sup.retryAfterOOM(st2.Run, a.job, retry)
-}
-
-// interruptedDetail says what is known of a run whose supervisor died
-// without recording its end. Call with a.mu held.
-func (a *active) interruptedDetail() string {
-	r := a.run
-	d := fmt.Sprintf("the run's supervisor (pid %d) ended without recording how the run ended", r.Supervisor)
-	if r.PID > 0 && syscall.Kill(-r.PID, 0) == nil && processStartedBefore(r.PID, r.StartedAt.Add(time.Minute)) {
-		d += fmt.Sprintf("; its process group %d is still alive, unsupervised", r.PID)
-	}
-	return d
 }
 
 // oomSoFar is the out-of-memory error the run has printed, nil if none.

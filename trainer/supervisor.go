@@ -359,7 +359,8 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		log.Error("record run pid", "err", err)
 	}
 	a := newActive(s, job, run, runDir)
-	a.handle, a.obs, a.attempt = h, obs, req.attempt
+	a.runner = newShimRunner(a, h)
+	a.obs, a.attempt = obs, req.attempt
 	s.mu.Lock()
 	s.active[job.Lock] = a
 	s.mu.Unlock()
@@ -713,6 +714,7 @@ func (s *Supervisor) adopt(ctx context.Context) error {
 			job.Lock = fmt.Sprintf("%s#run%d", job.Lock, r.ID)
 		}
 		a := newActive(s, job, r, runDir)
+		a.runner = newShimRunner(a, nil)
 		a.obs, a.adopted = obs, true
 		a.attempt = retryAttempt(r.StartedBy)
 		s.mu.Lock()
