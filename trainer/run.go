@@ -1,8 +1,12 @@
-// Package trainer runs and supervises training jobs: it starts a job's
-// command as a child process in its own process group, under a lock so that a
-// job never runs twice at once, reads the child's output into a run log and
-// metric points, stops it gracefully (SIGINT, then SIGTERM, then SIGKILL to
-// the whole group), and classifies how the run ended.
+// Package trainer runs and supervises training jobs. Each run is owned by
+// its own supervisor process (package shim, "trainbot shim"), which starts
+// the job's command in its own process group under the job's lock, writes
+// its output to the run log and how it ended to a state file, and stops it
+// gracefully (SIGINT, then SIGTERM, then SIGKILL to the whole tree). The
+// Supervisor here starts runs, observes them through those files (metric
+// points, progress, alerts), classifies how they ended, and re-attaches to
+// the runs an earlier trainbot left running: the training never depends on
+// the bot being alive.
 //
 // The package knows nothing about chat: it publishes Events, and it records
 // runs and points through the Recorder interface it declares.
