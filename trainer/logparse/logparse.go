@@ -218,8 +218,8 @@ type track struct {
 	reprLines int  // lines since the innermost one opened
 	reprClose byte // what closes the outermost: ')' or '}', 0 for a configuration dump
 
-	barVals []kv // latest values of progress bar postfix metrics
-	table   table
+	barVals []kv   // latest values of progress bar postfix metrics
+	table   table  // the table rows are read under
 	title   string // "bbox" of a line ending "Evaluation results for bbox:", which may title a table
 }
 

@@ -193,7 +193,7 @@ func (p *Parser) tableHeader(s string, pipes bool, t *track) bool {
 	if !about {
 		return false
 	}
-	cols := t.table.cols[:0]
+	cols := make([]tableCol, 0, len(f))
 	group := ""
 	for _, name := range f {
 		b := p.nameBuf[:0]
@@ -317,10 +317,10 @@ func (p *Parser) tableRow(li *lineInfo, s string, t *track) bool {
 			ok = epochField(v)
 		case tb.cols[i].role == colMemory:
 			if x, ok = byteValue(v); !ok {
-				x, ok = parseNumber(v)
+				x, ok = tableValue(v)
 			}
 		default:
-			x, ok = parseNumber(v)
+			x, ok = tableValue(v)
 		}
 		switch {
 		case ok:
@@ -364,6 +364,15 @@ func (p *Parser) tableRow(li *lineInfo, s string, t *track) bool {
 		}
 	}
 	return true
+}
+
+// tableValue reads a field as a number: most are plain ("1.234"), others
+// go through parseNumber ("95%", "1,234").
+func tableValue(v string) (float64, bool) {
+	if x, j, ok := scanNumber(v, 0); ok && j == len(v) {
+		return x, true
+	}
+	return parseNumber(v)
 }
 
 // epochField reports whether v is an epoch: "3" or "3/100".
