@@ -5,14 +5,23 @@ import (
 	"testing"
 )
 
-// fileCases are real-looking logs in testdata/ with every point they hold
-// and where the run stands at their end.
-var fileCases = []struct {
+// fileCase is a log in testdata/ with every point it holds and where the
+// run stands at its end.
+type fileCase struct {
 	file     string
 	patterns []string
 	want     []string
 	progress string
-}{
+}
+
+// allFileCases are fileCases and frameworkCases.
+func allFileCases() []fileCase {
+	return append(append([]fileCase(nil), fileCases...), frameworkCases...)
+}
+
+// fileCases are real-looking logs in testdata/ with every point they hold
+// and where the run stands at their end.
+var fileCases = []fileCase{
 	{file: "pytorch_classic.log",
 		want: []string{
 			"100 1 loss=0.3765",
@@ -359,7 +368,7 @@ var fileCases = []struct {
 }
 
 func TestFiles(t *testing.T) {
-	for _, tc := range fileCases {
+	for _, tc := range allFileCases() {
 		t.Run(tc.file, func(t *testing.T) {
 			text := readTestdata(t, tc.file)
 

@@ -135,7 +135,7 @@ func roundTrip(t *testing.T, pt Point) {
 // TestRoundTrip checks every point of the testdata logs against its JSON
 // form (the fuzz test does the same for arbitrary input).
 func TestRoundTrip(t *testing.T) {
-	for _, tc := range fileCases {
+	for _, tc := range allFileCases() {
 		p := newParser(t, tc.patterns...)
 		for _, line := range strings.Split(readTestdata(t, tc.file), "\n") {
 			for _, pt := range p.Line(line) {

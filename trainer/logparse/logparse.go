@@ -24,14 +24,23 @@
 //     a verb ("reached 0.498", "using 0"), and when the number ends at the
 //     end, at punctuation or before the next pair: elsewhere it is prose
 //     ("Using Python 3.10").
+//   - column tables (see table.go): a header of names laid out in columns
+//     or between '|', then rows of values under them (ultralytics, YOLOv5,
+//     fastai, the COCO tables of detectron2).
 //   - a job's own regular expressions, tried on every line in addition:
 //     named groups are metrics, except step, epoch, total_steps and
 //     total_epochs.
 //
-// Metric names are lower-case as printed ("Val Loss" is val_loss: the words
-// train, val, valid, validation, test, eval, dev, avg, average, mean,
-// running, total, best, final join the next key). Values are float64; nan,
-// NaN, inf, Infinity and -inf come through as NaN and ±Inf points. Numbers
+// Metric names are lower-case as printed, whole: the words of a field
+// before its key, up to four, make the name ("learning rate" is
+// learning_rate, "Val Loss" val_loss), '|' separates fields, and a unit in
+// parentheses before the colon is dropped ("iter time (s)" is iter_time).
+// A unit after '/' makes a rate: "samples/sec" is samples_per_sec; a time
+// per item ("s/it") is no metric. A line about a split ("Test: [ 10/48]",
+// "Epoch(val)", fairseq's "| valid |") puts it first: test_loss.
+//
+// Values are float64; nan, NaN, inf, Infinity and -inf come through as NaN
+// and ±Inf points. Numbers
 // inside tensor(0.5, device='cuda:0') and np.float64(0.5) are read; "95%"
 // is 95. A value followed by a unit ("3s", "12ms/step"), a clock
 // ("0:01:23") or a date is not a value.
@@ -45,7 +54,10 @@
 // printed model (Linear(in_features=4, …)) and multi-line reprs from a line
 // ending with '(' to a line starting with ')' (an optimizer's "SGD (",
 // Hugging Face's "TrainingArguments("); only totals are read from those
-// (epochs=10). Learning rates are metrics (lr, learning_rate).
+// (epochs=10), and from other configuration (see inBlock and scan): dumps
+// announced by "… config:", dicts printed after "name = {", lines that
+// name configuration or set options to True/False/None. Learning rates
+// are metrics (lr, learning_rate).
 //
 // # Steps
 //
@@ -53,7 +65,8 @@
 // within an epoch.
 //
 //   - "step 100", "global step 100", step=100 and a JSON "step" (also
-//     global_step, iter, iteration) are the global step as printed, except
+//     global_step, iter, iteration, num_updates; DeepSpeed's "steps: 100"
+//     beside metrics) are the global step as printed, except
 //     with an integer epoch on the same line ("Epoch: 2, Step: 50"): then
 //     the step counts within the epoch when the training loop's counter
 //     says how long an epoch is and the step fits in it, or, with no
@@ -99,6 +112,14 @@
 // Totals come from n/N counters, from "Epoch 1/10", and from keys that say
 // so: max_steps, total_steps, num_epochs, max_epochs, "Total optimization
 // steps = 9,375", "Num Epochs = 3"; an explicit total wins over a derived one.
+//
+// # Ranks
+//
+// In a distributed run every rank prints; launchers prefix lines with the
+// rank (torchrun's "[default0]:", OpenMPI's "[1,0]<stdout>:", srun's "0: ").
+// Each metric is read from one rank, rank 0 or the lowest that prints it,
+// and each rank has its own step (see rank.go); AllRanks keeps the others
+// as "rank1/loss".
 //
 // Everything here is a pure function of the lines given; the package does no
 // I/O, so it is table-tested against real logs in testdata/.
@@ -147,9 +168,34 @@ type Progress struct {
 // it output lines and TRAINBOT_METRICS_FILE lines from two goroutines, and
 // lines are parsed one at a time, in the order they arrive.
 type Parser struct {
-	mu     sync.Mutex
-	custom []*regexp.Regexp
+	mu       sync.Mutex
+	custom   []*regexp.Regexp
+	allRanks bool
 
+	track                  // rank 0, and lines without a rank prefix
+	ranks map[int32]*track // other ranks, from their line prefixes
+	srun  srunLabels
+
+	li       lineInfo
+	scratch  []byte // lower-case keys
+	nameBuf  []byte // built names
+	labelBuf []byte
+	path     []byte // object scanning
+	arena    []byte
+	members  []member
+	spaced   []spacedPair
+	fieldBuf []string         // table fields
+	rowVals  []float64        // table values
+	names    map[string]int32 // interned names, index into owners
+	nameOf   []string
+	owners   []int32 // per interned name: the rank its values are read from
+	pending  []int32 // per interned name: a rank that reported it once
+}
+
+// track is where one rank's output stands: its step, epoch, totals, the
+// counters it has shown and the blocks it is in. Ranks print at their own
+// pace, so each has its own.
+type track struct {
 	step     int64
 	explicit bool     // the script has printed a step or a counter
 	rowNames []string // counted steps: names reported at the current step
@@ -168,19 +214,13 @@ type Parser struct {
 	main  mainCounter
 	epAbs epochSteps
 
-	reprDepth int // open multi-line reprs
-	reprLines int // lines since the innermost one opened
+	reprDepth int  // open multi-line reprs or configuration blocks
+	reprLines int  // lines since the innermost one opened
+	reprClose byte // what closes the outermost: ')' or '}', 0 for a configuration dump
 
-	barVals []kv // latest values of progress bar postfix metrics
-
-	li      lineInfo
-	scratch []byte // lower-case keys
-	nameBuf []byte // built names
-	path    []byte // object scanning
-	arena   []byte
-	members []member
-	spaced  []spacedPair
-	names   map[string]string
+	barVals []kv   // latest values of progress bar postfix metrics
+	table   table  // the table rows are read under
+	title   string // "bbox" of a line ending "Evaluation results for bbox:", which may title a table
 }
 
 // mainCounter is the n/N counter taken as the training loop.
@@ -213,8 +253,11 @@ const (
 // line. Each expression's named groups become metrics ("loss", "acc"…),
 // except the groups "step", "epoch", "total_steps" and "total_epochs", which
 // set the progress. An expression without named groups is an error.
-func New(patterns []string) (*Parser, error) {
+func New(patterns []string, opts ...Option) (*Parser, error) {
 	p := &Parser{}
+	for _, o := range opts {
+		o(p)
+	}
 	for _, s := range patterns {
 		re, err := CompilePattern(s)
 		if err != nil {
@@ -224,6 +267,15 @@ func New(patterns []string) (*Parser, error) {
 	}
 	return p, nil
 }
+
+// An Option changes how a Parser reads output.
+type Option func(*Parser)
+
+// AllRanks keeps the metrics of every rank of a distributed run: a metric
+// of a rank other than the one it is read from (rank 0, or the lowest rank
+// that prints it) is reported as "rankN/name" ("rank1/loss") instead of
+// being left out.
+func AllRanks() Option { return func(p *Parser) { p.allRanks = true } }
 
 // CompilePattern compiles a job's custom pattern and checks that it has at
 // least one named group.
@@ -254,12 +306,13 @@ const errNoNamedGroup = parseError("pattern has no named group such as (?P<loss>
 func (p *Parser) Progress() Progress {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pr := Progress{Step: p.step, TotalSteps: p.derivedTotal, Epoch: math.NaN(), TotalEpochs: p.totalEpochs}
-	if p.keyTotal > 0 {
-		pr.TotalSteps = p.keyTotal
+	t := p.progressTrack()
+	pr := Progress{Step: t.step, TotalSteps: t.derivedTotal, Epoch: math.NaN(), TotalEpochs: t.totalEpochs}
+	if t.keyTotal > 0 {
+		pr.TotalSteps = t.keyTotal
 	}
-	if p.epochKnown {
-		pr.Epoch = p.epoch
+	if t.epochKnown {
+		pr.Epoch = t.epoch
 	}
 	return pr
 }
@@ -296,12 +349,21 @@ type lineInfo struct {
 
 	// object "name"/"value" form
 	objName  string
+	objID    int32
 	objValue float64
 	objHasV  bool
+
+	config   bool   // a configuration echo: "hyperparameters: lr0=0.01, …"
+	literals int    // options set to True, False or None: two make a configuration echo
+	label    string // "test" of "Test: [ 10/48]", "val" of "Epoch(val)": names get it as a prefix
+
+	stepsKey    int64 // "steps: 100", a step beside metrics and a total alone
+	hasStepsKey bool
 }
 
 type kv struct {
 	name  string
+	id    int32 // interned name index, -1 if none
 	value float64
 }
 
@@ -342,33 +404,76 @@ func (p *Parser) segment(raw string, out []Point) []Point {
 	if s == "" {
 		return out
 	}
-	li := &p.li
-	li.reset()
-	p.scan(li, s, p.inRepr(s))
-	return p.fold(li, out)
-}
-
-// maxReprLines is how long a repr block may stay open without its ')'.
-const maxReprLines = 1000
-
-// inRepr follows multi-line reprs, a model's "Sequential(", an optimizer's
-// "SGD (", Hugging Face's "TrainingArguments(": a line ending with '('
-// opens one, a line starting with ')' closes it. It reports whether s is
-// inside one, where pairs are configuration.
-func (p *Parser) inRepr(s string) bool {
-	in := p.reprDepth > 0
-	if in {
-		p.reprLines++
-		if s[0] == ')' || p.reprLines > maxReprLines {
-			p.reprDepth--
-			p.reprLines = 0
+	rank, t := int32(0), &p.track
+	if r, rest, ok := p.rankPrefix(s); ok {
+		if t = p.rankTrack(r); t == nil {
+			return out // more ranks than are followed
+		}
+		rank, s = r, rest
+		if s == "" {
+			return out
 		}
 	}
-	if opensRepr(s) && p.reprDepth < maxReprDepth {
-		p.reprDepth++
-		p.reprLines = 0
+	li := &p.li
+	li.reset()
+	p.scan(li, s, t)
+	return p.fold(t, rank, li, out)
+}
+
+// maxReprLines is how long a block may stay open without its end.
+const maxReprLines = 1000
+
+// inBlock follows the multi-line blocks of configuration a script prints
+// before it trains, and reports whether s is inside one (where pairs are
+// configuration):
+//   - reprs, a model's "Sequential(", an optimizer's "SGD (", Hugging
+//     Face's "TrainingArguments(": a line ending with '(' opens one, a line
+//     starting with ')' closes it;
+//   - a dict printed whole after an assignment, DeepSpeed's "json = {", up
+//     to the line starting with its '}';
+//   - a dump announced by a line ending with ':' that names configuration
+//     ("resolved config:", "Config:", "System environment:"), up to the
+//     first line that is not more of it (see configLine).
+//
+// A line that reports progress ends any block (see scan).
+func (t *track) inBlock(s string) bool {
+	in := t.reprDepth > 0
+	if in {
+		t.reprLines++
+		switch {
+		case t.reprLines > maxReprLines:
+			t.reprDepth = 0
+		case t.reprClose == 0:
+			if !configLine(s) {
+				t.reprDepth, in = 0, false
+			}
+		case s[0] == t.reprClose:
+			t.reprDepth--
+		}
+	}
+	kind := t.reprClose // what the open block is
+	if t.reprDepth == 0 {
+		kind = 1 // none
+	}
+	switch {
+	case kind == 0 || t.reprDepth >= maxReprDepth:
+		// Reprs inside a dump are part of it.
+	case kind != '}' && opensRepr(s):
+		t.openBlock(')')
+	case kind != ')' && opensDict(s, kind == '}'):
+		t.openBlock('}')
+	case kind == 1 && opensConfig(s):
+		t.openBlock(0)
 	}
 	return in
+}
+
+func (t *track) openBlock(close byte) {
+	if t.reprDepth == 0 {
+		t.reprClose = close
+	}
+	t.reprDepth++
+	t.reprLines = 0
 }
 
 // maxReprDepth bounds nested repr blocks.
@@ -380,15 +485,7 @@ const maxReprDepth = 4
 // with '(' does not.
 func opensRepr(s string) bool {
 	n := len(s)
-	if n < 2 || s[n-1] != '(' {
-		return false
-	}
-	for i := 0; i < n; i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
-			return false
-		}
-	}
-	if !utf8.ValidString(s) {
+	if n < 2 || s[n-1] != '(' || !printable(s) {
 		return false
 	}
 	j := n - 2
@@ -399,27 +496,114 @@ func opensRepr(s string) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
 
+// opensDict reports whether a line starts a dict printed over several
+// lines as configuration: "json = {" (DeepSpeed's user config), or, inside
+// one, a nested '"optimizer": {'. A '{' alone opens no block: that is how
+// a JSON object of metrics is pretty-printed.
+func opensDict(s string, inside bool) bool {
+	n := len(s)
+	if n < 3 || s[n-1] != '{' || !printable(s) {
+		return false
+	}
+	j := n - 2
+	for j > 0 && s[j] == ' ' {
+		j--
+	}
+	return s[j] == '=' || (inside && s[j] == ':')
+}
+
+// opensConfig reports whether a line announces a configuration dump: it
+// ends with ':' and names configuration ("Running … with resolved
+// config:", "Overriding config with config/train.py:", "Data processing
+// configuration for current model + dataset:", "System environment:").
+func opensConfig(s string) bool {
+	n := len(s)
+	if n < 4 || s[n-1] != ':' || n > 200 {
+		return false
+	}
+	for i := 0; i < n; {
+		if !isLetter(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < n && isLetter(s[j]) {
+			j++
+		}
+		if (i == 0 || !isWordChar(s[i-1])) && (j == n || !isWordChar(s[j])) && anyWord(s[i:j], configWords) {
+			return true
+		}
+		i = j
+	}
+	return false
+}
+
+// configWords name a configuration dump or echo.
+var configWords = newWordSet("config", "configuration", "configs", "arguments", "args", "hyperparameters", "hparams", "hyp", "environment", "settings", "options")
+
+// configLine reports whether a line looks like more of a configuration
+// dump: a comment, a YAML list item, or "name: value", "name = value",
+// where a name has up to four words ("CUDA available: True").
+func configLine(s string) bool {
+	if s[0] == '#' || (s[0] == '-' && len(s) > 1 && s[1] == ' ') {
+		return true
+	}
+	i := 0
+	for words := 0; words < 4; words++ {
+		start := i
+		for i < len(s) && (isKeyChar(s[i]) || s[i] == '"' || s[i] == '\'' || s[i] == '[' || s[i] == ']') {
+			i++
+		}
+		if i == start {
+			return false
+		}
+		j := skipSpaces(s, i)
+		switch {
+		case j < len(s) && s[j] == '=':
+			return true
+		case j == i && j < len(s) && s[j] == ':':
+			return j+1 == len(s) || s[j+1] == ' '
+		case j == i+1 && j < len(s) && words < 3:
+			i = j // one space: the name goes on
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
+}
+
 // scan fills li from the built-in formats, then the custom patterns. In a
-// repr block only totals are kept from the built-in formats.
-func (p *Parser) scan(li *lineInfo, s string, repr bool) {
+// configuration block or on a configuration line only totals are kept
+// from the built-in formats.
+func (p *Parser) scan(li *lineInfo, s string, t *track) {
+	block := t.inBlock(s)
 	if start, ok := p.objectIn(li, s); ok {
 		if start > 0 {
-			p.fromText(li, s[:start])
+			p.fromText(li, s[:start], t)
 		}
 	} else {
-		p.fromText(li, s)
+		p.fromText(li, s, t)
 	}
-	if repr && (li.hasAbs || li.kind != noCounter || (li.hasEpoch && li.epochTotal > 0)) {
+	if block && (li.hasAbs || li.kind != noCounter || (li.hasEpoch && li.epochTotal > 0)) {
 		// A line that reports progress is training output, not part of a
-		// repr: whatever opened the block never closed it.
-		p.reprDepth, p.reprLines, repr = 0, 0, false
+		// block: whatever opened the block never closed it.
+		t.reprDepth, t.reprLines, block = 0, 0, false
 	}
-	if repr {
+	if block || li.config || li.literals >= 2 {
 		*li = lineInfo{metrics: li.metrics[:0], totalSteps: li.totalSteps, epochTotal: li.epochTotal}
 		p.spaced = p.spaced[:0]
 	}
 	if li.objName != "" && li.objHasV {
-		p.addMetric(li, li.objName, li.objValue, true)
+		p.addMetric(li, li.objName, li.objID, li.objValue, true)
 	}
 	for _, re := range p.custom {
 		if m := re.FindStringSubmatchIndex(s); m != nil {
@@ -427,43 +611,52 @@ func (p *Parser) scan(li *lineInfo, s string, repr bool) {
 		}
 	}
 	p.spacedPairs(li, s) // after the patterns: a step they find counts
+	if li.hasStepsKey {
+		// "steps: 100 loss: 2.3" (DeepSpeed) is the step; "steps: 1000"
+		// alone is the total.
+		if len(li.metrics) > 0 && !li.hasAbs && li.kind == noCounter {
+			li.setAbsStep(float64(li.stepsKey))
+		} else if li.totalSteps == 0 {
+			li.setTotalSteps(float64(li.stepsKey))
+		}
+	}
 }
 
-// fold applies a line's information to the parser state and appends its
+// fold applies a line's information to a rank's track and appends its
 // points to out.
-func (p *Parser) fold(li *lineInfo, out []Point) []Point {
+func (p *Parser) fold(t *track, rank int32, li *lineInfo, out []Point) []Point {
 	if li.hasEpoch {
-		p.epoch, p.epochKnown = li.epoch, true
+		t.epoch, t.epochKnown = li.epoch, true
 		if li.epochScoped {
 			e := int64(li.epoch)
-			if !p.baseKnown {
-				p.base, p.baseKnown = min(e, 1), true
+			if !t.baseKnown {
+				t.base, t.baseKnown = min(e, 1), true
 			}
-			p.curEpoch, p.curEpochOK = e, true
+			t.curEpoch, t.curEpochOK = e, true
 		}
 	}
 	if li.epochTotal > 0 {
-		p.totalEpochs = li.epochTotal
+		t.totalEpochs = li.epochTotal
 	}
-	if li.hasEpoch && li.epochScoped && p.base == 0 && p.totalEpochs > 0 && int64(li.epoch) >= p.totalEpochs {
+	if li.hasEpoch && li.epochScoped && t.base == 0 && t.totalEpochs > 0 && int64(li.epoch) >= t.totalEpochs {
 		// "Epoch 9/9" from a 0-based printer: ten epochs.
-		p.totalEpochs = int64(li.epoch) + 1
+		t.totalEpochs = int64(li.epoch) + 1
 	}
 	if li.totalSteps > 0 {
-		p.keyTotal = li.totalSteps
+		t.keyTotal = li.totalSteps
 	}
 
 	fromMain := false
 	switch {
 	case li.hasAbs && li.hasEpoch && li.epochScoped:
-		p.step = p.epochStep(int64(li.epoch), li.absStep)
-		p.explicit = true
+		t.step = t.epochStep(int64(li.epoch), li.absStep)
+		t.explicit = true
 	case li.hasAbs:
-		p.step = li.absStep
-		p.explicit = true
-	case li.kind != noCounter && p.usable(li):
-		if p.counter(li) {
-			p.explicit = true
+		t.step = li.absStep
+		t.explicit = true
+	case li.kind != noCounter && t.usable(li):
+		if t.counter(li) {
+			t.explicit = true
 			fromMain = true
 		}
 	}
@@ -472,25 +665,31 @@ func (p *Parser) fold(li *lineInfo, out []Point) []Point {
 	}
 	metrics := li.metrics
 	if li.bar {
-		metrics = p.changedBarValues(metrics)
+		metrics = t.changedBarValues(metrics)
 		if len(metrics) == 0 {
 			return out
 		}
 	}
-	if !p.explicit {
-		p.countStep(metrics)
-	} else if p.main.total > 0 && (fromMain || li.kind == noCounter) {
-		p.main.confirmed = true
+	if !t.explicit {
+		t.countStep(metrics)
+	} else if t.main.total > 0 && (fromMain || li.kind == noCounter) {
+		t.main.confirmed = true
 	}
 	epoch := math.NaN()
-	if p.epochKnown {
-		epoch = p.epoch
+	if t.epochKnown {
+		epoch = t.epoch
 	}
 	if out == nil {
 		out = make([]Point, 0, len(metrics))
 	}
 	for _, m := range metrics {
-		out = append(out, Point{Step: p.step, Epoch: epoch, Name: m.name, Value: m.value})
+		name := m.name
+		if !p.owns(m.id, rank) {
+			if name = p.rankName(rank, name); name == "" {
+				continue
+			}
+		}
+		out = append(out, Point{Step: t.step, Epoch: epoch, Name: name, Value: m.value})
 	}
 	return out
 }
@@ -500,18 +699,18 @@ func (p *Parser) fold(li *lineInfo, out []Point) []Point {
 // it, or, without a counter, when S starts over as the epoch changes (an
 // epoch is then as long as the largest S printed before that); otherwise S
 // is the global step.
-func (p *Parser) epochStep(epoch, s int64) int64 {
-	if !p.baseKnown {
-		p.base, p.baseKnown = min(epoch, 1), true
+func (t *track) epochStep(epoch, s int64) int64 {
+	if !t.baseKnown {
+		t.base, t.baseKnown = min(epoch, 1), true
 	}
-	idx := max(epoch-p.base, 0)
-	if m := &p.main; m.total > 0 {
+	idx := max(epoch-t.base, 0)
+	if m := &t.main; m.total > 0 {
 		if m.mode != modeGlobal && idx >= 1 && s <= m.total {
 			return satAdd(satMul(idx, m.total), s)
 		}
 		return s
 	}
-	a := &p.epAbs
+	a := &t.epAbs
 	if a.seen && a.mode == modeUnknown && idx > a.lastIdx {
 		if s > a.lastS {
 			a.mode = modeGlobal
@@ -528,7 +727,7 @@ func (p *Parser) epochStep(epoch, s int64) int64 {
 
 // usable reports whether the line's counter may be a training counter: a
 // bare "n/N" counts only on a line that also has metrics or an epoch.
-func (p *Parser) usable(li *lineInfo) bool {
+func (t *track) usable(li *lineInfo) bool {
 	if li.otherLoop {
 		return false
 	}
@@ -539,17 +738,17 @@ func (p *Parser) usable(li *lineInfo) bool {
 }
 
 // counter places an n/N counter; false when it is not the training loop.
-func (p *Parser) counter(li *lineInfo) bool {
+func (t *track) counter(li *lineInfo) bool {
 	n, total := li.n, li.total
-	m := &p.main
+	m := &t.main
 	if total == 0 { // tqdm without a total: "50it ["
 		if m.total != 0 {
 			return false
 		}
-		p.step = n
+		t.step = n
 		return true
 	}
-	if total == p.keyTotal || (total == p.derivedTotal && total != m.total) {
+	if total == t.keyTotal || (total == t.derivedTotal && total != m.total) {
 		// The counter is the global step ("step 490/1500" of 1500 steps).
 		if m.total == 0 {
 			*m = mainCounter{total: total, lastIdx: -1}
@@ -557,8 +756,13 @@ func (p *Parser) counter(li *lineInfo) bool {
 		if total == m.total {
 			m.lastN = n
 		}
-		p.step = n
+		t.step = n
 		return true
+	}
+	if n == 0 && total == m.total && m.lastN > 0 && !(li.hasEpoch && li.epochScoped) {
+		// A bar drawn before its first step ("0/8" before the epoch is
+		// printed) says nothing about where the loop stands.
+		return false
 	}
 	switch {
 	case m.total == 0:
@@ -572,9 +776,9 @@ func (p *Parser) counter(li *lineInfo) bool {
 	idx := int64(-1)
 	switch {
 	case li.hasEpoch && li.epochScoped:
-		idx = max(int64(li.epoch)-p.base, 0)
-	case p.curEpochOK:
-		idx = max(p.curEpoch-p.base, 0)
+		idx = max(int64(li.epoch)-t.base, 0)
+	case t.curEpochOK:
+		idx = max(t.curEpoch-t.base, 0)
 	}
 	if idx >= 0 {
 		if m.mode == modeUnknown && m.lastIdx >= 0 && idx > m.lastIdx {
@@ -585,13 +789,13 @@ func (p *Parser) counter(li *lineInfo) bool {
 			}
 		}
 		if m.mode == modeGlobal {
-			p.step = n
-			p.derivedTotal = total
+			t.step = n
+			t.derivedTotal = total
 		} else {
-			p.step = satAdd(satMul(idx, total), n)
-			p.derivedTotal = 0
-			if p.totalEpochs > 0 {
-				p.derivedTotal = satMul(p.totalEpochs, total)
+			t.step = satAdd(satMul(idx, total), n)
+			t.derivedTotal = 0
+			if t.totalEpochs > 0 {
+				t.derivedTotal = satMul(t.totalEpochs, total)
 			}
 		}
 		m.lastIdx = idx
@@ -599,14 +803,14 @@ func (p *Parser) counter(li *lineInfo) bool {
 		if n < m.lastN && m.lastN >= total {
 			m.passes++
 		}
-		p.step = satAdd(satMul(m.passes, total), n)
+		t.step = satAdd(satMul(m.passes, total), n)
 		switch {
 		case m.passes == 0:
-			p.derivedTotal = total
-		case p.totalEpochs > 0:
-			p.derivedTotal = satMul(p.totalEpochs, total)
+			t.derivedTotal = total
+		case t.totalEpochs > 0:
+			t.derivedTotal = satMul(t.totalEpochs, total)
 		default:
-			p.derivedTotal = 0
+			t.derivedTotal = 0
 		}
 	}
 	m.lastN = n
@@ -633,47 +837,47 @@ func satAdd(a, b int64) int64 {
 }
 
 // countStep advances the counted step when a name repeats.
-func (p *Parser) countStep(metrics []kv) {
-	repeat := p.step == 0
+func (t *track) countStep(metrics []kv) {
+	repeat := t.step == 0
 	for _, m := range metrics {
-		for _, n := range p.rowNames {
+		for _, n := range t.rowNames {
 			if n == m.name {
 				repeat = true
 			}
 		}
 	}
 	if repeat {
-		p.step++
-		p.rowNames = p.rowNames[:0]
+		t.step++
+		t.rowNames = t.rowNames[:0]
 	}
 	for _, m := range metrics {
-		if len(p.rowNames) < 256 {
-			p.rowNames = append(p.rowNames, m.name)
+		if len(t.rowNames) < 256 {
+			t.rowNames = append(t.rowNames, m.name)
 		}
 	}
 }
 
 // changedBarValues keeps the postfix metrics whose value changed since the
 // last progress bar; it filters in place.
-func (p *Parser) changedBarValues(metrics []kv) []kv {
+func (t *track) changedBarValues(metrics []kv) []kv {
 	keep := metrics[:0]
 	for _, m := range metrics {
 		found := false
-		for i := range p.barVals {
-			if p.barVals[i].name != m.name {
+		for i := range t.barVals {
+			if t.barVals[i].name != m.name {
 				continue
 			}
 			found = true
-			if sameValue(p.barVals[i].value, m.value) {
+			if sameValue(t.barVals[i].value, m.value) {
 				break
 			}
-			p.barVals[i].value = m.value
+			t.barVals[i].value = m.value
 			keep = append(keep, m)
 			break
 		}
 		if !found {
-			if len(p.barVals) < 256 {
-				p.barVals = append(p.barVals, m)
+			if len(t.barVals) < 256 {
+				t.barVals = append(t.barVals, m)
 			}
 			keep = append(keep, m)
 		}
@@ -685,19 +889,25 @@ func sameValue(a, b float64) bool {
 	return a == b || (math.IsNaN(a) && math.IsNaN(b))
 }
 
-// intern returns a stable copy of a name, lower-cased.
-func (p *Parser) intern(b []byte) string {
-	if s, ok := p.names[string(b)]; ok {
-		return s
+// intern returns a stable copy of a name and its index; names beyond
+// maxInterned are copied each time and have index -1.
+func (p *Parser) intern(b []byte) (string, int32) {
+	if id, ok := p.names[string(b)]; ok {
+		return p.nameOf[id], id
 	}
 	s := string(b)
+	if len(p.nameOf) >= maxInterned {
+		return s, -1
+	}
 	if p.names == nil {
-		p.names = make(map[string]string)
+		p.names = make(map[string]int32)
 	}
-	if len(p.names) < maxInterned {
-		p.names[s] = s
-	}
-	return s
+	id := int32(len(p.nameOf))
+	p.names[s] = id
+	p.nameOf = append(p.nameOf, s)
+	p.owners = append(p.owners, math.MaxInt32)
+	p.pending = append(p.pending, -1)
+	return s, id
 }
 
 // lower writes the lower-case form of s into p.scratch.
@@ -730,7 +940,7 @@ func validName(b []byte) bool {
 // addMetric records a metric; later values of a custom pattern replace
 // earlier ones, otherwise the first value of a name on a line wins
 // ("loss: 0.2 (avg loss: 0.3)" keeps 0.2 as loss).
-func (p *Parser) addMetric(li *lineInfo, name string, v float64, replace bool) {
+func (p *Parser) addMetric(li *lineInfo, name string, id int32, v float64, replace bool) {
 	for i := range li.metrics {
 		if li.metrics[i].name == name {
 			if replace {
@@ -740,7 +950,7 @@ func (p *Parser) addMetric(li *lineInfo, name string, v float64, replace bool) {
 		}
 	}
 	if len(li.metrics) < 1024 {
-		li.metrics = append(li.metrics, kv{name, v})
+		li.metrics = append(li.metrics, kv{name, id, v})
 	}
 }
 
@@ -799,7 +1009,8 @@ func (p *Parser) fromRegexp(li *lineInfo, re *regexp.Regexp, s string, m []int) 
 		case keyTotalEpochs:
 			li.setTotalEpochs(v)
 		default:
-			p.addMetric(li, p.intern(b), v, true)
+			name, id := p.intern(b)
+			p.addMetric(li, name, id, v, true)
 		}
 	}
 	switch {

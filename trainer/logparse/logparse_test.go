@@ -14,6 +14,7 @@ import (
 type lineCase struct {
 	name     string
 	patterns []string
+	opts     []Option
 	lines    []string
 	want     []string
 	progress string
@@ -23,7 +24,10 @@ func runLineCases(t *testing.T, cases []lineCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newParser(t, tc.patterns...)
+			p, err := New(tc.patterns, tc.opts...)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
 			got := parseLines(p, tc.lines)
 			diffLines(t, got, tc.want)
 			if tc.progress != "" {
@@ -492,4 +496,161 @@ func TestConcurrentLines(t *testing.T) {
 	if total != 2000 {
 		t.Errorf("got %d points, want 2000", total)
 	}
+}
+
+func TestRanks(t *testing.T) {
+	runLineCases(t, []lineCase{
+		{name: "torchrun role prefixes: rank 0's metrics, not a zig-zag",
+			lines: []string{"[rank0]: step=10 loss=1.00", "[rank1]: step=10 loss=2.00", "[rank1]: step=20 loss=1.90", "[rank0]: step=20 loss=0.90"},
+			want:  []string{"10 - loss=1", "20 - loss=0.9"}, progress: "step 20/? epoch ?/?"},
+		{name: "a line without a prefix is rank 0's",
+			lines: []string{"[default1]:step=5 loss=2.5", "step=5 loss=1.5", "[default1]:step=6 loss=2.4", "[default0]:step=6 loss=1.4"},
+			want:  []string{"5 - loss=1.5", "6 - loss=1.4"}},
+		{name: "the lowest rank that prints a metric, from its second value",
+			lines: []string{"[rank0]: step=1 tps=100", "[rank3]: step=1 loss=9.5", "[rank3]: step=2 loss=9.1", "[rank0]: step=2 tps=110", "[rank3]: step=3 loss=8.7", "[rank2]: step=3 loss=1.0"},
+			want:  []string{"1 - tps=100", "2 - loss=9.1", "2 - tps=110", "3 - loss=8.7"}, progress: "step 2/? epoch ?/?"},
+		{name: "each rank keeps its own step",
+			lines: []string{"[rank1]:Epoch [2/2], Step [50/100], Loss: 0.4", "[rank0]:Epoch [1/2], Step [50/100], Loss: 0.5", "[rank0]:Epoch [1/2], Step [100/100], Loss: 0.45"},
+			want:  []string{"50 1 loss=0.5", "100 1 loss=0.45"}, progress: "step 100/200 epoch 1/2"},
+		{name: "progress of the lowest rank that shows any",
+			lines: []string{"[rank2]: step=7 loss=0.5", "[rank1]: step=3 loss=0.6"},
+			want:  nil, progress: "step 3/? epoch ?/?"},
+		{name: "OpenMPI --tag-output",
+			lines: []string{"[1,1]<stdout>:iter 10: loss 2.5", "[1,0]<stdout>:iter 10: loss 2.1", "[1,0]<stderr>:iter 20: loss 1.9"},
+			want:  []string{"10 - loss=2.1", "20 - loss=1.9"}},
+		{name: "progress words are no roles",
+			lines: []string{"[step100]: loss=0.5", "[epoch2]: acc=0.9"},
+			want:  []string{"1 - loss=0.5", "1 - acc=0.9"}},
+		{name: "all ranks kept on request",
+			opts:  []Option{AllRanks()},
+			lines: []string{"[rank0]: step=10 loss=1.00", "[rank1]: step=10 loss=2.00", "[rank1]: step=20 loss=1.90"},
+			want:  []string{"10 - loss=1", "10 - rank1/loss=2", "20 - rank1/loss=1.9"}},
+		{name: "srun --label, once labels are seen going down twice (rank 1's first lines are read)",
+			lines: []string{"0: step=1 loss=3.0", "1: step=1 loss=3.3", "0: step=2 loss=2.0", "1: step=2 loss=2.3", "0: step=3 loss=1.0", "1: step=3 loss=1.3", "srun: Job step aborted"},
+			want:  []string{"1 - loss=3", "1 - loss=3.3", "2 - loss=2", "2 - loss=2.3", "3 - loss=1"}},
+		{name: "a script's own numbered lines are not srun labels",
+			lines: []string{"1: loss=0.9", "2: loss=0.8", "3: loss=0.7", "0: cat", "4: loss=0.6"},
+			want:  []string{"1 - loss=0.9", "2 - loss=0.8", "3 - loss=0.7", "4 - loss=0.6"}},
+	})
+}
+
+func TestTables(t *testing.T) {
+	runLineCases(t, []lineCase{
+		{name: "ultralytics: columns, a memory in bytes, counts left out, the bar's step",
+			lines: []string{
+				"      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size",
+				"        1/100      2.51G      1.234      2.345      1.456         32        640: 100%|██████████| 8/8 [00:03<00:00,  2.45it/s]",
+				"                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100%|██████████| 4/4 [00:01<00:00,  3.1it/s]",
+				"                   all        128        929      0.668      0.541      0.621      0.461",
+				"                person        128        254      0.812      0.669      0.771      0.532",
+			},
+			want: []string{"8 1 gpu_mem=2.51e+09", "8 1 box_loss=1.234", "8 1 cls_loss=2.345", "8 1 dfl_loss=1.456",
+				"8 1 box_p=0.668", "8 1 box_r=0.541", "8 1 box_map50=0.621", "8 1 box_map50-95=0.461"},
+			progress: "step 8/800 epoch 1/100"},
+		{name: "fastai: a header, rows per epoch, #na# and clocks skipped",
+			lines: []string{"epoch     train_loss  valid_loss  accuracy  time    ", "0         0.912345    #na#        0.701000  00:12     ", "1         0.512345    0.498765    0.801000  00:11     "},
+			want:  []string{"1 0 train_loss=0.912345", "1 0 accuracy=0.701", "2 1 train_loss=0.512345", "2 1 valid_loss=0.498765", "2 1 accuracy=0.801"}},
+		{name: "a Markdown table titled by the line above it",
+			lines: []string{"Evaluation results for bbox: ", "|   AP   |  AP50  |  AP75  |", "|:------:|:------:|:------:|", "| 38.651 | 59.476 | 41.837 |"},
+			want:  []string{"1 - bbox/ap=38.651", "1 - bbox/ap50=59.476", "1 - bbox/ap75=41.837"}},
+		{name: "a table with repeated names is no table of measures",
+			lines: []string{"| category | AP     | category | AP     |", "|:---------|:-------|:---------|:-------|", "| person   | 50.123 | bicycle  | 30.011 |"},
+			want:  nil},
+		{name: "columns that measure nothing are no table",
+			lines: []string{"                   from  n    params  module                                       arguments", "  0                  -1  1       464  ultralytics.nn.modules.conv.Conv             [3, 16, 3, 2]"},
+			want:  nil},
+		{name: "a line with the header's width but words is no row",
+			lines: []string{"epoch  loss  acc", "1  0.5  0.9", "loading  next  shard", "2  0.4  0.95"},
+			want:  []string{"1 1 loss=0.5", "1 1 acc=0.9", "2 2 loss=0.4", "2 2 acc=0.95"}},
+	})
+}
+
+func TestNames(t *testing.T) {
+	runLineCases(t, []lineCase{
+		{name: "Megatron: '|' fields, whole names, units in parentheses",
+			lines: []string{" [2024-04-06 02:55:52] iteration       10/     100 | consumed samples:         1280 | elapsed time per iteration (ms): 2913.4 | throughput per GPU (TFLOP/s/GPU): 44.6 | learning rate: 3.000000E-05 | global batch size:   128 | lm loss: 1.082575E+01 | loss scale: 1.0 | grad norm: 5.123 | number of skipped iterations:   0 | number of nan iterations:   0 |"},
+			want: []string{"10 - consumed_samples=1280", "10 - elapsed_time_per_iteration=2913.4", "10 - throughput_per_gpu=44.6", "10 - learning_rate=3e-05",
+				"10 - lm_loss=10.82575", "10 - loss_scale=1", "10 - grad_norm=5.123"},
+			progress: "step 10/100 epoch ?/?"},
+		{name: "rates: a time unit after '/' is per second; time per thing is no metric",
+			lines: []string{"step 3 | samples/sec: 250.1 | img/s: 13.6 | tokens/s 900 | words/batch 906 | s/checkpoint 7747 | sec/step: 0.4"},
+			want:  []string{"3 - samples_per_sec=250.1", "3 - img_per_sec=13.6", "3 - tokens_per_sec=900", "3 - words_per_batch=906"}},
+		{name: "labels: a split named by the line goes first",
+			lines: []string{
+				"Test: [  48/48]  Time: 0.194 (0.279)  Loss:   6.341 ( 5.902)  Acc@1:   8.125 (  7.000)",
+				"2022-06-01 10:01:47 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.784 | ppl 653.48 | num_updates 300",
+				"03/15 12:33:59 - mmengine - INFO - Epoch(val) [2][625/625]    coco/bbox_mAP: 0.0410  data_time: 0.0020",
+				" validation loss at iteration 300 | lm loss value: 7.102934E+00 | lm loss PPL: 1.215528E+03 | ",
+			},
+			want: []string{"1 - test_time=0.194", "1 - test_loss=6.341", "1 - test_acc@1=8.125",
+				"300 1 valid_loss=9.784", "300 1 valid_ppl=653.48",
+				"300 2 coco/bbox_map=0.041", "300 2 val_data_time=0.002",
+				"300 2 validation_lm_loss=7.102934", "300 2 validation_lm_loss_ppl=1215.528"}},
+		{name: "a split word alone is no metric",
+			lines: []string{"Train: 0 [ 100/1251 (  8%)]  Loss: 6.88 (6.91)  LR: 1.000e-04", "    train:      12800", "    validation: 1280"},
+			want:  []string{"100 0 loss=6.88", "100 0 lr=0.0001"}},
+		{name: "prose and glued words make no whole name",
+			lines: []string{"Overriding model.yaml nc=80 with nc=80", "torch-2.1.0+cu121 CUDA:0 (Tesla T4, 15102MiB)", "The final model we trained has loss: 0.25"},
+			want:  []string{"1 - loss=0.25"}},
+	})
+}
+
+func TestStepShapes(t *testing.T) {
+	runLineCases(t, []lineCase{
+		{name: "DeepSpeed's steps beside metrics is the step; alone, a total",
+			lines: []string{"steps: 1000", "steps: 10 loss: 2.3456 iter time (s): 0.512 samples/sec: 250.1"},
+			want:  []string{"10 - loss=2.3456", "10 - iter_time=0.512", "10 - samples_per_sec=250.1"}, progress: "step 10/1000 epoch ?/?"},
+		{name: "fairseq: a counter with spaces inside the epoch header, num_updates the step",
+			lines: []string{"epoch 001:    100 / 1102 loss=12.566, nll_loss=12.376, num_updates=95, lr=1.2e-05", "epoch 002:    100 / 1102 loss=9.873, num_updates=1197"},
+			want:  []string{"95 1 loss=12.566", "95 1 nll_loss=12.376", "95 1 lr=1.2e-05", "1197 2 loss=9.873"}},
+		{name: "an epoch header and its counter without a colon",
+			lines: []string{"| epoch 010  2000 / 8223 loss=1.27 (1.50), wps=962", "| epoch 011  1000 / 8223 loss=1.89 (1.38), wps=963"},
+			want:  []string{"76007 10 loss=1.27", "76007 10 wps=962", "83230 11 loss=1.89", "83230 11 wps=963"}},
+		{name: "timm: padded percentages inside the bracket, the epoch before it",
+			lines: []string{"Train: 0 [1250/1251 (100%)]  Loss: 6.4 (6.5)", "Train: 1 [  50/1251 (  4%)]  Loss: 6.1 (6.2)"},
+			want:  []string{"1250 0 loss=6.4", "1301 1 loss=6.1"}},
+		{name: "well-known step keys",
+			lines: []string{"global_step=5 loss=1", "iteration: 6 loss=0.9", "iter 7: loss 0.8", `{"num_updates": 8, "loss": 0.7}`, "[Rank 0] step=9, skipped=0, lr=[0.001], mom=[(0.9, 0.999)]"},
+			want:  []string{"5 - loss=1", "6 - loss=0.9", "7 - loss=0.8", "8 - loss=0.7", "9 - lr=0.001"}},
+		{name: "fairseq's JSON log quotes its numbers",
+			lines: []string{
+				`2021-01-05 22:41:34 | INFO | train_inner | {"epoch": 46, "update": 45.419, "loss": "609.299", "num_updates": "1400", "lr": "5e-05", "wall": "5247", "run": "a1"}`,
+				`2021-01-05 22:42:30 | INFO | train | {"epoch": 46, "train_loss": "569.018", "train_num_updates": "1418", "train_wall": "5302"}`,
+			},
+			want: []string{"1400 46 loss=609.299", "1400 46 lr=5e-05", "1418 46 train_loss=569.018"}},
+		{name: "MMSeg: Iter(train) is the step, Iter(val) another loop",
+			lines:    []string{"Iter(train) [  50/40000]  lr: 1.0e-02  eta: 5:01:02  time: 0.41  loss: 1.23  decode.loss_ce: 0.81", "Iter(val) [500/500]    aAcc: 93.3000  mIoU: 70.1200  mAcc: 80.2000"},
+			want:     []string{"50 - lr=0.01", "50 - time=0.41", "50 - loss=1.23", "50 - decode.loss_ce=0.81", "50 - val_aacc=93.3", "50 - val_miou=70.12", "50 - val_macc=80.2"},
+			progress: "step 50/40000 epoch ?/?"},
+		{name: "ultralytics' own bar",
+			lines: []string{"      Epoch    GPU_mem   box_loss  Instances       Size", "\r\x1b[K        1/2      1.02G     0.8721         41        640: 33% ━━━━──────── 1/3 2.2it/s 0.5s<0.9s"},
+			want:  []string{"1 1 gpu_mem=1.02e+09", "1 1 box_loss=0.8721"}, progress: "step 1/6 epoch 1/2"},
+	})
+}
+
+func TestConfigurationEchoes(t *testing.T) {
+	runLineCases(t, []lineCase{
+		{name: "a line that names configuration: only totals",
+			lines: []string{"hyperparameters: lr0=0.01, lrf=0.01, momentum=0.937, epochs=300"},
+			want:  nil, progress: "step 0/? epoch ?/300"},
+		{name: "options set to True, False or None",
+			lines: []string{"engine/trainer: task=detect, model=yolov8n.pt, epochs=3, patience=100, save=True, cache=False, lr0=0.01"},
+			want:  nil, progress: "step 0/? epoch ?/3"},
+		{name: "a dump announced by its line, up to what is no more of it",
+			lines: []string{"INFO:torchtune.utils._logging:Running FullFinetuneRecipeSingleDevice with resolved config:", "batch_size: 4", "epochs: 2", "optimizer:", "  _component_: torch.optim.AdamW", "  lr: 2.0e-05", "seed: null",
+				"INFO:torchtune.utils._logging:Model is initialized with precision torch.bfloat16.", "loss: 0.5"},
+			want: []string{"1 - loss=0.5"}, progress: "step 1/? epoch ?/2"},
+		{name: "a dict printed as configuration",
+			lines: []string{"[INFO] [config.py:978:print_user_config]   json = {", `    "steps_per_print": 10,`, `    "optimizer": {`, `        "params": {`, `            "lr": 0.001`, "        }", "    }", "}", "loss=0.5"},
+			want:  []string{"1 - loss=0.5"}},
+		{name: "quoted words are no pairs",
+			lines: []string{"optimizer: 'optimizer=auto' found, ignoring 'lr0=0.01' and 'momentum=0.937'"},
+			want:  nil},
+		{name: "'key : value' only on a line that reports progress",
+			lines: []string{"ppocr INFO:     epoch_num : 3", "ppocr INFO:     learning_rate : 0.0005", "Epoch : 1 | Loss : 0.5"},
+			want:  []string{"1 1 loss=0.5"}},
+		{name: "values with a unit after a space, lists and rows of values are not values",
+			lines: []string{"step 1: max_mem_reserved: 6177 MB, avg_batch_cost: 0.18 s, bbox_mAP_copypaste: 0.024 0.059 0.015, copypaste: 70.9157,86.5672, ips: 355.1 samples/s"},
+			want:  []string{"1 - ips=355.1"}},
+	})
 }

@@ -59,7 +59,7 @@ func (p *Parser) applyObject(li *lineInfo, arena []byte, members []member) {
 			b := appendLower(p.nameBuf[:0], strings.TrimSpace(m.str))
 			p.nameBuf = b
 			if validName(b) {
-				li.objName = p.intern(b)
+				li.objName, li.objID = p.intern(b)
 				named = true
 			}
 		}
@@ -93,7 +93,8 @@ func (p *Parser) applyObject(li *lineInfo, arena []byte, members []member) {
 		case keyBatch, keyIgnored:
 		default:
 			if validName(name) && !isTimestamp(string(name), m.value) {
-				p.addMetric(li, p.intern(name), m.value, false)
+				s, id := p.intern(name)
+				p.addMetric(li, s, id, m.value, false)
 			}
 		}
 	}
@@ -219,12 +220,16 @@ func (sc *objScanner) value(depth int) bool {
 		return sc.skipNested()
 	case c == '"' || c == '\'':
 		v, ok := sc.str()
-		if ok && depth == 0 {
-			if n := string(sc.path); n == "name" || n == "value" {
-				sc.record(member{str: v, isStr: true})
-			}
+		if !ok {
+			return false
 		}
-		return ok
+		if n := string(sc.path); depth == 0 && (n == "name" || n == "value") {
+			sc.record(member{str: v, isStr: true})
+		} else if x, ok := quotedNumber(v); ok {
+			// fairseq's JSON log quotes its numbers: "loss": "609.299".
+			sc.record(member{value: x})
+		}
+		return true
 	default:
 		start := sc.i
 		for sc.i < len(sc.s) {
@@ -316,4 +321,13 @@ func (sc *objScanner) skipNested() bool {
 		sc.i++
 	}
 	return false
+}
+
+// quotedNumber reads a number quoted as a string; "nan" and words do not
+// count, so that a quoted enum or version stays a string.
+func quotedNumber(s string) (float64, bool) {
+	if s == "" || len(s) > 32 || !(s[0] >= '0' && s[0] <= '9' || s[0] == '-' || s[0] == '.') {
+		return 0, false
+	}
+	return parseNumber(s)
 }

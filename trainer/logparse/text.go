@@ -1,6 +1,8 @@
 package logparse
 
 import (
+	"bytes"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -20,7 +22,7 @@ const (
 
 var keyClasses = map[string]keyClass{
 	"step": keyStep, "global_step": keyStep, "globalstep": keyStep, "iter": keyStep, "iteration": keyStep,
-	"train/global_step": keyStep, "trainer/global_step": keyStep, "train/step": keyStep,
+	"train/global_step": keyStep, "trainer/global_step": keyStep, "train/step": keyStep, "num_updates": keyStep,
 
 	"batch": keyBatch,
 
@@ -43,11 +45,21 @@ var keyClasses = map[string]keyClass{
 	"wall_time": keyIgnored, "walltime": keyIgnored, "ts": keyIgnored, "total": keyIgnored, "it": keyIgnored,
 	"name": keyIgnored, "pct": keyIgnored, "percent": keyIgnored, "progress": keyIgnored, "using": keyIgnored,
 	"params": keyIgnored, "parameters": keyIgnored, "flops": keyIgnored, "macs": keyIgnored,
+	// counts and sizes of the data and the job, not measures of training
+	"size":  keyIgnored,
+	"n_gpu": keyIgnored, "nnodes": keyIgnored, "num_nodes": keyIgnored, "num_gpus": keyIgnored, "nproc_per_node": keyIgnored,
+	"num_local_procs": keyIgnored, "num_proc": keyIgnored, "capability": keyIgnored, "capabilities": keyIgnored, "maxdets": keyIgnored,
+	// fairseq: seconds since the start, and the epoch with its fraction
+	"wall": keyIgnored, "update": keyIgnored, "nc": keyIgnored,
+	// DeepSpeed's pipeline stages and steps skipped on overflow
+	"stage": keyIgnored, "layers": keyIgnored, "skipped": keyIgnored,
+	// "tokens per iteration will be: 16,384" is a sentence
+	"be": keyIgnored, "is": keyIgnored, "are": keyIgnored, "was": keyIgnored, "were": keyIgnored,
 }
 
-// ignoredSuffixes mark configuration echoes: batch_size, warmup_steps,
-// log_every, master_port…
-var ignoredSuffixes = []string{"_size", "_every", "_interval", "_workers", "_seed", "_steps", "_epochs", "_iters", "_id", "_idx", "_rank", "_port", "_dim"}
+// Keys ending in an ignored suffix are configuration echoes: batch_size,
+// warmup_steps, log_every, master_port, fairseq's train_wall (see
+// ignoredSuffix).
 
 // sourceExts mark "train.py:42" logging prefixes.
 var sourceExts = map[string]bool{"py": true, "go": true, "cc": true, "cpp": true, "c": true, "h": true, "hpp": true, "cu": true,
@@ -59,15 +71,43 @@ func classify(b []byte) keyClass {
 		return c
 	}
 	s := string(b) // no allocation: used for comparisons only
-	for _, suf := range ignoredSuffixes {
-		if len(s) > len(suf) && s[len(s)-len(suf):] == suf {
-			return keyIgnored
-		}
+	if i := strings.LastIndexByte(s, '_'); i > 0 && ignoredSuffix(s[i:]) {
+		return keyIgnored
 	}
 	if i := strings.LastIndexByte(s, '.'); i >= 0 && sourceExts[s[i+1:]] {
 		return keyIgnored
 	}
+	// fairseq's "train_num_updates", "valid_num_updates": the step;
+	// PaddleOCR's "best_epoch": bookkeeping.
+	if i := strings.IndexByte(s, '_'); i > 0 {
+		var c keyClass
+		switch s[i+1:] {
+		case "step", "global_step", "iter", "iteration", "num_updates":
+			c = keyStep
+		case "epoch":
+			c = keyEpoch
+		default:
+			return keyMetric
+		}
+		switch {
+		case anyWord(s[:i], splitWords):
+			return c
+		case anyWord(s[:i], qualifierWords):
+			return keyIgnored
+		}
+	}
 	return keyMetric
+}
+
+// ignoredSuffix reports whether a key ending in suf ("_size") is a
+// configuration echo.
+func ignoredSuffix(suf string) bool {
+	switch suf {
+	case "_size", "_every", "_interval", "_workers", "_seed", "_steps", "_epochs", "_iters", "_id", "_idx", "_rank", "_port", "_dim", "_wall",
+		"_params", "_parameters":
+		return true
+	}
+	return false
 }
 
 // isTimestamp reports whether a "time" value is a Unix time in seconds or
@@ -78,16 +118,53 @@ func isTimestamp(name string, v float64) bool {
 
 // Words that change what a key before them means.
 var (
-	totalWords     = []string{"num", "number", "total", "max", "n"}
-	notLoopWords   = []string{"val", "valid", "validation", "validating", "eval", "evaluation", "evaluating", "test", "testing", "sanity", "predict", "predicting", "prediction", "inference", "warmup", "accumulation", "save", "saving", "saved", "checkpoint", "logging", "log", "per", "every"}
-	qualifierWords = []string{"train", "training", "val", "valid", "validation", "test", "eval", "evaluation", "dev", "avg", "average", "mean", "running", "total", "best", "final", "top1", "top5"}
-	stopWords      = []string{"of", "on", "the", "for", "in", "at", "over", "with", "after"}
-	countWords     = []string{"num", "number"}
+	totalWords     = newWordSet("num", "number", "total", "max", "n")
+	notLoopWords   = newWordSet("val", "valid", "validation", "validating", "eval", "evaluation", "evaluating", "test", "testing", "sanity", "predict", "predicting", "prediction", "inference", "warmup", "accumulation", "save", "saving", "saved", "checkpoint", "logging", "log", "per", "every")
+	qualifierWords = newWordSet("train", "training", "val", "valid", "validation", "test", "eval", "evaluation", "dev", "avg", "average", "mean", "running", "total", "best", "final", "top1", "top5")
+	stopWords      = newWordSet("of", "on", "the", "for", "in", "at", "over", "with", "after")
+	countWords     = newWordSet("num", "number")
 )
 
-func anyWord(s string, list []string) bool {
-	for _, w := range list {
-		if strings.EqualFold(s, w) {
+// wordSet is a small set of lower-case words matched without regard to
+// case; the first letters and the longest length reject most words
+// without comparing.
+type wordSet struct {
+	words  []string
+	first  uint32 // bit c-'a' for each first letter
+	lens   uint32 // bit n for each length n
+	digits bool   // a word starts with a digit
+}
+
+func newWordSet(words ...string) *wordSet {
+	ws := &wordSet{words: words}
+	for _, w := range words {
+		if c := w[0]; c >= 'a' && c <= 'z' {
+			ws.first |= 1 << (c - 'a')
+		} else {
+			ws.digits = true
+		}
+		if len(w) >= 32 {
+			panic("logparse: word too long for a wordSet: " + w)
+		}
+		ws.lens |= 1 << len(w)
+	}
+	return ws
+}
+
+// anyWord reports whether s is one of the words of set, in any case.
+func anyWord(s string, set *wordSet) bool {
+	if len(s) >= 32 || set.lens&(1<<len(s)) == 0 {
+		return false
+	}
+	if c := s[0] | 0x20; c >= 'a' && c <= 'z' {
+		if set.first&(1<<(c-'a')) == 0 {
+			return false
+		}
+	} else if !set.digits {
+		return false
+	}
+	for _, w := range set.words {
+		if len(w) == len(s) && strings.EqualFold(s, w) {
 			return true
 		}
 	}
@@ -102,6 +179,17 @@ type phrase struct {
 	words [maxPhrase]string
 	n     int
 	full  bool // more words than fit
+	open  bool // it starts a field: after a separator, not glued to a word ("model.yaml")
+}
+
+// fieldEdge reports whether c separates fields: a phrase after it starts a
+// field.
+func fieldEdge(c byte) bool {
+	switch c {
+	case '|', ',', ';', '(', '[', '{', ']', ')', '}', ':', '-', '>', '\t':
+		return true
+	}
+	return false
 }
 
 // phraseBefore collects the words (letters, digits, '_') separated by
@@ -116,13 +204,22 @@ func phraseBefore(s string, i, floor int) phrase {
 			k--
 		}
 		if k == j && j != i {
-			return ph // words must be separated by spaces
+			// Words must be separated by spaces: "model.yaml nc" is no name.
+			ph.open = j == floor || fieldEdge(s[j-1])
+			return ph
 		}
 		e := k
 		for k > floor && isWordChar(s[k-1]) {
 			k--
 		}
+		if k == e && k > floor+3 && s[k-1] == '.' && (s[k-4:k] == "num." || s[k-3:k] == "no.") {
+			// fairseq's "num. trained: 39,469,056"
+			ph.words[ph.n] = "num"
+			ph.n++
+			return ph
+		}
 		if k == e {
+			ph.open = k == floor || fieldEdge(s[k-1])
 			return ph
 		}
 		if ph.n == maxPhrase {
@@ -135,7 +232,7 @@ func phraseBefore(s string, i, floor int) phrase {
 	}
 }
 
-func (ph *phrase) has(list []string) bool {
+func (ph *phrase) has(list *wordSet) bool {
 	for _, w := range ph.words[:ph.n] {
 		if anyWord(w, list) {
 			return true
@@ -144,7 +241,7 @@ func (ph *phrase) has(list []string) bool {
 	return false
 }
 
-func (ph *phrase) only(list []string) bool {
+func (ph *phrase) only(list *wordSet) bool {
 	for _, w := range ph.words[:ph.n] {
 		if !anyWord(w, list) {
 			return false
@@ -172,19 +269,61 @@ func progressRole(ph *phrase) role {
 	return roleProgress
 }
 
-// fromText reads counters and "key: value" / "key=value" pairs out of a
-// free-form line.
-func (p *Parser) fromText(li *lineInfo, s string) {
+// fromText reads tables, counters and "key: value" / "key=value" pairs
+// out of a free-form line.
+func (p *Parser) fromText(li *lineInfo, s string, t *track) {
 	if s == "" {
 		return
+	}
+	if len(t.table.cols) > 0 || s[0] == '|' || isLetter(s[0]) {
+		if rest, ok := p.tableLine(li, s, t); ok {
+			t.title = ""
+			if rest != "" {
+				li.bars(rest)
+			}
+			return
+		}
 	}
 	if c := s[0]; c >= '0' && c <= '9' {
 		li.keras(s)
 	}
+	li.bars(s)
+	p.scanKeys(li, s)
+	t.title = lineTitle(s)
+}
+
+// lineTitle is what a line ending "Evaluation results for bbox:" says the
+// table under it is about: "bbox".
+func lineTitle(s string) string {
+	n := len(s)
+	if n < 2 || s[n-1] != ':' {
+		return ""
+	}
+	i := n - 1
+	for i > 0 && isWordChar(s[i-1]) {
+		i--
+	}
+	if i == n-1 || n-1-i > 16 || (i > 0 && s[i-1] != ' ') || !isLetter(s[i]) {
+		return ""
+	}
+	w := s[i : n-1]
+	if anyWord(w, configWords) {
+		return ""
+	}
+	return strings.ToLower(w)
+}
+
+// bars reads the progress bars of a line: tqdm's, YOLOv5's and
+// ultralytics' own.
+func (li *lineInfo) bars(s string) {
 	if strings.IndexByte(s, '|') >= 0 || strings.Contains(s, "it [") {
 		li.tqdm(s)
 	}
-	p.scanKeys(li, s)
+	if li.kind < barCounter {
+		if i := strings.IndexByte(s, 0xe2); i >= 0 {
+			li.richBar(s, i)
+		}
+	}
 }
 
 // scanKeys walks the line for keys followed by a value or a counter, and
@@ -199,6 +338,10 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 	inCall, closers := 0, strings.Count(s, ")")
 	for i := 0; i < len(s); {
 		c := s[i]
+		if charClass[c]&(chLetter|chUnderscore|chScan) == 0 {
+			i++ // most bytes: spaces, digits, punctuation
+			continue
+		}
 		switch {
 		case c == '[':
 			if n, total, end, ok := scanBracketCounter(s, i); ok {
@@ -208,6 +351,13 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 			}
 			i++
 			continue
+		case c == '@' && i+1 < len(s) && s[i+1] == '[':
+			// pycocotools' "Average Precision (AP) @[ IoU=0.50 | area= all |
+			// maxDets=100 ] = 0.709": the conditions of a result, not pairs.
+			if e := strings.IndexByte(s[i:], ']'); e > 0 {
+				i, floor = i+e+1, i+e+1
+				continue
+			}
 		case c == '(' && i > 0 && isWordChar(s[i-1]) && closers > inCall:
 			inCall++
 		case c == ')':
@@ -216,22 +366,52 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 				inCall--
 			}
 		}
-		if !isIdentStart(c) || (i > 0 && isKeyChar(s[i-1])) {
-			i++
+		if !isIdentStart(c) || (i > 0 && (isKeyChar(s[i-1]) || s[i-1] == '=')) {
+			i++ // "--rdzv_endpoint=localhost:0": a value, not a key
 			continue
 		}
 		j := i + 1
 		for j < len(s) && isKeyChar(s[j]) {
 			j++
 		}
-		key := strings.TrimRight(s[i:j], "./-@")
+		key := trimKeyEnd(s[i:j])
 		k := i + len(key)
+		quoted := byte(0) // 'lr0=0.01' is a quoted word, not a pair
 		if k < len(s) && (s[k] == '"' || s[k] == '\'') && i > 0 && s[i-1] == s[k] {
 			k++ // a quoted key: "loss": 0.5
+		} else if i > 0 && (s[i-1] == '\'' || s[i-1] == '"') {
+			quoted = s[i-1]
 		}
+		if k < len(s) && s[k] == '(' && quoted == 0 {
+			// mmengine's "Epoch(train) [1][50/100]", "Epoch(val)": a label.
+			if w, e := parenWord(s, k); w != "" && isSplitWord(w) {
+				if !isTrainWord(w) {
+					li.setLabel(w)
+				}
+				inCall, closers = 0, strings.Count(s[e:], ")")
+				k = e
+			}
+		}
+		kw := k // right after the key
 		k = skipSpaces(s, k)
-		if k >= len(s) || (strings.IndexByte(":=#[(", s[k]) < 0 && !startsValue(s, k)) {
-			i = j // a word, not a key: nothing a key is followed by
+		unit := false
+		if k < len(s) && s[k] == '(' && k > kw {
+			// "iter time (s): 0.512", "throughput per GPU (TFLOP/s/GPU): 105.3"
+			if e := unitParen(s, k); e > 0 {
+				k, unit = e, true
+			}
+		}
+		if k >= len(s) || (!keyFollower(s[k]) && !startsValue(s, k)) {
+			// A word, not a key: nothing a key is followed by. A split
+			// word may label the line.
+			switch {
+			case k < len(s) && s[k] == '|' && isSplitWord(key) && aloneInField(s, i, j):
+				li.setLabel(key) // fairseq's "| valid |", "| train |"
+				floor = j
+			case i == 0 && j < len(s) && s[j] == ' ' && j+1 < len(s) && isLetter(s[j+1]) && isSplitWord(key) && !isTrainWord(key):
+				li.setLabel(key) // Megatron's "validation loss at iteration 50 | lm loss value: …"
+			}
+			i = j
 			continue
 		}
 		lkey := p.lower(key)
@@ -241,29 +421,231 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 			continue
 		}
 
-		if class == keyStep || class == keyBatch || class == keyEpoch || class == keyTotalSteps || class == keyTotalEpochs {
+		if (class == keyStep || class == keyBatch || class == keyEpoch || class == keyTotalSteps || class == keyTotalEpochs) && !unit {
 			if n, total, end, ok := scanProgress(s, k); ok {
 				ph := phraseBefore(s, i, floor)
-				p.applyProgress(li, class, progressRole(&ph), n, total)
+				r := progressRole(&ph)
+				if class == keyTotalSteps && r == roleProgress && total == 0 && string(lkey) == "steps" {
+					li.stepsKey, li.hasStepsKey = int64(min(n, maxStep)), true
+				} else {
+					p.applyProgress(li, class, r, n, total)
+				}
+				if class == keyEpoch && total == 0 {
+					// fairseq's "epoch 001:    100 / 1102", "| epoch 010  2000 / 8223"
+					if n2, t2, e2, ok := epochCounter(s, end); ok {
+						li.setCounter(n2, t2, keyedCounter)
+						end = e2
+					}
+				}
 				i, floor = end, end
 				continue
 			}
 		}
-		// "__main__:train:42" (loguru) is a location, not train=42.
-		chained := i > 0 && s[i-1] == ':' && k < len(s) && s[k] == ':' && k+1 < len(s) && s[k+1] != ' '
+		// "__main__:train:42" (loguru) and "llamafactory.data.loader:157"
+		// are locations, not train=42.
+		chained := k < len(s) && s[k] == ':' && k+1 < len(s) && s[k+1] >= '0' && s[k+1] <= '9' &&
+			((i > 0 && s[i-1] == ':') || strings.IndexByte(key, '.') > 0)
 		if k < len(s) && (s[k] == ':' || s[k] == '=') && !chained {
-			if v, end, ok := scanValue(s, k+1); ok {
-				ph := phraseBefore(s, i, floor)
-				p.applyPair(li, class, lkey, &ph, v)
+			if s[k] == ':' && k > kw && !unit {
+				// "epoch_num : 3" (PaddleOCR's configuration dump): read
+				// only on a line that reports progress, as "key value".
+				if len(p.spaced) < maxSpaced {
+					p.spaced = append(p.spaced, spacedPair{key: i, keyEnd: i + len(key), value: skipSpaces(s, k+1), floor: floor})
+				}
+				i = j
+				continue
+			}
+			v, end, ok := scanValue(s, k+1)
+			if ok && quoted != 0 && end < len(s) && s[end] == quoted {
+				ok = false // 'lr0=0.01'
+			}
+			if ok && nextIsNumber(s, end) {
+				ok = false // "bbox_mAP_copypaste: 0.024 0.059 …" is a list
+			}
+			if !ok {
+				v, end, ok = scanList(s, k+1)
+			}
+			if ok {
+				if isSplitWord(key) {
+					p.splitPair(li, key, v, end, s)
+				} else {
+					ph := phraseBefore(s, i, floor)
+					if ph.n > 0 && ph.n <= 3 && wholeName(&ph) && ph.has(perWords) {
+						// "elapsed time per iteration (ms)", "throughput
+						// per GPU": the whole name says what it is.
+						b := joinName(p.labelBuf[:0], &ph, lkey)
+						p.labelBuf = b
+						class = classify(b)
+					}
+					p.applyPair(li, class, lkey, &ph, v)
+				}
 				i, floor = end, end
 				continue
 			}
+			w := wordAt(s, skipSpaces(s, k+1))
+			switch {
+			case w == "True" || w == "False" || w == "None" || w == "true" || w == "false" || w == "null":
+				li.literals++
+			case s[k] == ':' && anyWord(key, configWords) && w != "":
+				li.config = true // "hyperparameters: lr0=0.01, lrf=0.01, …"
+			case s[k] == ':' && isSplitWord(key) && !isTrainWord(key):
+				li.setLabel(key) // timm's and torchvision's "Test: [ 10/48]"
+			}
 		}
-		if k > i+len(key) && k < len(s) && startsValue(s, k) && len(p.spaced) < maxSpaced {
+		if k > kw && k < len(s) && startsValue(s, k) && len(p.spaced) < maxSpaced {
 			p.spaced = append(p.spaced, spacedPair{key: i, keyEnd: i + len(key), value: k, floor: floor})
 		}
 		i = j
 	}
+}
+
+// splitPair reads a pair whose key is only a split word: "Train: 3
+// [ 100/1251" is timm's epoch; "train: 12800" (a dataset size) is no
+// metric.
+func (p *Parser) splitPair(li *lineInfo, key string, v float64, end int, s string) {
+	if isTrainWord(key) && v == math.Trunc(v) {
+		if k := skipSpaces(s, end); k < len(s) && s[k] == '[' {
+			li.setEpoch(v, true)
+		}
+	}
+}
+
+func (li *lineInfo) setLabel(w string) {
+	if li.label != "" || len(w) > 16 {
+		return
+	}
+	li.label = w
+	if !isTrainWord(w) {
+		li.otherLoop = true
+	}
+}
+
+// Words that name a split of the data: a line labelled with one is about
+// that split.
+var (
+	splitWords = newWordSet("train", "training", "val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev")
+	trainWords = newWordSet("train", "training")
+)
+
+func isSplitWord(w string) bool { return anyWord(w, splitWords) }
+func isTrainWord(w string) bool { return anyWord(w, trainWords) }
+
+// parenWord reads "(train)" at s[i] == '(' and returns the word and the
+// index after ')'.
+func parenWord(s string, i int) (string, int) {
+	j := i + 1
+	for j < len(s) && isLetter(s[j]) && j-i < 16 {
+		j++
+	}
+	if j == i+1 || j >= len(s) || s[j] != ')' {
+		return "", i
+	}
+	return s[i+1 : j], j + 1
+}
+
+// unitParen reads a unit in parentheses before a colon, "(s):",
+// "(TFLOP/s/GPU):", at s[i] == '(' and returns the index of the colon, or
+// 0 when there is none.
+func unitParen(s string, i int) int {
+	j := i + 1
+	for j < len(s) && j-i < 20 && s[j] != ')' && s[j] != ' ' && s[j] != '(' {
+		j++
+	}
+	if j == i+1 || j+1 >= len(s) || s[j] != ')' || s[j+1] != ':' {
+		return 0
+	}
+	return j + 1
+}
+
+// aloneInField reports whether s[i:j] is the only word between two '|'
+// (or a '|' and the end): "… | valid | epoch 001 | …".
+func aloneInField(s string, i, j int) bool {
+	a := i
+	for a > 0 && s[a-1] == ' ' {
+		a--
+	}
+	b := skipSpaces(s, j)
+	return a > 0 && s[a-1] == '|' && (b == len(s) || s[b] == '|')
+}
+
+// epochCounter reads the counter after an epoch header: ":    100 / 1102"
+// or "  2000 / 8223", followed by a space or the end.
+func epochCounter(s string, i int) (n, total int64, end int, ok bool) {
+	if i < len(s) && s[i] == ':' {
+		i++
+	}
+	k := skipSpaces(s, i)
+	if k == i {
+		return 0, 0, i, false
+	}
+	a, j, ok := scanUint(s, k)
+	if !ok {
+		return 0, 0, i, false
+	}
+	j = skipSpaces(s, j)
+	if j >= len(s) || s[j] != '/' {
+		return 0, 0, i, false
+	}
+	b, e, ok := scanUint(s, skipSpaces(s, j+1))
+	if !ok || b == 0 || (e < len(s) && s[e] != ' ' && s[e] != ',') {
+		return 0, 0, i, false
+	}
+	return int64(min(a, maxStep)), int64(min(b, maxStep)), e, true
+}
+
+// nextIsNumber reports whether a value at s[:j] is followed by another bare
+// number: "0.024 0.059", a list rather than a value.
+func nextIsNumber(s string, j int) bool {
+	k := skipSpaces(s, j)
+	if k == j || k >= len(s) || !startsNumber(s, k) {
+		return false
+	}
+	_, e, ok := scanNumber(s, k)
+	return ok && (e == len(s) || s[e] == ' ')
+}
+
+// scanList reads a list of one number, or of equal numbers, after "key="
+// or "key:": DeepSpeed's "lr=[0.001]", "lr=[5e-05, 5e-05]".
+func scanList(s string, i int) (float64, int, bool) {
+	i = skipSpaces(s, i)
+	if i >= len(s) || s[i] != '[' {
+		return 0, i, false
+	}
+	var v float64
+	n := 0
+	for j := i + 1; j < len(s); {
+		j = skipSpaces(s, j)
+		x, e, ok := scanNumber(s, j)
+		if !ok || (n > 0 && !sameValue(x, v)) || n > 64 || !strings.ContainsAny(s[j:e], ".eE") {
+			return 0, i, false
+		}
+		v, n = x, n+1
+		e = skipSpaces(s, e)
+		switch {
+		case e < len(s) && s[e] == ']':
+			return v, e + 1, true
+		case e < len(s) && s[e] == ',':
+			j = e + 1
+		default:
+			return 0, i, false
+		}
+	}
+	return 0, i, false
+}
+
+// keyFollower reports whether c may follow a key: "loss:", "lr=", "#3",
+// "Step [", "Epoch(".
+func keyFollower(c byte) bool {
+	return c == ':' || c == '=' || c == '#' || c == '[' || c == '('
+}
+
+// trimKeyEnd removes the '.', '/', '-' and '@' a key may not end with.
+func trimKeyEnd(k string) string {
+	n := len(k)
+	for n > 0 && (k[n-1] == '.' || k[n-1] == '/' || k[n-1] == '-' || k[n-1] == '@') {
+		n--
+	}
+	return k[:n]
 }
 
 // maxSpaced bounds the "key value" candidates looked at on one line.
@@ -281,13 +663,15 @@ type spacedPair struct{ key, keyEnd, value, floor int }
 // reached 0.498 (best 0.498), saving model … as top 1").
 func (p *Parser) spacedPairs(li *lineInfo, s string) {
 	defer func() { p.spaced = p.spaced[:0] }()
-	if !li.hasAbs && li.kind == noCounter && !li.hasEpoch {
+	if !li.hasAbs && li.kind == noCounter && !li.hasEpoch && li.label == "" {
 		return
 	}
+	last := 0 // end of the last pair read: "Acc@1 5.732 Acc@5 16.904"
 	for _, c := range p.spaced {
 		if !spacedKey(s, c.key, c.keyEnd) {
 			continue
 		}
+		c.floor = max(c.floor, last)
 		lkey := p.lower(s[c.key:c.keyEnd])
 		class := classify(lkey)
 		if class != keyMetric {
@@ -302,6 +686,7 @@ func (p *Parser) spacedPairs(li *lineInfo, s string) {
 			continue // "… saving model to '…' as top 1" is prose
 		}
 		p.applyPair(li, class, lkey, &ph, v)
+		last = end
 	}
 }
 
@@ -421,56 +806,151 @@ func (p *Parser) applyPair(li *lineInfo, class keyClass, lkey []byte, ph *phrase
 	case keyBatch, keyIgnored:
 		return
 	}
-	if ph.has(countWords) {
+	if ph.has(notMeasureWords) || anyWord(string(lkey), configCountWords) {
 		return // "Num examples = 25,000": a configuration echo
 	}
-	name := p.metricName(lkey, ph)
+	name, id := p.metricName(lkey, ph, li.label)
 	if name != "" && !isTimestamp(name, v) {
-		p.addMetric(li, name, v, false)
+		p.addMetric(li, name, id, v, false)
 	}
 }
 
-// metricName names a key given the words before it: "Val Loss" is
-// val_loss; in prose, "Test Accuracy of the model on the 10000 test
-// images" is test_accuracy.
-func (p *Parser) metricName(lkey []byte, ph *phrase) string {
+// configCountWords before a key make it a count of the model, not a
+// measure of training: "Peak FLOPS used for computing MFU: 9.89e+14".
+var configCountWords = newWordSet("flops", "params", "param", "parameter", "parameters")
+
+// notMeasureWords before a key make it a count or a count of the model.
+var notMeasureWords = newWordSet("num", "number", "flops", "params", "param", "parameter", "parameters")
+
+// logLevels are logging prefixes, never part of a name.
+var logLevels = newWordSet("info", "debug", "warning", "warn", "error", "critical", "trace", "notice")
+
+// metricName names a key given the words before it in its field: the
+// whole name when it has up to four words ("learning rate" is
+// learning_rate, "Val Loss" val_loss, "max mem" max_mem, Megatron's "lm
+// loss value" lm_loss); in prose, "Test Accuracy of the model on the 10000
+// test images" is test_accuracy. A unit after '/' makes a rate:
+// "samples/sec" is samples_per_sec, "s/checkpoint" (time per thing) is no
+// metric. A line's label comes first: "test_loss" on timm's "Test: [
+// 10/48] … Loss: …".
+func (p *Parser) metricName(lkey []byte, ph *phrase, label string) (string, int32) {
+	if ph.n == 0 && label == "" && bytes.IndexByte(lkey, '/') < 0 {
+		if !validName(lkey) {
+			return "", -1
+		}
+		return p.intern(lkey)
+	}
+	b := p.nameBuf[:0]
+	first := -1 // the farthest stop word: the words before it name the key
 	if ph.n >= 3 && !ph.full {
-		// The words read from the first to the first stop word name it.
-		first := -1
 		for w := ph.n - 1; w >= 0; w-- {
 			if anyWord(ph.words[w], stopWords) {
 				first = w
 				break
 			}
 		}
-		if first >= 0 && first < ph.n-1 {
-			b := p.nameBuf[:0]
-			for w := ph.n - 1; w > first && w >= ph.n-3; w-- {
-				if len(b) > 0 {
-					b = append(b, '_')
-				}
-				b = appendLower(b, ph.words[w])
-			}
-			p.nameBuf = b
-			if validName(b) {
-				return p.intern(b)
-			}
-			return ""
-		}
 	}
-	if ph.n > 0 && anyWord(ph.words[0], qualifierWords) && !anyWord(string(lkey), qualifierWords) {
-		b := append(appendLower(p.nameBuf[:0], ph.words[0]), '_')
+	switch {
+	case first >= 0 && first < ph.n-1:
+		for w := ph.n - 1; w > first && w >= ph.n-3; w-- {
+			if len(b) > 0 {
+				b = append(b, '_')
+			}
+			b = appendLower(b, ph.words[w])
+		}
+	case ph.n > 0 && ph.n <= 3 && !ph.full && wholeName(ph):
+		for w := ph.n - 1; w >= 0; w-- {
+			b = append(appendLower(b, ph.words[w]), '_')
+		}
+		if string(lkey) == "value" {
+			b = b[:len(b)-1] // "lm loss value: 7.1" is lm_loss
+		} else {
+			b = append(b, lkey...)
+		}
+	case ph.n > 0 && anyWord(ph.words[0], qualifierWords) && !anyWord(string(lkey), qualifierWords):
+		b = append(appendLower(b, ph.words[0]), '_')
 		b = append(b, lkey...)
+	default:
+		b = append(b, lkey...)
+	}
+	b, ok := rateName(b)
+	if !ok {
 		p.nameBuf = b
-		if validName(b) {
-			return p.intern(b)
+		return "", -1
+	}
+	p.nameBuf = b
+	if label != "" && !bytes.ContainsRune(b, '/') && !qualified(b) {
+		l := append(appendLower(p.labelBuf[:0], label), '_')
+		b = append(l, b...)
+		p.labelBuf = b
+	}
+	if !validName(b) {
+		return "", -1
+	}
+	return p.intern(b)
+}
+
+// joinName writes the whole name of a key and the words before it, lower
+// case, into b: "elapsed_time_per_iteration".
+func joinName(b []byte, ph *phrase, lkey []byte) []byte {
+	for w := ph.n - 1; w >= 0; w-- {
+		b = append(appendLower(b, ph.words[w]), '_')
+	}
+	return append(b, lkey...)
+}
+
+// perWords make a name a rate, "throughput per GPU": its last word is a
+// unit, not what the name measures.
+var perWords = newWordSet("per")
+
+// wholeName reports whether the words before a key are part of its name:
+// they start a field, are words of letters, with no stop word and no
+// logging level.
+func wholeName(ph *phrase) bool {
+	if !ph.open {
+		return false
+	}
+	for _, w := range ph.words[:ph.n] {
+		if !isLetter(w[0]) || anyWord(w, stopWords) || anyWord(w, logLevels) {
+			return false
 		}
-		return ""
 	}
-	if !validName(lkey) {
-		return ""
+	return true
+}
+
+// qualified reports whether a name starts with a split or qualifier word:
+// "valid_loss", "test_acc".
+func qualified(b []byte) bool {
+	i := bytes.IndexByte(b, '_')
+	return i > 0 && (anyWord(string(b[:i]), qualifierWords) || anyWord(string(b[:i]), splitWords))
+}
+
+// Units after '/' in a name.
+var (
+	timeUnits = newWordSet("s", "sec", "secs", "second", "seconds", "ms", "min", "h", "hr", "hour")
+	perUnits  = newWordSet("batch", "step", "it", "iter", "iteration", "epoch", "gpu", "device", "image", "img", "sample", "token", "example")
+)
+
+// rateName turns a name with a unit after its only '/' into a rate:
+// "samples/sec" is samples_per_sec, "words/batch" words_per_batch; a time
+// per thing ("s/checkpoint", "sec/step") is not a metric (false). Other
+// names with '/' ("train/loss") are kept.
+func rateName(b []byte) ([]byte, bool) {
+	i := bytes.IndexByte(b, '/')
+	if i <= 0 || i == len(b)-1 || bytes.IndexByte(b[i+1:], '/') >= 0 {
+		return b, true
 	}
-	return p.intern(lkey)
+	num, den := string(b[:i]), string(b[i+1:])
+	switch {
+	case anyWord(num, timeUnits):
+		return b, false
+	case anyWord(den, timeUnits) && den != "ms" && den != "min" && den != "h" && den != "hr" && den != "hour":
+		return append(b[:i], "_per_sec"...), true
+	case anyWord(den, perUnits):
+		rest := append([]byte(nil), b[i+1:]...)
+		return append(append(b[:i], "_per_"...), rest...), true
+	}
+	return b, true
 }
 
 func appendLower(b []byte, s string) []byte {
@@ -527,7 +1007,7 @@ func (li *lineInfo) tqdm(s string) {
 			continue
 		}
 		k4 := skipSpaces(s, k3)
-		if k4 < len(s) && s[k4] == '[' && iterationRate(s[k4:]) {
+		if (k4 < len(s) && s[k4] == '[' && iterationRate(s[k4:])) || (k4 > k3 && clockEnds(s, k4)) {
 			li.bar = true
 			li.otherLoop = li.otherLoop || isNotLoopLabel(s[:firstBar])
 			li.setCounter(int64(n), int64(total), barCounter)
@@ -558,6 +1038,78 @@ func (li *lineInfo) tqdm(s string) {
 	}
 }
 
+// clockEnds reports whether s[i:] is an elapsed time that ends the line:
+// YOLOv5's bars end "| 8/8 00:03".
+func clockEnds(s string, i int) bool {
+	return isClock(strings.TrimRight(s[i:], " "))
+}
+
+// richBar reads the bars of ultralytics 8.3: "…: 12% ━╸────────── 1/8
+// 2.5it/s 0.4s<2.8s", at the first 0xe2 byte of s (i).
+func (li *lineInfo) richBar(s string, i int) {
+	for j := i; i >= 0 && i < len(s); i = nextByte(s, j, 0xe2) {
+		j = i
+		for j+3 <= len(s) && isBarRune(s[j:j+3]) {
+			j += 3
+		}
+		if j == i {
+			j = i + 1
+			continue
+		}
+		if j >= len(s) || s[j] != ' ' {
+			continue
+		}
+		n, k, ok := scanUint(s, j+1)
+		if !ok || k >= len(s) || s[k] != '/' {
+			continue
+		}
+		total, k2, ok := scanUint(s, k+1)
+		if !ok || k2 >= len(s) || s[k2] != ' ' {
+			continue
+		}
+		rate := s[k2+1:]
+		if e := strings.IndexByte(rate, ' '); e >= 0 {
+			rate = rate[:e]
+		}
+		if !barRate(rate) {
+			continue
+		}
+		li.bar = true
+		li.otherLoop = li.otherLoop || isNotLoopLabel(s[:i])
+		li.setCounter(int64(n), int64(total), barCounter)
+		return
+	}
+}
+
+func nextByte(s string, from int, c byte) int {
+	if from >= len(s) {
+		return -1
+	}
+	if k := strings.IndexByte(s[from:], c); k >= 0 {
+		return from + k
+	}
+	return -1
+}
+
+// isBarRune reports whether b is a rune of ultralytics' bar: ━ ─ ╸ ╺.
+func isBarRune(b string) bool {
+	return b == "━" || b == "─" || b == "╸" || b == "╺"
+}
+
+// barRate reports whether an ultralytics bar's rate is in iterations:
+// "2.5it/s", "4.1Kit/s", "1.2s/it".
+func barRate(r string) bool {
+	switch {
+	case strings.HasSuffix(r, "it/s"):
+		r = strings.TrimRight(r[:len(r)-4], "KMG")
+	case strings.HasSuffix(r, "s/it"):
+		r = r[:len(r)-4]
+	default:
+		return false
+	}
+	return r != "" && strings.Trim(r, "0123456789.") == ""
+}
+
 // iterationRate reports whether a tqdm bracket "[00:10<01:30, 4.97it/s…"
 // gives its rate in iterations: it/s, s/it, or no rate at all.
 func iterationRate(b string) bool {
@@ -583,6 +1135,8 @@ func iterationRate(b string) bool {
 	return false
 }
 
+var notLoopLabels = newWordSet("checking", "tested", "predicting")
+
 // isNotLoopLabel reports whether a bar's label names a loop that is not
 // training: "Validation DataLoader 0", "Sanity Checking", "Evaluating".
 func isNotLoopLabel(label string) bool {
@@ -595,7 +1149,7 @@ func isNotLoopLabel(label string) bool {
 		for j < len(label) && isLetter(label[j]) {
 			j++
 		}
-		if anyWord(label[i:j], notLoopWords) || anyWord(label[i:j], []string{"checking", "tested", "predicting"}) {
+		if anyWord(label[i:j], notLoopWords) || anyWord(label[i:j], notLoopLabels) {
 			return true
 		}
 		i = j
@@ -620,7 +1174,7 @@ func scanBracketCounter(s string, i int) (n, total int64, end int, ok bool) {
 	}
 	j = skipSpaces(s, j)
 	if j < len(s) && s[j] == '(' {
-		k := j + 1
+		k := skipSpaces(s, j+1) // timm pads: "(  8%)"
 		for k < len(s) && k-j < 12 && ((s[k] >= '0' && s[k] <= '9') || s[k] == '.' || s[k] == '%') {
 			k++
 		}
@@ -635,14 +1189,41 @@ func scanBracketCounter(s string, i int) (n, total int64, end int, ok bool) {
 	return int64(a), int64(b), j + 1, true
 }
 
-func isLetter(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
+// Character classes, looked up: the scanners ask for every byte.
+const (
+	chLetter uint8 = 1 << iota
+	chDigit
+	chUnderscore
+	chKeyPunct // . / - @
+	chScan     // [ ( ) @: what scanKeys looks at besides keys
+)
 
-func isIdentStart(c byte) bool { return c == '_' || isLetter(c) }
+var charClass = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] |= chLetter
+		t[c-'a'+'A'] |= chLetter
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] |= chDigit
+	}
+	t['_'] |= chUnderscore
+	for _, c := range "./-@" {
+		t[c] |= chKeyPunct
+	}
+	for _, c := range "[()@" {
+		t[c] |= chScan
+	}
+	return t
+}()
 
-func isWordChar(c byte) bool { return isIdentStart(c) || (c >= '0' && c <= '9') }
+func isLetter(c byte) bool { return charClass[c]&chLetter != 0 }
+
+func isIdentStart(c byte) bool { return charClass[c]&(chLetter|chUnderscore) != 0 }
+
+func isWordChar(c byte) bool { return charClass[c]&(chLetter|chDigit|chUnderscore) != 0 }
 
 func isKeyChar(c byte) bool {
-	return isWordChar(c) || c == '.' || c == '/' || c == '-' || c == '@'
+	return charClass[c]&(chLetter|chDigit|chUnderscore|chKeyPunct) != 0
 }
 
 func skipSpaces(s string, i int) int {
@@ -782,8 +1363,8 @@ func scanValue(s string, i int) (float64, int, bool) {
 		v, j = scanThousands(s, i)
 	}
 	if j < len(s) && s[j] == '%' {
-		if j+1 < len(s) && s[j+1] == '|' {
-			return 0, i, false // a progress bar's "Map: 100%|██"
+		if j+1 < len(s) && s[j+1] == '|' || (j+2 < len(s) && s[j+1] == ' ' && s[j+2] == 0xe2) {
+			return 0, i, false // a progress bar's "Map: 100%|██", ultralytics' "100% ━━━"
 		}
 		j++
 	}
@@ -795,18 +1376,44 @@ func scanValue(s string, i int) (float64, int, bool) {
 		if isKeyChar(c) || c == ':' {
 			return 0, i, false
 		}
-		if c == ' ' && countNounAt(s, j+1) {
-			return 0, i, false // "Training finished: 300 steps" is a count
+		if c == ' ' && ((v == math.Trunc(v) && countNounAt(s, j+1)) || unitAt(s, j+1)) {
+			return 0, i, false // "Training finished: 300 steps" is a count, "6177 MB" a size
+		}
+		if c == ',' && j+1 < len(s) && s[j+1] >= '0' && s[j+1] <= '9' {
+			return 0, i, false // "70.9157,86.5672,…" is a row of values
 		}
 	}
 	return v, j, true
 }
 
+// units follow a number, after a space, that measures a size or a time:
+// "6177 MB", "2.33 GiB", "0.04 s".
+var units = newWordSet("b", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib", "s", "ms", "sec", "secs", "seconds", "min", "mins", "minutes", "h", "hours")
+
+// unitAt reports whether s[i:] starts with a unit that ends there: a
+// size or time, or a ratio that is not per time ("4.27 anchors/target";
+// "1,234.5 samples/s" is a rate, a value).
+func unitAt(s string, i int) bool {
+	w := wordAt(s, i)
+	if e := i + len(w); w != "" && e+1 < len(s) && s[e] == '/' {
+		d := wordAt(s, e+1)
+		return d != "" && !anyWord(d, timeUnits)
+	}
+	if w == "" || len(w) > 7 {
+		return false
+	}
+	if e := i + len(w); e < len(s) && (isKeyChar(s[e]) || s[e] == ':' || s[e] == '=') {
+		return false
+	}
+	return anyWord(w, units)
+}
+
 // countNouns follow a number that counts things rather than measures.
-var countNouns = []string{"step", "steps", "epoch", "epochs", "iteration", "iterations", "iter", "iters", "batch", "batches",
+var countNouns = newWordSet("step", "steps", "epoch", "epochs", "iteration", "iterations", "iter", "iters", "batch", "batches",
 	"example", "examples", "sample", "samples", "image", "images", "token", "tokens", "item", "items", "file", "files",
 	"record", "records", "sequence", "sequences", "core", "cores", "gpu", "gpus", "tpu", "hpu", "hpus", "param", "params",
-	"parameters", "worker", "workers", "node", "nodes", "device", "devices"}
+	"parameters", "worker", "workers", "node", "nodes", "device", "devices", "layer", "layers", "gradient", "gradients",
+	"type", "types", "word", "words", "sentence", "sentences")
 
 // countNounAt reports whether s[i:] starts with a count noun that ends
 // there: "300 steps" but not "1234.5 samples/s" or "0.5 steps: 3".
