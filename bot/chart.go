@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -263,14 +264,14 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (Image, error) {
 	}
 	var parts []string
 	if peakGPU >= 0 {
-		s := "peak GPU " + trainer.FormatBytes(peakGPU)
+		s := "peak GPU " + units.Bytes(peakGPU)
 		if total > 0 {
-			s += " of " + trainer.FormatBytes(total)
+			s += " of " + units.Bytes(total)
 		}
 		parts = append(parts, s)
 	}
 	if peakHost >= 0 {
-		parts = append(parts, "peak host "+trainer.FormatBytes(peakHost))
+		parts = append(parts, "peak host "+units.Bytes(peakHost))
 	}
 	caption := fmt.Sprintf("run #%d %s · memory · %s", run.ID, run.Job, strings.Join(parts, " · "))
 	return Image{Name: fmt.Sprintf("run-%d-memory.png", run.ID), PNG: png, Caption: caption}, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -285,7 +286,7 @@ func (c Comparison) Text() string {
 			}
 			return ratio(v, ref)
 		}
-		line := []string{"time " + trainer.FormatDuration(s.Duration) + cmp(s.Duration.Seconds(), base.Duration.Seconds())}
+		line := []string{"time " + units.Duration(s.Duration) + cmp(s.Duration.Seconds(), base.Duration.Seconds())}
 		if s.Steps > 0 {
 			line = append(line, fmt.Sprintf("%d steps", s.Steps))
 		}
@@ -295,16 +296,16 @@ func (c Comparison) Text() string {
 		b.WriteString("  " + strings.Join(line, " · ") + "\n")
 		if s.HasMetric {
 			fmt.Fprintf(&b, "  %s final %s%s · best %s%s\n", c.Metric,
-				trainer.FormatValue(s.Final), cmp(s.Final, base.Final), trainer.FormatValue(s.Best), cmp(s.Best, base.Best))
+				units.Value(s.Final), cmp(s.Final, base.Final), units.Value(s.Best), cmp(s.Best, base.Best))
 		} else {
 			fmt.Fprintf(&b, "  no %s logged\n", c.Metric)
 		}
 		var mem []string
 		if s.PeakGPU >= 0 {
-			mem = append(mem, "GPU "+trainer.FormatBytes(s.PeakGPU)+cmp(known(s.PeakGPU), known(base.PeakGPU)))
+			mem = append(mem, "GPU "+units.Bytes(s.PeakGPU)+cmp(known(s.PeakGPU), known(base.PeakGPU)))
 		}
 		if s.PeakHost >= 0 {
-			mem = append(mem, "host "+trainer.FormatBytes(s.PeakHost)+cmp(known(s.PeakHost), known(base.PeakHost)))
+			mem = append(mem, "host "+units.Bytes(s.PeakHost)+cmp(known(s.PeakHost), known(base.PeakHost)))
 		}
 		if len(mem) > 0 {
 			b.WriteString("  peak " + strings.Join(mem, " · ") + "\n")

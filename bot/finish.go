@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -76,7 +77,7 @@ func BestText(ext map[string]store.Extremes, n int) string {
 		if MetricGoal(name) > 0 {
 			v, step = x.Max, x.MaxStep
 		}
-		parts[i] = fmt.Sprintf("%s %s (step %d)", name, trainer.FormatValue(v), step)
+		parts[i] = fmt.Sprintf("%s %s (step %d)", name, units.Value(v), step)
 	}
 	if len(parts) == 0 {
 		return ""

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -23,7 +24,7 @@ func StatusText(st trainer.Status) string {
 	if st.Stopping {
 		state = "stopping"
 	}
-	fmt.Fprintf(&b, "run #%d · %s · %s for %s\n", r.ID, r.Job, state, trainer.FormatDuration(st.Elapsed))
+	fmt.Fprintf(&b, "run #%d · %s · %s for %s\n", r.ID, r.Job, state, units.Duration(st.Elapsed))
 	pr := st.Progress
 	switch {
 	case pr.Step == 0:
@@ -49,13 +50,13 @@ func StatusText(st trainer.Status) string {
 		speed = append(speed, fmt.Sprintf("%s steps/s", trimFloat(roundSig(st.StepsPerSec, 3))))
 	}
 	if st.ETA > 0 {
-		speed = append(speed, "ETA "+trainer.FormatDuration(st.ETA))
+		speed = append(speed, "ETA "+units.Duration(st.ETA))
 	}
 	if r.PeakGPUMem != nil {
-		speed = append(speed, "peak GPU mem "+trainer.FormatBytes(*r.PeakGPUMem))
+		speed = append(speed, "peak GPU mem "+units.Bytes(*r.PeakGPUMem))
 	}
 	if r.PeakHostMem != nil {
-		speed = append(speed, "peak host mem "+trainer.FormatBytes(*r.PeakHostMem))
+		speed = append(speed, "peak host mem "+units.Bytes(*r.PeakHostMem))
 	}
 	if len(speed) > 0 {
 		b.WriteString(strings.Join(speed, " · ") + "\n")
@@ -81,7 +82,7 @@ func metricsText(ms []trainer.Metric, n int) string {
 	}
 	parts := make([]string, len(sorted))
 	for i, m := range sorted {
-		parts[i] = m.Name + " " + trainer.FormatValue(m.Value)
+		parts[i] = m.Name + " " + units.Value(m.Value)
 	}
 	return strings.Join(parts, " · ")
 }
@@ -149,7 +150,7 @@ func OutcomeIcon(o trainer.Outcome) string {
 // EndedText describes a run from the history.
 func EndedText(r *trainer.Run, last map[string]float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s run #%d · %s · %s after %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, trainer.FormatDuration(r.Duration(time.Now())))
+	fmt.Fprintf(&b, "%s run #%d · %s · %s after %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, units.Duration(r.Duration(time.Now())))
 	if r.Steps > 0 {
 		if r.Total > 0 {
 			fmt.Fprintf(&b, " · step %d/%d", r.Steps, r.Total)
@@ -171,17 +172,17 @@ func EndedText(r *trainer.Run, last map[string]float64) string {
 
 // RunLine is one line of the history: "✅ #12 demo finished 30s 1500 steps loss 0.0172".
 func RunLine(r *trainer.Run, last map[string]float64, now time.Time) string {
-	s := fmt.Sprintf("%s #%d %s %s %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, trainer.FormatDuration(r.Duration(now)))
+	s := fmt.Sprintf("%s #%d %s %s %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, units.Duration(r.Duration(now)))
 	if r.Steps > 0 {
 		s += fmt.Sprintf(" · %d steps", r.Steps)
 	}
 	if m, ok := (trainer.Status{Last: mapMetrics(last)}).Loss(); ok {
-		s += fmt.Sprintf(" · %s %s", m.Name, trainer.FormatValue(m.Value))
+		s += fmt.Sprintf(" · %s %s", m.Name, units.Value(m.Value))
 	}
 	if r.PeakGPUMem != nil {
-		s += " · peak GPU " + trainer.FormatBytes(*r.PeakGPUMem)
+		s += " · peak GPU " + units.Bytes(*r.PeakGPUMem)
 	} else if r.PeakHostMem != nil {
-		s += " · peak host " + trainer.FormatBytes(*r.PeakHostMem)
+		s += " · peak host " + units.Bytes(*r.PeakHostMem)
 	}
 	if r.RetryOf != 0 {
 		s += fmt.Sprintf(" · retry of #%d", r.RetryOf)

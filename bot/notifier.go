@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -471,7 +472,7 @@ func EventReply(e trainer.Event) (Reply, bool) {
 		}
 		return Reply{Text: text, Kind: KindNotice, RunID: r.ID, Buttons: startButtons(), Key: fmt.Sprintf("run:%d:started", r.ID)}, true
 	case trainer.EventAttached:
-		text := fmt.Sprintf("🔗 re-attached to run #%d (%s) — running for %s", r.ID, r.Job, trainer.FormatDuration(r.Duration(e.At)))
+		text := fmt.Sprintf("🔗 re-attached to run #%d (%s) — running for %s", r.ID, r.Job, units.Duration(r.Duration(e.At)))
 		return Reply{Text: text, Kind: KindNotice, RunID: r.ID, Buttons: startButtons(), Key: fmt.Sprintf("run:%d:attached:%d", r.ID, e.At.Unix())}, true
 	case trainer.EventAlert:
 		a := e.Alert
@@ -520,7 +521,7 @@ func endReport(e trainer.Event, best string) string {
 			verb += " by " + r.StoppedBy
 		}
 	}
-	fmt.Fprintf(&b, "%s run #%d (%s) %s after %s", OutcomeIcon(r.Outcome), r.ID, r.Job, verb, trainer.FormatDuration(r.Duration(e.At)))
+	fmt.Fprintf(&b, "%s run #%d (%s) %s after %s", OutcomeIcon(r.Outcome), r.ID, r.Job, verb, units.Duration(r.Duration(e.At)))
 	if r.Steps > 0 {
 		if r.Total > 0 {
 			fmt.Fprintf(&b, " · step %d/%d", r.Steps, r.Total)
@@ -536,10 +537,10 @@ func endReport(e trainer.Event, best string) string {
 	}
 	var mem []string
 	if r.PeakGPUMem != nil {
-		mem = append(mem, "peak GPU memory "+trainer.FormatBytes(*r.PeakGPUMem))
+		mem = append(mem, "peak GPU memory "+units.Bytes(*r.PeakGPUMem))
 	}
 	if r.PeakHostMem != nil {
-		mem = append(mem, "peak host memory "+trainer.FormatBytes(*r.PeakHostMem))
+		mem = append(mem, "peak host memory "+units.Bytes(*r.PeakHostMem))
 	}
 	if len(mem) > 0 {
 		b.WriteString("\n" + strings.Join(mem, " · "))

@@ -86,7 +86,7 @@ func TestNotifierRoutesEvents(t *testing.T) {
 		t.Errorf("started went to console %d times", len(got))
 	}
 	// Ended is an alert: starter, subscribed and muted chats.
-	if got := chats(tg, "finished after 1m00s"); len(got) != 3 {
+	if got := chats(tg, "finished after 1m"); len(got) != 3 {
 		t.Errorf("ended went to telegram chats %v, want 9, 5, 6", got)
 	}
 	if got := chats(con, "loss 0.2500"); len(got) != 1 {

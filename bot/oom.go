@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -36,10 +37,10 @@ func oomAlertText(e trainer.Event) string {
 func peakBeforeCrash(r *trainer.Run) string {
 	var parts []string
 	if r.PeakGPUMem != nil {
-		parts = append(parts, "GPU "+trainer.FormatBytes(*r.PeakGPUMem))
+		parts = append(parts, "GPU "+units.Bytes(*r.PeakGPUMem))
 	}
 	if r.PeakHostMem != nil {
-		parts = append(parts, "host "+trainer.FormatBytes(*r.PeakHostMem))
+		parts = append(parts, "host "+units.Bytes(*r.PeakHostMem))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -54,7 +55,7 @@ func OOMAdvice(o *trainer.OOM, r *trainer.Run, job *trainer.Job) []string {
 	}
 	if o != nil && o.TriedBytes > 0 && o.TotalBytes > 0 && o.TriedBytes > o.TotalBytes {
 		out = append(out, fmt.Sprintf("the allocation alone (%s) is larger than the whole GPU (%s): look for a tensor that is far too large (sequence length, image size, vocabulary)",
-			trainer.FormatBytes(o.TriedBytes), trainer.FormatBytes(o.TotalBytes)))
+			units.Bytes(o.TriedBytes), units.Bytes(o.TotalBytes)))
 	}
 	param, value, half := batchParam(job, r)
 	switch {
@@ -83,7 +84,7 @@ func OOMAdvice(o *trainer.OOM, r *trainer.Run, job *trainer.Job) []string {
 	if o != nil && o.Fragmented() {
 		frag := "memory is fragmented"
 		if o.Reserved > 0 {
-			frag += " (" + trainer.FormatBytes(o.Reserved) + " reserved by PyTorch but unallocated)"
+			frag += " (" + units.Bytes(o.Reserved) + " reserved by PyTorch but unallocated)"
 		}
 		out = append(out, frag+": set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the job's env")
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -274,7 +275,7 @@ func ProgressText(st trainer.Status, mem *store.RunMemory) string {
 	if st.Stopping {
 		state = "stopping"
 	}
-	fmt.Fprintf(&b, "▶️ run #%d · %s · %s for %s\n", r.ID, r.Job, state, trainer.FormatDuration(st.Elapsed))
+	fmt.Fprintf(&b, "▶️ run #%d · %s · %s for %s\n", r.ID, r.Job, state, units.Duration(st.Elapsed))
 	pr := st.Progress
 	var line []string
 	switch {
@@ -297,13 +298,13 @@ func ProgressText(st trainer.Status, mem *store.RunMemory) string {
 	b.WriteString(strings.Join(line, " · ") + "\n")
 	var stats []string
 	if m, ok := st.Loss(); ok {
-		stats = append(stats, m.Name+" "+trainer.FormatValue(m.Value))
+		stats = append(stats, m.Name+" "+units.Value(m.Value))
 	}
 	if st.StepsPerSec > 0 {
 		stats = append(stats, fmt.Sprintf("%s steps/s", trimFloat(roundSig(st.StepsPerSec, 3))))
 	}
 	if st.ETA > 0 {
-		stats = append(stats, "ETA "+trainer.FormatDuration(st.ETA))
+		stats = append(stats, "ETA "+units.Duration(st.ETA))
 	}
 	if len(stats) > 0 {
 		b.WriteString(strings.Join(stats, " · ") + "\n")
@@ -319,24 +320,24 @@ func ProgressText(st trainer.Status, mem *store.RunMemory) string {
 func memoryText(r *trainer.Run, mem *store.RunMemory) string {
 	var parts []string
 	if mem != nil && mem.GPUBytes != nil {
-		s := "GPU " + trainer.FormatBytes(*mem.GPUBytes)
+		s := "GPU " + units.Bytes(*mem.GPUBytes)
 		if mem.GPUTotal != nil && *mem.GPUTotal > 0 {
-			s += " / " + trainer.FormatBytes(*mem.GPUTotal)
+			s += " / " + units.Bytes(*mem.GPUTotal)
 		}
 		parts = append(parts, s)
 	}
 	if r.PeakGPUMem != nil {
 		if len(parts) > 0 {
-			parts = append(parts, "peak "+trainer.FormatBytes(*r.PeakGPUMem))
+			parts = append(parts, "peak "+units.Bytes(*r.PeakGPUMem))
 		} else {
-			parts = append(parts, "GPU peak "+trainer.FormatBytes(*r.PeakGPUMem))
+			parts = append(parts, "GPU peak "+units.Bytes(*r.PeakGPUMem))
 		}
 	}
 	if len(parts) == 0 {
 		if mem != nil && mem.HostBytes != nil {
-			parts = append(parts, "RAM "+trainer.FormatBytes(*mem.HostBytes))
+			parts = append(parts, "RAM "+units.Bytes(*mem.HostBytes))
 		} else if r.PeakHostMem != nil {
-			parts = append(parts, "RAM peak "+trainer.FormatBytes(*r.PeakHostMem))
+			parts = append(parts, "RAM peak "+units.Bytes(*r.PeakHostMem))
 		}
 	}
 	return strings.Join(parts, " · ")

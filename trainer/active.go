@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer/logparse"
 	"github.com/trainbot/trainbot/trainer/shim"
 )
@@ -364,10 +365,10 @@ func (a *active) finish(st *shim.State) {
 			if reason == "" {
 				reason = "the disk did not keep up"
 			}
-			extra = append(extra, fmt.Sprintf("%s of output were not written to the log (%s)", FormatBytes(st.BytesDropped), reason))
+			extra = append(extra, fmt.Sprintf("%s of output were not written to the log (%s)", units.Bytes(st.BytesDropped), reason))
 		}
 		if st.FreedTo > st.FreedFrom {
-			extra = append(extra, fmt.Sprintf("the log passed max_log_bytes (%s): %s of older output after its first %s were freed", FormatBytes(a.job.MaxLogBytes), FormatBytes(st.FreedTo-st.FreedFrom), FormatBytes(st.FreedFrom)))
+			extra = append(extra, fmt.Sprintf("the log passed max_log_bytes (%s): %s of older output after its first %s were freed", units.Bytes(a.job.MaxLogBytes), units.Bytes(st.FreedTo-st.FreedFrom), units.Bytes(st.FreedFrom)))
 		}
 		if st.Survivors > 0 {
 			extra = append(extra, fmt.Sprintf("%d process(es) of the run survived SIGKILL", st.Survivors))
@@ -500,10 +501,10 @@ func firstLine(s string) string {
 func peakText(r *Run) string {
 	var parts []string
 	if r.PeakGPUMem != nil {
-		parts = append(parts, "peak GPU memory "+FormatBytes(*r.PeakGPUMem))
+		parts = append(parts, "peak GPU memory "+units.Bytes(*r.PeakGPUMem))
 	}
 	if r.PeakHostMem != nil {
-		parts = append(parts, "peak host memory "+FormatBytes(*r.PeakHostMem))
+		parts = append(parts, "peak host memory "+units.Bytes(*r.PeakHostMem))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -835,9 +836,9 @@ func (s Status) Brief() string {
 		parts = append(parts, "no step yet")
 	}
 	if m, ok := s.Loss(); ok {
-		parts = append(parts, fmt.Sprintf("%s %s", m.Name, FormatValue(m.Value)))
+		parts = append(parts, fmt.Sprintf("%s %s", m.Name, units.Value(m.Value)))
 	}
-	parts = append(parts, "running for "+FormatDuration(s.Elapsed))
+	parts = append(parts, "running for "+units.Duration(s.Elapsed))
 	return strings.Join(parts, ", ")
 }
 
@@ -903,38 +904,4 @@ func (w *rateWindow) perSecond() float64 {
 		return 0
 	}
 	return float64(ds) / dt
-}
-
-// FormatValue prints a metric value compactly.
-func FormatValue(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case v != 0 && (math.Abs(v) < 1e-3 || math.Abs(v) >= 1e6):
-		return fmt.Sprintf("%.3e", v)
-	default:
-		return fmt.Sprintf("%.4f", v)
-	}
-}
-
-// FormatDuration prints a duration for people: "45s", "3m05s", "2h04m", "3d02h".
-func FormatDuration(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	s := int64(d.Round(time.Second) / time.Second)
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm%02ds", s/60, s%60)
-	case s < 86400:
-		return fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
-	default:
-		return fmt.Sprintf("%dd%02dh", s/86400, (s%86400)/3600)
-	}
 }
