@@ -16,7 +16,7 @@ import (
 
 // OutboxStore is what the outbox needs of the store.
 type OutboxStore interface {
-	EnqueueOutbox(ctx context.Context, it store.OutboxItem) (bool, error)
+	EnqueueOutbox(ctx context.Context, it store.OutboxItem) (int64, bool, error)
 	DueOutbox(ctx context.Context, transport string, now time.Time, limit int) ([]store.OutboxItem, error)
 	NextOutboxAt(ctx context.Context, transport string) (time.Time, bool, error)
 	MarkOutboxSent(ctx context.Context, id int64, at time.Time) error
@@ -189,7 +189,7 @@ func (o *Outbox) AddAt(ctx context.Context, chat ChatKey, r Reply, notBefore tim
 	if key == "" {
 		key = fmt.Sprintf("auto:%d:%d", time.Now().UnixNano(), o.seq.Add(1))
 	}
-	added, err := o.opts.Store.EnqueueOutbox(ctx, store.OutboxItem{Transport: chat.Transport, Chat: chat.Chat, Key: key, Payload: payload, NotBefore: notBefore})
+	_, added, err := o.opts.Store.EnqueueOutbox(ctx, store.OutboxItem{Transport: chat.Transport, Chat: chat.Chat, Key: key, Payload: payload, NotBefore: notBefore})
 	if err != nil {
 		return false, err
 	}

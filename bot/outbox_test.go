@@ -435,8 +435,8 @@ func TestOutboxSendsOnceWhenTheDeliveryCannotBeRecorded(t *testing.T) {
 // fullStore fails every outbox insert, as a full disk does.
 type fullStore struct{ *store.Store }
 
-func (fullStore) EnqueueOutbox(context.Context, store.OutboxItem) (bool, error) {
-	return false, errors.New("enqueue outbox: database or disk is full (13)")
+func (fullStore) EnqueueOutbox(context.Context, store.OutboxItem) (int64, bool, error) {
+	return 0, false, errors.New("enqueue outbox: database or disk is full (13)")
 }
 
 // An alert the outbox cannot store (the notice that the disk is full)

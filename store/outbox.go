@@ -32,12 +32,12 @@ type OutboxItem struct {
 
 const outboxColumns = `id, transport, chat_id, key, payload, created_at, attempts, next_at, last_error, sent_at, not_before, failed`
 
-// EnqueueOutbox stores an item to deliver. It returns false, and stores
-// nothing, when an item with the same transport, chat and key exists
-// (pending or sent): a reply is delivered once.
-func (s *Store) EnqueueOutbox(ctx context.Context, it OutboxItem) (bool, error) {
+// EnqueueOutbox stores an item to deliver and returns its id. It returns
+// false, and stores nothing, when an item with the same transport, chat and
+// key exists (pending or sent): a reply is delivered once.
+func (s *Store) EnqueueOutbox(ctx context.Context, it OutboxItem) (int64, bool, error) {
 	if it.Transport == "" || it.Key == "" {
-		return false, errors.New("enqueue outbox: transport and key are required")
+		return 0, false, errors.New("enqueue outbox: transport and key are required")
 	}
 	now := time.Now()
 	if it.CreatedAt.IsZero() {
@@ -54,13 +54,17 @@ func (s *Store) EnqueueOutbox(ctx context.Context, it OutboxItem) (bool, error) 
 		VALUES(?,?,?,?,?,?,?) ON CONFLICT(transport, chat_id, key) DO NOTHING`,
 		it.Transport, strconv.FormatInt(it.Chat, 10), it.Key, it.Payload, ms(it.CreatedAt), ms(it.NextAt), notBefore)
 	if err != nil {
-		return false, fmt.Errorf("enqueue outbox: %w", err)
+		return 0, false, fmt.Errorf("enqueue outbox: %w", err)
 	}
 	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("enqueue outbox: %w", err)
+	if err != nil || n != 1 {
+		return 0, false, err
 	}
-	return n == 1, nil
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, false, fmt.Errorf("enqueue outbox: %w", err)
+	}
+	return id, true, nil
 }
 
 // DueOutbox returns up to limit items of a transport that are due at now,

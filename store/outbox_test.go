@@ -16,18 +16,18 @@ func TestOutboxQueue(t *testing.T) {
 	now := time.Now()
 	add := func(chat int64, key string) {
 		t.Helper()
-		added, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "telegram", Chat: chat, Key: key, Payload: []byte(key)})
-		if err != nil || !added {
-			t.Fatalf("enqueue %d/%s: %v %v", chat, key, added, err)
+		id, added, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "telegram", Chat: chat, Key: key, Payload: []byte(key)})
+		if err != nil || !added || id <= 0 {
+			t.Fatalf("enqueue %d/%s: %d %v %v", chat, key, id, added, err)
 		}
 	}
 	add(1, "a")
 	add(1, "b")
 	add(-100, "a") // same key, another chat
-	if added, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "telegram", Chat: 1, Key: "a", Payload: []byte("dup")}); err != nil || added {
+	if _, added, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "telegram", Chat: 1, Key: "a", Payload: []byte("dup")}); err != nil || added {
 		t.Errorf("duplicate key: added %v, err %v", added, err)
 	}
-	if _, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "telegram", Chat: 1}); err == nil {
+	if _, _, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "telegram", Chat: 1}); err == nil {
 		t.Error("an item without a key should be refused")
 	}
 
