@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/deliver"
 )
 
 // PushConfig is one [[push]] entry: a group robot or webhook that gets
@@ -63,7 +64,7 @@ type PushChannel struct {
 	URL, Secret string
 	Alerts      []string // nil: all
 	Progress    bool
-	Quiet       bot.QuietHours
+	Quiet       deliver.QuietHours
 	PerMinute   int
 	Timeout     time.Duration
 }
@@ -148,34 +149,34 @@ func def(s, d string) string {
 	return s
 }
 
-func parseChat(s string) (bot.ChatKey, bool) {
+func parseChat(s string) (chat.ChatKey, bool) {
 	t, id, ok := strings.Cut(s, ":")
 	if !ok || t == "" {
-		return bot.ChatKey{}, false
+		return chat.ChatKey{}, false
 	}
 	var n int64
 	if _, err := fmt.Sscan(id, &n); err != nil || fmt.Sprint(n) != id {
-		return bot.ChatKey{}, false
+		return chat.ChatKey{}, false
 	}
-	return bot.ChatKey{Transport: t, Chat: n}, true
+	return chat.ChatKey{Transport: t, Chat: n}, true
 }
 
-func quietHours(span, min string) (bot.QuietHours, error) {
-	sev := bot.SeverityWarning
+func quietHours(span, min string) (deliver.QuietHours, error) {
+	sev := chat.SeverityWarning
 	if min != "" {
-		s, err := bot.ParseSeverity(min)
+		s, err := chat.ParseSeverity(min)
 		if err != nil {
-			return bot.QuietHours{}, fmt.Errorf("quiet_min_severity: %v", err)
+			return deliver.QuietHours{}, fmt.Errorf("quiet_min_severity: %v", err)
 		}
 		sev = s
 	}
 	if span == "" {
 		if min != "" {
-			return bot.QuietHours{}, fmt.Errorf("quiet_min_severity is set but quiet_hours is not")
+			return deliver.QuietHours{}, fmt.Errorf("quiet_min_severity is set but quiet_hours is not")
 		}
-		return bot.QuietHours{}, nil
+		return deliver.QuietHours{}, nil
 	}
-	return bot.ParseQuietHours(span, sev)
+	return deliver.ParseQuietHours(span, sev)
 }
 
 // pushChannel resolves and checks one [[push]] entry. Errors never show
@@ -266,8 +267,8 @@ func (c *Config) pushChannel(i int) (PushChannel, Errors) {
 	if p.Alerts != nil {
 		ch.Alerts = []string{}
 		for j, a := range p.Alerts {
-			if !slices.Contains(bot.AlertKinds, a) {
-				add(fmt.Sprintf(".alerts[%d]", j), "alerts: unknown kind %q; the kinds are %s", a, strings.Join(bot.AlertKinds, ", "))
+			if !slices.Contains(chat.AlertKinds, a) {
+				add(fmt.Sprintf(".alerts[%d]", j), "alerts: unknown kind %q; the kinds are %s", a, strings.Join(chat.AlertKinds, ", "))
 				continue
 			}
 			ch.Alerts = append(ch.Alerts, a)
@@ -305,8 +306,8 @@ func (c *Config) PushChannels() ([]PushChannel, error) {
 
 // QuietChats returns the quiet hours of the [[quiet]] chats. Call after
 // Validate.
-func (c *Config) QuietChats() map[bot.ChatKey]bot.QuietHours {
-	out := map[bot.ChatKey]bot.QuietHours{}
+func (c *Config) QuietChats() map[chat.ChatKey]deliver.QuietHours {
+	out := map[chat.ChatKey]deliver.QuietHours{}
 	for _, q := range c.Quiet {
 		k, ok := parseChat(q.Chat)
 		qh, err := quietHours(q.QuietHours, q.QuietMinSeverity)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 func withEnv(t *testing.T, vars map[string]string) {
@@ -56,7 +56,7 @@ quiet_hours = "22:30-07:00"
 	}
 	w, f, d := chs[0], chs[1], chs[2]
 	if w.Name != "lab" || w.URL != "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=693a91f6-7xxx" || strings.Join(w.Alerts, ",") != "oom,failed" ||
-		w.Quiet.String() != "23:00-08:00" || w.Quiet.MinSeverity != bot.SeverityCritical || w.Timeout != 10*time.Second {
+		w.Quiet.String() != "23:00-08:00" || w.Quiet.MinSeverity != chat.SeverityCritical || w.Timeout != 10*time.Second {
 		t.Errorf("wecom %+v", w)
 	}
 	if f.Name != "feishu" || f.URL != "https://open.feishu.cn/open-apis/bot/v2/hook/tok-123" || f.Secret != "s3cret" || f.Alerts != nil || !f.Progress {
@@ -65,8 +65,8 @@ quiet_hours = "22:30-07:00"
 	if d.URL != "https://oapi.dingtalk.com/robot/send?access_token=dt-token" || d.Secret != "SECabc" || d.PerMinute != 10 || d.Timeout != 5*time.Second {
 		t.Errorf("dingtalk %+v", d)
 	}
-	q := c.QuietChats()[bot.ChatKey{Transport: "telegram", Chat: 123456789}]
-	if q.String() != "22:30-07:00" || q.MinSeverity != bot.SeverityWarning {
+	q := c.QuietChats()[chat.ChatKey{Transport: "telegram", Chat: 123456789}]
+	if q.String() != "22:30-07:00" || q.MinSeverity != chat.SeverityWarning {
 		t.Errorf("quiet %+v", q)
 	}
 }

@@ -78,14 +78,13 @@ type SendError struct {
 	Err   error
 }
 
+// Error is the underlying error's text (it has the details for the log),
+// or the reason when there is none.
 func (e *SendError) Error() string {
-	switch {
-	case e.Err == nil:
+	if e.Err == nil {
 		return e.Reason
-	case e.Reason == "":
-		return e.Err.Error()
 	}
-	return e.Reason + ": " + e.Err.Error()
+	return e.Err.Error()
 }
 
 // Unwrap returns the underlying error.

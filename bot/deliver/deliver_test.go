@@ -241,18 +241,17 @@ func TestAlertIsSentAtMostTwiceWhenMarkSentFails(t *testing.T) {
 		t.Fatal("not delivered")
 	}
 	// The record is tried again and again; the alert is not.
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
+	tries := func() int {
 		full.mu.Lock()
-		n := full.tries
-		full.mu.Unlock()
-		if n >= 5 {
-			break
-		}
+		defer full.mu.Unlock()
+		return full.tries
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for tries() < 5 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if full.tries < 5 {
-		t.Errorf("the record was tried %d times, want it tried again every RecordRetry", full.tries)
+	if n := tries(); n < 5 {
+		t.Errorf("the record was tried %d times, want it tried again every RecordRetry", n)
 	}
 	p.Close(context.Background())
 	if n := len(s.attempts()); n != 1 {

@@ -1,17 +1,12 @@
-package bot
+package render
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -24,7 +19,7 @@ func StatusText(st trainer.Status) string {
 	if st.Stopping {
 		state = "stopping"
 	}
-	fmt.Fprintf(&b, "run #%d · %s · %s for %s\n", r.ID, r.Job, state, units.Duration(st.Elapsed))
+	fmt.Fprintf(&b, "run #%d · %s · %s for %s\n", r.ID, r.Job, state, FormatDuration(st.Elapsed))
 	pr := st.Progress
 	switch {
 	case pr.Step == 0:
@@ -50,13 +45,13 @@ func StatusText(st trainer.Status) string {
 		speed = append(speed, fmt.Sprintf("%s steps/s", trimFloat(roundSig(st.StepsPerSec, 3))))
 	}
 	if st.ETA > 0 {
-		speed = append(speed, "ETA "+units.Duration(st.ETA))
+		speed = append(speed, "ETA "+FormatDuration(st.ETA))
 	}
 	if r.PeakGPUMem != nil {
-		speed = append(speed, "peak GPU mem "+units.Bytes(*r.PeakGPUMem))
+		speed = append(speed, "peak GPU mem "+FormatBytes(*r.PeakGPUMem))
 	}
 	if r.PeakHostMem != nil {
-		speed = append(speed, "peak host mem "+units.Bytes(*r.PeakHostMem))
+		speed = append(speed, "peak host mem "+FormatBytes(*r.PeakHostMem))
 	}
 	if len(speed) > 0 {
 		b.WriteString(strings.Join(speed, " · ") + "\n")
@@ -82,7 +77,7 @@ func metricsText(ms []trainer.Metric, n int) string {
 	}
 	parts := make([]string, len(sorted))
 	for i, m := range sorted {
-		parts[i] = m.Name + " " + units.Value(m.Value)
+		parts[i] = m.Name + " " + FormatValue(m.Value)
 	}
 	return strings.Join(parts, " · ")
 }
@@ -150,7 +145,7 @@ func OutcomeIcon(o trainer.Outcome) string {
 // EndedText describes a run from the history.
 func EndedText(r *trainer.Run, last map[string]float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s run #%d · %s · %s after %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, units.Duration(r.Duration(time.Now())))
+	fmt.Fprintf(&b, "%s run #%d · %s · %s after %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, FormatDuration(r.Duration(time.Now())))
 	if r.Steps > 0 {
 		if r.Total > 0 {
 			fmt.Fprintf(&b, " · step %d/%d", r.Steps, r.Total)
@@ -159,7 +154,7 @@ func EndedText(r *trainer.Run, last map[string]float64) string {
 		}
 	}
 	if len(r.Params) > 0 {
-		b.WriteString("\nparams " + paramsText(r.Params))
+		b.WriteString("\nparams " + ParamsText(r.Params))
 	}
 	if len(last) > 0 {
 		b.WriteString("\n" + metricsText(mapMetrics(last), 6))
@@ -172,17 +167,17 @@ func EndedText(r *trainer.Run, last map[string]float64) string {
 
 // RunLine is one line of the history: "✅ #12 demo finished 30s 1500 steps loss 0.0172".
 func RunLine(r *trainer.Run, last map[string]float64, now time.Time) string {
-	s := fmt.Sprintf("%s #%d %s %s %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, units.Duration(r.Duration(now)))
+	s := fmt.Sprintf("%s #%d %s %s %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, FormatDuration(r.Duration(now)))
 	if r.Steps > 0 {
 		s += fmt.Sprintf(" · %d steps", r.Steps)
 	}
 	if m, ok := (trainer.Status{Last: mapMetrics(last)}).Loss(); ok {
-		s += fmt.Sprintf(" · %s %s", m.Name, units.Value(m.Value))
+		s += fmt.Sprintf(" · %s %s", m.Name, FormatValue(m.Value))
 	}
 	if r.PeakGPUMem != nil {
-		s += " · peak GPU " + units.Bytes(*r.PeakGPUMem)
+		s += " · peak GPU " + FormatBytes(*r.PeakGPUMem)
 	} else if r.PeakHostMem != nil {
-		s += " · peak host " + units.Bytes(*r.PeakHostMem)
+		s += " · peak host " + FormatBytes(*r.PeakHostMem)
 	}
 	if r.RetryOf != 0 {
 		s += fmt.Sprintf(" · retry of #%d", r.RetryOf)
@@ -218,52 +213,4 @@ func JobsText(jobs []*trainer.Job) string {
 		fmt.Fprintf(&b, "Start one with: 开始 %s [name=value …]", jobs[0].Name)
 	}
 	return b.String()
-}
-
-// TailFile returns the last n lines of a file, reading at most its last 1 MiB.
-func TailFile(path string, n int) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	const maxRead = 1 << 20
-	off := max(fi.Size()-maxRead, 0)
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxRead))
-	if err != nil {
-		return nil, err
-	}
-	if off > 0 {
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	b = bytes.TrimRight(b, "\n")
-	if len(b) == 0 {
-		return nil, nil
-	}
-	lines := strings.Split(string(b), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	for i, l := range lines {
-		if j := strings.LastIndexByte(l, '\r'); j >= 0 && j < len(l)-1 {
-			l = l[j+1:]
-		}
-		if len(l) > 2048 {
-			l = l[:2048] + "…"
-		}
-		if !utf8.ValidString(l) {
-			l = strings.ToValidUTF8(l, "\uFFFD")
-		}
-		lines[i] = l
-	}
-	return lines, nil
 }

@@ -1,4 +1,4 @@
-package bot
+package render
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trainbot/trainbot/internal/units"
+	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -159,17 +159,17 @@ func toXY(pts []store.Point, start time.Time, xTime bool) []plots.XY {
 }
 
 // Loss draws the loss chart of a run.
-func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (Image, error) {
+func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (chat.Image, error) {
 	if err := c.Data.Flush(ctx); err != nil {
-		return Image{}, fmt.Errorf("flush points: %w", err)
+		return chat.Image{}, fmt.Errorf("flush points: %w", err)
 	}
 	names, err := c.Data.MetricNames(ctx, run.ID)
 	if err != nil {
-		return Image{}, fmt.Errorf("read metrics of run %d: %w", run.ID, err)
+		return chat.Image{}, fmt.Errorf("read metrics of run %d: %w", run.ID, err)
 	}
 	pick, err := pickLosses(run, names, o.Metric)
 	if err != nil {
-		return Image{}, err
+		return chat.Image{}, err
 	}
 	chart := plots.LossChart{Title: runTitle(run), Smoothing: c.smoothing(), XTime: o.XTime}
 	if len(pick) == 1 {
@@ -179,7 +179,7 @@ func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (Ima
 	for _, n := range pick {
 		pts, err := c.Data.Series(ctx, run.ID, n)
 		if err != nil {
-			return Image{}, fmt.Errorf("read %s of run %d: %w", n, run.ID, err)
+			return chat.Image{}, fmt.Errorf("read %s of run %d: %w", n, run.ID, err)
 		}
 		s := plots.Series{Name: n, Points: toXY(pts, run.StartedAt, o.XTime)}
 		for _, p := range pts {
@@ -192,10 +192,10 @@ func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (Ima
 	}
 	png, err := c.painter().Loss(chart)
 	if errors.Is(err, plots.ErrNoData) {
-		return Image{}, userErrorf(ErrNoMetric, "run #%d has no finite value of %s to draw (%d points, all NaN or Inf)", run.ID, strings.Join(pick, ", "), total)
+		return chat.Image{}, userErrorf(ErrNoMetric, "run #%d has no finite value of %s to draw (%d points, all NaN or Inf)", run.ID, strings.Join(pick, ", "), total)
 	}
 	if err != nil {
-		return Image{}, fmt.Errorf("draw run %d: %w", run.ID, err)
+		return chat.Image{}, fmt.Errorf("draw run %d: %w", run.ID, err)
 	}
 	caption := fmt.Sprintf("run #%d %s · %s · %d points", run.ID, run.Job, strings.Join(pick, ", "), total)
 	if finite < total {
@@ -205,7 +205,15 @@ func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (Ima
 	if o.Metric != "" {
 		name = fileSafe(pick[0])
 	}
-	return Image{Name: fmt.Sprintf("run-%d-%s.png", run.ID, name), PNG: png, Caption: caption}, nil
+	file := fmt.Sprintf("run-%d-%s.png", run.ID, name)
+	cmd := fmt.Sprintf("trainbot plot %d", run.ID)
+	if o.Metric != "" {
+		cmd += " --metric " + pick[0]
+	}
+	if o.XTime {
+		cmd += " --x time"
+	}
+	return chat.Image{Name: file, PNG: png, Caption: caption, Command: cmd + " -o " + file}, nil
 }
 
 // fileSafe keeps letters, digits, '-', '_' and '.' of a metric name.
@@ -232,10 +240,10 @@ func (c *Charts) end(run *trainer.Run) time.Time {
 // Memory draws what a run held over time: GPU memory of its processes with
 // the devices' capacity as a ceiling, and the host memory of its process
 // tree.
-func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (Image, error) {
+func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, error) {
 	samples, err := c.Data.RunMemorySeries(ctx, run.ID)
 	if err != nil {
-		return Image{}, fmt.Errorf("read memory of run %d: %w", run.ID, err)
+		return chat.Image{}, fmt.Errorf("read memory of run %d: %w", run.ID, err)
 	}
 	var chart plots.MemoryChart
 	chart.Title = runTitle(run)
@@ -257,40 +265,41 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (Image, error) {
 	}
 	png, err := c.painter().Memory(chart)
 	if errors.Is(err, plots.ErrNoData) {
-		return Image{}, userErrorf(ErrNoSamples, "run #%d has no memory sample, so there is no memory chart", run.ID)
+		return chat.Image{}, userErrorf(ErrNoSamples, "run #%d has no memory sample, so there is no memory chart", run.ID)
 	}
 	if err != nil {
-		return Image{}, fmt.Errorf("draw memory of run %d: %w", run.ID, err)
+		return chat.Image{}, fmt.Errorf("draw memory of run %d: %w", run.ID, err)
 	}
 	var parts []string
 	if peakGPU >= 0 {
-		s := "peak GPU " + units.Bytes(peakGPU)
+		s := "peak GPU " + FormatBytes(peakGPU)
 		if total > 0 {
-			s += " of " + units.Bytes(total)
+			s += " of " + FormatBytes(total)
 		}
 		parts = append(parts, s)
 	}
 	if peakHost >= 0 {
-		parts = append(parts, "peak host "+units.Bytes(peakHost))
+		parts = append(parts, "peak host "+FormatBytes(peakHost))
 	}
 	caption := fmt.Sprintf("run #%d %s · memory · %s", run.ID, run.Job, strings.Join(parts, " · "))
-	return Image{Name: fmt.Sprintf("run-%d-memory.png", run.ID), PNG: png, Caption: caption}, nil
+	file := fmt.Sprintf("run-%d-memory.png", run.ID)
+	return chat.Image{Name: file, PNG: png, Caption: caption, Command: fmt.Sprintf("trainbot plot %d --kind memory -o %s", run.ID, file)}, nil
 }
 
 // Device draws the utilisation and temperature of the devices sampled
 // while a run ran.
-func (c *Charts) Device(ctx context.Context, run *trainer.Run) (Image, error) {
+func (c *Charts) Device(ctx context.Context, run *trainer.Run) (chat.Image, error) {
 	from, to := run.StartedAt, c.end(run)
 	devices, err := c.Data.DevicesBetween(ctx, from, to)
 	if err != nil {
-		return Image{}, fmt.Errorf("read devices: %w", err)
+		return chat.Image{}, fmt.Errorf("read devices: %w", err)
 	}
 	chart := plots.DeviceChart{Title: runTitle(run)}
 	var names []string
 	for _, d := range devices {
 		samples, err := c.Data.DeviceSeries(ctx, d, from, to)
 		if err != nil {
-			return Image{}, fmt.Errorf("read device %d: %w", d, err)
+			return chat.Image{}, fmt.Errorf("read device %d: %w", d, err)
 		}
 		ds := plots.DeviceSeries{Name: fmt.Sprintf("GPU %d", d)}
 		for _, s := range samples {
@@ -310,13 +319,14 @@ func (c *Charts) Device(ctx context.Context, run *trainer.Run) (Image, error) {
 	}
 	png, err := c.painter().Device(chart)
 	if errors.Is(err, plots.ErrNoData) {
-		return Image{}, userErrorf(ErrNoSamples, "no GPU was sampled while run #%d ran, so there is no utilisation chart", run.ID)
+		return chat.Image{}, userErrorf(ErrNoSamples, "no GPU was sampled while run #%d ran, so there is no utilisation chart", run.ID)
 	}
 	if err != nil {
-		return Image{}, fmt.Errorf("draw devices of run %d: %w", run.ID, err)
+		return chat.Image{}, fmt.Errorf("draw devices of run %d: %w", run.ID, err)
 	}
 	caption := fmt.Sprintf("run #%d %s · utilisation and temperature · %s", run.ID, run.Job, strings.Join(names, ", "))
-	return Image{Name: fmt.Sprintf("run-%d-util.png", run.ID), PNG: png, Caption: caption}, nil
+	file := fmt.Sprintf("run-%d-util.png", run.ID)
+	return chat.Image{Name: file, PNG: png, Caption: caption, Command: fmt.Sprintf("trainbot plot %d --kind util -o %s", run.ID, file)}, nil
 }
 
 // peakOf returns the highest of a run's samples, or -1.
@@ -338,4 +348,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// RunCharts draws the charts that go with a report or the end of a run:
+// the loss chart, then the memory chart. A run with nothing to draw yet
+// gets no chart and no error.
+func (c *Charts) RunCharts(ctx context.Context, run *trainer.Run) ([]chat.Image, error) {
+	var out []chat.Image
+	var errs []error
+	loss, err := c.Loss(ctx, run, LossOptions{})
+	switch {
+	case err == nil:
+		out = append(out, loss)
+	case !errors.Is(err, ErrNoMetric):
+		errs = append(errs, err)
+	}
+	mem, err := c.Memory(ctx, run)
+	switch {
+	case err == nil:
+		out = append(out, mem)
+	case !errors.Is(err, ErrNoSamples):
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
 }

@@ -1,4 +1,4 @@
-package bot
+package render
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/trainbot/trainbot/internal/units"
+	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -18,10 +18,10 @@ const RetryHalfLabel = "用一半 batch 重试 Retry with half batch"
 // callback_data limit).
 const maxButtonData = 64
 
-// oomAlertText is the alert sent the moment a run's output says it ran out
+// OOMAlertText is the alert sent the moment a run's output says it ran out
 // of memory: what it tried and what was free, the peak before the crash,
 // and what to try.
-func oomAlertText(e trainer.Event) string {
+func OOMAlertText(e trainer.Event) string {
 	r, a := e.Run, e.Alert
 	var b strings.Builder
 	fmt.Fprintf(&b, "💥 run #%d (%s) hit out-of-memory: %s", r.ID, r.Job, a.Text)
@@ -37,10 +37,10 @@ func oomAlertText(e trainer.Event) string {
 func peakBeforeCrash(r *trainer.Run) string {
 	var parts []string
 	if r.PeakGPUMem != nil {
-		parts = append(parts, "GPU "+units.Bytes(*r.PeakGPUMem))
+		parts = append(parts, "GPU "+FormatBytes(*r.PeakGPUMem))
 	}
 	if r.PeakHostMem != nil {
-		parts = append(parts, "host "+units.Bytes(*r.PeakHostMem))
+		parts = append(parts, "host "+FormatBytes(*r.PeakHostMem))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -55,7 +55,7 @@ func OOMAdvice(o *trainer.OOM, r *trainer.Run, job *trainer.Job) []string {
 	}
 	if o != nil && o.TriedBytes > 0 && o.TotalBytes > 0 && o.TriedBytes > o.TotalBytes {
 		out = append(out, fmt.Sprintf("the allocation alone (%s) is larger than the whole GPU (%s): look for a tensor that is far too large (sequence length, image size, vocabulary)",
-			units.Bytes(o.TriedBytes), units.Bytes(o.TotalBytes)))
+			FormatBytes(o.TriedBytes), FormatBytes(o.TotalBytes)))
 	}
 	param, value, half := batchParam(job, r)
 	switch {
@@ -84,7 +84,7 @@ func OOMAdvice(o *trainer.OOM, r *trainer.Run, job *trainer.Job) []string {
 	if o != nil && o.Fragmented() {
 		frag := "memory is fragmented"
 		if o.Reserved > 0 {
-			frag += " (" + units.Bytes(o.Reserved) + " reserved by PyTorch but unallocated)"
+			frag += " (" + FormatBytes(o.Reserved) + " reserved by PyTorch but unallocated)"
 		}
 		out = append(out, frag+": set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the job's env")
 	}
@@ -166,10 +166,10 @@ func startCommand(job *trainer.Job, r *trainer.Run, param string, value int64) s
 	return strings.Join(parts, " ")
 }
 
-// oomButtons is the [retry with half batch] button for a run that ran out
+// OOMButtons is the [retry with half batch] button for a run that ran out
 // of memory, when its job has a batch parameter that can be halved and
 // the command fits in a button.
-func oomButtons(job *trainer.Job, r *trainer.Run) [][]Button {
+func OOMButtons(job *trainer.Job, r *trainer.Run) [][]chat.Button {
 	param, _, half := batchParam(job, r)
 	if half == 0 {
 		return nil
@@ -178,22 +178,22 @@ func oomButtons(job *trainer.Job, r *trainer.Run) [][]Button {
 	if len(data) > maxButtonData {
 		return nil // the advice in the text has the command
 	}
-	return [][]Button{{{Label: RetryHalfLabel, Data: data}}}
+	return [][]chat.Button{{{Label: RetryHalfLabel, Data: data}}}
 }
 
-// retryText is the line about on_oom in the report of an ended run, and
-// whether the report should still give advice (no automatic retry follows
-// an out-of-memory end).
-func retryText(e trainer.Event) (line string, advise bool) {
+// RetryText is the line about on_oom in the report of an ended run, and
+// whether a retry follows (then no [retry with half batch] button: on_oom
+// is already doing it).
+func RetryText(e trainer.Event) (line string, retrying bool) {
 	r, rt := e.Run, e.Retry
 	if rt == nil {
-		return "", r.Outcome == trainer.OutcomeOOM
+		return "", false
 	}
 	switch {
 	case r.Outcome == trainer.OutcomeOOM && rt.Next != "":
-		return fmt.Sprintf("↻ on_oom: starting it again with %s=%s (retry %d of %d)", rt.Param, rt.Next, rt.Attempt+1, rt.Limit), false
+		return fmt.Sprintf("↻ on_oom: starting it again with %s=%s (retry %d of %d)", rt.Param, rt.Next, rt.Attempt+1, rt.Limit), true
 	case r.Outcome == trainer.OutcomeOOM:
-		return "on_oom: no retry: " + rt.Refused, true
+		return "on_oom: no retry: " + rt.Refused, false
 	case r.Outcome == trainer.OutcomeFinished && rt.Attempt > 0:
 		return fmt.Sprintf("✅ %s=%s fit, after %d out-of-memory %s (previous run #%d)", rt.Param, rt.Value, rt.Attempt, plural(rt.Attempt, "retry", "retries"), r.RetryOf), false
 	case rt.Attempt > 0:

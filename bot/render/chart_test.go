@@ -1,4 +1,4 @@
-package bot
+package render
 
 import (
 	"bytes"
@@ -306,78 +306,5 @@ func TestPercent(t *testing.T) {
 		if got := percent(c.v, c.ref); got != c.want {
 			t.Errorf("percent(%g, %g) = %q, want %q", c.v, c.ref, got, c.want)
 		}
-	}
-}
-
-// routerFor returns a Router over a real supervisor (no jobs) and store.
-func routerFor(t *testing.T, st *store.Store) *Router {
-	t.Helper()
-	sup, err := trainer.New(context.Background(), trainer.Options{Recorder: st, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &Router{Trainer: sup, History: st, Plots: englishPainter(t)}
-}
-
-func say(r *Router, text string) Reply {
-	return r.Handle(context.Background(), Message{Transport: "console", Text: text, Local: true})
-}
-
-func TestRouterPlotAndCompare(t *testing.T) {
-	st := openHistory(t)
-	r := routerFor(t, st)
-	a := addRun(t, st, map[string]string{"lr": "0.1"}, 10*time.Minute, 100)
-	b := addRun(t, st, map[string]string{"lr": "0.01"}, 12*time.Minute, 100)
-	addLoss(st, a, "loss", 50, 2, decay)
-	addLoss(st, b, "loss", 50, 2, decay)
-	addMemory(t, st, a, 20, func(int) int64 { return 8 << 30 }, func(int) int64 { return 2 << 30 }, 24<<30)
-
-	rep := say(r, "画图 1")
-	if len(rep.Images) != 2 || rep.Images[0].Name != "run-1-loss.png" || rep.Images[1].Name != "run-1-memory.png" || rep.Text != "" {
-		t.Fatalf("画图 1: text %q, %d images", rep.Text, len(rep.Images))
-	}
-	for _, img := range rep.Images {
-		decodePNG(t, img.PNG)
-	}
-	// Run 2 has no memory samples: the loss chart alone, no complaint.
-	rep = say(r, "/plot")
-	if len(rep.Images) != 1 || rep.Images[0].Name != "run-2-loss.png" || rep.Text != "" || rep.RunID != 2 {
-		t.Fatalf("/plot: text %q, %d images, run %d", rep.Text, len(rep.Images), rep.RunID)
-	}
-	for text, want := range map[string]string{
-		"画图 1 memory":    "run-1-memory.png",
-		"画图 1 loss time": "run-1-loss.png",
-		"画图1 显存":         "run-1-memory.png",
-	} {
-		rep := say(r, text)
-		if len(rep.Images) != 1 || rep.Images[0].Name != want {
-			t.Errorf("%s: text %q, %d images", text, rep.Text, len(rep.Images))
-		}
-	}
-	for text, want := range map[string]string{
-		"画图 2 memory":       "run #2 has no memory sample, so there is no memory chart",
-		"画图 1 util":         "no GPU was sampled while run #1 ran, so there is no utilisation chart",
-		"画图 1 bleu":         `run #1 has no metric "bleu"; it has loss`,
-		"画图 1 loss val_acc": `画图 takes a run, a metric and memory, util or time, e.g. 画图 12 val_loss; "val_acc" is one word too many.`,
-		"画图 9":              "There is no run #9.",
-		"对比 1":              "对比 takes two or more run ids, e.g. 对比 12 13.",
-		"对比 1 9":            "There is no run #9.",
-		"对比 1 2 loss bleu":  `对比 takes run ids and one metric, e.g. 对比 12 13 val_loss; "bleu" is one word too many.`,
-		"对比 1 2 bleu":       `none of the runs has a metric "bleu"`,
-	} {
-		if rep := say(r, text); rep.Text != want || len(rep.Images) != 0 {
-			t.Errorf("%s: got %q (%d images), want %q", text, rep.Text, len(rep.Images), want)
-		}
-	}
-	rep = say(r, "对比 1 #2")
-	if len(rep.Images) != 1 || rep.Images[0].Name != "compare-1-2.png" {
-		t.Fatalf("对比: %d images", len(rep.Images))
-	}
-	if !strings.Contains(rep.Text, "#2 vs #1: time +20 %") || !strings.Contains(rep.Text, "lr=0.01") {
-		t.Errorf("对比 text:\n%s", rep.Text)
-	}
-	rep = say(r, "/compare 1 2 loss time")
-	if len(rep.Images) != 1 {
-		t.Errorf("/compare with time: %q", rep.Text)
 	}
 }

@@ -1,14 +1,16 @@
-package bot
+package notify
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/trainer"
 )
 
-func oomJob(onOOM bool) *trainer.Job {
+func mnistJob(onOOM bool) *trainer.Job {
 	one := 1.0
 	j := &trainer.Job{Name: "mnist", Command: []string{"python3", "train.py"}, Params: map[string]trainer.ParamSpec{
 		"batch_size": {Type: trainer.ParamInt, Default: "64", HasDefault: true, Min: &one},
@@ -30,7 +32,7 @@ func TestOOMAlertSaysWhatToDo(t *testing.T) {
 	}
 	peak := int64(78 << 30)
 	run := &trainer.Run{ID: 3, Job: "mnist", Params: map[string]string{"batch_size": "64", "lr": "0.01", "precision": "fp32"}, PeakGPUMem: &peak}
-	e := trainer.Event{Kind: trainer.EventAlert, Run: run, Job: oomJob(false), At: time.Now(), Alert: &trainer.Alert{Kind: trainer.OutcomeOOM, Text: o.Summary(), OOM: o}}
+	e := trainer.Event{Kind: trainer.EventAlert, Run: run, Job: mnistJob(false), At: time.Now(), Alert: &trainer.Alert{Kind: trainer.OutcomeOOM, Text: o.Summary(), OOM: o}}
 	r, _ := EventReply(e)
 	for _, want := range []string{
 		"💥 run #3 (mnist) hit out-of-memory: CUDA out of memory on GPU 0: tried to allocate 2.00 GiB",
@@ -46,7 +48,7 @@ func TestOOMAlertSaysWhatToDo(t *testing.T) {
 			t.Errorf("alert lacks %q:\n%s", want, r.Text)
 		}
 	}
-	if r.Kind != KindAlert || r.Alert != AlertOOM {
+	if r.Kind != chat.KindAlert || r.Alert != chat.AlertOOM {
 		t.Errorf("kind %v alert %q", r.Kind, r.Alert)
 	}
 	if len(r.Buttons) != 1 || r.Buttons[0][0].Label != "用一半 batch 重试 Retry with half batch" || r.Buttons[0][0].Data != "开始 mnist batch_size=32 lr=0.01" {
@@ -64,33 +66,33 @@ func TestOOMAlertSaysWhatToDo(t *testing.T) {
 }
 
 func TestOOMButtonFitsTelegram(t *testing.T) {
-	job := oomJob(false)
+	job := mnistJob(false)
 	run := &trainer.Run{ID: 1, Job: "mnist", Params: map[string]string{"batch_size": "1", "lr": "0.001", "precision": "fp32"}}
-	if b := oomButtons(job, run); b != nil {
+	if b := render.OOMButtons(job, run); b != nil {
 		t.Errorf("batch_size=1 cannot be halved, got %+v", b)
 	}
 	run.Params["batch_size"] = "256"
 	run.Params["lr"] = "0.000123456789012345678901234567890123456789"
-	if b := oomButtons(job, run); b != nil {
+	if b := render.OOMButtons(job, run); b != nil {
 		t.Errorf("a command over 64 bytes got a button: %+v", b)
 	}
 	bs := &trainer.Job{Name: "j", Params: map[string]trainer.ParamSpec{"bs": {Type: trainer.ParamInt}}}
-	if b := oomButtons(bs, &trainer.Run{Params: map[string]string{"bs": "10"}}); len(b) != 1 || b[0][0].Data != "开始 j bs=5" {
+	if b := render.OOMButtons(bs, &trainer.Run{Params: map[string]string{"bs": "10"}}); len(b) != 1 || b[0][0].Data != "开始 j bs=5" {
 		t.Errorf("a job with bs: %+v", b)
 	}
 }
 
 func TestEndReportTellsWhatOnOOMDid(t *testing.T) {
-	job := oomJob(true)
+	job := mnistJob(true)
 	at := time.Now()
-	mk := func(outcome trainer.Outcome, bs string, retryOf int64, rt *trainer.Retry) Reply {
+	mk := func(outcome trainer.Outcome, bs string, retryOf int64, rt *trainer.Retry) chat.Reply {
 		run := &trainer.Run{ID: 13, Job: "mnist", Outcome: outcome, StartedAt: at.Add(-time.Minute), Params: map[string]string{"batch_size": bs}, RetryOf: retryOf,
 			Detail: "CUDA out of memory on GPU 0"}
 		r, _ := EventReply(trainer.Event{Kind: trainer.EventEnded, Run: run, Job: job, At: at, Retry: rt})
 		return r
 	}
 	r := mk(trainer.OutcomeOOM, "64", 0, &trainer.Retry{Param: "batch_size", Value: "64", Limit: 2, Next: "32"})
-	if !strings.Contains(r.Text, "↻ on_oom: starting it again with batch_size=32 (retry 1 of 2)") || strings.Contains(r.Text, "What to try") || r.Buttons != nil {
+	if !strings.Contains(r.Text, "↻ on_oom: starting it again with batch_size=32 (retry 1 of 2)") || strings.Count(r.Text, "What to try") != 1 || r.Buttons != nil {
 		t.Errorf("retrying:\n%s\n%+v", r.Text, r.Buttons)
 	}
 	r = mk(trainer.OutcomeOOM, "16", 12, &trainer.Retry{Param: "batch_size", Value: "16", Attempt: 2, Limit: 2, Refused: "on_oom gives up after 2 retries (retry = 2)"})

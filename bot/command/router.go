@@ -1,4 +1,4 @@
-package bot
+package command
 
 import (
 	"cmp"
@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -65,7 +67,7 @@ type Access struct {
 }
 
 // Role returns the role of a message's sender.
-func (a Access) Role(m Message) Role {
+func (a Access) Role(m chat.Message) Role {
 	if m.Local {
 		return RoleOperator
 	}
@@ -95,12 +97,12 @@ type Router struct {
 	Plots *plots.Painter
 	// Charts is where charts read samples and series; the History when
 	// nil (the store is both).
-	Charts ChartData
+	Charts render.ChartData
 	// ConfirmStop, for a transport name, makes 停止 ask for confirmation with
 	// buttons before stopping (transports with buttons).
 	ConfirmStop map[string]bool
 	// GPU answers 显卡 when set; without it the command says so.
-	GPU func(ctx context.Context) Reply
+	GPU func(ctx context.Context) chat.Reply
 }
 
 // maxText is the longest message the router reads.
@@ -114,10 +116,10 @@ func (r *Router) log() *slog.Logger {
 }
 
 // Handle answers one message.
-func (r *Router) Handle(ctx context.Context, m Message) Reply {
+func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 	text := strings.TrimSpace(m.Text)
 	if text == "" {
-		return Reply{}
+		return chat.Reply{}
 	}
 	if len(text) > maxText {
 		text = text[:maxText]
@@ -125,22 +127,22 @@ func (r *Router) Handle(ctx context.Context, m Message) Reply {
 			text = text[:len(text)-1]
 		}
 	}
-	p := Parse(text)
+	p := chat.Parse(text)
 	role := r.Access.Role(m)
 	entry := store.AuditEntry{Transport: m.Transport, Chat: m.Chat, User: m.User.ID, UserName: m.User.Name, Text: text}
 	if p.Cmd != nil {
 		entry.Command = p.Cmd.Name
 	}
-	refuse := func(reason, reply string) Reply {
+	refuse := func(reason, reply string) chat.Reply {
 		entry.Reason = reason
 		r.audit(ctx, entry)
-		return Reply{Text: reply}
+		return chat.Reply{Text: reply}
 	}
 	switch {
 	case role == RoleNone:
 		return refuse("not an allowed user", fmt.Sprintf("Sorry, you are not allowed to use this bot. 你没有权限。\nYour user id is %d: the owner can add it to [auth] operators or viewers.", m.User.ID))
 	case p.Cmd == nil:
-		return refuse("unknown command", fmt.Sprintf("I don't know %q. Send 帮助 (/help) for the commands.", clip(p.Word, 40)))
+		return refuse("unknown command", fmt.Sprintf("I don't know %q. Send 帮助 (/help) for the commands.", render.Clip(p.Word, 40)))
 	case p.Cmd.Operator && role < RoleOperator:
 		return refuse("viewer", fmt.Sprintf("Viewers can look but not %s. Your user id is %d: the owner can add it to [auth] operators.", p.Cmd.Help, m.User.ID))
 	}
@@ -162,17 +164,10 @@ func (r *Router) audit(ctx context.Context, e store.AuditEntry) {
 	}
 }
 
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
-}
-
-func (r *Router) dispatch(ctx context.Context, m Message, p Parsed) Reply {
+func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed) chat.Reply {
 	switch p.Cmd.Name {
 	case "help":
-		return Reply{Text: HelpText()}
+		return chat.Reply{Text: HelpText()}
 	case "train":
 		return r.train(ctx, m, p.Args)
 	case "stop":
@@ -186,33 +181,33 @@ func (r *Router) dispatch(ctx context.Context, m Message, p Parsed) Reply {
 	case "runs":
 		return r.runs(ctx, p.Args)
 	case "jobs":
-		return Reply{Text: JobsText(r.Trainer.Jobs())}
+		return chat.Reply{Text: render.JobsText(r.Trainer.Jobs())}
 	case "subscribe", "mute":
 		on := p.Cmd.Name == "subscribe"
 		if err := r.History.SetSubscribed(ctx, m.Transport, m.Chat, on); err != nil {
 			r.log().Error("subscribe", "err", err)
-			return Reply{Text: "Could not save that: " + err.Error()}
+			return chat.Reply{Text: "Could not save that: " + err.Error()}
 		}
 		if on {
-			return Reply{Text: "Subscribed: this chat gets run progress and reports. Send 静音 (/mute) to stop them. Alerts always come."}
+			return chat.Reply{Text: "Subscribed: this chat gets run progress and reports. Send 静音 (/mute) to stop them. Alerts always come."}
 		}
-		return Reply{Text: "Muted: no more progress pushes here (alerts still come). Send 订阅 (/subscribe) to turn them back on."}
+		return chat.Reply{Text: "Muted: no more progress pushes here (alerts still come). Send 订阅 (/subscribe) to turn them back on."}
 	case "gpu":
 		if r.GPU != nil {
 			return r.GPU(ctx)
 		}
-		return Reply{Text: "显卡 (/gpu) is not available in this version yet: GPU telemetry through NVML is still being built."}
+		return chat.Reply{Text: "显卡 (/gpu) is not available in this version yet: GPU telemetry through NVML is still being built."}
 	case "compare":
 		return r.compare(ctx, p.Args)
 	}
-	return Reply{Text: HelpText()}
+	return chat.Reply{Text: HelpText()}
 }
 
 // HelpText is the command table.
 func HelpText() string {
 	var b strings.Builder
 	b.WriteString("trainbot commands (中文 or English, with or without /):\n")
-	for _, c := range Commands {
+	for _, c := range chat.Commands {
 		usage := c.Chinese
 		if c.Args != "" {
 			usage += " " + c.Args
@@ -223,12 +218,7 @@ func HelpText() string {
 	return b.String()
 }
 
-// startButtons are shown under a started run.
-func startButtons() [][]Button {
-	return [][]Button{{{Label: "停止 Stop", Data: "停止"}, {Label: "状态 Status", Data: "状态"}, {Label: "画图 Plot", Data: "画图"}}}
-}
-
-func (r *Router) train(ctx context.Context, m Message, args []string) Reply {
+func (r *Router) train(ctx context.Context, m chat.Message, args []string) chat.Reply {
 	jobName := ""
 	params := map[string]string{}
 	var bad []string
@@ -250,11 +240,11 @@ func (r *Router) train(ctx context.Context, m Message, args []string) Reply {
 		params[k] = v
 	}
 	if len(bad) > 0 {
-		return Reply{Text: fmt.Sprintf("I could not read %s: parameters are written name=value, e.g. 开始 batch_size=32. Send 任务 (/jobs) for the parameters.", strings.Join(bad, " "))}
+		return chat.Reply{Text: fmt.Sprintf("I could not read %s: parameters are written name=value, e.g. 开始 batch_size=32. Send 任务 (/jobs) for the parameters.", strings.Join(bad, " "))}
 	}
 	if jobName != "" {
 		if _, err := strconv.ParseFloat(jobName, 64); err == nil {
-			return Reply{Text: fmt.Sprintf("%q is not a job name. Send 任务 (/jobs) for the jobs.", jobName)}
+			return chat.Reply{Text: fmt.Sprintf("%q is not a job name. Send 任务 (/jobs) for the jobs.", jobName)}
 		}
 	}
 	run, err := r.Trainer.Start(ctx, trainer.StartRequest{Job: jobName, Params: params, By: who(m), Origin: m.ChatKey().String()})
@@ -263,30 +253,30 @@ func (r *Router) train(ctx context.Context, m Message, args []string) Reply {
 	switch {
 	case errors.As(err, &busy):
 		if busy.Active != nil {
-			return Reply{
+			return chat.Reply{
 				Text:    fmt.Sprintf("Not started: run #%d (%s) is already running — %s. Send 停止 to stop it first.", busy.Active.Run.ID, busy.Active.Run.Job, busy.Active.Brief()),
-				Buttons: startButtons(), RunID: busy.Active.Run.ID,
+				Buttons: render.StartButtons(), RunID: busy.Active.Run.ID,
 			}
 		}
-		return Reply{Text: "Not started: " + busy.Other}
+		return chat.Reply{Text: "Not started: " + busy.Other}
 	case errors.As(err, &startErr):
-		return Reply{Text: fmt.Sprintf("❌ run #%d could not start: %v", startErr.Run.ID, startErr.Err), RunID: startErr.Run.ID}
+		return chat.Reply{Text: fmt.Sprintf("❌ run #%d could not start: %v", startErr.Run.ID, startErr.Err), RunID: startErr.Run.ID}
 	case errors.Is(err, trainer.ErrBadParam):
-		return Reply{Text: "Not started: " + joinErrors(err) + "\nSend 任务 (/jobs) for the parameters."}
+		return chat.Reply{Text: "Not started: " + joinErrors(err) + "\nSend 任务 (/jobs) for the parameters."}
 	case errors.Is(err, trainer.ErrUnknownJob):
-		return Reply{Text: "Not started: " + err.Error() + "."}
+		return chat.Reply{Text: "Not started: " + err.Error() + "."}
 	case errors.Is(err, trainer.ErrClosed):
-		return Reply{Text: "Not started: trainbot is shutting down."}
+		return chat.Reply{Text: "Not started: trainbot is shutting down."}
 	case err != nil:
 		r.log().Error("start run", "err", err)
-		return Reply{Text: "Not started: " + err.Error()}
+		return chat.Reply{Text: "Not started: " + err.Error()}
 	}
 	text := fmt.Sprintf("▶️ run #%d started: %s", run.ID, run.Job)
 	if len(run.Params) > 0 {
-		text += " " + paramsText(run.Params)
+		text += " " + render.ParamsText(run.Params)
 	}
 	text += fmt.Sprintf("\npid %d · log %s", run.PID, run.LogPath)
-	return Reply{Text: text, Buttons: startButtons(), RunID: run.ID}
+	return chat.Reply{Text: text, Buttons: render.StartButtons(), RunID: run.ID}
 }
 
 func joinErrors(err error) string {
@@ -301,20 +291,7 @@ func joinErrors(err error) string {
 	return strings.Join(parts, "; ")
 }
 
-func paramsText(p map[string]string) string {
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + p[k]
-	}
-	return strings.Join(parts, " ")
-}
-
-func who(m Message) string {
+func who(m chat.Message) string {
 	name := m.User.Name
 	if name == "" {
 		name = "user " + strconv.FormatInt(m.User.ID, 10)
@@ -341,9 +318,9 @@ func runArg(args []string) (int64, []string, error) {
 	return id, args[1:], nil
 }
 
-func (r *Router) stop(ctx context.Context, m Message, args []string) Reply {
+func (r *Router) stop(ctx context.Context, m chat.Message, args []string) chat.Reply {
 	if len(args) > 0 && (args[0] == "cancel" || args[len(args)-1] == "cancel") {
-		return Reply{Text: "OK, the run keeps going."}
+		return chat.Reply{Text: "OK, the run keeps going."}
 	}
 	confirmed := len(args) > 0 && args[len(args)-1] == "confirm"
 	if confirmed {
@@ -351,26 +328,26 @@ func (r *Router) stop(ctx context.Context, m Message, args []string) Reply {
 	}
 	id, _, err := runArg(args)
 	if err != nil {
-		return Reply{Text: err.Error()}
+		return chat.Reply{Text: err.Error()}
 	}
 	st, err := r.Trainer.Status(id)
 	if err != nil {
 		if id != 0 {
 			if run, herr := r.History.Run(ctx, id); herr == nil {
-				return Reply{Text: fmt.Sprintf("Run #%d already ended: %s.", id, run.Outcome), RunID: id}
+				return chat.Reply{Text: fmt.Sprintf("Run #%d already ended: %s.", id, run.Outcome), RunID: id}
 			}
-			return Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
+			return chat.Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
 		}
 		if errors.Is(err, trainer.ErrAmbiguous) {
-			return Reply{Text: "Several runs are active: " + r.activeIDs() + ". Say which: 停止 12"}
+			return chat.Reply{Text: "Several runs are active: " + r.activeIDs() + ". Say which: 停止 12"}
 		}
-		return Reply{Text: "No run is active, nothing to stop."}
+		return chat.Reply{Text: "No run is active, nothing to stop."}
 	}
 	if r.ConfirmStop[m.Transport] && !confirmed {
-		return Reply{
+		return chat.Reply{
 			Text:  fmt.Sprintf("Stop run #%d (%s)? %s", st.Run.ID, st.Run.Job, st.Brief()),
 			RunID: st.Run.ID,
-			Buttons: [][]Button{{
+			Buttons: [][]chat.Button{{
 				{Label: "确认 Yes", Data: fmt.Sprintf("/stop %d confirm", st.Run.ID)},
 				{Label: "取消 No", Data: "/stop cancel"},
 			}},
@@ -378,9 +355,9 @@ func (r *Router) stop(ctx context.Context, m Message, args []string) Reply {
 	}
 	run, err := r.Trainer.Stop(st.Run.ID, who(m))
 	if err != nil {
-		return Reply{Text: fmt.Sprintf("Run #%d already ended.", st.Run.ID)}
+		return chat.Reply{Text: fmt.Sprintf("Run #%d already ended.", st.Run.ID)}
 	}
-	return Reply{Text: fmt.Sprintf("⏹ stopping run #%d (%s): SIGINT sent so it can save a checkpoint; you will get a message when it has exited.", run.ID, run.Job), RunID: run.ID}
+	return chat.Reply{Text: fmt.Sprintf("⏹ stopping run #%d (%s): SIGINT sent so it can save a checkpoint; you will get a message when it has exited.", run.ID, run.Job), RunID: run.ID}
 }
 
 func (r *Router) activeIDs() string {
@@ -391,22 +368,22 @@ func (r *Router) activeIDs() string {
 	return strings.Join(ids, ", ")
 }
 
-func (r *Router) status(ctx context.Context, args []string) Reply {
+func (r *Router) status(ctx context.Context, args []string) chat.Reply {
 	id, _, err := runArg(args)
 	if err != nil {
-		return Reply{Text: err.Error()}
+		return chat.Reply{Text: err.Error()}
 	}
 	if id == 0 {
 		active := r.Trainer.Active()
 		if len(active) > 0 {
 			var parts []string
 			for _, st := range active {
-				parts = append(parts, StatusText(st))
+				parts = append(parts, render.StatusText(st))
 			}
-			return Reply{Text: strings.Join(parts, "\n\n"), RunID: active[0].Run.ID}
+			return chat.Reply{Text: strings.Join(parts, "\n\n"), RunID: active[0].Run.ID}
 		}
 	} else if st, err := r.Trainer.Status(id); err == nil {
-		return Reply{Text: StatusText(st), RunID: id}
+		return chat.Reply{Text: render.StatusText(st), RunID: id}
 	}
 	var run *trainer.Run
 	if id != 0 {
@@ -416,18 +393,18 @@ func (r *Router) status(ctx context.Context, args []string) Reply {
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound) && id != 0:
-		return Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
+		return chat.Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
 	case errors.Is(err, store.ErrNotFound):
-		return Reply{Text: "No run yet. Send 开始 to start one."}
+		return chat.Reply{Text: "No run yet. Send 开始 to start one."}
 	case err != nil:
-		return Reply{Text: "Could not read the history: " + err.Error()}
+		return chat.Reply{Text: "Could not read the history: " + err.Error()}
 	}
 	last, _ := r.History.LastValues(ctx, run.ID)
 	prefix := ""
 	if id == 0 {
 		prefix = "No run is active. The last one:\n"
 	}
-	return Reply{Text: prefix + EndedText(run, last), RunID: run.ID}
+	return chat.Reply{Text: prefix + render.EndedText(run, last), RunID: run.ID}
 }
 
 // pickRun chooses the run a command is about: the given id, else the
@@ -455,15 +432,15 @@ func (r *Router) pickRun(ctx context.Context, id int64) (*trainer.Run, string) {
 
 // charts returns the chart maker, or nil when the history cannot give
 // series and samples.
-func (r *Router) charts() *Charts {
+func (r *Router) charts() *render.Charts {
 	data := r.Charts
 	if data == nil {
-		data, _ = r.History.(ChartData)
+		data, _ = r.History.(render.ChartData)
 	}
 	if data == nil {
 		return nil
 	}
-	return &Charts{Data: data, Painter: r.Plots, Smoothing: r.Smoothing}
+	return &render.Charts{Data: data, Painter: r.Plots, Smoothing: r.Smoothing}
 }
 
 // chartWord reads the words 画图 and 对比 take besides run ids and a
@@ -471,9 +448,9 @@ func (r *Router) charts() *Charts {
 func chartWord(w string) (kind string, xTime, ok bool) {
 	switch strings.ToLower(w) {
 	case "memory", "mem", "显存", "内存":
-		return KindMemory, false, true
+		return render.KindMemory, false, true
 	case "util", "gpu", "utilisation", "utilization", "利用率", "显卡", "温度":
-		return KindUtil, false, true
+		return render.KindUtil, false, true
 	case "time", "时间":
 		return "", true, true
 	case "step", "steps", "步数":
@@ -484,10 +461,10 @@ func chartWord(w string) (kind string, xTime, ok bool) {
 
 // plot answers 画图 [run] [metric | memory | util] [time]: by default the
 // loss chart and the memory chart of the run.
-func (r *Router) plot(ctx context.Context, args []string) Reply {
+func (r *Router) plot(ctx context.Context, args []string) chat.Reply {
 	id, rest, err := runArg(args)
 	if err != nil {
-		return Reply{Text: err.Error()}
+		return chat.Reply{Text: err.Error()}
 	}
 	var kind, metric string
 	var xTime bool
@@ -500,20 +477,20 @@ func (r *Router) plot(ctx context.Context, args []string) Reply {
 		case metric == "":
 			metric = a
 		default:
-			return Reply{Text: fmt.Sprintf("画图 takes a run, a metric and memory, util or time, e.g. 画图 12 val_loss; %q is one word too many.", a)}
+			return chat.Reply{Text: fmt.Sprintf("画图 takes a run, a metric and memory, util or time, e.g. 画图 12 val_loss; %q is one word too many.", a)}
 		}
 	}
 	run, msg := r.pickRun(ctx, id)
 	if run == nil {
-		return Reply{Text: msg}
+		return chat.Reply{Text: msg}
 	}
 	ch := r.charts()
 	if ch == nil {
-		return Reply{Text: "Charts are not available: the history cannot give series.", RunID: run.ID}
+		return chat.Reply{Text: "Charts are not available: the history cannot give series.", RunID: run.ID}
 	}
-	var imgs []Image
+	var imgs []chat.Image
 	var notes []string
-	add := func(img Image, err error) {
+	add := func(img chat.Image, err error) {
 		if err != nil {
 			notes = append(notes, err.Error())
 			return
@@ -521,30 +498,30 @@ func (r *Router) plot(ctx context.Context, args []string) Reply {
 		imgs = append(imgs, img)
 	}
 	switch {
-	case kind == KindMemory:
+	case kind == render.KindMemory:
 		add(ch.Memory(ctx, run))
-	case kind == KindUtil:
+	case kind == render.KindUtil:
 		add(ch.Device(ctx, run))
 	case metric != "":
-		add(ch.Loss(ctx, run, LossOptions{Metric: metric, XTime: xTime}))
+		add(ch.Loss(ctx, run, render.LossOptions{Metric: metric, XTime: xTime}))
 	default:
-		add(ch.Loss(ctx, run, LossOptions{XTime: xTime}))
+		add(ch.Loss(ctx, run, render.LossOptions{XTime: xTime}))
 		img, err := ch.Memory(ctx, run)
 		if err == nil {
 			imgs = append(imgs, img)
-		} else if !errors.Is(err, ErrNoSamples) || len(imgs) == 0 {
+		} else if !errors.Is(err, render.ErrNoSamples) || len(imgs) == 0 {
 			notes = append(notes, err.Error())
 		}
 	}
-	return Reply{Text: strings.Join(notes, "\n"), Images: imgs, RunID: run.ID}
+	return chat.Reply{Text: strings.Join(notes, "\n"), Images: imgs, RunID: run.ID}
 }
 
-func (r *Router) logTail(ctx context.Context, args []string) Reply {
+func (r *Router) logTail(ctx context.Context, args []string) chat.Reply {
 	n := 20
 	if len(args) > 0 {
 		v, err := strconv.Atoi(args[0])
 		if err != nil || v < 1 {
-			return Reply{Text: fmt.Sprintf("日志 takes a number of lines, e.g. 日志 50; %q is not one.", args[0])}
+			return chat.Reply{Text: fmt.Sprintf("日志 takes a number of lines, e.g. 日志 50; %q is not one.", args[0])}
 		}
 		n = min(v, 200)
 	}
@@ -552,18 +529,18 @@ func (r *Router) logTail(ctx context.Context, args []string) Reply {
 		id := active[0].Run.ID
 		lines, err := r.Trainer.Tail(id, n)
 		if err == nil {
-			return Reply{Text: logText(id, lines), RunID: id}
+			return chat.Reply{Text: logText(id, lines), RunID: id}
 		}
 	}
 	run, err := r.History.LatestRun(ctx, "")
 	if err != nil {
-		return Reply{Text: "No run yet, so no output."}
+		return chat.Reply{Text: "No run yet, so no output."}
 	}
 	lines, err := TailFile(run.LogPath, n)
 	if err != nil {
-		return Reply{Text: fmt.Sprintf("Could not read the log of run #%d: %v", run.ID, err)}
+		return chat.Reply{Text: fmt.Sprintf("Could not read the log of run #%d: %v", run.ID, err)}
 	}
-	return Reply{Text: logText(run.ID, lines), RunID: run.ID}
+	return chat.Reply{Text: logText(run.ID, lines), RunID: run.ID}
 }
 
 func logText(id int64, lines []string) string {
@@ -573,29 +550,29 @@ func logText(id int64, lines []string) string {
 	return fmt.Sprintf("Last %d lines of run #%d:\n%s", len(lines), id, strings.Join(lines, "\n"))
 }
 
-func (r *Router) runs(ctx context.Context, args []string) Reply {
+func (r *Router) runs(ctx context.Context, args []string) chat.Reply {
 	n := 10
 	if len(args) > 0 {
 		v, err := strconv.Atoi(args[0])
 		if err != nil || v < 1 {
-			return Reply{Text: fmt.Sprintf("历史 takes a number of runs, e.g. 历史 20; %q is not one.", args[0])}
+			return chat.Reply{Text: fmt.Sprintf("历史 takes a number of runs, e.g. 历史 20; %q is not one.", args[0])}
 		}
 		n = min(v, 50)
 	}
 	runs, err := r.History.Runs(ctx, store.RunFilter{Limit: n})
 	if err != nil {
-		return Reply{Text: "Could not read the history: " + err.Error()}
+		return chat.Reply{Text: "Could not read the history: " + err.Error()}
 	}
 	if len(runs) == 0 {
-		return Reply{Text: "No run yet. Send 开始 to start one."}
+		return chat.Reply{Text: "No run yet. Send 开始 to start one."}
 	}
 	var b strings.Builder
 	b.WriteString("Recent runs:\n")
 	for _, run := range runs {
 		last, _ := r.History.LastValues(ctx, run.ID)
-		b.WriteString(RunLine(run, last, time.Now()) + "\n")
+		b.WriteString(render.RunLine(run, last, time.Now()) + "\n")
 	}
-	return Reply{Text: strings.TrimRight(b.String(), "\n")}
+	return chat.Reply{Text: strings.TrimRight(b.String(), "\n")}
 }
 
 // maxCompare is the most runs 对比 overlays (one colour each).
@@ -603,18 +580,18 @@ const maxCompare = 8
 
 // compare answers 对比 A B [C D…] [metric] [time]: the runs' curves
 // overlaid and a table with ratios against the first run.
-func (r *Router) compare(ctx context.Context, args []string) Reply {
+func (r *Router) compare(ctx context.Context, args []string) chat.Reply {
 	var runs []*trainer.Run
 	metric := ""
 	xTime := false
 	for _, a := range args {
 		if id, err := strconv.ParseInt(strings.TrimPrefix(a, "#"), 10, 64); err == nil {
 			if id <= 0 {
-				return Reply{Text: fmt.Sprintf("%q is not a run id.", a)}
+				return chat.Reply{Text: fmt.Sprintf("%q is not a run id.", a)}
 			}
 			run, err := r.History.Run(ctx, id)
 			if err != nil {
-				return Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
+				return chat.Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
 			}
 			runs = append(runs, run)
 			continue
@@ -624,27 +601,27 @@ func (r *Router) compare(ctx context.Context, args []string) Reply {
 			continue
 		}
 		if metric != "" {
-			return Reply{Text: fmt.Sprintf("对比 takes run ids and one metric, e.g. 对比 12 13 val_loss; %q is one word too many.", a)}
+			return chat.Reply{Text: fmt.Sprintf("对比 takes run ids and one metric, e.g. 对比 12 13 val_loss; %q is one word too many.", a)}
 		}
 		metric = a
 	}
 	if len(runs) < 2 {
-		return Reply{Text: "对比 takes two or more run ids, e.g. 对比 12 13."}
+		return chat.Reply{Text: "对比 takes two or more run ids, e.g. 对比 12 13."}
 	}
 	if len(runs) > maxCompare {
-		return Reply{Text: fmt.Sprintf("对比 compares at most %d runs at once.", maxCompare)}
+		return chat.Reply{Text: fmt.Sprintf("对比 compares at most %d runs at once.", maxCompare)}
 	}
 	ch := r.charts()
 	if ch == nil {
-		return Reply{Text: "Comparisons are not available: the history cannot give series."}
+		return chat.Reply{Text: "Comparisons are not available: the history cannot give series."}
 	}
-	img, text, err := ch.Compare(ctx, runs, LossOptions{Metric: metric, XTime: xTime})
+	img, text, err := ch.Compare(ctx, runs, render.LossOptions{Metric: metric, XTime: xTime})
 	if err != nil {
-		return Reply{Text: err.Error()}
+		return chat.Reply{Text: err.Error()}
 	}
-	reply := Reply{Text: text}
+	reply := chat.Reply{Text: text}
 	if img.PNG != nil {
-		reply.Images = []Image{img}
+		reply.Images = []chat.Image{img}
 	}
 	return reply
 }

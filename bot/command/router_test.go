@@ -1,4 +1,4 @@
-package bot_test
+package command_test
 
 import (
 	"bytes"
@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/command"
+	"github.com/trainbot/trainbot/bot/notify"
+	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -26,7 +29,7 @@ type env struct {
 	t   *testing.T
 	st  *store.Store
 	sup *trainer.Supervisor
-	r   *bot.Router
+	r   *command.Router
 }
 
 func newEnv(t *testing.T) *env {
@@ -54,17 +57,17 @@ func newEnv(t *testing.T) *env {
 		sup.Close(ctx)
 		st.Close()
 	})
-	r := &bot.Router{Trainer: sup, History: st, Access: bot.Access{Operators: []int64{operator}, Viewers: []int64{viewer}},
+	r := &command.Router{Trainer: sup, History: st, Access: command.Access{Operators: []int64{operator}, Viewers: []int64{viewer}},
 		ConfirmStop: map[string]bool{"telegram": true}}
 	return &env{t: t, st: st, sup: sup, r: r}
 }
 
-func (e *env) say(user int64, text string) bot.Reply {
+func (e *env) say(user int64, text string) chat.Reply {
 	e.t.Helper()
-	return e.r.Handle(context.Background(), bot.Message{Transport: "telegram", Chat: user, User: bot.User{ID: user, Name: "u"}, Text: text})
+	return e.r.Handle(context.Background(), chat.Message{Transport: "telegram", Chat: user, User: chat.User{ID: user, Name: "u"}, Text: text})
 }
 
-func mustContain(t *testing.T, r bot.Reply, subs ...string) {
+func mustContain(t *testing.T, r chat.Reply, subs ...string) {
 	t.Helper()
 	for _, s := range subs {
 		if !strings.Contains(r.Text, s) {
@@ -211,5 +214,52 @@ func TestSubscribeAndMute(t *testing.T) {
 		if (s.Chat == viewer) != s.Subscribed {
 			t.Errorf("chat %d subscribed=%v", s.Chat, s.Subscribed)
 		}
+	}
+}
+
+func TestScheduledReportAndStart(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	at := time.Date(2030, 1, 2, 9, 0, 0, 0, time.UTC)
+	charts := func(ctx context.Context, run *trainer.Run) []chat.Image {
+		imgs, err := (&render.Charts{Data: e.st}).RunCharts(ctx, run)
+		if err != nil {
+			t.Errorf("charts: %v", err)
+		}
+		return imgs
+	}
+	r := notify.ReportReply(ctx, e.sup, e.st, charts, "morning", at)
+	if r.Text != "⏰ morning: no run is active." || r.Kind != chat.KindNotice || len(r.Images) != 0 {
+		t.Errorf("report with no run: %+v", r)
+	}
+	if r, refused := command.ScheduledStart(ctx, e.sup, "nightly", "train", map[string]string{"steps": "400"}, at); refused {
+		t.Fatalf("start refused: %s", r.Text)
+	}
+	active := e.sup.Active()
+	if len(active) != 1 || active[0].Run.StartedBy != "schedule nightly" || active[0].Run.Params["steps"] != "400" {
+		t.Fatalf("active %+v", active)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := e.sup.Status(0); err == nil && st.Progress.Step >= 5 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r = notify.ReportReply(ctx, e.sup, e.st, charts, "morning", at)
+	if !strings.HasPrefix(r.Text, "⏰ morning report\nrun #1 · train · running") || len(r.Images) != 1 || r.RunID != 1 || r.Key != "schedule:morning:1893574800" {
+		t.Errorf("report of a run: %q, %d images, run %d, key %s", r.Text, len(r.Images), r.RunID, r.Key)
+	}
+	// A second start while the run is active is refused, with a message.
+	r, refused := command.ScheduledStart(ctx, e.sup, "nightly", "train", nil, at)
+	if !refused || r.Kind != chat.KindAlert || r.Alert != chat.AlertSchedule || !strings.Contains(r.Text, "⏰ nightly: train not started: run #1 (train) is still running") {
+		t.Errorf("busy: %v %+v", refused, r)
+	}
+	r, refused = command.ScheduledStart(ctx, e.sup, "typo", "train", map[string]string{"steps": "0"}, at)
+	if !refused || !strings.Contains(r.Text, "below the minimum 1") {
+		t.Errorf("bad param: %+v", r)
+	}
+	if n := len(e.runs()); n != 1 {
+		t.Errorf("%d runs, want 1", n)
 	}
 }

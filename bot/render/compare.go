@@ -1,4 +1,4 @@
-package bot
+package render
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trainbot/trainbot/internal/units"
+	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -39,13 +39,13 @@ type Comparison struct {
 	Runs   []RunSummary
 }
 
-// Compare compares runs: their metric curves overlaid (Image, empty when no
+// Compare compares runs: their metric curves overlaid (chat.Image, empty when no
 // run has a finite value of it) and a table as text, with ratios against the
 // first run.
-func (c *Charts) Compare(ctx context.Context, runs []*trainer.Run, o LossOptions) (Image, string, error) {
+func (c *Charts) Compare(ctx context.Context, runs []*trainer.Run, o LossOptions) (chat.Image, string, error) {
 	cmp, series, err := c.comparison(ctx, runs, o.Metric, o.XTime)
 	if err != nil {
-		return Image{}, "", err
+		return chat.Image{}, "", err
 	}
 	text := cmp.Text()
 	ids := make([]string, len(runs))
@@ -64,15 +64,21 @@ func (c *Charts) Compare(ctx context.Context, runs []*trainer.Run, o LossOptions
 	}
 	png, err := c.painter().Loss(chart)
 	if errors.Is(err, plots.ErrNoData) {
-		return Image{}, text + fmt.Sprintf("\n(no chart: no run has a finite value of %s)", cmp.Metric), nil
+		return chat.Image{}, text + fmt.Sprintf("\n(no chart: no run has a finite value of %s)", cmp.Metric), nil
 	}
 	if err != nil {
-		return Image{}, "", fmt.Errorf("draw comparison: %w", err)
+		return chat.Image{}, "", fmt.Errorf("draw comparison: %w", err)
 	}
-	img := Image{
-		Name:    "compare-" + strings.Join(nums, "-") + ".png",
+	file := "compare-" + strings.Join(nums, "-") + ".png"
+	cmd := "trainbot compare " + strings.Join(nums, " ") + " --metric " + cmp.Metric
+	if o.XTime {
+		cmd += " --x time"
+	}
+	img := chat.Image{
+		Name:    file,
 		PNG:     png,
 		Caption: fmt.Sprintf("%s of runs %s", cmp.Metric, strings.Join(ids, ", ")),
+		Command: cmd + " -o " + file,
 	}
 	return img, text, nil
 }
@@ -144,7 +150,7 @@ func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric str
 			label += " " + r.Job
 		}
 		if len(differs[i]) > 0 {
-			label += " " + clip(strings.Join(differs[i], " "), 40)
+			label += " " + Clip(strings.Join(differs[i], " "), 40)
 		}
 		series = append(series, plots.Series{Name: label, Points: toXY(pts, r.StartedAt, xTime)})
 	}
@@ -286,7 +292,7 @@ func (c Comparison) Text() string {
 			}
 			return ratio(v, ref)
 		}
-		line := []string{"time " + units.Duration(s.Duration) + cmp(s.Duration.Seconds(), base.Duration.Seconds())}
+		line := []string{"time " + FormatDuration(s.Duration) + cmp(s.Duration.Seconds(), base.Duration.Seconds())}
 		if s.Steps > 0 {
 			line = append(line, fmt.Sprintf("%d steps", s.Steps))
 		}
@@ -296,16 +302,16 @@ func (c Comparison) Text() string {
 		b.WriteString("  " + strings.Join(line, " · ") + "\n")
 		if s.HasMetric {
 			fmt.Fprintf(&b, "  %s final %s%s · best %s%s\n", c.Metric,
-				units.Value(s.Final), cmp(s.Final, base.Final), units.Value(s.Best), cmp(s.Best, base.Best))
+				FormatValue(s.Final), cmp(s.Final, base.Final), FormatValue(s.Best), cmp(s.Best, base.Best))
 		} else {
 			fmt.Fprintf(&b, "  no %s logged\n", c.Metric)
 		}
 		var mem []string
 		if s.PeakGPU >= 0 {
-			mem = append(mem, "GPU "+units.Bytes(s.PeakGPU)+cmp(known(s.PeakGPU), known(base.PeakGPU)))
+			mem = append(mem, "GPU "+FormatBytes(s.PeakGPU)+cmp(known(s.PeakGPU), known(base.PeakGPU)))
 		}
 		if s.PeakHost >= 0 {
-			mem = append(mem, "host "+units.Bytes(s.PeakHost)+cmp(known(s.PeakHost), known(base.PeakHost)))
+			mem = append(mem, "host "+FormatBytes(s.PeakHost)+cmp(known(s.PeakHost), known(base.PeakHost)))
 		}
 		if len(mem) > 0 {
 			b.WriteString("  peak " + strings.Join(mem, " · ") + "\n")
