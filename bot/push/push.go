@@ -60,6 +60,43 @@ var Kinds = []string{WeCom, Feishu, DingTalk, Webhook}
 // minute (the generic webhook's is ours).
 var DefaultPerMinute = map[string]int{WeCom: 20, Feishu: 100, DingTalk: 20, Webhook: 60}
 
+// MaxPerMinute is the most Options.PerMinute may ask: a robot's limit can
+// only be lowered; a webhook's is ours to raise.
+var MaxPerMinute = map[string]int{WeCom: 20, Feishu: 100, DingTalk: 20, Webhook: 600}
+
+// keyURL is where a robot's key alone becomes its webhook URL.
+var keyURL = map[string]string{
+	WeCom:    "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=",
+	DingTalk: "https://oapi.dingtalk.com/robot/send?access_token=",
+	Feishu:   "https://open.feishu.cn/open-apis/bot/v2/hook/",
+}
+
+// KeyURL makes a kind's webhook URL from a robot's key (WeCom's key,
+// DingTalk's access_token, Feishu's hook token); false for a webhook,
+// which has no key.
+func KeyURL(kind, key string) (string, bool) {
+	base, ok := keyURL[kind]
+	return base + key, ok
+}
+
+// Signs reports whether a kind takes a signing secret: WeCom group robots
+// do not sign messages.
+func Signs(kind string) bool { return kind != WeCom }
+
+// KindHint says which kind was probably meant, for an unknown one:
+// "wechat" → `WeCom is "wecom"`; "" when it has no guess.
+func KindHint(kind string) string {
+	switch strings.ToLower(kind) {
+	case "wechat", "weixin", "wxwork", "qywx", "企业微信":
+		return `WeCom is "wecom"`
+	case "lark", "飞书":
+		return `Lark is "feishu"`
+	case "dingding", "钉钉":
+		return `DingTalk is "dingtalk"`
+	}
+	return ""
+}
+
 // Options configure a Channel.
 type Options struct {
 	Kind   string // WeCom, Feishu, DingTalk or Webhook

@@ -19,49 +19,25 @@ import (
 	"github.com/trainbot/trainbot/trainer"
 )
 
-// alertsOptions are the config's push channels, quiet hours and schedules.
-type alertsOptions struct {
-	push      []config.PushChannel
-	quiet     map[chat.ChatKey]deliver.QuietHours
-	schedules []config.Schedule
-}
-
-// alertsOf reads them from a validated config.
-func alertsOf(cfg *config.Config) (alertsOptions, error) {
-	chs, err := cfg.PushChannels()
-	if err != nil {
-		return alertsOptions{}, err
-	}
-	ss, err := cfg.ScheduleEntries()
-	if err != nil {
-		return alertsOptions{}, err
-	}
-	return alertsOptions{push: chs, quiet: cfg.QuietChats(), schedules: ss}, nil
-}
-
 // printAlerts lists the push channels and the schedules with their next
 // run, for `trainbot check`.
-func printAlerts(e env, cfg *config.Config) {
-	al, err := alertsOf(cfg)
-	if err != nil {
-		return
-	}
-	for _, c := range al.push {
+func printAlerts(e env, bc *botConfig) {
+	for _, c := range bc.channels {
 		kinds := "all alerts"
-		if c.Alerts != nil {
-			kinds = "alerts " + strings.Join(c.Alerts, ", ")
+		if c.alerts != nil {
+			kinds = "alerts " + strings.Join(c.alerts, ", ")
 		}
-		if c.Progress {
+		if c.progress {
 			kinds += " and progress"
 		}
 		quiet := ""
-		if !c.Quiet.IsZero() {
-			quiet = fmt.Sprintf("; quiet %s (%s and above still go)", c.Quiet, c.Quiet.MinSeverity)
+		if !c.quiet.IsZero() {
+			quiet = fmt.Sprintf("; quiet %s (%s and above still go)", c.quiet, c.quiet.MinSeverity)
 		}
-		fmt.Fprintf(e.stdout, "push %s:%s: %s%s\n", c.Kind, c.Name, kinds, quiet)
+		fmt.Fprintf(e.stdout, "push %s:%s: %s%s\n", c.opts.Kind, c.opts.Name, kinds, quiet)
 	}
 	now := time.Now()
-	for _, s := range al.schedules {
+	for _, s := range bc.schedules {
 		sch, err := schedule.Parse(s.Spec)
 		if err != nil {
 			continue
@@ -83,24 +59,26 @@ type pushed struct {
 	quiet    map[chat.ChatKey]deliver.QuietHours
 }
 
-// pushChannels makes the push channels.
-func pushChannels(al alertsOptions, logger *slog.Logger) (pushed, error) {
+// pushChannels makes the push channels, and the quiet hours of every
+// destination.
+func pushChannels(bc *botConfig, logger *slog.Logger) (pushed, error) {
 	out := pushed{quiet: map[chat.ChatKey]deliver.QuietHours{}}
-	for k, q := range al.quiet {
+	for k, q := range bc.quiet {
 		out.quiet[k] = q
 	}
-	for _, c := range al.push {
-		ch, err := push.New(push.Options{Kind: c.Kind, Name: c.Name, URL: c.URL, Secret: c.Secret,
-			PerMinute: c.PerMinute, Timeout: c.Timeout, Logger: logger.With("component", "push")})
+	for _, c := range bc.channels {
+		o := c.opts
+		o.Logger = logger.With("component", "push")
+		ch, err := push.New(o)
 		if err != nil {
 			return pushed{}, err
 		}
 		out.senders = append(out.senders, ch)
-		out.channels = append(out.channels, notify.Channel{Name: ch.Name(), Alerts: c.Alerts, Progress: c.Progress})
-		if !c.Quiet.IsZero() {
-			out.quiet[chat.ChatKey{Transport: ch.Name()}] = c.Quiet
+		out.channels = append(out.channels, notify.Channel{Name: ch.Name(), Alerts: c.alerts, Progress: c.progress})
+		if !c.quiet.IsZero() {
+			out.quiet[chat.ChatKey{Transport: ch.Name()}] = c.quiet
 		}
-		logger.Info("push channel", "channel", ch.Name(), "alerts", c.Alerts, "progress", c.Progress, "quiet_hours", c.Quiet.String())
+		logger.Info("push channel", "channel", ch.Name(), "alerts", c.alerts, "progress", c.progress, "quiet_hours", c.quiet.String())
 	}
 	return out, nil
 }
@@ -119,7 +97,7 @@ func chartsHook(charts *render.Charts, logger *slog.Logger) func(context.Context
 
 // startSchedules runs the [[schedules]]: reports pushed as progress, starts
 // through the supervisor (a refusal is pushed as an alert).
-func startSchedules(entries []config.Schedule, sup *trainer.Supervisor, st *store.Store, n *notify.Notifier,
+func startSchedules(entries []scheduleEntry, sup *trainer.Supervisor, st *store.Store, n *notify.Notifier,
 	charts func(context.Context, *trainer.Run) []chat.Image, logger *slog.Logger) (*schedule.Scheduler, error) {
 	log := logger.With("component", "schedule")
 	s := schedule.New(schedule.Options{Logger: log})

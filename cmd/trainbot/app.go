@@ -26,6 +26,7 @@ import (
 // botOptions say what to wire.
 type botOptions struct {
 	cfg  *config.Config
+	bc   *botConfig // cfg turned into each package's options
 	jobs []*trainer.Job
 	// console attaches the terminal chat to stdin/stdout.
 	console bool
@@ -104,14 +105,10 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			logger.Warn("[auth] has no operators or viewers: everyone is refused; send the bot a message to learn your user id")
 		}
 	}
-	alerts, err := alertsOf(cfg)
-	if err != nil {
-		return errorf(e, "%v", err)
-	}
-	if len(receivers) == 0 && len(alerts.push) == 0 {
+	if len(receivers) == 0 && len(o.bc.channels) == 0 {
 		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), [console] enabled = true, or a [[push]] channel")
 	}
-	pushed, err := pushChannels(alerts, logger)
+	pushed, err := pushChannels(o.bc, logger)
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
@@ -185,7 +182,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 
 	router := &command.Router{Trainer: sup, History: st, Logger: logger, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
 		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}}
-	sched, err := startSchedules(alerts.schedules, sup, st, notifier, chartsHook(charts, logger), logger)
+	sched, err := startSchedules(o.bc.schedules, sup, st, notifier, chartsHook(charts, logger), logger)
 	if err != nil {
 		return errorf(e, "%v", err)
 	}

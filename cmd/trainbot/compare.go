@@ -129,7 +129,7 @@ func cmdCompare(ctx context.Context, args []string, e env) int {
 // directory for plot and compare. st is nil after an error (reported; code
 // is the exit status).
 func openCharts(e env, cf configFlags) (charts render.Charts, st *store.Store, dataDir string, code int) {
-	cfg, code := cf.load(e)
+	cfg, _, code := cf.load(e)
 	if cfg == nil {
 		return render.Charts{}, nil, "", code
 	}

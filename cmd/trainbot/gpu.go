@@ -122,7 +122,7 @@ func cmdGPU(ctx context.Context, args []string, e env) int {
 	if len(pos) > 0 {
 		return usageError(fs, e, "unexpected argument %q", pos[0])
 	}
-	cfg, code := cf.load(e)
+	cfg, _, code := cf.load(e)
 	if cfg == nil {
 		return code
 	}

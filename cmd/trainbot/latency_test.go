@@ -13,8 +13,8 @@ import (
 
 	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/notify"
+	"github.com/trainbot/trainbot/bot/push"
 	"github.com/trainbot/trainbot/bot/render"
-	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -57,7 +57,7 @@ func benchAlertLatency(b *testing.B, withCharts bool) {
 		}
 	}))
 	defer srv.Close()
-	pushed, err := pushChannels(alertsOptions{push: []config.PushChannel{{Kind: "webhook", Name: "bench", URL: srv.URL + "/hook", PerMinute: 600, Timeout: 10 * time.Second}}}, logger)
+	pushed, err := pushChannels(&botConfig{channels: []pushChannel{{opts: push.Options{Kind: "webhook", Name: "bench", URL: srv.URL + "/hook", PerMinute: 600, Timeout: 10 * time.Second}}}}, logger)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 	default:
 		return usageError(fs, e, "unexpected argument %q", pos[0])
 	}
-	cfg, code := cf.load(e)
+	cfg, _, code := cf.load(e)
 	if cfg == nil {
 		return code
 	}
