@@ -125,9 +125,6 @@ func New(opts Options) *Pipeline {
 	return p
 }
 
-// Has reports whether the pipeline has a sender of that name.
-func (p *Pipeline) Has(transport string) bool { return p.senders[transport] != nil }
-
 // Start prunes old delivered envelopes from the outbox, and hands the
 // pending ones to their lanes, oldest first: what an earlier trainbot
 // could not deliver goes out now.

@@ -48,7 +48,12 @@ func (p *Pipeline) itemOf(row store.OutboxItem, s chat.Sender) (*item, error) {
 		return nil, err
 	}
 	e := Envelope{To: chat.ChatKey{Transport: row.Transport, Chat: row.Chat}, Reply: r, Durable: true, NotBefore: row.NotBefore}
-	it := split(e, s)[0] // stored envelopes were split before they were stored
+	// Envelopes are split before they are stored; one stored whole (by an
+	// earlier trainbot) goes whole, its charts after its text.
+	it := &item{env: e}
+	if parts := split(e, s); len(parts) == 1 {
+		it = parts[0]
+	}
 	it.id, it.attempts, it.next = row.ID, row.Attempts, row.NextAt
 	return it, nil
 }
