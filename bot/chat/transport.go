@@ -39,6 +39,8 @@ type Sender interface {
 // other replies and its charts on a side path, so that a slow or refused
 // upload holds back no later reply.
 type ChartUploader interface {
+	// UploadsCharts reports whether the sender's charts are uploads of
+	// their own.
 	UploadsCharts() bool
 }
 

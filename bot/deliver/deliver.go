@@ -84,7 +84,7 @@ type Pipeline struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // lane goroutines
 
-	mu    sync.Mutex
+	mu    sync.Mutex // guards lanes, and closing against a lane's start
 	lanes map[chat.ChatKey]*lane
 
 	rec *recorder
@@ -291,8 +291,8 @@ func (p *Pipeline) lane(to chat.ChatKey) *lane {
 // next start; ephemeral envelopes are dropped. If ctx ends first, the
 // attempts in flight are cancelled. It returns ctx's error then.
 func (p *Pipeline) Close(ctx context.Context) error {
-	p.closing.Store(true)
 	p.mu.Lock()
+	p.closing.Store(true)
 	lanes := make([]*lane, 0, len(p.lanes))
 	for _, l := range p.lanes {
 		lanes = append(lanes, l)

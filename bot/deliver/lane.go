@@ -81,10 +81,16 @@ func (l *lane) add(it *item) {
 		}
 	}
 	*q = append(*q, it)
-	if !l.running && !l.p.closing.Load() {
-		l.running = true
-		l.p.wg.Add(1)
-		go l.run(l.p.ctx)
+	if !l.running {
+		// Under the pipeline's lock: Close waits for no goroutine started
+		// after it began.
+		l.p.mu.Lock()
+		if !l.p.closing.Load() {
+			l.running = true
+			l.p.wg.Add(1)
+			go l.run(l.p.ctx)
+		}
+		l.p.mu.Unlock()
 	}
 	l.signal()
 }

@@ -14,11 +14,19 @@ import (
 
 // Store is what the pipeline needs of the store's outbox.
 type Store interface {
+	// EnqueueOutbox stores an envelope; added is false when one with its
+	// destination and key was stored before.
 	EnqueueOutbox(ctx context.Context, it store.OutboxItem) (id int64, added bool, err error)
+	// PendingOutbox returns what is not delivered yet ("" for every
+	// transport), oldest first.
 	PendingOutbox(ctx context.Context, transport string) ([]store.OutboxItem, error)
+	// MarkOutboxSent records a delivery.
 	MarkOutboxSent(ctx context.Context, id int64, at time.Time) error
+	// MarkOutboxRetry records a failed attempt and when the next is due.
 	MarkOutboxRetry(ctx context.Context, id int64, next time.Time, lastError string) error
+	// MarkOutboxFailed records a refusal for good.
 	MarkOutboxFailed(ctx context.Context, id int64, at time.Time, lastError string) error
+	// PruneOutbox deletes what was delivered before sentBefore.
 	PruneOutbox(ctx context.Context, sentBefore time.Time) (int64, error)
 }
 

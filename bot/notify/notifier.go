@@ -25,6 +25,7 @@ import (
 
 // Subscriptions lists the chats that chose to get (or not get) pushes.
 type Subscriptions interface {
+	// Subscriptions returns every chat that subscribed or muted.
 	Subscriptions(ctx context.Context) ([]store.Subscription, error)
 }
 

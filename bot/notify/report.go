@@ -13,12 +13,15 @@ import (
 
 // ActiveRuns is what notify reads of the supervisor.
 type ActiveRuns interface {
+	// Active returns the status of every active run.
 	Active() []trainer.Status
 }
 
 // History is what a scheduled report reads of the store.
 type History interface {
+	// LatestRun returns the newest run of a job ("" for any job).
 	LatestRun(ctx context.Context, job string) (*trainer.Run, error)
+	// LastValues returns the last value of each metric of a run.
 	LastValues(ctx context.Context, runID int64) (map[string]float64, error)
 }
 

@@ -44,8 +44,8 @@ func (h *storeHealth) attach(push func(chat.Reply)) {
 }
 
 // healthReply is the alert for a change of the store's health. It goes
-// through the notifier like any alert; when the outbox cannot store it (the
-// disk is full) the notifier sends it directly.
+// through the notifier and the pipeline like any alert; when the outbox
+// cannot store it (the disk is full) the pipeline delivers it from memory.
 func healthReply(e store.HealthEvent) chat.Reply {
 	var text string
 	switch e.Kind {
