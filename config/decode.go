@@ -289,14 +289,10 @@ func (d *decoder) decodeValue(path string, v any, dst reflect.Value) {
 func (d *decoder) decodeStruct(path string, m map[string]any, dst reflect.Value) {
 	t := dst.Type()
 	fields := map[string]int{}
-	var names []string
 	for i := 0; i < t.NumField(); i++ {
-		tag := t.Field(i).Tag.Get("toml")
-		if tag == "" || tag == "-" {
-			continue
+		if tag := t.Field(i).Tag.Get("toml"); tag != "" && tag != "-" {
+			fields[tag] = i
 		}
-		fields[tag] = i
-		names = append(names, tag)
 	}
 	for _, k := range sortedKeys(m) {
 		if i, ok := fields[k]; ok {
