@@ -1,9 +1,16 @@
 // Package config reads trainbot's TOML configuration: DefaultConfig, then
 // the file (Parse), then the environment (ApplyEnv: TRAINBOT_DATA_DIR,
 // TRAINBOT_TELEGRAM_TOKEN, …), then flags (set by the caller), then
-// Validate. Parsing is strict: an unknown key or a wrong type is an error
-// naming the key and its line, and every error is reported, not just the
-// first.
+// Validate. Parsing is strict: an unknown key (go-toml's
+// DisallowUnknownFields, with a "did you mean" hint) or a wrong type is an
+// error naming the key and its line, and every error is reported, not just
+// the first.
+//
+// It is a leaf: the schema, the defaults, and the checks that need nothing
+// but the config. What the values mean to the rest of trainbot — a job's
+// parameters, a cron spec, a push channel's URL, quiet hours — is checked
+// where they are turned into each package's options, in cmd/trainbot,
+// which reports those errors at their keys and lines too (ErrorAt).
 package config
 
 import (
@@ -17,10 +24,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/trainbot/trainbot/trainer"
-	"github.com/trainbot/trainbot/trainer/logparse"
 )
 
 // Config is the whole configuration.
@@ -150,7 +153,7 @@ func (c *Config) Parse(name string, r io.Reader) error {
 		return err
 	}
 	c.file, c.lines = name, lines
-	d := &decoder{file: name, lines: lines}
+	d := &decoder{file: name, lines: lines, errs: unknownKeys(name, data, lines)}
 	d.decodeStruct("", doc, reflect.ValueOf(c).Elem())
 	if len(d.errs) > 0 {
 		return d.errs
@@ -261,8 +264,9 @@ func setFromString(f reflect.Value, s string) error {
 	return nil
 }
 
-// errorAt returns an error for key, with its line when the file has it.
-func (c *Config) errorAt(key, format string, args ...any) *FieldError {
+// ErrorAt returns an error for key ("jobs[0].command"), with its file and
+// line when the file has the key (or the table around it).
+func (c *Config) ErrorAt(key, format string, args ...any) *FieldError {
 	d := decoder{file: c.file, lines: c.lines}
 	return &FieldError{File: c.file, Line: d.line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
 }
@@ -272,10 +276,10 @@ func (c *Config) Validate() error {
 	var errs Errors
 	add := func(e *FieldError) { errs = append(errs, e) }
 	if strings.TrimSpace(c.DataDir) == "" {
-		add(c.errorAt("data_dir", "must not be empty"))
+		add(c.ErrorAt("data_dir", "must not be empty"))
 	}
 	if _, err := ParseLevel(c.LogLevel); err != nil {
-		add(c.errorAt("log_level", "%v", err))
+		add(c.ErrorAt("log_level", "%v", err))
 	}
 	errs = append(errs, c.validatePlots()...)
 	errs = append(errs, c.validateGPU()...)
@@ -286,33 +290,18 @@ func (c *Config) Validate() error {
 	for i, jc := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d]", i)
 		if jc.Name == "" {
-			add(c.errorAt(key, "a job needs a name"))
+			add(c.ErrorAt(key, "a job needs a name"))
 		} else if prev, dup := seen[jc.Name]; dup {
-			add(c.errorAt(key+".name", "job %q is already defined at jobs[%d]", jc.Name, prev))
+			add(c.ErrorAt(key+".name", "job %q is already defined at jobs[%d]", jc.Name, prev))
 		} else {
 			seen[jc.Name] = i
 		}
-		job, jerrs := c.job(i)
-		errs = append(errs, jerrs...)
-		if job != nil && len(jerrs) == 0 {
-			if err := job.Normalize(); err != nil {
-				for _, e := range unwrapAll(err) {
-					add(c.errorAt(key, "%v", e))
-				}
-			}
-		}
+		errs = append(errs, c.validateJob(i)...)
 	}
 	if len(errs) > 0 {
 		return errs
 	}
 	return nil
-}
-
-func unwrapAll(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // ParseLevel reads a log level: debug, info, warn, error.
@@ -324,56 +313,33 @@ func ParseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// TrainerJobs converts the [[jobs]] entries. Call after Validate.
-func (c *Config) TrainerJobs() ([]*trainer.Job, error) {
-	var out []*trainer.Job
-	for i := range c.Jobs {
-		j, errs := c.job(i)
-		if len(errs) > 0 {
-			return nil, errs
-		}
-		out = append(out, j)
-	}
-	return out, nil
-}
-
-// job converts one job entry, checking what is local to it.
-func (c *Config) job(i int) (*trainer.Job, Errors) {
+// validateJob checks what is local to job i and needs only the config.
+// The command's placeholders, the parameters' values and the output
+// patterns are checked where the job is made (cmd/trainbot).
+func (c *Config) validateJob(i int) Errors {
 	jc := c.Jobs[i]
 	key := fmt.Sprintf("jobs[%d]", i)
 	var errs Errors
-	j := &trainer.Job{
-		Name: jc.Name, Description: jc.Description, Command: jc.Command, Dir: ExpandHome(jc.Dir),
-		Env: jc.Env, Lock: jc.Lock, StopGrace: time.Duration(jc.StopGrace), KillGrace: time.Duration(jc.KillGrace),
-		StallAfter: time.Duration(jc.StallAfter), NaNAfter: jc.NaNAfter, StopOnNaN: jc.StopOnNaN,
-		Patterns: jc.Patterns, MaxLogBytes: int64(jc.MaxLogSize), TailLines: jc.TailLines,
-		Params: map[string]trainer.ParamSpec{},
-	}
 	if len(jc.Command) == 0 {
-		errs = append(errs, c.errorAt(key+".command", "a job needs a command, e.g. command = [\"python3\", \"train.py\"]"))
+		errs = append(errs, c.ErrorAt(key+".command", "a job needs a command, e.g. command = [\"python3\", \"train.py\"]"))
 	}
 	if jc.Dir != "" {
-		if st, err := os.Stat(j.Dir); err != nil || !st.IsDir() {
-			errs = append(errs, c.errorAt(key+".dir", "%q is not a directory", jc.Dir))
+		if st, err := os.Stat(ExpandHome(jc.Dir)); err != nil || !st.IsDir() {
+			errs = append(errs, c.ErrorAt(key+".dir", "%q is not a directory", jc.Dir))
 		}
 	}
 	for k := range jc.Env {
 		if k == "" || strings.ContainsAny(k, "= \x00") {
-			errs = append(errs, c.errorAt(key+".env."+k, "%q is not an environment variable name", k))
-		}
-	}
-	for pi, p := range jc.Patterns {
-		if _, err := logparse.CompilePattern(p); err != nil {
-			errs = append(errs, c.errorAt(fmt.Sprintf("%s.patterns[%d]", key, pi), "%v", err))
+			errs = append(errs, c.ErrorAt(key+".env."+k, "%q is not an environment variable name", k))
 		}
 	}
 	if jc.NaNAfter < 0 {
-		errs = append(errs, c.errorAt(key+".nan_after", "cannot be negative"))
+		errs = append(errs, c.ErrorAt(key+".nan_after", "cannot be negative"))
 	}
 	if jc.TailLines < 0 || jc.TailLines > 100000 {
-		errs = append(errs, c.errorAt(key+".tail_lines", "want 1..100000, got %d", jc.TailLines))
+		errs = append(errs, c.ErrorAt(key+".tail_lines", "want 1..100000, got %d", jc.TailLines))
 	}
-	errs = append(errs, c.onOOM(i, j)...)
+	errs = append(errs, c.validateOnOOM(i)...)
 	names := make([]string, 0, len(jc.Params))
 	for n := range jc.Params {
 		names = append(names, n)
@@ -382,25 +348,36 @@ func (c *Config) job(i int) (*trainer.Job, Errors) {
 	for _, n := range names {
 		pc := jc.Params[n]
 		pkey := key + ".params." + n
-		spec := trainer.ParamSpec{Type: trainer.ParamType(pc.Type), Min: pc.Min, Max: pc.Max, Env: pc.Env, Help: pc.Help}
 		if pc.Type == "" {
-			errs = append(errs, c.errorAt(pkey+".type", "missing: int, float, string or bool"))
-		}
-		if pc.Default != nil {
-			spec.Default, spec.HasDefault = scalarText(pc.Default), true
-		}
-		for _, ch := range pc.Choices {
-			spec.Choices = append(spec.Choices, scalarText(ch))
+			errs = append(errs, c.ErrorAt(pkey+".type", "missing: int, float, string or bool"))
 		}
 		if (pc.Min != nil || pc.Max != nil) && pc.Type != "int" && pc.Type != "float" {
-			errs = append(errs, c.errorAt(pkey, "min and max apply to int and float parameters only"))
+			errs = append(errs, c.ErrorAt(pkey, "min and max apply to int and float parameters only"))
 		}
-		j.Params[n] = spec
 	}
-	return j, errs
+	return errs
 }
 
-func scalarText(v any) string {
+// DefaultText is the parameter's default as text ("64", "0.001"), and
+// whether it has one.
+func (p ParamConfig) DefaultText() (string, bool) {
+	if p.Default == nil {
+		return "", false
+	}
+	return ScalarText(p.Default), true
+}
+
+// ChoicesText is the parameter's choices as text.
+func (p ParamConfig) ChoicesText() []string {
+	var out []string
+	for _, ch := range p.Choices {
+		out = append(out, ScalarText(ch))
+	}
+	return out
+}
+
+// ScalarText writes a TOML scalar as text: "adam", "64", "0.001", "true".
+func ScalarText(v any) string {
 	switch x := v.(type) {
 	case string:
 		return x

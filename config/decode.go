@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -79,9 +80,10 @@ func (es Errors) Unwrap() []error {
 // ErrInvalid is wrapped by every config error.
 var ErrInvalid = errors.New("invalid config")
 
-// decoder maps a parsed TOML document onto Go structs strictly: unknown
-// keys and wrong types are errors that name the key and its line, and every
-// error is collected rather than the first returned.
+// decoder maps a parsed TOML document onto Go structs: wrong types are
+// errors that name the key and its line, and every error is collected
+// rather than the first returned. Unknown keys are go-toml's to find
+// (unknownKeys); the decoder leaves them out.
 type decoder struct {
 	file  string
 	lines map[string]int
@@ -287,29 +289,153 @@ func (d *decoder) decodeValue(path string, v any, dst reflect.Value) {
 func (d *decoder) decodeStruct(path string, m map[string]any, dst reflect.Value) {
 	t := dst.Type()
 	fields := map[string]int{}
-	var names []string
 	for i := 0; i < t.NumField(); i++ {
-		tag := t.Field(i).Tag.Get("toml")
-		if tag == "" || tag == "-" {
-			continue
+		if tag := t.Field(i).Tag.Get("toml"); tag != "" && tag != "-" {
+			fields[tag] = i
 		}
-		fields[tag] = i
-		names = append(names, tag)
 	}
 	for _, k := range sortedKeys(m) {
-		i, ok := fields[k]
-		if !ok {
-			msg := "unknown key"
-			if s := suggest(k, names); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			} else {
-				msg += "; known keys here: " + strings.Join(names, ", ")
-			}
-			d.errorf(join(path, k), "%s", msg)
+		if i, ok := fields[k]; ok {
+			d.decodeValue(join(path, k), m[k], dst.Field(i))
+		}
+	}
+}
+
+// unknownKeys finds the keys of the document that Config does not have,
+// with go-toml's DisallowUnknownFields: its StrictMissingError gives each
+// with its line. The document is decoded into a mirror of Config whose
+// values all take anything, so that no wrong type stops it before every
+// unknown key is seen (wrong types are the decoder's to report). Each
+// error names the key as the other errors do ("jobs[0].comand") and
+// suggests the known key it is closest to.
+func unknownKeys(file string, data []byte, lines map[string]int) Errors {
+	target := reflect.New(mirror(reflect.TypeOf(Config{})))
+	err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(target.Interface())
+	var strict *toml.StrictMissingError
+	if !errors.As(err, &strict) {
+		// nil; or a table where a value is expected (or the other way
+		// round): the decoder reports that, and the unknown keys show once
+		// it is fixed.
+		return nil
+	}
+	var errs Errors
+	for _, e := range strict.Errors {
+		row, _ := e.Position()
+		parts := []string(e.Key())
+		if len(parts) == 0 {
 			continue
 		}
-		d.decodeValue(join(path, k), m[k], dst.Field(i))
+		// The key with its array indices: the shortest indexed key on that
+		// line that names it ("jobs[0].comand", not "jobs[0].comand[0]").
+		key := strings.Join(parts, ".")
+		best := ""
+		for k, l := range lines {
+			if l == row && stripIndices(k) == key && (best == "" || len(k) < len(best)) {
+				best = k
+			}
+		}
+		if best != "" {
+			key = best
+		}
+		msg := "unknown key"
+		names := knownKeys(reflect.TypeOf(Config{}), parts[:len(parts)-1])
+		if s := suggest(parts[len(parts)-1], names); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		} else if len(names) > 0 {
+			msg += "; known keys here: " + strings.Join(names, ", ")
+		}
+		errs = append(errs, &FieldError{File: file, Line: row, Key: key, Msg: msg})
 	}
+	return errs
+}
+
+var anyType = reflect.TypeOf((*any)(nil)).Elem()
+
+// mirror is t with every value that is not a table replaced by any: the
+// same keys, any values.
+func mirror(t reflect.Type) reflect.Type {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice:
+		if t.Elem().Kind() != reflect.Struct {
+			return anyType
+		}
+		if t.Kind() == reflect.Pointer {
+			return reflect.PointerTo(mirror(t.Elem()))
+		}
+		return reflect.SliceOf(mirror(t.Elem()))
+	case reflect.Map:
+		if t.Elem().Kind() != reflect.Struct {
+			return anyType
+		}
+		return reflect.MapOf(t.Key(), mirror(t.Elem()))
+	case reflect.Struct:
+		var fs []reflect.StructField
+		for i := 0; i < t.NumField(); i++ {
+			if f := t.Field(i); f.IsExported() {
+				fs = append(fs, reflect.StructField{Name: f.Name, Type: mirror(f.Type), Tag: f.Tag})
+			}
+		}
+		return reflect.StructOf(fs)
+	}
+	return anyType
+}
+
+// knownKeys lists the keys of the table at path (table names, no indices)
+// in t.
+func knownKeys(t reflect.Type, path []string) []string {
+	for {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice:
+			t = t.Elem()
+			continue
+		case reflect.Map:
+			if len(path) == 0 {
+				return nil
+			}
+			t, path = t.Elem(), path[1:]
+			continue
+		case reflect.Struct:
+		default:
+			return nil
+		}
+		if len(path) == 0 {
+			break
+		}
+		found := false
+		for i := 0; i < t.NumField(); i++ {
+			if t.Field(i).Tag.Get("toml") == path[0] {
+				t, path, found = t.Field(i).Type, path[1:], true
+				break
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		if tag := t.Field(i).Tag.Get("toml"); tag != "" && tag != "-" {
+			names = append(names, tag)
+		}
+	}
+	return names
+}
+
+// stripIndices drops the array indices of a key: "jobs[0].name" → "jobs.name".
+func stripIndices(k string) string {
+	var b strings.Builder
+	skip := false
+	for _, r := range k {
+		switch {
+		case r == '[':
+			skip = true
+		case r == ']':
+			skip = false
+		case !skip:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 func sortedKeys(m map[string]any) []string {

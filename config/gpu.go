@@ -25,13 +25,13 @@ func (c *Config) validateGPU() Errors {
 	var errs Errors
 	g := c.GPU
 	if d := time.Duration(g.Interval); d < 100*time.Millisecond || d > time.Hour {
-		errs = append(errs, c.errorAt("gpu.interval", "want a duration from 100ms to 1h, got %s", d))
+		errs = append(errs, c.ErrorAt("gpu.interval", "want a duration from 100ms to 1h, got %s", d))
 	}
 	if g.MemoryAlert < 0 || g.MemoryAlert > 100 {
-		errs = append(errs, c.errorAt("gpu.memory_alert", "want a percentage from 0 (off) to 100, got %g", g.MemoryAlert))
+		errs = append(errs, c.ErrorAt("gpu.memory_alert", "want a percentage from 0 (off) to 100, got %g", g.MemoryAlert))
 	}
 	if g.TempAlert < 0 || g.TempAlert > 150 {
-		errs = append(errs, c.errorAt("gpu.temp_alert", "want degrees Celsius from 0 (off) to 150, got %d", g.TempAlert))
+		errs = append(errs, c.ErrorAt("gpu.temp_alert", "want degrees Celsius from 0 (off) to 150, got %d", g.TempAlert))
 	}
 	return errs
 }

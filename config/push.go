@@ -5,11 +5,8 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
-
-	"github.com/trainbot/trainbot/bot"
 )
 
 // PushConfig is one [[push]] entry: a group robot or webhook that gets
@@ -41,7 +38,7 @@ type PushConfig struct {
 	QuietHours       string `toml:"quiet_hours"`
 	QuietMinSeverity string `toml:"quiet_min_severity"`
 	// PerMinute lowers the channel's rate limit (default: the channel's
-	// own); a webhook's may be raised to 600 (default 60).
+	// own); a webhook's may be raised.
 	PerMinute int `toml:"per_minute"`
 	// Timeout bounds one request (default 10s).
 	Timeout Duration `toml:"timeout"`
@@ -56,155 +53,96 @@ type QuietConfig struct {
 	QuietMinSeverity string `toml:"quiet_min_severity"`
 }
 
-// PushChannel is a [[push]] entry resolved: URL and secret read (from the
-// environment too), defaults filled in. It holds secrets: never print it.
-type PushChannel struct {
-	Kind, Name  string
-	URL, Secret string
-	Alerts      []string // nil: all
-	Progress    bool
-	Quiet       bot.QuietHours
-	PerMinute   int
-	Timeout     time.Duration
+// ChannelName is the entry's channel name: "kind:name", the name
+// defaulting to the kind.
+func (p PushConfig) ChannelName() string {
+	name := p.Name
+	if name == "" {
+		name = p.Kind
+	}
+	return p.Kind + ":" + name
 }
 
-// Where a key alone becomes a URL.
-var pushKeyURL = map[string]string{
-	"wecom":    "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=",
-	"dingtalk": "https://oapi.dingtalk.com/robot/send?access_token=",
-	"feishu":   "https://open.feishu.cn/open-apis/bot/v2/hook/",
+// PushEndpoint is where a [[push]] entry sends, read from the environment
+// where the entry says so: a whole URL, or a key that the channel's kind
+// turns into one; and the signing secret. It holds secrets: never print it.
+type PushEndpoint struct {
+	URL, Key, Secret string
+	// Field is the key it came from ("url", "url_env", "key", "key_env"),
+	// for errors about it.
+	Field string
 }
-
-var pushKinds = []string{"wecom", "feishu", "dingtalk", "webhook"}
-
-// pushMaxPerMinute is each kind's documented limit.
-var pushMaxPerMinute = map[string]int{"wecom": 20, "feishu": 100, "dingtalk": 20, "webhook": 600}
 
 var pushName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$`)
 
 // lookupEnv reads the environment (a variable for tests).
 var lookupEnv = os.LookupEnv
 
-// entryError is an error on an entry of an array of tables: shown names
-// the entry ("push[1] (lab)"), lineKey finds the line.
-func (c *Config) entryError(lineKey, shown, format string, args ...any) *FieldError {
-	fe := c.errorAt(lineKey, format, args...)
-	fe.Key = shown
+// EntryErrorAt is ErrorAt for a key inside the i-th entry of a [[section]]
+// array (sub is ".timeout", or "" for the entry), shown with the entry's
+// name: "push[1] (lab): …".
+func (c *Config) EntryErrorAt(section string, i int, name, sub, format string, args ...any) *FieldError {
+	key := fmt.Sprintf("%s[%d]", section, i)
+	fe := c.ErrorAt(key+sub, format, args...)
+	fe.Key = key
+	if name != "" {
+		fe.Key += " (" + name + ")"
+	}
 	return fe
 }
 
-// entryKey names the i-th entry of a [[section]] array: its key for the
-// line ("push[1]") and how errors show it ("push[1] (lab)").
-func entryKey(section string, i int, name string) (key, shown string) {
-	key = fmt.Sprintf("%s[%d]", section, i)
-	shown = key
-	if name != "" {
-		shown += " (" + name + ")"
-	}
-	return key, shown
-}
-
-// validatePush checks [[push]] and [[quiet]].
+// validatePush checks the shape of [[push]] and [[quiet]]: what kinds,
+// alert kinds, rate limits and quiet hours mean is checked where the
+// channels are made (cmd/trainbot).
 func (c *Config) validatePush() Errors {
 	var errs Errors
 	seen := map[string]int{}
 	for i, p := range c.Push {
-		key, shown := entryKey("push", i, p.Name)
-		_, perrs := c.pushChannel(i)
-		errs = append(errs, perrs...)
-		if slices.Contains(pushKinds, p.Kind) {
-			name := p.Kind + ":" + def(p.Name, p.Kind)
+		add := func(sub, format string, args ...any) {
+			errs = append(errs, c.EntryErrorAt("push", i, p.Name, sub, format, args...))
+		}
+		if p.Name != "" && !pushName.MatchString(p.Name) {
+			add(".name", "name: want letters, digits, '-', '_' or '.', got %q", p.Name)
+		}
+		if p.Kind != "" {
+			name := p.ChannelName()
 			if prev, dup := seen[name]; dup {
-				errs = append(errs, c.entryError(key+".name", shown, "channel %s is already defined by push[%d]: give each a different name", name, prev))
+				add(".name", "channel %s is already defined by push[%d]: give each a different name", name, prev)
 			}
 			seen[name] = i
+		}
+		_, perrs := c.PushEndpoint(i)
+		errs = append(errs, perrs...)
+		if p.QuietMinSeverity != "" && p.QuietHours == "" {
+			add(".quiet_hours", "quiet_min_severity is set but quiet_hours is not")
+		}
+		if d := time.Duration(p.Timeout); d != 0 && (d < time.Second || d > 2*time.Minute) {
+			add(".timeout", "timeout: want 1s..2m, got %s", d)
 		}
 	}
 	chats := map[string]int{}
 	for i, q := range c.Quiet {
-		key, shown := entryKey("quiet", i, q.Chat)
-		if _, ok := parseChat(q.Chat); !ok {
-			errs = append(errs, c.entryError(key+".chat", shown, "chat: want \"transport:id\", e.g. \"telegram:123456789\", got %q", q.Chat))
-		} else if prev, dup := chats[q.Chat]; dup {
-			errs = append(errs, c.entryError(key+".chat", shown, "chat %s already has quiet hours at quiet[%d]", q.Chat, prev))
-		} else {
-			chats[q.Chat] = i
+		if prev, dup := chats[q.Chat]; dup {
+			errs = append(errs, c.EntryErrorAt("quiet", i, q.Chat, ".chat", "chat %s already has quiet hours at quiet[%d]", q.Chat, prev))
 		}
+		chats[q.Chat] = i
 		if q.QuietHours == "" {
-			errs = append(errs, c.entryError(key, shown, "quiet_hours is missing, e.g. quiet_hours = \"23:00-08:00\""))
-			continue
-		}
-		if _, err := quietHours(q.QuietHours, q.QuietMinSeverity); err != nil {
-			errs = append(errs, c.entryError(key+".quiet_hours", shown, "%v", err))
+			errs = append(errs, c.EntryErrorAt("quiet", i, q.Chat, "", "quiet_hours is missing, e.g. quiet_hours = \"23:00-08:00\""))
 		}
 	}
 	return errs
 }
 
-func def(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}
-
-func parseChat(s string) (bot.ChatKey, bool) {
-	t, id, ok := strings.Cut(s, ":")
-	if !ok || t == "" {
-		return bot.ChatKey{}, false
-	}
-	var n int64
-	if _, err := fmt.Sscan(id, &n); err != nil || fmt.Sprint(n) != id {
-		return bot.ChatKey{}, false
-	}
-	return bot.ChatKey{Transport: t, Chat: n}, true
-}
-
-func quietHours(span, min string) (bot.QuietHours, error) {
-	sev := bot.SeverityWarning
-	if min != "" {
-		s, err := bot.ParseSeverity(min)
-		if err != nil {
-			return bot.QuietHours{}, fmt.Errorf("quiet_min_severity: %v", err)
-		}
-		sev = s
-	}
-	if span == "" {
-		if min != "" {
-			return bot.QuietHours{}, fmt.Errorf("quiet_min_severity is set but quiet_hours is not")
-		}
-		return bot.QuietHours{}, nil
-	}
-	return bot.ParseQuietHours(span, sev)
-}
-
-// pushChannel resolves and checks one [[push]] entry. Errors never show
-// a URL, key or secret.
-func (c *Config) pushChannel(i int) (PushChannel, Errors) {
+// PushEndpoint reads where push entry i sends. Errors never show a URL,
+// key or secret.
+func (c *Config) PushEndpoint(i int) (PushEndpoint, Errors) {
 	p := c.Push[i]
-	key, shown := entryKey("push", i, p.Name)
 	var errs Errors
-	add := func(k, format string, args ...any) {
-		errs = append(errs, c.entryError(key+k, shown, format, args...))
+	add := func(sub, format string, args ...any) {
+		errs = append(errs, c.EntryErrorAt("push", i, p.Name, sub, format, args...))
 	}
-	ch := PushChannel{Kind: p.Kind, Name: def(p.Name, p.Kind), Progress: p.Progress, PerMinute: p.PerMinute, Timeout: time.Duration(p.Timeout)}
-	if !slices.Contains(pushKinds, p.Kind) {
-		hint := ""
-		switch strings.ToLower(p.Kind) {
-		case "wechat", "weixin", "wxwork", "qywx", "企业微信":
-			hint = " (WeCom is \"wecom\")"
-		case "lark", "飞书":
-			hint = " (Lark is \"feishu\")"
-		case "dingding", "钉钉":
-			hint = " (DingTalk is \"dingtalk\")"
-		}
-		add(".kind", "kind: want wecom, feishu, dingtalk or webhook, got %q%s", p.Kind, hint)
-		return ch, errs
-	}
-	if p.Name != "" && !pushName.MatchString(p.Name) {
-		add(".name", "name: want letters, digits, '-', '_' or '.', got %q", p.Name)
-	}
-	// Where the URL comes from: exactly one of url, url_env, key, key_env.
+	var ep PushEndpoint
+	// Exactly one of url, url_env, key, key_env.
 	var from []string
 	for _, f := range []struct{ name, v string }{{"url", p.URL}, {"url_env", p.URLEnv}, {"key", p.Key}, {"key_env", p.KeyEnv}} {
 		if f.v != "" {
@@ -217,8 +155,9 @@ func (c *Config) pushChannel(i int) (PushChannel, Errors) {
 	case len(from) > 1:
 		add("."+from[1], "give only one of %s", strings.Join(from, ", "))
 	default:
-		v, field := "", from[0]
-		switch field {
+		ep.Field = from[0]
+		v := ""
+		switch ep.Field {
 		case "url":
 			v = p.URL
 		case "key":
@@ -227,92 +166,34 @@ func (c *Config) pushChannel(i int) (PushChannel, Errors) {
 			name := p.URLEnv + p.KeyEnv
 			val, ok := lookupEnv(name)
 			if !ok || strings.TrimSpace(val) == "" {
-				add("."+field, "%s: the environment variable %s is not set", field, name)
-				return ch, errs
+				add("."+ep.Field, "%s: the environment variable %s is not set", ep.Field, name)
+				return ep, errs
 			}
 			v = strings.TrimSpace(val)
 		}
-		if field == "url" || field == "url_env" {
+		if ep.Field == "url" || ep.Field == "url_env" {
 			u, err := url.Parse(v)
 			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				add("."+field, "%s: want an http(s):// webhook URL (the value is not shown: it is a secret)", field)
+				add("."+ep.Field, "%s: want an http(s):// webhook URL (the value is not shown: it is a secret)", ep.Field)
 			}
-			ch.URL = v
+			ep.URL = v
 		} else {
-			base, ok := pushKeyURL[p.Kind]
-			if !ok {
-				add("."+field, "%s: a webhook has no key: give its url", field)
-			}
 			if strings.ContainsAny(v, "/?&# ") {
-				add("."+field, "%s: a key has no '/', '?', '&', '#' or space; give a whole URL as url", field)
+				add("."+ep.Field, "%s: a key has no '/', '?', '&', '#' or space; give a whole URL as url", ep.Field)
 			}
-			ch.URL = base + v
+			ep.Key = v
 		}
 	}
 	if p.Secret != "" && p.SecretEnv != "" {
 		add(".secret_env", "give only one of secret, secret_env")
 	}
-	ch.Secret = p.Secret
+	ep.Secret = p.Secret
 	if p.SecretEnv != "" {
 		val, ok := lookupEnv(p.SecretEnv)
 		if !ok || val == "" {
 			add(".secret_env", "secret_env: the environment variable %s is not set", p.SecretEnv)
 		}
-		ch.Secret = val
+		ep.Secret = val
 	}
-	if ch.Secret != "" && p.Kind == "wecom" {
-		add(".secret", "WeCom group robots do not sign messages: remove the secret")
-	}
-	if p.Alerts != nil {
-		ch.Alerts = []string{}
-		for j, a := range p.Alerts {
-			if !slices.Contains(bot.AlertKinds, a) {
-				add(fmt.Sprintf(".alerts[%d]", j), "alerts: unknown kind %q; the kinds are %s", a, strings.Join(bot.AlertKinds, ", "))
-				continue
-			}
-			ch.Alerts = append(ch.Alerts, a)
-		}
-	}
-	q, err := quietHours(p.QuietHours, p.QuietMinSeverity)
-	if err != nil {
-		add(".quiet_hours", "%v", err)
-	}
-	ch.Quiet = q
-	if max := pushMaxPerMinute[p.Kind]; p.PerMinute < 0 || p.PerMinute > max {
-		add(".per_minute", "per_minute: want 1..%d for %s (0: the default), got %d", max, p.Kind, p.PerMinute)
-	}
-	if d := time.Duration(p.Timeout); d != 0 && (d < time.Second || d > 2*time.Minute) {
-		add(".timeout", "timeout: want 1s..2m, got %s", d)
-	}
-	if ch.Timeout == 0 {
-		ch.Timeout = 10 * time.Second
-	}
-	return ch, errs
-}
-
-// PushChannels returns the [[push]] entries resolved. Call after Validate.
-func (c *Config) PushChannels() ([]PushChannel, error) {
-	var out []PushChannel
-	for i := range c.Push {
-		ch, errs := c.pushChannel(i)
-		if len(errs) > 0 {
-			return nil, errs
-		}
-		out = append(out, ch)
-	}
-	return out, nil
-}
-
-// QuietChats returns the quiet hours of the [[quiet]] chats. Call after
-// Validate.
-func (c *Config) QuietChats() map[bot.ChatKey]bot.QuietHours {
-	out := map[bot.ChatKey]bot.QuietHours{}
-	for _, q := range c.Quiet {
-		k, ok := parseChat(q.Chat)
-		qh, err := quietHours(q.QuietHours, q.QuietMinSeverity)
-		if ok && err == nil && !qh.IsZero() {
-			out[k] = qh
-		}
-	}
-	return out
+	return ep, errs
 }

@@ -1,11 +1,9 @@
 package config
 
 import (
-	"errors"
 	"fmt"
+	"sort"
 	"strings"
-
-	"github.com/trainbot/trainbot/schedule"
 )
 
 // ScheduleConfig is one [[schedules]] entry: work done on a cron schedule.
@@ -23,117 +21,74 @@ type ScheduleConfig struct {
 	Params map[string]any `toml:"params"`
 }
 
-// Schedule is a [[schedules]] entry checked.
-type Schedule struct {
-	Name, Spec, Action string
-	Job                string
-	Params             map[string]string
-}
-
 // Schedule actions.
 const (
 	ActionReport = "report"
 	ActionStart  = "start"
 )
 
-// validateSchedules checks [[schedules]]; an error names the schedule:
-// "schedules[1] (nightly): spec "61 * * * *": …".
+// ParamsText is the schedule's parameters as text.
+func (s ScheduleConfig) ParamsText() map[string]string {
+	out := map[string]string{}
+	for k, v := range s.Params {
+		out[k] = ScalarText(v)
+	}
+	return out
+}
+
+// StartJob is the job a "start" schedule starts: the named one, or the only
+// job when none is named; -1 when there is no such job.
+func (c *Config) StartJob(i int) int {
+	s := c.Schedules[i]
+	for j, jc := range c.Jobs {
+		if jc.Name == s.Job || (s.Job == "" && len(c.Jobs) == 1) {
+			return j
+		}
+	}
+	return -1
+}
+
+// validateSchedules checks the shape of [[schedules]]; an error names the
+// schedule: "schedules[1] (nightly): …". The spec and the parameters are
+// checked where the schedule is made (cmd/trainbot).
 func (c *Config) validateSchedules() Errors {
 	var errs Errors
 	seen := map[string]int{}
-	for i := range c.Schedules {
-		_, serrs := c.schedule(i)
-		errs = append(errs, serrs...)
-		if n := c.Schedules[i].Name; n != "" {
-			if prev, dup := seen[n]; dup {
-				errs = append(errs, c.entryError(fmt.Sprintf("schedules[%d].name", i), fmt.Sprintf("schedules[%d] (%s)", i, n), "name %q is already used by schedules[%d]", n, prev))
+	for i, sc := range c.Schedules {
+		add := func(sub, format string, args ...any) {
+			errs = append(errs, c.EntryErrorAt("schedules", i, sc.Name, sub, format, args...))
+		}
+		if sc.Name == "" {
+			add("", "a schedule needs a name, e.g. name = \"nightly\"")
+		} else if prev, dup := seen[sc.Name]; dup {
+			add(".name", "name %q is already used by schedules[%d]", sc.Name, prev)
+		} else {
+			seen[sc.Name] = i
+		}
+		switch sc.Action {
+		case ActionReport:
+			if sc.Job != "" || len(sc.Params) > 0 {
+				add(".job", "job and params apply to action = \"start\"; a report is about the active run")
 			}
-			seen[n] = i
+		case ActionStart:
+			if c.StartJob(i) < 0 {
+				var names []string
+				for _, jc := range c.Jobs {
+					names = append(names, jc.Name)
+				}
+				sort.Strings(names)
+				msg := "job: there is no [[jobs]] entry to start"
+				switch {
+				case sc.Job != "" && len(names) > 0:
+					msg = fmt.Sprintf("job: no job named %q; the jobs are %s", sc.Job, strings.Join(names, ", "))
+				case len(names) > 1:
+					msg = "job: name the job to start: " + strings.Join(names, ", ")
+				}
+				add(".job", "%s", msg)
+			}
+		default:
+			add(".action", "action: want \"report\" or \"start\", got %q", sc.Action)
 		}
 	}
 	return errs
-}
-
-func (c *Config) schedule(i int) (Schedule, Errors) {
-	sc := c.Schedules[i]
-	key, shown := entryKey("schedules", i, sc.Name)
-	var errs Errors
-	add := func(k, format string, args ...any) {
-		errs = append(errs, c.entryError(key+k, shown, format, args...))
-	}
-	s := Schedule{Name: sc.Name, Spec: sc.Spec, Action: sc.Action, Job: sc.Job, Params: map[string]string{}}
-	if sc.Name == "" {
-		add("", "a schedule needs a name, e.g. name = \"nightly\"")
-	}
-	if _, err := schedule.Parse(sc.Spec); err != nil {
-		reason := err.Error()
-		var se *schedule.SpecError
-		if errors.As(err, &se) {
-			reason = se.Reason
-		}
-		add(".spec", "spec %q: %s", sc.Spec, reason)
-	}
-	for k, v := range sc.Params {
-		s.Params[k] = scalarText(v)
-	}
-	switch sc.Action {
-	case ActionReport:
-		if sc.Job != "" || len(sc.Params) > 0 {
-			add(".job", "job and params apply to action = \"start\"; a report is about the active run")
-		}
-	case ActionStart:
-		errs = append(errs, c.checkScheduledStart(key, shown, &s)...)
-	default:
-		add(".action", "action: want \"report\" or \"start\", got %q", sc.Action)
-	}
-	return s, errs
-}
-
-// checkScheduledStart checks the job and the parameters of a start.
-func (c *Config) checkScheduledStart(key, shown string, s *Schedule) Errors {
-	var errs Errors
-	idx := -1
-	for j, jc := range c.Jobs {
-		if jc.Name == s.Job || (s.Job == "" && len(c.Jobs) == 1) {
-			idx = j
-		}
-	}
-	if idx < 0 {
-		var names []string
-		for _, jc := range c.Jobs {
-			names = append(names, jc.Name)
-		}
-		msg := "job: there is no [[jobs]] entry to start"
-		switch {
-		case s.Job != "" && len(names) > 0:
-			msg = fmt.Sprintf("job: no job named %q; the jobs are %s", s.Job, strings.Join(names, ", "))
-		case len(names) > 1:
-			msg = "job: name the job to start: " + strings.Join(names, ", ")
-		}
-		return append(errs, c.entryError(key+".job", shown, "%s", msg))
-	}
-	job, jerrs := c.job(idx)
-	if len(jerrs) > 0 {
-		return errs // reported at the job
-	}
-	s.Job = job.Name
-	if _, err := job.ResolveParams(s.Params); err != nil {
-		for _, e := range unwrapAll(err) {
-			errs = append(errs, c.entryError(key+".params", shown, "params: %v", e))
-		}
-	}
-	return errs
-}
-
-// ScheduleEntries returns the [[schedules]] entries. Call after Validate.
-func (c *Config) ScheduleEntries() ([]Schedule, error) {
-	var out []Schedule
-	for i := range c.Schedules {
-		s, errs := c.schedule(i)
-		if len(errs) > 0 {
-			return nil, errs
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }

@@ -52,30 +52,30 @@ func (c *Config) validateTelegram() Errors {
 	tg := &c.Telegram
 	tg.Token = strings.TrimSpace(tg.Token)
 	if tg.Token != "" && !tokenPattern.MatchString(tg.Token) {
-		errs = append(errs, c.errorAt("telegram.token", "does not look like a bot token (digits, a colon, then 20 or more letters, digits, '-' or '_', as @BotFather gives it); the value is not shown"))
+		errs = append(errs, c.ErrorAt("telegram.token", "does not look like a bot token (digits, a colon, then 20 or more letters, digits, '-' or '_', as @BotFather gives it); the value is not shown"))
 	}
 	if u, err := url.Parse(tg.APIEndpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Contains(tg.APIEndpoint, "%") {
-		errs = append(errs, c.errorAt("telegram.api_endpoint", "want the server's base URL like \"https://api.telegram.org\" or \"http://127.0.0.1:8081\", got %q", tg.APIEndpoint))
+		errs = append(errs, c.ErrorAt("telegram.api_endpoint", "want the server's base URL like \"https://api.telegram.org\" or \"http://127.0.0.1:8081\", got %q", tg.APIEndpoint))
 	} else if u.Path != "" && u.Path != "/" {
-		errs = append(errs, c.errorAt("telegram.api_endpoint", "want the base URL without a path (trainbot adds /bot<token>/<method>), got %q", tg.APIEndpoint))
+		errs = append(errs, c.ErrorAt("telegram.api_endpoint", "want the base URL without a path (trainbot adds /bot<token>/<method>), got %q", tg.APIEndpoint))
 	}
 	tg.APIEndpoint = strings.TrimRight(tg.APIEndpoint, "/")
 	if d := time.Duration(tg.PollTimeout); d < time.Second || d > 5*time.Minute || d%time.Second != 0 {
-		errs = append(errs, c.errorAt("telegram.poll_timeout", "want whole seconds from 1s to 5m, got %s", d))
+		errs = append(errs, c.ErrorAt("telegram.poll_timeout", "want whole seconds from 1s to 5m, got %s", d))
 	}
 	if d := time.Duration(tg.ProgressInterval); d != 0 && d < 2*time.Second {
-		errs = append(errs, c.errorAt("telegram.progress_interval", "want 2s or more (Telegram limits edits), or 0s for no live progress; got %s", d))
+		errs = append(errs, c.ErrorAt("telegram.progress_interval", "want 2s or more (Telegram limits edits), or 0s for no live progress; got %s", d))
 	}
 	for key, ids := range map[string][]int64{"auth.operators": c.Auth.Operators, "auth.viewers": c.Auth.Viewers} {
 		for _, id := range ids {
 			if id <= 0 {
-				errs = append(errs, c.errorAt(key, "%d is not a user id (user ids are positive; the bot tells a stranger their id)", id))
+				errs = append(errs, c.ErrorAt(key, "%d is not a user id (user ids are positive; the bot tells a stranger their id)", id))
 			}
 		}
 	}
 	for _, id := range c.Auth.Chats {
 		if id == 0 {
-			errs = append(errs, c.errorAt("auth.chats", "0 is not a chat id"))
+			errs = append(errs, c.ErrorAt("auth.chats", "0 is not a chat id"))
 		}
 	}
 	return errs

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/internal/units"
 )
 
 // AlertKind says what an alert is about.
@@ -214,8 +214,8 @@ func XidMeaning(xid uint64) (meaning, advice string) {
 func memoryText(d Device, run int64, held int64, threshold float64) string {
 	return fmt.Sprintf("⚠️ %s memory at %.0f%% (%s of %s; alert at %g%%): run #%d holds %s. "+
 		"The next allocation may fail with CUDA out of memory: a smaller batch, gradient checkpointing or mixed precision (bf16/fp16) would leave room.",
-		deviceLabel(d), d.MemPercent(), trainer.FormatBytes(int64(d.MemUsed+d.MemReserved)), trainer.FormatBytes(int64(d.MemTotal)),
-		threshold, run, trainer.FormatBytes(held))
+		deviceLabel(d), d.MemPercent(), units.Bytes(int64(d.MemUsed+d.MemReserved)), units.Bytes(int64(d.MemTotal)),
+		threshold, run, units.Bytes(held))
 }
 
 func tempText(d Device, runs []int64, threshold int) string {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/internal/units"
 )
 
 const mib = 1 << 20
@@ -57,20 +57,20 @@ func Format(s Snapshot) string {
 		}
 	}
 	if s.Host.MemTotal > 0 {
-		fmt.Fprintf(&b, "host memory %s used of %s (%s available)\n", trainer.FormatBytes(int64(s.Host.Used())),
-			trainer.FormatBytes(int64(s.Host.MemTotal)), trainer.FormatBytes(int64(s.Host.MemAvailable)))
+		fmt.Fprintf(&b, "host memory %s used of %s (%s available)\n", units.Bytes(int64(s.Host.Used())),
+			units.Bytes(int64(s.Host.MemTotal)), units.Bytes(int64(s.Host.MemAvailable)))
 	}
 	for _, u := range s.Runs {
 		var parts []string
 		if u.GPUBytes != nil {
-			g := "GPU " + trainer.FormatBytes(*u.GPUBytes)
+			g := "GPU " + units.Bytes(*u.GPUBytes)
 			if len(u.Devices) > 0 {
 				g += " on " + devList(u.Devices)
 			}
 			parts = append(parts, g)
 		}
 		if u.HostBytes != nil {
-			parts = append(parts, fmt.Sprintf("host %s in %d process%s", trainer.FormatBytes(*u.HostBytes), u.Processes, plural(u.Processes, "es")))
+			parts = append(parts, fmt.Sprintf("host %s in %d process%s", units.Bytes(*u.HostBytes), u.Processes, plural(u.Processes, "es")))
 		}
 		if len(parts) == 0 {
 			parts = append(parts, "no figures")

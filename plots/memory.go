@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -53,7 +54,7 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 		if l, err := strokeLine(line, colGrey, vg.Points(2), vg.Points(8), vg.Points(5)); err == nil {
 			p.Add(l)
 		}
-		label := "GPU total " + FormatBytes(ceiling)
+		label := "GPU total " + units.Bytes(int64(ceiling))
 		legend = append(legend, lineEntry(label, colGrey, vg.Points(2), vg.Points(8), vg.Points(5)))
 	}
 	type part struct {
@@ -78,7 +79,7 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 				peak = q
 			}
 		}
-		label := fmt.Sprintf("peak %s", FormatBytes(peak.Y))
+		label := fmt.Sprintf("peak %s", units.Bytes(int64(peak.Y)))
 		if ceiling > 0 && s.col == 0 {
 			label += fmt.Sprintf(" (%.0f%%)", 100*peak.Y/ceiling)
 		}
@@ -192,7 +193,7 @@ type unitTicks struct {
 
 func (t unitTicks) Ticks(min, max float64) []plot.Tick {
 	return niceTicks(min, max, t.want, func(v, step float64) string {
-		return trimZeros(strconv.FormatFloat(v, 'f', decimals(step), 64)) + t.unit
+		return units.TrimZeros(strconv.FormatFloat(v, 'f', decimals(step), 64)) + t.unit
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"codeberg.org/go-fonts/liberation/liberationsansregular"
+	"github.com/trainbot/trainbot/internal/units"
 	"golang.org/x/image/font/sfnt"
 	"gonum.org/v1/plot"
 )
@@ -394,22 +395,6 @@ func TestTicks(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	for _, c := range []struct {
-		s    float64
-		want string
-	}{{0, "0s"}, {45, "45s"}, {90, "1m30s"}, {720, "12m"}, {5400, "1h30m"}, {7200, "2h"}, {86400 + 6*3600, "1d6h"}, {-30, "-30s"}} {
-		if got := FormatDuration(c.s); got != c.want {
-			t.Errorf("FormatDuration(%g) = %q, want %q", c.s, got, c.want)
-		}
-	}
-	for _, c := range []struct {
-		b    float64
-		want string
-	}{{0, "0 B"}, {512, "512 B"}, {1536, "1.5 KiB"}, {14.2 * (1 << 30), "14.2 GiB"}} {
-		if got := FormatBytes(c.b); got != c.want {
-			t.Errorf("FormatBytes(%g) = %q, want %q", c.b, got, c.want)
-		}
-	}
 	// Degenerate ranges never loop long nor panic.
 	for _, r := range [][2]float64{{1, 1}, {0, 1e300}, {-1e300, 1e300}, {5, 4}} {
 		numberTicks{want: 8}.Ticks(r[0], r[1])
@@ -533,7 +518,7 @@ func BenchmarkLoss(b *testing.B) {
 	p := painter(b, FontNone)
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
 		pts := noisyLoss(n, 42, 0.05)
-		b.Run(FormatSI(float64(n))+"pts", func(b *testing.B) {
+		b.Run(units.SI(float64(n))+"pts", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := p.Loss(LossChart{Title: "bench", Smoothing: 0.6, Series: []Series{{Name: "loss", Points: pts}}}); err != nil {
@@ -552,7 +537,7 @@ func TestConcurrent(t *testing.T) {
 	errs := make(chan error, 2)
 	for i := range 2 {
 		go func() {
-			title := "并发 · run #" + FormatSI(float64(i))
+			title := "并发 · run #" + units.SI(float64(i))
 			_, err := p.Loss(LossChart{Title: title, Smoothing: 0.6, Series: []Series{{Name: "loss", Points: pts}}})
 			errs <- err
 		}()

@@ -1,11 +1,10 @@
 package plots
 
 import (
-	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"gonum.org/v1/plot"
 )
 
@@ -91,13 +90,13 @@ func formatStep(v, step float64) string {
 		suffix string
 	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
 		if a >= u.div && step >= u.div/100 {
-			return trimZeros(strconv.FormatFloat(v/u.div, 'f', decimals(step/u.div), 64)) + u.suffix
+			return units.TrimZeros(strconv.FormatFloat(v/u.div, 'f', decimals(step/u.div), 64)) + u.suffix
 		}
 	}
 	if step < 1e-4 && v != 0 && math.Abs(v) < 1e-3 {
 		return strconv.FormatFloat(v, 'e', 1, 64)
 	}
-	return trimZeros(strconv.FormatFloat(v, 'f', decimals(step), 64))
+	return units.TrimZeros(strconv.FormatFloat(v, 'f', decimals(step), 64))
 }
 
 // decimals is how many digits after the point show a multiple of step.
@@ -110,41 +109,6 @@ func decimals(step float64) int {
 		d++ // 0.25, 2.5k
 	}
 	return min(max(d, 0), 10)
-}
-
-// FormatSI prints a number compactly: 950, 12k, 1.5M, 0.25, 3e-05.
-func FormatSI(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case v == 0:
-		return "0"
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case a >= 1e12:
-		return trimZeros(fmt.Sprintf("%.2f", v/1e12)) + "T"
-	case a >= 1e9:
-		return trimZeros(fmt.Sprintf("%.2f", v/1e9)) + "G"
-	case a >= 1e6:
-		return trimZeros(fmt.Sprintf("%.2f", v/1e6)) + "M"
-	case a >= 1e4:
-		return trimZeros(fmt.Sprintf("%.1f", v/1e3)) + "k"
-	case a >= 1:
-		return trimZeros(fmt.Sprintf("%.2f", v))
-	case a >= 1e-3:
-		return trimZeros(fmt.Sprintf("%.4f", v))
-	default:
-		return strconv.FormatFloat(v, 'g', 2, 64)
-	}
-}
-
-func trimZeros(s string) string {
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	if s == "-0" {
-		s = "0"
-	}
-	return s
 }
 
 // byteTicks labels bytes in binary units: 512 MiB, 14.5 GiB.
@@ -164,26 +128,12 @@ func (t byteTicks) Ticks(min, max float64) []plot.Tick {
 		}
 	}
 	ticks := niceTicks(min/unit.size, max/unit.size, t.want, func(v, step float64) string {
-		return trimZeros(strconv.FormatFloat(v, 'f', decimals(step), 64)) + " " + unit.name
+		return units.TrimZeros(strconv.FormatFloat(v, 'f', decimals(step), 64)) + " " + unit.name
 	})
 	for i := range ticks {
 		ticks[i].Value *= unit.size
 	}
 	return ticks
-}
-
-// FormatBytes prints a size in binary units: 14.2 GiB, 512 MiB.
-func FormatBytes(b float64) string {
-	for _, u := range byteUnits {
-		if math.Abs(b) >= u.size {
-			d := 1
-			if u.size == 1 {
-				d = 0
-			}
-			return trimZeros(strconv.FormatFloat(b/u.size, 'f', d, 64)) + " " + u.name
-		}
-	}
-	return "0 B"
 }
 
 // durationTicks labels seconds as durations at round steps: 30s, 5m, 2h.
@@ -200,51 +150,21 @@ var durationSteps = []struct {
 
 func (t durationTicks) Ticks(min, max float64) []plot.Tick {
 	if !(max > min) || math.IsInf(max-min, 0) {
-		return []plot.Tick{{Value: min, Label: FormatDuration(min)}}
+		return []plot.Tick{{Value: min, Label: units.Seconds(min)}}
 	}
 	raw := (max - min) / float64(t.want)
 	if raw < 1 {
 		return niceTicks(min, max, t.want, func(v, step float64) string {
-			return trimZeros(strconv.FormatFloat(v, 'f', decimals(step), 64)) + "s"
+			return units.TrimZeros(strconv.FormatFloat(v, 'f', decimals(step), 64)) + "s"
 		})
 	}
 	for _, d := range durationSteps {
 		if raw <= d.s {
-			return stepTicks(min, max, d.s, d.minors, func(v, _ float64) string { return FormatDuration(v) })
+			return stepTicks(min, max, d.s, d.minors, func(v, _ float64) string { return units.Seconds(v) })
 		}
 	}
 	step, minors := niceStep(raw / 86400)
-	return stepTicks(min, max, step*86400, minors, func(v, _ float64) string { return FormatDuration(v) })
-}
-
-// FormatDuration prints seconds compactly: 45s, 12m, 1h30m, 2d6h.
-func FormatDuration(sec float64) string {
-	if math.IsNaN(sec) || math.IsInf(sec, 0) {
-		return "?"
-	}
-	neg := sec < 0
-	s := int64(math.Round(math.Abs(sec)))
-	var out string
-	switch d, h, m, ss := s/86400, s%86400/3600, s%3600/60, s%60; {
-	case s < 60:
-		out = fmt.Sprintf("%ds", ss)
-	case s < 3600 && ss == 0:
-		out = fmt.Sprintf("%dm", m)
-	case s < 3600:
-		out = fmt.Sprintf("%dm%02ds", m, ss)
-	case s < 86400 && m == 0:
-		out = fmt.Sprintf("%dh", h)
-	case s < 86400:
-		out = fmt.Sprintf("%dh%02dm", h, m)
-	case h == 0:
-		out = fmt.Sprintf("%dd", d)
-	default:
-		out = fmt.Sprintf("%dd%dh", d, h)
-	}
-	if neg && s != 0 {
-		out = "-" + out
-	}
-	return out
+	return stepTicks(min, max, step*86400, minors, func(v, _ float64) string { return units.Seconds(v) })
 }
 
 // logTicks labels an axis whose values are log10 of the data at 1, 2 and
@@ -256,7 +176,7 @@ type logTicks struct{}
 
 func (logTicks) Ticks(min, max float64) []plot.Tick {
 	if !(max > min) || max-min > 600 {
-		return []plot.Tick{{Value: min, Label: FormatSI(math.Pow(10, min))}}
+		return []plot.Tick{{Value: min, Label: units.SI(math.Pow(10, min))}}
 	}
 	lo, hi := math.Floor(min), math.Ceil(max)
 	labels := []float64{1, 2, 5}
@@ -273,7 +193,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 			t := plot.Tick{Value: v}
 			for _, l := range labels {
 				if m == l {
-					t.Label = FormatSI(math.Pow(10, e) * m)
+					t.Label = units.SI(math.Pow(10, e) * m)
 				}
 			}
 			ticks = append(ticks, t)

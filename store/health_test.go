@@ -219,7 +219,7 @@ func TestReplacedDatabaseRefusesWrites(t *testing.T) {
 			if _, err := s.CreateRun(ctx, &trainer.Run{Job: "j", State: trainer.StateRunning, StartedAt: time.Now()}); !errors.Is(err, ErrReplaced) {
 				t.Errorf("CreateRun: got %v, want ErrReplaced", err)
 			}
-			if _, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "console", Key: "k", Payload: []byte("{}")}); !errors.Is(err, ErrReplaced) {
+			if _, _, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "console", Key: "k", Payload: []byte("{}")}); !errors.Is(err, ErrReplaced) {
 				t.Errorf("EnqueueOutbox: got %v, want ErrReplaced", err)
 			}
 			s.AddPoints(id, points(0, 10))

@@ -10,7 +10,8 @@ import (
 )
 
 // OutboxItem is one reply waiting to be delivered to one chat of one
-// transport. The store does not read Payload; the bot package encodes it.
+// transport. The store does not read Payload; bot/deliver encodes it, and
+// keeps the order and the schedule of a chat's items.
 type OutboxItem struct {
 	ID        int64
 	Transport string
@@ -22,8 +23,7 @@ type OutboxItem struct {
 	CreatedAt time.Time
 	Attempts  int
 	NextAt    time.Time // not tried again before this (a retry's backoff)
-	// NotBefore holds the item until then (quiet hours). Unlike NextAt it
-	// does not hold back the chat's later items.
+	// NotBefore holds the item until then (quiet hours).
 	NotBefore time.Time
 	LastError string
 	SentAt    time.Time // zero while pending; set too when it failed for good
@@ -32,12 +32,12 @@ type OutboxItem struct {
 
 const outboxColumns = `id, transport, chat_id, key, payload, created_at, attempts, next_at, last_error, sent_at, not_before, failed`
 
-// EnqueueOutbox stores an item to deliver. It returns false, and stores
-// nothing, when an item with the same transport, chat and key exists
-// (pending or sent): a reply is delivered once.
-func (s *Store) EnqueueOutbox(ctx context.Context, it OutboxItem) (bool, error) {
+// EnqueueOutbox stores an item to deliver and returns its id. It returns
+// false, and stores nothing, when an item with the same transport, chat and
+// key exists (pending or sent): a reply is delivered once.
+func (s *Store) EnqueueOutbox(ctx context.Context, it OutboxItem) (int64, bool, error) {
 	if it.Transport == "" || it.Key == "" {
-		return false, errors.New("enqueue outbox: transport and key are required")
+		return 0, false, errors.New("enqueue outbox: transport and key are required")
 	}
 	now := time.Now()
 	if it.CreatedAt.IsZero() {
@@ -54,29 +54,17 @@ func (s *Store) EnqueueOutbox(ctx context.Context, it OutboxItem) (bool, error) 
 		VALUES(?,?,?,?,?,?,?) ON CONFLICT(transport, chat_id, key) DO NOTHING`,
 		it.Transport, strconv.FormatInt(it.Chat, 10), it.Key, it.Payload, ms(it.CreatedAt), ms(it.NextAt), notBefore)
 	if err != nil {
-		return false, fmt.Errorf("enqueue outbox: %w", err)
+		return 0, false, fmt.Errorf("enqueue outbox: %w", err)
 	}
 	n, err := res.RowsAffected()
+	if err != nil || n != 1 {
+		return 0, false, err
+	}
+	id, err := res.LastInsertId()
 	if err != nil {
-		return false, fmt.Errorf("enqueue outbox: %w", err)
+		return 0, false, fmt.Errorf("enqueue outbox: %w", err)
 	}
-	return n == 1, nil
-}
-
-// DueOutbox returns up to limit items of a transport that are due at now,
-// at most one per chat: the oldest pending item of each chat that is not
-// held (NotBefore), so a chat's items are delivered in order, a failing one
-// holds back only its own chat, and an item held for quiet hours holds back
-// nothing.
-func (s *Store) DueOutbox(ctx context.Context, transport string, now time.Time, limit int) ([]OutboxItem, error) {
-	if limit <= 0 {
-		limit = 20
-	}
-	return s.queryOutbox(ctx, `SELECT `+outboxColumns+` FROM outbox o
-		WHERE transport = ?1 AND sent_at IS NULL AND next_at <= ?2 AND not_before <= ?2
-		AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.transport = o.transport AND p.chat_id = o.chat_id
-			AND p.sent_at IS NULL AND p.not_before <= ?2 AND p.id < o.id)
-		ORDER BY id LIMIT ?3`, transport, ms(now), limit)
+	return id, true, nil
 }
 
 // PendingOutbox returns every undelivered item of a transport ("" for all
@@ -97,28 +85,10 @@ func (s *Store) OutboxItems(ctx context.Context, limit int) ([]OutboxItem, error
 	return s.queryOutbox(ctx, `SELECT `+outboxColumns+` FROM outbox ORDER BY id DESC LIMIT ?`, limit)
 }
 
-// NextOutboxAt returns when the next item of a transport that DueOutbox
-// would return (the oldest pending one of a chat) is due; ok is false when
-// nothing is pending.
-func (s *Store) NextOutboxAt(ctx context.Context, transport string) (at time.Time, ok bool, err error) {
-	var v sql.NullInt64
-	// Each held item is due at its NotBefore (or later); of the rest, the
-	// oldest of each chat at its NextAt.
-	err = s.r.QueryRowContext(ctx, `SELECT MIN(max(next_at, not_before)) FROM outbox o WHERE transport = ?1 AND sent_at IS NULL
-		AND (not_before > ?2 OR NOT EXISTS (SELECT 1 FROM outbox p WHERE p.transport = o.transport AND p.chat_id = o.chat_id
-			AND p.sent_at IS NULL AND p.not_before <= ?2 AND p.id < o.id))`, transport, ms(time.Now())).Scan(&v)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("next outbox item: %w", err)
-	}
-	if !v.Valid {
-		return time.Time{}, false, nil
-	}
-	return fromMS(v.Int64), true, nil
-}
-
-// MarkOutboxSent records that an item was delivered.
+// MarkOutboxSent records that an item was delivered. Its payload (charts
+// and all) is dropped: only its key is kept, to deliver it once.
 func (s *Store) MarkOutboxSent(ctx context.Context, id int64, at time.Time) error {
-	_, err := s.w.ExecContext(ctx, `UPDATE outbox SET sent_at = ?, attempts = attempts + 1, last_error = '' WHERE id = ?`, ms(at), id)
+	_, err := s.w.ExecContext(ctx, `UPDATE outbox SET sent_at = ?, attempts = attempts + 1, last_error = '', payload = x'' WHERE id = ?`, ms(at), id)
 	if err != nil {
 		return fmt.Errorf("mark outbox item %d sent: %w", id, err)
 	}
@@ -126,12 +96,13 @@ func (s *Store) MarkOutboxSent(ctx context.Context, id int64, at time.Time) erro
 }
 
 // MarkOutboxFailed records that an item was refused for good: it is no
-// longer pending (SentAt is set) and Failed says it was not delivered.
+// longer pending (SentAt is set), Failed says it was not delivered, and
+// its payload is dropped.
 func (s *Store) MarkOutboxFailed(ctx context.Context, id int64, at time.Time, lastError string) error {
 	if len(lastError) > 1024 {
 		lastError = lastError[:1024]
 	}
-	_, err := s.w.ExecContext(ctx, `UPDATE outbox SET sent_at = ?, failed = 1, attempts = attempts + 1, last_error = ? WHERE id = ?`, ms(at), lastError, id)
+	_, err := s.w.ExecContext(ctx, `UPDATE outbox SET sent_at = ?, failed = 1, attempts = attempts + 1, last_error = ?, payload = x'' WHERE id = ?`, ms(at), lastError, id)
 	if err != nil {
 		return fmt.Errorf("mark outbox item %d failed: %w", id, err)
 	}

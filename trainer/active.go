@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer/logparse"
 	"github.com/trainbot/trainbot/trainer/shim"
 )
@@ -437,10 +438,10 @@ func firstLine(s string) string {
 func peakText(r *Run) string {
 	var parts []string
 	if r.PeakGPUMem != nil {
-		parts = append(parts, "peak GPU memory "+FormatBytes(*r.PeakGPUMem))
+		parts = append(parts, "peak GPU memory "+units.Bytes(*r.PeakGPUMem))
 	}
 	if r.PeakHostMem != nil {
-		parts = append(parts, "peak host memory "+FormatBytes(*r.PeakHostMem))
+		parts = append(parts, "peak host memory "+units.Bytes(*r.PeakHostMem))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -772,9 +773,9 @@ func (s Status) Brief() string {
 		parts = append(parts, "no step yet")
 	}
 	if m, ok := s.Loss(); ok {
-		parts = append(parts, fmt.Sprintf("%s %s", m.Name, FormatValue(m.Value)))
+		parts = append(parts, fmt.Sprintf("%s %s", m.Name, units.Value(m.Value)))
 	}
-	parts = append(parts, "running for "+FormatDuration(s.Elapsed))
+	parts = append(parts, "running for "+units.Duration(s.Elapsed))
 	return strings.Join(parts, ", ")
 }
 
@@ -840,38 +841,4 @@ func (w *rateWindow) perSecond() float64 {
 		return 0
 	}
 	return float64(ds) / dt
-}
-
-// FormatValue prints a metric value compactly.
-func FormatValue(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case v != 0 && (math.Abs(v) < 1e-3 || math.Abs(v) >= 1e6):
-		return fmt.Sprintf("%.3e", v)
-	default:
-		return fmt.Sprintf("%.4f", v)
-	}
-}
-
-// FormatDuration prints a duration for people: "45s", "3m05s", "2h04m", "3d02h".
-func FormatDuration(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	s := int64(d.Round(time.Second) / time.Second)
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm%02ds", s/60, s%60)
-	case s < 86400:
-		return fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
-	default:
-		return fmt.Sprintf("%dd%02dh", s/86400, (s%86400)/3600)
-	}
 }

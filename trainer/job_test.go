@@ -6,7 +6,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 func fp(v float64) *float64 { return &v }
@@ -223,20 +222,3 @@ func TestRingReplacesCarriageReturnLines(t *testing.T) {
 		t.Fatalf("last(1) = %q", got)
 	}
 }
-
-func TestFormatBytesAndDuration(t *testing.T) {
-	if got := FormatBytes(1536 << 20); got != "1.50 GiB" {
-		t.Errorf("got %s", got)
-	}
-	if got := FormatBytes(512); got != "512 B" {
-		t.Errorf("got %s", got)
-	}
-	for d, want := range map[string]string{"45s": "45s", "185s": "3m05s", "7440s": "2h04m", "266400s": "3d02h"} {
-		dur, _ := parseDur(d)
-		if got := FormatDuration(dur); got != want {
-			t.Errorf("FormatDuration(%s) = %s, want %s", d, got, want)
-		}
-	}
-}
-
-func parseDur(s string) (time.Duration, error) { return time.ParseDuration(s) }

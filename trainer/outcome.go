@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/trainbot/trainbot/internal/units"
 )
 
 // OOM describes an out-of-memory failure found in a run's output.
@@ -44,18 +46,18 @@ func (o *OOM) Summary() string {
 	}
 	var parts []string
 	if o.TriedBytes > 0 {
-		parts = append(parts, "tried to allocate "+FormatBytes(o.TriedBytes)+fmt.Sprintf(" (%d bytes)", o.TriedBytes))
+		parts = append(parts, "tried to allocate "+units.Bytes(o.TriedBytes)+fmt.Sprintf(" (%d bytes)", o.TriedBytes))
 	}
 	switch {
 	case o.FreeBytes >= 0 && o.TotalBytes > 0:
-		parts = append(parts, FormatBytes(o.FreeBytes)+" free of "+FormatBytes(o.TotalBytes))
+		parts = append(parts, units.Bytes(o.FreeBytes)+" free of "+units.Bytes(o.TotalBytes))
 	case o.FreeBytes >= 0:
-		parts = append(parts, FormatBytes(o.FreeBytes)+" free")
+		parts = append(parts, units.Bytes(o.FreeBytes)+" free")
 	case o.TotalBytes > 0:
-		parts = append(parts, FormatBytes(o.TotalBytes)+" total")
+		parts = append(parts, units.Bytes(o.TotalBytes)+" total")
 	}
 	if o.Reserved > 0 {
-		parts = append(parts, FormatBytes(o.Reserved)+" reserved by PyTorch but unallocated")
+		parts = append(parts, units.Bytes(o.Reserved)+" reserved by PyTorch but unallocated")
 	}
 	if len(parts) > 0 {
 		b.WriteString(": " + strings.Join(parts, "; "))
@@ -263,20 +265,6 @@ func tensorBytes(shape, dtype string) int64 {
 		size = 16
 	}
 	return n * size
-}
-
-// FormatBytes prints a byte count in binary units: "1.50 GiB".
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
 // ending is what the supervisor knows when a run's process has ended.

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer/shim"
 )
 
@@ -112,10 +113,10 @@ func (r *shimRunner) end(st *shim.State) *runEnd {
 		if reason == "" {
 			reason = "the disk did not keep up"
 		}
-		end.extra = append(end.extra, fmt.Sprintf("%s of output were not written to the log (%s)", FormatBytes(st.BytesDropped), reason))
+		end.extra = append(end.extra, fmt.Sprintf("%s of output were not written to the log (%s)", units.Bytes(st.BytesDropped), reason))
 	}
 	if st.FreedTo > st.FreedFrom {
-		end.extra = append(end.extra, fmt.Sprintf("the log passed max_log_bytes (%s): %s of older output after its first %s were freed", FormatBytes(r.maxLog), FormatBytes(st.FreedTo-st.FreedFrom), FormatBytes(st.FreedFrom)))
+		end.extra = append(end.extra, fmt.Sprintf("the log passed max_log_bytes (%s): %s of older output after its first %s were freed", units.Bytes(r.maxLog), units.Bytes(st.FreedTo-st.FreedFrom), units.Bytes(st.FreedFrom)))
 	}
 	if st.Survivors > 0 {
 		end.extra = append(end.extra, fmt.Sprintf("%d process(es) of the run survived SIGKILL", st.Survivors))

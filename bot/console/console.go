@@ -1,8 +1,9 @@
 // Package console is the terminal transport: each line of standard input is
-// a message from the local user, who is an operator; replies are printed to
-// standard output. Charts are written under DATA/charts/ and shown as a line
-// "[image] PATH"; buttons are shown as "[buttons] 停止 | 状态 | 画图", the
-// words to type. A line longer than MaxLine is answered "message too long"
+// a message from the local user, who is an operator (chat.Receiver); replies
+// are printed to standard output (chat.Sender). Charts are written under
+// DATA/charts/ and shown as a line "[image] PATH"; buttons are shown as
+// "[buttons] 停止 | 状态 | 画图", the words to type. A line longer than
+// MaxLine is answered "message too long" at once, like a line editor would,
 // and the chat goes on.
 package console
 
@@ -19,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // Name is the transport's name.
@@ -37,7 +38,7 @@ type Console struct {
 	In        io.Reader
 	Out       io.Writer
 	ChartsDir string // where images are written
-	User      bot.User
+	User      chat.User
 
 	mu sync.Mutex // serialises writes to Out
 
@@ -53,7 +54,10 @@ type line struct {
 	size int
 }
 
-var _ bot.Transport = (*Console)(nil)
+var (
+	_ chat.Receiver = (*Console)(nil)
+	_ chat.Sender   = (*Console)(nil)
+)
 
 // New returns a console on the given streams; the user is the login name.
 func New(in io.Reader, out io.Writer, chartsDir string) *Console {
@@ -61,16 +65,16 @@ func New(in io.Reader, out io.Writer, chartsDir string) *Console {
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		name = u.Username
 	}
-	return &Console{In: in, Out: out, ChartsDir: chartsDir, User: bot.User{ID: int64(os.Getuid()), Name: name}}
+	return &Console{In: in, Out: out, ChartsDir: chartsDir, User: chat.User{ID: int64(os.Getuid()), Name: name}}
 }
 
 // Name returns "console".
 func (c *Console) Name() string { return Name }
 
-// Run answers each input line until the input ends (nil) or ctx ends. A
-// Run that returned early (a reply could not be written) may be called
-// again: it goes on with the next line.
-func (c *Console) Run(ctx context.Context, h bot.Handler) error {
+// Receive delivers each input line until the input ends (nil) or ctx
+// ends. A Receive that returned early (a line could not be written) may be
+// called again: it goes on with the next line.
+func (c *Console) Receive(ctx context.Context, deliver func(context.Context, chat.Message)) error {
 	lines, readErr := c.reader()
 	for {
 		select {
@@ -82,29 +86,22 @@ func (c *Console) Run(ctx context.Context, h bot.Handler) error {
 			}
 			return nil
 		case l := <-lines:
-			var r bot.Reply
 			switch {
 			case l.size > MaxLine:
-				r = bot.Reply{Text: fmt.Sprintf("message too long (%d bytes, limit %d)", l.size, MaxLine)}
-			case strings.TrimSpace(l.text) == "":
-				continue
-			default:
-				m := bot.Message{Transport: Name, Chat: Chat, User: c.User, Text: l.text, Local: true}
-				r = h.Handle(ctx, m)
-			}
-			if r.Empty() {
-				continue
-			}
-			if err := c.Send(ctx, Chat, r); err != nil {
-				return err
+				if err := c.write(fmt.Sprintf("message too long (%d bytes, limit %d)\n", l.size, MaxLine)); err != nil {
+					return err
+				}
+			case strings.TrimSpace(l.text) != "":
+				deliver(ctx, chat.Message{Transport: Name, Chat: Chat, User: c.User, Text: l.text, Local: true})
 			}
 		}
 	}
 }
 
 // reader returns the lines of In and the end of input. One goroutine reads
-// In, from the first Run until the input ends or fails, and hands each line
-// to whichever Run is waiting, so a Run that is called again loses no line.
+// In, from the first Receive until the input ends or fails, and hands each
+// line to whichever Receive is waiting, so one that is called again loses
+// no line.
 // It cannot be stopped: a read of a terminal cannot be cancelled anyway.
 func (c *Console) reader() (<-chan line, <-chan error) {
 	c.readMu.Lock()
@@ -115,7 +112,7 @@ func (c *Console) reader() (<-chan line, <-chan error) {
 		go func() {
 			err := readLines(c.In, MaxLine, func(l line) { lines <- l })
 			c.readMu.Lock()
-			c.lines, c.readErr = nil, nil // the next Run reads again
+			c.lines, c.readErr = nil, nil // the next Receive reads again
 			c.readMu.Unlock()
 			readErr <- err
 		}()
@@ -166,8 +163,11 @@ func readLines(in io.Reader, limit int, emit func(line)) error {
 	}
 }
 
-// Send prints a reply.
-func (c *Console) Send(ctx context.Context, chat int64, r bot.Reply) error {
+// Send prints a reply (one attempt: a terminal has one message per reply).
+func (c *Console) Send(_ context.Context, _ int64, r chat.Reply, skip int) (int, error) {
+	if skip > 0 {
+		return skip, nil
+	}
 	var b strings.Builder
 	if r.Text != "" {
 		b.WriteString(r.Text)
@@ -193,13 +193,20 @@ func (c *Console) Send(ctx context.Context, chat int64, r bot.Reply) error {
 		}
 		fmt.Fprintf(&b, "[buttons] %s\n", strings.Join(words, " | "))
 	}
+	if err := c.write(b.String()); err != nil {
+		return 0, err
+	}
+	return 1, nil
+}
+
+func (c *Console) write(s string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, err := io.WriteString(c.Out, b.String())
+	_, err := io.WriteString(c.Out, s)
 	return err
 }
 
-func (c *Console) writeImage(img bot.Image) (string, error) {
+func (c *Console) writeImage(img chat.Image) (string, error) {
 	if err := os.MkdirAll(c.ChartsDir, 0o755); err != nil {
 		return "", err
 	}

@@ -9,23 +9,33 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
+
+// answer is what delivery does for the console, synchronously: h's answer
+// to each message, sent back.
+func answer(c *Console, h chat.HandlerFunc) func(context.Context, chat.Message) {
+	return func(ctx context.Context, m chat.Message) {
+		if r := h(ctx, m); !r.Empty() {
+			c.Send(ctx, m.Chat, r, 0)
+		}
+	}
+}
 
 func TestConsoleEchoesRepliesImagesAndButtons(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
 	c := New(strings.NewReader("状态\n\n画图\n"), &out, dir)
-	var got []bot.Message
-	h := bot.HandlerFunc(func(ctx context.Context, m bot.Message) bot.Reply {
+	var got []chat.Message
+	h := chat.HandlerFunc(func(ctx context.Context, m chat.Message) chat.Reply {
 		got = append(got, m)
 		if m.Text == "画图" {
-			return bot.Reply{Images: []bot.Image{{Name: "run-1-loss.png", PNG: []byte("\x89PNG..."), Caption: "cap"}},
-				Buttons: [][]bot.Button{{{Label: "停止 Stop", Data: "停止"}, {Label: "状态 Status", Data: "状态"}}}}
+			return chat.Reply{Images: []chat.Image{{Name: "run-1-loss.png", PNG: []byte("\x89PNG..."), Caption: "cap"}},
+				Buttons: [][]chat.Button{{{Label: "停止 Stop", Data: "停止"}, {Label: "状态 Status", Data: "状态"}}}}
 		}
-		return bot.Reply{Text: "ok " + m.Text}
+		return chat.Reply{Text: "ok " + m.Text}
 	})
-	if err := c.Run(context.Background(), h); err != nil {
+	if err := c.Receive(context.Background(), answer(c, h)); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || !got[0].Local || got[0].Transport != "console" {
@@ -55,7 +65,7 @@ func TestConsoleStopsWithContext(t *testing.T) {
 	c := New(r, &bytes.Buffer{}, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := c.Run(ctx, bot.HandlerFunc(func(context.Context, bot.Message) bot.Reply { return bot.Reply{} })); err != context.Canceled {
+	if err := c.Receive(ctx, func(context.Context, chat.Message) {}); err != context.Canceled {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }
@@ -67,11 +77,11 @@ func TestConsoleAnswersALineTooLongAndGoesOn(t *testing.T) {
 	var out bytes.Buffer
 	c := New(strings.NewReader(in), &out, t.TempDir())
 	var got []string
-	h := bot.HandlerFunc(func(ctx context.Context, m bot.Message) bot.Reply {
+	h := chat.HandlerFunc(func(ctx context.Context, m chat.Message) chat.Reply {
 		got = append(got, m.Text)
-		return bot.Reply{Text: fmt.Sprintf("ok %d", len(m.Text))}
+		return chat.Reply{Text: fmt.Sprintf("ok %d", len(m.Text))}
 	})
-	if err := c.Run(context.Background(), h); err != nil {
+	if err := c.Receive(context.Background(), answer(c, h)); err != nil {
 		t.Fatalf("got %v, want nil at the end of input", err)
 	}
 	want := fmt.Sprintf("message too long (%d bytes, limit %d)\nok %d\nok %d\nmessage too long (%d bytes, limit %d)\nok %d\n",
@@ -98,17 +108,25 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
-func TestConsoleRunAgainGoesOnWithTheNextLine(t *testing.T) {
+func TestConsoleReceiveAgainGoesOnWithTheNextLine(t *testing.T) {
 	out := &failingWriter{}
-	c := New(strings.NewReader("一\n二\n三\n"), out, t.TempDir())
-	h := bot.HandlerFunc(func(ctx context.Context, m bot.Message) bot.Reply { return bot.Reply{Text: "ok " + m.Text} })
-	if err := c.Run(context.Background(), h); err == nil {
-		t.Fatal("got nil, want the write error")
+	c := New(strings.NewReader(strings.Repeat("x", MaxLine+1)+"\n二\n三\n"), out, t.TempDir())
+	h := answer(c, func(ctx context.Context, m chat.Message) chat.Reply { return chat.Reply{Text: "ok " + m.Text} })
+	if err := c.Receive(context.Background(), h); err == nil {
+		t.Fatal("got nil, want the write error of the too-long notice")
 	}
-	if err := c.Run(context.Background(), h); err != nil {
-		t.Fatalf("second run: %v", err)
+	if err := c.Receive(context.Background(), h); err != nil {
+		t.Fatalf("second receive: %v", err)
 	}
 	if got, want := out.buf.String(), "ok 二\nok 三\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestConsoleSendSkipsWhatWentOut(t *testing.T) {
+	var out bytes.Buffer
+	c := New(strings.NewReader(""), &out, t.TempDir())
+	if n, err := c.Send(context.Background(), Chat, chat.Reply{Text: "once"}, 1); err != nil || n != 1 || out.Len() != 0 {
+		t.Errorf("a reply sent before is not printed again: %d %v %q", n, err, out.String())
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // dingtalkTextMax is the most bytes of a DingTalk robot message
@@ -34,7 +34,7 @@ type dingtalkMarkdown struct {
 	Text  string `json:"text"`
 }
 
-func (d *dingtalk) messages(r bot.Reply) ([]any, error) {
+func (d *dingtalk) messages(r chat.Reply) ([]any, error) {
 	text := textOf(r, imagesNotSent(r, "DingTalk robots cannot upload images"))
 	// Markdown joins lines without two trailing spaces: they count against
 	// the limit too, so the text is split with them.

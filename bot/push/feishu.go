@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // feishuBodyMax is the largest request body a Feishu custom bot takes
@@ -50,7 +50,7 @@ type feishuPostBlock struct {
 	Text string `json:"text"`
 }
 
-func (f *feishu) messages(r bot.Reply) ([]any, error) {
+func (f *feishu) messages(r chat.Reply) ([]any, error) {
 	text := textOf(r, imagesNotSent(r, "Feishu custom bots cannot upload images"))
 	for limit := 12000; ; limit /= 2 {
 		var out []any

@@ -1,7 +1,7 @@
 // Package push delivers trainbot's alerts and reports to push-only channels:
 // a WeCom (企业微信) group robot, a Feishu (飞书) custom bot, a DingTalk (钉钉)
 // custom robot, or any HTTP endpoint that takes JSON (a generic webhook).
-// Each Channel is a bot.Transport whose Send speaks the channel's documented
+// Each Channel is a chat.Sender whose Send speaks the channel's documented
 // webhook API:
 //
 //   - WeCom: markdown text (4096 bytes a message), charts as image messages
@@ -16,12 +16,14 @@
 //   - Webhook: one JSON object per reply, charts as base64 PNGs, and an
 //     X-Trainbot-Signature HMAC header when a secret is set.
 //
-// A channel paces itself: Send waits (minding its context) rather than
-// break the channel's rate limit. These services answer HTTP 200 with an
-// error code inside; Send reads it and returns an *Error that says whether
-// trying again can help (a network error, a 5xx, a rate limit) or not (a
-// bad key, a failed signature). The webhook URL, its key and the secret
-// never appear in an error or a log line.
+// Send makes one attempt and never waits: the channel's rate limit is
+// told to bot/deliver (Pace), which keeps it and owns the retries. These
+// services answer HTTP 200 with an error code inside; Send reads it and
+// returns a chat.SendError that says whether trying again can help (a
+// network error, a 5xx, a rate limit: after how long) or not (a bad key, a
+// failed signature), wrapping an *Error. Every answer is read with a
+// 64 KiB limit. The webhook URL, its key and the secret never appear in an
+// error or a log line.
 package push
 
 import (
@@ -38,10 +40,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // Channel kinds.
@@ -59,6 +60,43 @@ var Kinds = []string{WeCom, Feishu, DingTalk, Webhook}
 // minute (the generic webhook's is ours).
 var DefaultPerMinute = map[string]int{WeCom: 20, Feishu: 100, DingTalk: 20, Webhook: 60}
 
+// MaxPerMinute is the most Options.PerMinute may ask: a robot's limit can
+// only be lowered; a webhook's is ours to raise.
+var MaxPerMinute = map[string]int{WeCom: 20, Feishu: 100, DingTalk: 20, Webhook: 600}
+
+// keyURL is where a robot's key alone becomes its webhook URL.
+var keyURL = map[string]string{
+	WeCom:    "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=",
+	DingTalk: "https://oapi.dingtalk.com/robot/send?access_token=",
+	Feishu:   "https://open.feishu.cn/open-apis/bot/v2/hook/",
+}
+
+// KeyURL makes a kind's webhook URL from a robot's key (WeCom's key,
+// DingTalk's access_token, Feishu's hook token); false for a webhook,
+// which has no key.
+func KeyURL(kind, key string) (string, bool) {
+	base, ok := keyURL[kind]
+	return base + key, ok
+}
+
+// Signs reports whether a kind takes a signing secret: WeCom group robots
+// do not sign messages.
+func Signs(kind string) bool { return kind != WeCom }
+
+// KindHint says which kind was probably meant, for an unknown one:
+// "wechat" → `WeCom is "wecom"`; "" when it has no guess.
+func KindHint(kind string) string {
+	switch strings.ToLower(kind) {
+	case "wechat", "weixin", "wxwork", "qywx", "企业微信":
+		return `WeCom is "wecom"`
+	case "lark", "飞书":
+		return `Lark is "feishu"`
+	case "dingding", "钉钉":
+		return `DingTalk is "dingtalk"`
+	}
+	return ""
+}
+
 // Options configure a Channel.
 type Options struct {
 	Kind   string // WeCom, Feishu, DingTalk or Webhook
@@ -73,28 +111,26 @@ type Options struct {
 	Logger  *slog.Logger
 	// Client replaces the HTTP client (its Timeout is kept when set).
 	Client *http.Client
-	// Now is the clock of signatures and pacing (default time.Now); Sleep
-	// waits for pacing (default a timer that minds ctx). Tests set both.
-	Now   func() time.Time
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock of signatures (default time.Now).
+	Now func() time.Time
 }
 
-// Channel is one configured push channel; it implements bot.Transport.
+// Channel is one configured push channel; it implements chat.Sender.
 type Channel struct {
 	name    string // "wecom:lab"
 	kind    string
 	d       dialect
 	client  *http.Client
-	pace    *Pacer
+	pace    []chat.Window
 	log     *slog.Logger
 	now     func() time.Time
 	secrets []string
-
-	mu   sync.Mutex
-	done map[string]int // reply key -> messages already delivered
 }
 
-var _ bot.Transport = (*Channel)(nil)
+var (
+	_ chat.Sender = (*Channel)(nil)
+	_ chat.Paced  = (*Channel)(nil)
+)
 
 // New returns a channel. Its errors never contain the URL or the secret.
 func New(o Options) (*Channel, error) {
@@ -127,25 +163,25 @@ func New(o Options) (*Channel, error) {
 	}
 	// A redirect would carry the signed body elsewhere: take it as an answer.
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	c := &Channel{name: name, kind: o.Kind, client: client, log: o.Logger.With("channel", name), now: o.Now, done: map[string]int{}}
+	c := &Channel{name: name, kind: o.Kind, client: client, log: o.Logger.With("channel", name), now: o.Now}
 	c.secrets = secretsOf(u, o.URL, o.Secret)
 	per := DefaultPerMinute[o.Kind]
 	if o.PerMinute > 0 && (o.PerMinute < per || o.Kind == Webhook) {
 		per = o.PerMinute // a webhook's limit is ours to set; the robots' only to lower
 	}
-	windows := []Window{{N: per, Per: time.Minute}}
+	windows := []chat.Window{{N: per, Per: time.Minute}}
 	switch o.Kind {
 	case WeCom:
 		c.d = &wecom{url: o.URL}
 	case Feishu:
 		c.d = &feishu{url: o.URL, secret: o.Secret}
-		windows = append(windows, Window{N: 5, Per: time.Second})
+		windows = append(windows, chat.Window{N: 5, Per: time.Second})
 	case DingTalk:
 		c.d = &dingtalk{url: o.URL, secret: o.Secret}
 	case Webhook:
 		c.d = &webhook{url: o.URL, secret: o.Secret}
 	}
-	c.pace = NewPacer(windows, o.Now, o.Sleep)
+	c.pace = windows
 	return c, nil
 }
 
@@ -186,47 +222,36 @@ func (c *Channel) Name() string { return c.name }
 // Kind is the channel's kind.
 func (c *Channel) Kind() string { return c.kind }
 
-// Run waits for ctx: a push channel receives nothing.
-func (c *Channel) Run(ctx context.Context, _ bot.Handler) error {
-	<-ctx.Done()
-	return nil
-}
+// Pace is the channel's rate limit (its one destination is chat 0).
+func (c *Channel) Pace(int64) (perChat, perSender []chat.Window) { return c.pace, nil }
 
-// Send delivers a reply as one or more messages of the channel (text split
-// at its size limit, then the charts it can show). When a message fails,
-// a later Send of the same reply (same Key) resumes after the messages
-// already delivered.
-func (c *Channel) Send(ctx context.Context, _ int64, r bot.Reply) error {
+// Send makes one attempt to deliver a reply as one or more messages of the
+// channel (text split at its size limit, then the charts it can show),
+// from the skip-th on: the messages before went out in an earlier attempt.
+func (c *Channel) Send(ctx context.Context, _ int64, r chat.Reply, skip int) (int, error) {
 	msgs, err := c.d.messages(r)
 	if err != nil {
-		return c.fail(&Error{Op: "format", Msg: err.Error()})
+		return skip, sendError(c.fail(&Error{Op: "format", Msg: err.Error()}))
 	}
-	c.mu.Lock()
-	start := c.done[r.Key]
-	c.mu.Unlock()
-	for i := start; i < len(msgs); i++ {
-		if err := c.pace.Wait(ctx); err != nil {
-			return c.fail(&Error{Op: "wait for the rate limit", Msg: err.Error(), Temporary: true})
-		}
+	for i := skip; i < len(msgs); i++ {
 		if err := c.post(ctx, msgs[i]); err != nil {
-			if r.Key != "" && i > 0 {
-				c.mu.Lock()
-				if len(c.done) >= 1024 { // abandoned replies: forget them
-					clear(c.done)
-				}
-				c.done[r.Key] = i
-				c.mu.Unlock()
-			}
-			return err
+			return i, sendError(err)
 		}
 	}
-	if r.Key != "" && start > 0 {
-		c.mu.Lock()
-		delete(c.done, r.Key)
-		c.mu.Unlock()
+	c.log.Debug("pushed", "run", r.RunID, "messages", len(msgs)-skip)
+	return len(msgs), nil
+}
+
+// sendError is what a failed push means to bot/deliver.
+func sendError(err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
 	}
-	c.log.Debug("pushed", "run", r.RunID, "messages", len(msgs)-start)
-	return nil
+	if !e.Temporary {
+		return chat.Permanent(e.Error(), e)
+	}
+	return chat.RetryAfter(e.After, e.Error(), e)
 }
 
 // post sends one message and reads the channel's answer.
@@ -249,9 +274,6 @@ func (c *Channel) post(ctx context.Context, msg any) error {
 		return c.fail(&Error{Op: "read reply", Status: resp.StatusCode, Msg: err.Error(), Temporary: true})
 	}
 	if e := c.d.result(resp.StatusCode, resp.Header, body); e != nil {
-		if e.After > 0 {
-			c.pace.Block(e.After)
-		}
 		return c.fail(e)
 	}
 	return nil
@@ -292,16 +314,10 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Retryable reports whether trying again may help.
-func (e *Error) Retryable() bool { return e.Temporary }
-
-// RetryAfter is the least pause before trying again (0: none asked).
-func (e *Error) RetryAfter() time.Duration { return e.After }
-
 // dialect is one channel kind's webhook API.
 type dialect interface {
 	// messages turns a reply into the bodies to post, in order.
-	messages(r bot.Reply) ([]any, error)
+	messages(r chat.Reply) ([]any, error)
 	// request builds the (signed) POST of one message.
 	request(ctx context.Context, msg any, now time.Time) (*http.Request, error)
 	// result reads the answer: nil when the message was taken.

@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // fakeNow is the clock of every channel under test.
@@ -83,12 +83,17 @@ func ok(body string) func(int, *http.Request, []byte) (int, string) {
 func newChannel(t *testing.T, o Options) *Channel {
 	t.Helper()
 	o.Now = func() time.Time { return fakeNow }
-	o.Sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	c, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// send makes one attempt at the whole reply.
+func send(c *Channel, r chat.Reply) error {
+	_, err := c.Send(context.Background(), 0, r, 0)
+	return err
 }
 
 // testPNG draws a w×h gradient; raw stores it without compression (a
@@ -132,10 +137,10 @@ func TestWeComMarkdownAndImages(t *testing.T) {
 		t.Fatalf("test image is only %d bytes", len(big))
 	}
 	long := "💥 run #3 (mnist) hit out-of-memory: CUDA out of memory\n" + strings.Repeat("第二行 line of the traceback\n", 300)
-	r := bot.Reply{Text: long, Kind: bot.KindAlert, Alert: bot.AlertOOM, RunID: 3, Key: "run:3:alert:oom:1",
-		Images:  []bot.Image{{Name: "run-3-loss.png", PNG: small, Caption: "run #3 mnist · loss"}, {Name: "run-3-noise.png", PNG: big}},
-		Buttons: [][]bot.Button{{{Label: bot.RetryHalfLabel, Data: "开始 mnist batch_size=32"}}}}
-	if err := c.Send(context.Background(), 0, r); err != nil {
+	r := chat.Reply{Text: long, Kind: chat.KindAlert, Alert: chat.AlertOOM, RunID: 3, Key: "run:3:alert:oom:1",
+		Images:  []chat.Image{{Name: "run-3-loss.png", PNG: small, Caption: "run #3 mnist · loss"}, {Name: "run-3-noise.png", PNG: big}},
+		Buttons: [][]chat.Button{{{Label: "用一半 batch 重试 Retry with half batch", Data: "开始 mnist batch_size=32"}}}}
+	if err := send(c, r); err != nil {
 		t.Fatal(err)
 	}
 	reqs := f.got()
@@ -219,12 +224,12 @@ func TestFeishuSignedPost(t *testing.T) {
 		return 200, `{"StatusCode":0,"StatusMessage":"success","code":0,"data":{},"msg":"success"}`
 	})
 	c := newChannel(t, Options{Kind: Feishu, URL: f.srv.URL + "/open-apis/bot/v2/hook/abcdef-hook-token", Secret: secret})
-	r := bot.Reply{Text: "✅ run #7 (demo) finished after 30s\nloss 0.0172\npeak GPU memory 1.00 GiB", Kind: bot.KindAlert, Alert: bot.AlertFinished,
-		Images: []bot.Image{{Name: "a.png", PNG: []byte("x")}}}
-	if err := c.Send(context.Background(), 0, r); err != nil {
+	r := chat.Reply{Text: "✅ run #7 (demo) finished after 30s\nloss 0.0172\npeak GPU memory 1.00 GiB", Kind: chat.KindAlert, Alert: chat.AlertFinished,
+		Images: []chat.Image{{Name: "a.png", PNG: []byte("x")}}}
+	if err := send(c, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Send(context.Background(), 0, bot.Reply{Text: "one line", Kind: bot.KindProgress}); err != nil {
+	if err := send(c, chat.Reply{Text: "one line", Kind: chat.KindProgress}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := f.got()
@@ -265,9 +270,9 @@ func TestFeishuSignedPost(t *testing.T) {
 	}
 	// A wrong secret is refused by the server: a permanent error.
 	bad := newChannel(t, Options{Kind: Feishu, URL: f.srv.URL + "/open-apis/bot/v2/hook/abcdef-hook-token", Secret: "wrong-secret"})
-	err := bad.Send(context.Background(), 0, bot.Reply{Text: "x", Kind: bot.KindAlert})
+	err := send(bad, chat.Reply{Text: "x", Kind: chat.KindAlert})
 	var pe *Error
-	if !errors.As(err, &pe) || pe.Code != 19021 || pe.Retryable() || !bot.Permanent(err) {
+	if !errors.As(err, &pe) || pe.Code != 19021 || pe.Temporary || !chat.IsPermanent(err) {
 		t.Errorf("bad signature: got %v, want a permanent code 19021", err)
 	}
 }
@@ -276,7 +281,7 @@ func TestFeishuBodyStaysUnder20KB(t *testing.T) {
 	f := newFake(t, ok(`{"code":0,"msg":"success"}`))
 	c := newChannel(t, Options{Kind: Feishu, URL: f.srv.URL + "/hook/x"})
 	text := "title\n" + strings.Repeat("a\n", 9000) // short lines: the post's overhead dominates
-	if err := c.Send(context.Background(), 0, bot.Reply{Text: text, Kind: bot.KindAlert}); err != nil {
+	if err := send(c, chat.Reply{Text: text, Kind: chat.KindAlert}); err != nil {
 		t.Fatal(err)
 	}
 	for i, q := range f.got() {
@@ -302,8 +307,8 @@ func TestDingTalkSignedMarkdown(t *testing.T) {
 		return 200, `{"errcode":0,"errmsg":"ok"}`
 	})
 	c := newChannel(t, Options{Kind: DingTalk, URL: f.srv.URL + "/robot/send?access_token=" + token, Secret: secret})
-	r := bot.Reply{Text: "⏸ run #9 (bert) looks stalled: no output for 30m\nlast line: epoch 3", Kind: bot.KindAlert, Alert: bot.AlertStalled}
-	if err := c.Send(context.Background(), 0, r); err != nil {
+	r := chat.Reply{Text: "⏸ run #9 (bert) looks stalled: no output for 30m\nlast line: epoch 3", Kind: chat.KindAlert, Alert: chat.AlertStalled}
+	if err := send(c, r); err != nil {
 		t.Fatal(err)
 	}
 	reqs := f.got()
@@ -325,7 +330,7 @@ func TestDingTalkSignedMarkdown(t *testing.T) {
 		t.Errorf("message %s", reqs[0].body)
 	}
 	bad := newChannel(t, Options{Kind: DingTalk, URL: f.srv.URL + "/robot/send?access_token=" + token, Secret: "SECwrong"})
-	if err := bad.Send(context.Background(), 0, r); !bot.Permanent(err) || !strings.Contains(err.Error(), "310000") {
+	if err := send(bad, r); !chat.IsPermanent(err) || !strings.Contains(err.Error(), "310000") {
 		t.Errorf("bad signature: got %v, want a permanent 310000", err)
 	}
 }
@@ -346,7 +351,7 @@ func TestDingTalkLongTextStaysUnderTheLimit(t *testing.T) {
 	})
 	c := newChannel(t, Options{Kind: DingTalk, URL: f.srv.URL + "/robot/send?access_token=tok-123456"})
 	text := strings.TrimSuffix(strings.Repeat("loss 0.5\n", 3000), "\n") // 27,000 bytes in 3000 lines
-	if err := c.Send(context.Background(), 0, bot.Reply{Text: text, Kind: bot.KindAlert, Alert: bot.AlertFailed}); err != nil {
+	if err := send(c, chat.Reply{Text: text, Kind: chat.KindAlert, Alert: chat.AlertFailed}); err != nil {
 		t.Fatal(err)
 	}
 	var joined []string
@@ -381,9 +386,9 @@ func TestWebhookSignedJSON(t *testing.T) {
 	})
 	c := newChannel(t, Options{Kind: Webhook, Name: "ops", URL: f.srv.URL + "/hooks/trainbot", Secret: secret})
 	png := testPNG(t, 8, 8, false)
-	r := bot.Reply{Text: "💥 oom", Kind: bot.KindAlert, Alert: bot.AlertOOM, RunID: 4, Key: "run:4:ended",
-		Images: []bot.Image{{Name: "run-4-loss.png", PNG: png, Caption: "loss"}}, Buttons: [][]bot.Button{{{Label: "L", Data: "开始 j bs=8"}}}}
-	if err := c.Send(context.Background(), 0, r); err != nil {
+	r := chat.Reply{Text: "💥 oom", Kind: chat.KindAlert, Alert: chat.AlertOOM, RunID: 4, Key: "run:4:ended",
+		Images: []chat.Image{{Name: "run-4-loss.png", PNG: png, Caption: "loss"}}, Buttons: [][]chat.Button{{{Label: "L", Data: "开始 j bs=8"}}}}
+	if err := send(c, r); err != nil {
 		t.Fatal(err)
 	}
 	var m WebhookMessage
@@ -396,7 +401,7 @@ func TestWebhookSignedJSON(t *testing.T) {
 		t.Error("the image does not round-trip")
 	}
 	bad := newChannel(t, Options{Kind: Webhook, URL: f.srv.URL + "/hooks/trainbot", Secret: "nope-nope"})
-	if err := bad.Send(context.Background(), 0, r); !bot.Permanent(err) || !strings.Contains(err.Error(), "HTTP 401") {
+	if err := send(bad, r); !chat.IsPermanent(err) || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Errorf("bad signature: got %v", err)
 	}
 }
@@ -442,7 +447,7 @@ func TestErrorCodes(t *testing.T) {
 			}))
 			defer srv.Close()
 			c := newChannel(t, Options{Kind: tc.kind, URL: srv.URL + "/send?key=k1234"})
-			err := c.Send(context.Background(), 0, bot.Reply{Text: "x", Kind: bot.KindAlert})
+			err := send(c, chat.Reply{Text: "x", Kind: chat.KindAlert})
 			if tc.code == -999 {
 				if err != nil {
 					t.Fatalf("success answer: %v", err)
@@ -453,11 +458,12 @@ func TestErrorCodes(t *testing.T) {
 			if !errors.As(err, &pe) {
 				t.Fatalf("got %v, want an *Error", err)
 			}
-			if pe.Retryable() != tc.retryable || pe.RetryAfter() != tc.after || pe.Code != tc.code {
-				t.Errorf("got retryable %v after %s code %d (%v), want %v %s %d", pe.Retryable(), pe.RetryAfter(), pe.Code, err, tc.retryable, tc.after, tc.code)
+			permanent, after := chat.Classify(err)
+			if pe.Temporary != tc.retryable || pe.After != tc.after || pe.Code != tc.code {
+				t.Errorf("got temporary %v after %s code %d (%v), want %v %s %d", pe.Temporary, pe.After, pe.Code, err, tc.retryable, tc.after, tc.code)
 			}
-			if bot.Permanent(err) == tc.retryable {
-				t.Errorf("bot.Permanent = %v", bot.Permanent(err))
+			if permanent == tc.retryable || after != tc.after {
+				t.Errorf("chat.Classify = %v %s: what delivery reads must say the same", permanent, after)
 			}
 		})
 	}
@@ -499,7 +505,7 @@ func TestSecretsNeverInErrorsOrLogs(t *testing.T) {
 				u = base + "/open-apis/bot/v2/hook/" + key
 			}
 			c := newChannel(t, Options{Kind: kind, Name: "x", URL: u, Secret: secret, Timeout: 200 * time.Millisecond, Logger: logger})
-			err := c.Send(context.Background(), 0, bot.Reply{Text: "alert " + secret, Kind: bot.KindAlert, Key: "k"})
+			err := send(c, chat.Reply{Text: "alert " + secret, Kind: chat.KindAlert, Key: "k"})
 			if err == nil {
 				t.Fatalf("%s against %s: no error", kind, base)
 			}
@@ -525,12 +531,13 @@ func TestResumeAfterAPartialFailure(t *testing.T) {
 		return 200, `{"errcode":0,"errmsg":"ok"}`
 	})
 	c := newChannel(t, Options{Kind: WeCom, URL: f.srv.URL + "/send?key=k"})
-	r := bot.Reply{Text: "report", Kind: bot.KindProgress, Key: "report:1", Images: []bot.Image{{Name: "a.png", PNG: testPNG(t, 4, 4, false)}}}
-	if err := c.Send(context.Background(), 0, r); err == nil || bot.Permanent(err) {
-		t.Fatalf("first send: %v, want a temporary error", err)
+	r := chat.Reply{Text: "report", Kind: chat.KindProgress, Key: "report:1", Images: []chat.Image{{Name: "a.png", PNG: testPNG(t, 4, 4, false)}}}
+	done, err := c.Send(context.Background(), 0, r, 0)
+	if err == nil || chat.IsPermanent(err) || done != 1 {
+		t.Fatalf("first attempt: %d sent, %v; want the text sent and a temporary error", done, err)
 	}
-	if err := c.Send(context.Background(), 0, r); err != nil {
-		t.Fatal(err)
+	if n, err := c.Send(context.Background(), 0, r, done); err != nil || n != 2 {
+		t.Fatalf("second attempt: %d %v", n, err)
 	}
 	var kinds []string
 	for _, q := range f.got() {
@@ -545,64 +552,23 @@ func TestResumeAfterAPartialFailure(t *testing.T) {
 	}
 }
 
-func TestPacerWindows(t *testing.T) {
-	now := fakeNow
-	var waits []time.Duration
-	p := NewPacer([]Window{{N: 100, Per: time.Minute}, {N: 5, Per: time.Second}}, func() time.Time { return now },
-		func(ctx context.Context, d time.Duration) error {
-			waits = append(waits, d)
-			now = now.Add(d)
-			return nil
-		})
-	start := now
-	var at []time.Duration
-	for i := 0; i < 120; i++ {
-		if err := p.Wait(context.Background()); err != nil {
-			t.Fatal(err)
+func TestPaceIsTheChannelsLimit(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want []chat.Window
+	}{
+		{Options{Kind: WeCom}, []chat.Window{{N: 20, Per: time.Minute}}},
+		{Options{Kind: WeCom, PerMinute: 5}, []chat.Window{{N: 5, Per: time.Minute}}},
+		{Options{Kind: WeCom, PerMinute: 50}, []chat.Window{{N: 20, Per: time.Minute}}}, // only lowered
+		{Options{Kind: Feishu}, []chat.Window{{N: 100, Per: time.Minute}, {N: 5, Per: time.Second}}},
+		{Options{Kind: Webhook, PerMinute: 600}, []chat.Window{{N: 600, Per: time.Minute}}},
+	} {
+		tc.o.URL = "https://example.com/hook"
+		c := newChannel(t, tc.o)
+		own, all := c.Pace(0)
+		if fmt.Sprint(own) != fmt.Sprint(tc.want) || all != nil {
+			t.Errorf("%s %d: pace %v %v, want %v", tc.o.Kind, tc.o.PerMinute, own, all, tc.want)
 		}
-		at = append(at, now.Sub(start))
-	}
-	for i := range at {
-		// Any 5 in a second, any 100 in a minute.
-		if i >= 5 && at[i]-at[i-5] < time.Second {
-			t.Fatalf("send %d at %s: 6 sends within a second (%s)", i, at[i], at[i-5])
-		}
-		if i >= 100 && at[i]-at[i-100] < time.Minute {
-			t.Fatalf("send %d at %s: 101 sends within a minute", i, at[i])
-		}
-	}
-	if at[4] != 0 || at[5] != time.Second || at[100] != time.Minute {
-		t.Errorf("sends at %s %s %s, want 0s 1s 1m0s", at[4], at[5], at[100])
-	}
-	p.Block(30 * time.Second)
-	before := now
-	p.Wait(context.Background())
-	if now.Sub(before) < 30*time.Second {
-		t.Errorf("Block(30s) held the next send %s", now.Sub(before))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := p.Wait(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("Wait on a cancelled context = %v", err)
-	}
-}
-
-func TestWeComPacesTwentyAMinute(t *testing.T) {
-	f := newFake(t, ok(`{"errcode":0,"errmsg":"ok"}`))
-	now := fakeNow
-	var slept time.Duration
-	c, err := New(Options{Kind: WeCom, URL: f.srv.URL + "/send?key=k", Now: func() time.Time { return now },
-		Sleep: func(ctx context.Context, d time.Duration) error { slept += d; now = now.Add(d); return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 41; i++ {
-		if err := c.Send(context.Background(), 0, bot.Reply{Text: fmt.Sprint(i), Kind: bot.KindAlert}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if slept != 2*time.Minute {
-		t.Errorf("41 messages waited %s, want 2m0s (20 a minute)", slept)
 	}
 }
 

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/deliver"
+	"github.com/trainbot/trainbot/bot/notify"
 	"github.com/trainbot/trainbot/bot/push"
 	"github.com/trainbot/trainbot/store"
 )
@@ -53,52 +55,48 @@ func (r *robot) count(key string) int {
 	return r.got[key]
 }
 
-// chat is a chat transport (like Telegram) that fails until up is set.
-type chat struct {
+// chatSender is a chat transport (like Telegram) that fails until up is set.
+type chatSender struct {
 	up  atomic.Bool
 	mu  sync.Mutex
 	got map[string]int
 }
 
-type downErr struct{}
-
-func (downErr) Error() string   { return "chat service unreachable" }
-func (downErr) Retryable() bool { return true }
-
-func (c *chat) Name() string                                 { return "telegram" }
-func (c *chat) Run(ctx context.Context, h bot.Handler) error { <-ctx.Done(); return nil }
-func (c *chat) Send(ctx context.Context, id int64, r bot.Reply) error {
+func (c *chatSender) Name() string { return "telegram" }
+func (c *chatSender) Send(ctx context.Context, id int64, r chat.Reply, skip int) (int, error) {
 	if !c.up.Load() {
-		return downErr{}
+		return 0, errors.New("chat service unreachable")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.got[r.Key]++
-	return nil
+	return 1, nil
 }
 
-func (c *chat) count(key string) int {
+func (c *chatSender) count(key string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.got[key]
 }
 
 // trainbotProcess is the delivery half of one trainbot process: store,
-// outbox, notifier and push channels over the same data directory.
+// pipeline, notifier and push channels over the same data directory.
 type trainbotProcess struct {
-	st  *store.Store
-	ob  *bot.Outbox
-	n   *bot.Notifier
-	chs []bot.PushChannel
+	st *store.Store
+	p  *deliver.Pipeline
+	n  *notify.Notifier
 }
 
-func startProcess(t *testing.T, dir string, tg *chat, wecom, hook *robot) *trainbotProcess {
+var fastRetries = deliver.Policy{MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, EphemeralTries: 3, ChartTries: 2, ChartPause: 20 * time.Millisecond}
+
+func startProcess(t *testing.T, dir string, tg *chatSender, wecom, hook *robot) *trainbotProcess {
 	t.Helper()
 	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var chs []bot.PushChannel
+	senders := []chat.Sender{tg}
+	var chs []notify.Channel
 	for _, o := range []push.Options{
 		{Kind: push.WeCom, Name: "lab", URL: wecom.srv.URL + "/cgi-bin/webhook/send?key=k3y", PerMinute: 600},
 		{Kind: push.Webhook, Name: "ops", URL: hook.srv.URL + "/hook", PerMinute: 600},
@@ -107,15 +105,14 @@ func startProcess(t *testing.T, dir string, tg *chat, wecom, hook *robot) *train
 		if err != nil {
 			t.Fatal(err)
 		}
-		chs = append(chs, bot.PushChannel{Transport: ch})
+		senders = append(senders, ch)
+		chs = append(chs, notify.Channel{Name: ch.Name()})
 	}
-	transports := []bot.Transport{tg, chs[0].Transport, chs[1].Transport}
-	ob := bot.NewOutbox(bot.OutboxOptions{Store: st, Transports: transports, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
-	ob.Start()
-	n := bot.NewNotifier(bot.NotifierOptions{Transports: []bot.Transport{tg}, Always: []bot.ChatKey{{Transport: "telegram", Chat: 42}},
-		Outbox: ob, Channels: chs})
+	p := deliver.New(deliver.Options{Senders: senders, Store: st, Policy: fastRetries})
+	p.Start()
+	n := notify.New(notify.Options{Post: p.Post, Always: []chat.ChatKey{{Transport: "telegram", Chat: 42}}, Channels: chs})
 	n.Start()
-	return &trainbotProcess{st: st, ob: ob, n: n, chs: chs}
+	return &trainbotProcess{st: st, p: p, n: n}
 }
 
 func (p *trainbotProcess) stop(t *testing.T) {
@@ -125,7 +122,7 @@ func (p *trainbotProcess) stop(t *testing.T) {
 	if err := p.n.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.ob.Close(ctx); err != nil {
+	if err := p.p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.st.Close(); err != nil {
@@ -149,7 +146,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // back, exactly once on each, even though trainbot restarted in between.
 func TestAlertSurvivesDownChannelsAndARestart(t *testing.T) {
 	dir := t.TempDir()
-	tg := &chat{got: map[string]int{}}
+	tg := &chatSender{got: map[string]int{}}
 	wecom := newRobot(t, `{"errcode":0,"errmsg":"ok"}`, func(b []byte) string {
 		if strings.Contains(string(b), "run #7") {
 			return "run:7:ended"
@@ -161,7 +158,7 @@ func TestAlertSurvivesDownChannelsAndARestart(t *testing.T) {
 		json.Unmarshal(b, &m)
 		return m.Key
 	})
-	alert := bot.Reply{Kind: bot.KindAlert, Alert: "failed", Key: "run:7:ended", RunID: 7, Text: "❌ run #7 (mnist) failed after 3h02m: exit status 1"}
+	alert := chat.Reply{Kind: chat.KindAlert, Alert: "failed", Key: "run:7:ended", RunID: 7, Text: "❌ run #7 (mnist) failed after 3h02m: exit status 1"}
 
 	// First trainbot: everything is down; the alert is raised and tried.
 	p1 := startProcess(t, dir, tg, wecom, hook)
@@ -191,8 +188,8 @@ func TestAlertSurvivesDownChannelsAndARestart(t *testing.T) {
 }
 
 // TestPermanentRefusalHoldsNothingBack: a robot with a bad key refuses for
-// good; the outbox gives up on it instead of retrying forever, and the
-// next alert for that robot still goes out.
+// good; delivery gives up on it instead of retrying forever, and the next
+// alert for that robot still goes out.
 func TestPermanentRefusalHoldsNothingBack(t *testing.T) {
 	bad := atomic.Bool{}
 	bad.Store(true)
@@ -219,27 +216,23 @@ func TestPermanentRefusalHoldsNothingBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ob := bot.NewOutbox(bot.OutboxOptions{Store: st, Transports: []bot.Transport{ch}, MinBackoff: 10 * time.Millisecond})
-	ob.Start()
-	defer ob.Close(context.Background())
-	if _, err := ob.Add(context.Background(), bot.ChatKey{Transport: ch.Name()}, bot.Reply{Kind: bot.KindAlert, Key: "a", Text: "first"}); err != nil {
-		t.Fatal(err)
-	}
+	p := deliver.New(deliver.Options{Senders: []chat.Sender{ch}, Store: st, Policy: fastRetries})
+	p.Start()
+	defer p.Close(context.Background())
+	lab := chat.ChatKey{Transport: ch.Name()}
+	p.Post(deliver.Envelope{To: lab, Durable: true, Reply: chat.Reply{Kind: chat.KindAlert, Key: "a", Text: "first"}})
 	waitUntil(t, "the first alert was given up", func() bool {
 		items, _ := st.OutboxItems(context.Background(), 10)
 		return len(items) == 1 && items[0].Failed
 	})
 	bad.Store(false)
-	if _, err := ob.Add(context.Background(), bot.ChatKey{Transport: ch.Name()}, bot.Reply{Kind: bot.KindAlert, Key: "b", Text: "second"}); err != nil {
-		t.Fatal(err)
-	}
+	p.Post(deliver.Envelope{To: lab, Durable: true, Reply: chat.Reply{Kind: chat.KindAlert, Key: "b", Text: "second"}})
 	waitUntil(t, "the second alert was delivered", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(delivered) == 1 && strings.Contains(delivered[0], "second")
 	})
-	var pe interface{ Retryable() bool }
-	if err := ch.Send(context.Background(), 0, bot.Reply{Text: "x"}); err != nil && errors.As(err, &pe) {
+	if _, err := ch.Send(context.Background(), 0, chat.Reply{Text: "x"}, 0); err != nil {
 		t.Fatalf("unexpected refusal after the fix: %v", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // maxParts is the most messages one reply's text is split into; beyond it
@@ -61,8 +61,8 @@ func runeCut(s string, n int) int {
 // buttonLines shows the buttons of an alert as words to send to the bot
 // (push channels have no buttons; those of notices, 停止 状态 画图, would
 // only be noise in a group).
-func buttonLines(r bot.Reply) string {
-	if r.Kind != bot.KindAlert {
+func buttonLines(r chat.Reply) string {
+	if r.Kind != chat.KindAlert {
 		return ""
 	}
 	var b strings.Builder
@@ -75,7 +75,7 @@ func buttonLines(r bot.Reply) string {
 }
 
 // textOf is the reply's text with its buttons as lines, and notes.
-func textOf(r bot.Reply, notes []string) string {
+func textOf(r chat.Reply, notes []string) string {
 	t := r.Text + buttonLines(r)
 	for _, n := range notes {
 		t += "\n" + n
@@ -84,7 +84,7 @@ func textOf(r bot.Reply, notes []string) string {
 }
 
 // imagesNotSent is the note for charts a channel cannot show.
-func imagesNotSent(r bot.Reply, why string) []string {
+func imagesNotSent(r chat.Reply, why string) []string {
 	if len(r.Images) == 0 {
 		return nil
 	}

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // webhookBodyMax bounds one generic webhook request; charts beyond it are
@@ -50,11 +50,11 @@ type WebhookButton struct {
 	Data  string `json:"data"` // the text to send to the bot
 }
 
-var kindNames = map[bot.Kind]string{bot.KindReply: "reply", bot.KindAlert: "alert", bot.KindProgress: "progress", bot.KindNotice: "notice"}
+var kindNames = map[chat.Kind]string{chat.KindReply: "reply", chat.KindAlert: "alert", chat.KindProgress: "progress", chat.KindNotice: "notice"}
 
-func (w *webhook) messages(r bot.Reply) ([]any, error) {
+func (w *webhook) messages(r chat.Reply) ([]any, error) {
 	m := WebhookMessage{
-		Source: "trainbot", Kind: kindNames[r.Kind], Alert: r.Alert, Severity: bot.SeverityOf(r).String(),
+		Source: "trainbot", Kind: kindNames[r.Kind], Alert: r.Alert, Severity: chat.SeverityOf(r).String(),
 		RunID: r.RunID, Key: r.Key, Text: r.Text, Images: []WebhookImage{}, Buttons: []WebhookButton{},
 	}
 	for _, row := range r.Buttons {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // WeCom group robot limits
@@ -41,7 +41,7 @@ type wecomImage struct {
 	MD5    string `json:"md5"` // of the raw image bytes, hex
 }
 
-func (w *wecom) messages(r bot.Reply) ([]any, error) {
+func (w *wecom) messages(r chat.Reply) ([]any, error) {
 	var images []any
 	var notes []string
 	for _, im := range r.Images {
@@ -67,12 +67,12 @@ func (w *wecom) messages(r bot.Reply) ([]any, error) {
 
 // wecomColor colours the first line of an alert: WeCom markdown knows
 // <font color="info|comment|warning">.
-func wecomColor(r bot.Reply, text string) string {
+func wecomColor(r chat.Reply, text string) string {
 	color := ""
-	switch sev := bot.SeverityOf(r); {
-	case sev >= bot.SeverityWarning:
+	switch sev := chat.SeverityOf(r); {
+	case sev >= chat.SeverityWarning:
 		color = "warning"
-	case sev == bot.SeverityInfo:
+	case sev == chat.SeverityInfo:
 		color = "info"
 	}
 	if color == "" || text == "" {

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // api calls the Bot API through the library with a context per call and
@@ -44,8 +46,39 @@ func (d ctxDoer) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, redact(err, d.token)
 	}
+	resp.Body = &limitedBody{rc: resp.Body, left: maxAnswer}
 	return resp, nil
 }
+
+// maxAnswer bounds what is read of one Bot API answer. The largest
+// legitimate one is a getUpdates of 100 updates, each a message of at most
+// 4096 characters with its entities and the message it replies to: a few
+// MB at the very most. 16 MiB leaves room and keeps a broken or hostile
+// server from filling the memory (a 208 MB getMe took trainbot to 903 MiB).
+const maxAnswer = 16 << 20
+
+// errAnswerTooLarge ends the reading of an answer over maxAnswer.
+var errAnswerTooLarge = fmt.Errorf("the answer is larger than %d MiB", maxAnswer>>20)
+
+// limitedBody reads at most left bytes of an answer, and fails after.
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
 
 func (a *api) with(ctx context.Context) *tgbotapi.BotAPI {
 	b := *a.bot
@@ -116,29 +149,30 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error (a network error, a context error).
 func (e *Error) Unwrap() error { return e.err }
 
-// RetryAfter is the wait a 429 answer asked for (0 if none); it makes the
-// error a bot.RetryAfterError.
-func (e *Error) RetryAfter() time.Duration { return e.Retry }
-
-// Temporary reports whether trying again may succeed: no answer, a server
-// error, flood control, or an answer that could not be read.
-func (e *Error) Temporary() bool {
-	return e.Code == 0 || e.Code == 429 || e.Code >= 500 || e.Retry > 0
+// Reason says what happened for people: "Telegram answered 500 to
+// sendMediaGroup", "Telegram could not be reached (sendPhoto)".
+func (e *Error) Reason() string {
+	if e.Code == 0 {
+		return "Telegram could not be reached (" + e.Method + ")"
+	}
+	return fmt.Sprintf("Telegram answered %d to %s", e.Code, e.Method)
 }
 
-// Retryable reports whether the outbox should try again: yes unless the
-// Bot API refused the message itself (400: chat not found, message too
-// long; 403: the bot was blocked or removed). 401 (a bad token) is retried:
-// the alert goes out once the token is fixed and trainbot restarted.
-func (e *Error) Retryable() bool {
-	return e.Temporary() || e.Code == 401
-}
-
-// Lasting reports whether the error lasts as long as the process: the
-// token was refused (401) or names no bot (404). Only a change of the
-// config and a restart help, so Run is not tried again after one.
-func (e *Error) Lasting() bool {
-	return e.Code == 401 || e.Code == 404
+// sendError is what a failed call means to bot/deliver: Telegram refused
+// the message itself (400: chat not found, message too long; 403: the bot
+// was blocked or removed) — permanent; a 429 — try again after its
+// retry_after; anything else — try again later. A refused token (401) is
+// not permanent for a message: it goes out once the token is fixed and
+// trainbot restarted.
+func sendError(err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	if e.Code == 400 || e.Code == 403 {
+		return chat.Permanent(e.Reason(), e)
+	}
+	return chat.RetryAfter(e.Retry, e.Reason(), e)
 }
 
 // codes maps the start of an error description to its code, for answers
@@ -177,13 +211,13 @@ func (a *api) wrap(method string, err error) error {
 	return e
 }
 
-// temporary reports whether an error may go away on its own.
-func temporary(err error) bool {
+// retryAfter is the wait a 429 answer asked for, 0 if none.
+func retryAfter(err error) time.Duration {
 	var e *Error
 	if errors.As(err, &e) {
-		return e.Temporary()
+		return e.Retry
 	}
-	return true
+	return 0
 }
 
 // apiCode is the Bot API error code of err, 0 if none.

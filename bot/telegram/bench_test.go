@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
 )
@@ -16,9 +17,10 @@ import (
 // Bot API: a user's 状态 is pushed to the fake, the bot's long poll gets it,
 // the router answers (auth, audit row, history read) and the reply arrives
 // at the fake. Each command comes from another user's private chat, so the
-// per-chat pace (1 message/s) does not queue them; the pace is Telegram's
-// default. The baseline, measured in the same run, is one Send of a reply
-// (one sendMessage round trip, no poll, no router).
+// per-chat pace does not queue them; the pace is Telegram's default. The
+// answer goes through the delivery pipeline (stored in the outbox first).
+// The baseline, measured in the same run, is one Send of a reply (one
+// sendMessage round trip, no poll, no router, no outbox).
 //
 //	go test -run XXX -bench CommandReply -benchtime 1000x ./bot/telegram
 func BenchmarkCommandReply(b *testing.B) {
@@ -28,8 +30,8 @@ func BenchmarkCommandReply(b *testing.B) {
 	for i := range viewers {
 		viewers[i] = int64(100_000 + i)
 	}
-	s := newStack(b, fake, b.TempDir(), stackOptions{access: bot.Access{Viewers: viewers}, opts: func(o *telegram.Options) {
-		o.PrivateRate, o.GroupRate, o.GlobalRate = telegram.DefaultPrivateRate, telegram.DefaultGroupRate, telegram.Rate{Every: time.Microsecond, Burst: 1000}
+	s := newStack(b, fake, b.TempDir(), stackOptions{access: command.Access{Viewers: viewers}, opts: func(o *telegram.Options) {
+		o.PrivatePace, o.GroupPace, o.GlobalPace = telegram.DefaultPrivatePace, telegram.DefaultGroupPace, []chat.Window{{N: 1000, Per: time.Millisecond}}
 	}})
 	if !fake.Await(wait, func() bool { return len(fake.Commands()) > 0 }) {
 		b.Fatal("the bot did not connect")
@@ -40,7 +42,7 @@ func BenchmarkCommandReply(b *testing.B) {
 	b.ResetTimer()
 	for i, user := range viewers {
 		t0 := time.Now()
-		if err := s.tr.Send(ctx, -int64(i+1), bot.Reply{Text: "baseline"}); err != nil {
+		if _, err := s.tr.Send(ctx, -int64(i+1), chat.Reply{Text: "baseline"}, 0); err != nil {
 			b.Fatal(err)
 		}
 		base = append(base, time.Since(t0))
@@ -85,7 +87,7 @@ func BenchmarkProgressHour(b *testing.B) {
 	interval := 10 * time.Second / scale
 	for range b.N {
 		fake := telegramtest.NewServer(token)
-		s := newStack(b, fake, b.TempDir(), stackOptions{access: bot.Access{Operators: []int64{operator}},
+		s := newStack(b, fake, b.TempDir(), stackOptions{access: command.Access{Operators: []int64{operator}},
 			// 3600 steps of 2.78 ms, a metric line every 10 steps: the
 			// progress changes at every interval, as in a real hour-long run.
 			job: demoJob(3600, 2778*time.Microsecond), interval: interval})

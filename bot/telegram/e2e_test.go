@@ -3,6 +3,7 @@ package telegram_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image/color"
 	"image/png"
@@ -15,7 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/command"
+	"github.com/trainbot/trainbot/bot/deliver"
+	"github.com/trainbot/trainbot/bot/notify"
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
 	"github.com/trainbot/trainbot/store"
@@ -25,8 +29,8 @@ import (
 )
 
 // The end-to-end tests run the real router, supervisor, store, notifier,
-// outbox and progress publisher behind the Telegram transport, against the
-// fake Bot API. The training is the built-in demo, run as a child process:
+// delivery pipeline and progress publisher behind the Telegram transport,
+// against the fake Bot API. The training is the built-in demo, run as a child process:
 // this test binary, re-executed with childEnv set.
 const (
 	childEnv      = "TRAINBOT_TELEGRAM_TEST_CHILD"
@@ -80,16 +84,16 @@ type stack struct {
 	st       *store.Store
 	sup      *trainer.Supervisor
 	tr       *telegram.Transport
-	outbox   *bot.Outbox
-	notifier *bot.Notifier
-	progress *bot.ProgressPublisher
+	pipeline *deliver.Pipeline
+	notifier *notify.Notifier
+	progress *notify.ProgressPublisher
 	logs     *logBuffer
 	stopRun  func() error
 	closed   bool
 }
 
 type stackOptions struct {
-	access   bot.Access
+	access   command.Access
 	job      *trainer.Job
 	interval time.Duration // live progress
 	opts     func(*telegram.Options)
@@ -118,20 +122,32 @@ func newStack(t testing.TB, fake *telegramtest.Server, dir string, so stackOptio
 	if s.tr, err = telegram.New(opts); err != nil {
 		t.Fatal(err)
 	}
-	ts := []bot.Transport{s.tr}
-	s.outbox = bot.NewOutbox(bot.OutboxOptions{Store: s.st, Transports: ts, Logger: logger, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
-	s.outbox.Start()
-	s.notifier = bot.NewNotifier(bot.NotifierOptions{Transports: ts, Subscriptions: s.st, Outbox: s.outbox, Logger: logger, RetryPause: 50 * time.Millisecond})
+	s.pipeline = deliver.New(deliver.Options{Senders: []chat.Sender{s.tr}, Store: s.st, Logger: logger,
+		Policy: deliver.Policy{MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, EphemeralTries: 3, ChartTries: 2, ChartPause: 50 * time.Millisecond}})
+	s.pipeline.Start()
+	s.notifier = notify.New(notify.Options{Post: s.pipeline.Post, Subscriptions: s.st, Logger: logger})
 	s.sup.Subscribe(s.notifier.OnEvent)
 	s.notifier.Start()
 	if so.interval == 0 {
 		so.interval = 100 * time.Millisecond
 	}
-	s.progress = bot.NewProgressPublisher(bot.ProgressOptions{Trainer: s.sup, Transports: ts, Subscriptions: s.st, Interval: so.interval, Logger: logger})
+	s.progress = notify.NewProgressPublisher(notify.ProgressOptions{Trainer: s.sup, Post: s.pipeline.Post, Subscriptions: s.st,
+		InPlace: func(t string) bool { return t == telegram.Name }, Interval: so.interval, Logger: logger})
 	s.sup.Subscribe(s.progress.OnEvent)
 	s.progress.Start()
-	router := &bot.Router{Trainer: s.sup, History: s.st, Logger: logger, Access: so.access, ConfirmStop: map[string]bool{telegram.Name: true}}
-	s.stopRun = run(t, s.tr, router)
+	router := &command.Router{Trainer: s.sup, History: s.st, Logger: logger, Access: so.access, ConfirmStop: map[string]bool{telegram.Name: true}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.tr.Receive(ctx, s.pipeline.Answer(router)) }()
+	s.stopRun = func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(wait):
+			return errors.New("Receive did not return")
+		}
+	}
 	t.Cleanup(func() { s.close(t) })
 	return s
 }
@@ -152,7 +168,7 @@ func (s *stack) close(t testing.TB) {
 	}
 	s.progress.Close(ctx)
 	s.notifier.Close(ctx)
-	s.outbox.Close(ctx)
+	s.pipeline.Close(ctx)
 	if err := s.st.Close(); err != nil {
 		t.Errorf("store: %v", err)
 	}
@@ -204,7 +220,7 @@ const (
 func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
-	s := newStack(t, fake, t.TempDir(), stackOptions{access: bot.Access{Operators: []int64{operator}, Viewers: []int64{viewer}}, job: demoJob(200_000, 10*time.Millisecond)})
+	s := newStack(t, fake, t.TempDir(), stackOptions{access: command.Access{Operators: []int64{operator}, Viewers: []int64{viewer}}, job: demoJob(200_000, 10*time.Millisecond)})
 
 	fake.UserSays(operator, "开始")
 	started := awaitMessage(t, fake, operator, "run #1 started: demo")
@@ -283,7 +299,7 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	}
 	fake.Press(operator, confirm, "/stop 1 confirm")
 	awaitMessage(t, fake, operator, "stopping run #1")
-	// The end report is an alert: it goes through the outbox.
+	// The end report is durable: it goes through the outbox.
 	awaitMessage(t, fake, operator, "run #1 (demo) stopped by user111 (telegram 111)")
 	// The progress message's last edit is the outcome, without buttons.
 	if !fake.Await(wait, func() bool {
@@ -304,9 +320,14 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	ctx := context.Background()
 	var items []store.OutboxItem
 	if !fake.Await(wait, func() bool {
-		items, _ = s.st.OutboxItems(ctx, 10)
-		return len(items) == 1 && !items[0].SentAt.IsZero()
-	}) || items[0].Key != "run:1:ended" {
+		items, _ = s.st.OutboxItems(ctx, 100)
+		for _, it := range items {
+			if it.Key == "run:1:ended" && !it.SentAt.IsZero() {
+				return true
+			}
+		}
+		return false
+	}) {
 		t.Errorf("outbox: %+v", items)
 	}
 	audit, err := s.st.AuditLog(ctx, 100)
@@ -337,7 +358,7 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 func TestStrangersAndViewersAreRefused(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
-	s := newStack(t, fake, t.TempDir(), stackOptions{access: bot.Access{Operators: []int64{operator}, Viewers: []int64{viewer}}, job: demoJob(200_000, 10*time.Millisecond)})
+	s := newStack(t, fake, t.TempDir(), stackOptions{access: command.Access{Operators: []int64{operator}, Viewers: []int64{viewer}}, job: demoJob(200_000, 10*time.Millisecond)})
 
 	fake.UserSays(stranger, "开始")
 	refusal := awaitMessage(t, fake, stranger, "not allowed")
@@ -383,7 +404,7 @@ func TestGroupCommandsAndUnknownWords(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	const group = -100200
-	newStack(t, fake, t.TempDir(), stackOptions{access: bot.Access{Operators: []int64{operator}, Chats: []int64{group}}})
+	newStack(t, fake, t.TempDir(), stackOptions{access: command.Access{Operators: []int64{operator}, Chats: []int64{group}}})
 	fake.GroupSays(group, operator, "/status@TrainTestBot")
 	awaitMessage(t, fake, group, "No run yet")
 	fake.GroupSays(group, operator, "/frobnicate@TrainTestBot")
@@ -396,17 +417,17 @@ func TestGroupCommandsAndUnknownWords(t *testing.T) {
 func Test429StormDelaysButLosesNoAlert(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
-	s := newStack(t, fake, t.TempDir(), stackOptions{access: bot.Access{Operators: []int64{operator}}})
+	s := newStack(t, fake, t.TempDir(), stackOptions{access: command.Access{Operators: []int64{operator}}})
 	ctx := context.Background()
 	if err := s.st.SetSubscribed(ctx, telegram.Name, operator, false); err != nil { // muted: alerts still come
 		t.Fatal(err)
 	}
 	fake.Inject(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.TooManyRequests, RetryAfter: 1, Times: 5})
 	for i := range 5 {
-		s.notifier.Push(bot.Reply{Text: fmt.Sprintf("alert %d: GPU 0 out of memory", i), Kind: bot.KindAlert, Key: fmt.Sprintf("storm:%d", i)})
+		s.notifier.Push(chat.Reply{Text: fmt.Sprintf("alert %d: GPU 0 out of memory", i), Kind: chat.KindAlert, Key: fmt.Sprintf("storm:%d", i)})
 	}
 	// The same alert raised twice is delivered once.
-	s.notifier.Push(bot.Reply{Text: "alert 0: GPU 0 out of memory", Kind: bot.KindAlert, Key: "storm:0"})
+	s.notifier.Push(chat.Reply{Text: "alert 0: GPU 0 out of memory", Kind: chat.KindAlert, Key: "storm:0"})
 	if !fake.Await(30*time.Second, func() bool { return len(fake.Messages(operator)) >= 5 }) {
 		t.Fatalf("got %d of 5 alerts", len(fake.Messages(operator)))
 	}
@@ -441,15 +462,14 @@ func TestAlertSurvivesARestart(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	dir := t.TempDir()
-	access := bot.Access{Operators: []int64{operator}}
-	fast := func(o *telegram.Options) { o.Attempts = 1 }
-	s := newStack(t, fake, dir, stackOptions{access: access, opts: fast})
+	access := command.Access{Operators: []int64{operator}}
+	s := newStack(t, fake, dir, stackOptions{access: access})
 	ctx := context.Background()
 	if err := s.st.SetSubscribed(ctx, telegram.Name, operator, true); err != nil {
 		t.Fatal(err)
 	}
 	fake.Inject(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.ServerError, Times: -1})
-	s.notifier.Push(bot.Reply{Text: "💥 run #7 hit out-of-memory", Kind: bot.KindAlert, Key: "run:7:alert:oom"})
+	s.notifier.Push(chat.Reply{Text: "💥 run #7 hit out-of-memory", Kind: chat.KindAlert, Key: "run:7:alert:oom"})
 	if !fake.Await(wait, func() bool { return len(fake.Requests("sendMessage")) >= 2 }) {
 		t.Fatal("the alert was not tried")
 	}
@@ -458,7 +478,7 @@ func TestAlertSurvivesARestart(t *testing.T) {
 		t.Fatalf("delivered %d while the API was failing", n)
 	}
 	fake.ClearFaults()
-	newStack(t, fake, dir, stackOptions{access: access, opts: fast})
+	newStack(t, fake, dir, stackOptions{access: access})
 	awaitMessage(t, fake, operator, "run #7 hit out-of-memory")
 	if n := count(fake, operator, "out-of-memory"); n != 1 {
 		t.Errorf("delivered %d times", n)
@@ -471,7 +491,7 @@ func TestAlertSurvivesARestart(t *testing.T) {
 func TestScheduledReportIsAMessageWithCharts(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
-	s := newStack(t, fake, t.TempDir(), stackOptions{access: bot.Access{Operators: []int64{operator}}, job: demoJob(200_000, 10*time.Millisecond)})
+	s := newStack(t, fake, t.TempDir(), stackOptions{access: command.Access{Operators: []int64{operator}}, job: demoJob(200_000, 10*time.Millisecond)})
 	fake.UserSays(operator, "订阅")
 	awaitMessage(t, fake, operator, "Subscribed")
 	fake.UserSays(operator, "开始")
@@ -489,10 +509,10 @@ func TestScheduledReportIsAMessageWithCharts(t *testing.T) {
 		t.Fatal("no live progress message")
 	}
 	chart := pngBytes(t, color.White)
-	charts := func(context.Context, *trainer.Run) []bot.Image {
-		return []bot.Image{{Name: "loss.png", PNG: chart, Caption: "run #1 loss"}}
+	charts := func(context.Context, *trainer.Run) []chat.Image {
+		return []chat.Image{{Name: "loss.png", PNG: chart, Caption: "run #1 loss"}}
 	}
-	s.notifier.Push(bot.ReportReply(context.Background(), s.sup, s.st, charts, "morning", time.Now()))
+	s.notifier.Push(notify.ReportReply(context.Background(), s.sup, s.st, charts, "morning", time.Now()))
 	report := awaitMessage(t, fake, operator, "⏰ morning report")
 	if report.ID == prog.ID {
 		t.Error("the report replaced the live progress message")

@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,7 +11,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // Telegram's limits, counted in UTF-16 code units after entity parsing.
@@ -25,36 +24,55 @@ const (
 	maxProgress = 256 // progress messages remembered for editing
 )
 
-// Send delivers a reply to a chat: the text (split at Telegram's limit,
-// escaped for HTML) with the buttons under its last part, then the charts,
-// one photo by sendPhoto or several as one album by sendMediaGroup. A chart
-// that fails after the text went out is reported in the log and in a short
-// note, and does not fail the reply, so a retry never repeats the text.
-// When a reply with a Key fails part-way (its second part, an album), a
-// later Send of it resumes after the messages that went out.
-// KindProgress replies edit the run's progress message in place.
-//
-// Flood control is honoured: calls are paced per chat, a 429 holds the chat
-// back for its retry_after, and temporary failures are retried with a
-// growing pause (progress updates are tried once: the next one replaces
-// them).
-func (t *Transport) Send(ctx context.Context, chat int64, r bot.Reply) error {
-	return t.send(ctx, chat, r, 0)
+// Send makes one attempt to deliver a reply to a chat (chat.Sender): the
+// text, split at Telegram's limit and escaped for HTML, with the buttons
+// under its last part, then the charts, one photo by sendPhoto or several
+// as one album by sendMediaGroup; the first skip of these messages went
+// out in an earlier attempt and are left out. KindProgress replies edit
+// the run's progress message in place. No call is tried again, and
+// nothing waits for Telegram's pace: bot/deliver does both.
+func (t *Transport) Send(ctx context.Context, to int64, r chat.Reply, skip int) (int, error) {
+	if r.Kind == chat.KindProgress {
+		return 0, sendError(t.sendProgress(ctx, to, r))
+	}
+	n, err := t.send(ctx, to, r, skip)
+	return n, sendError(err)
 }
 
-func (t *Transport) send(ctx context.Context, chat int64, r bot.Reply, replyTo int) error {
-	if r.Kind == bot.KindProgress {
-		return t.sendProgress(ctx, chat, r)
+// UploadsCharts reports true: photos and albums are uploads of their own.
+func (t *Transport) UploadsCharts() bool { return true }
+
+// Pace is Telegram's flood limits (core.telegram.org/bots/faq): about one
+// message a second in a chat, 20 a minute in a group, 30 a second in all.
+func (t *Transport) Pace(to int64) (perChat, perSender []chat.Window) {
+	if isGroup(to) {
+		return t.opts.GroupPace, t.opts.GlobalPace
 	}
+	return t.opts.PrivatePace, t.opts.GlobalPace
+}
+
+// Telegram's limits as windows: a private chat gets bursts of 3 and then
+// one a second; a group 3 in any 3 s and 20 in any minute; the bot 30 in
+// any second.
+var (
+	DefaultPrivatePace = []chat.Window{{N: 3, Per: 3 * time.Second}}
+	DefaultGroupPace   = []chat.Window{{N: 3, Per: 3 * time.Second}, {N: 20, Per: time.Minute}}
+	DefaultGlobalPace  = []chat.Window{{N: 30, Per: time.Second}}
+)
+
+// isGroup: group, supergroup and channel ids are negative.
+func isGroup(chat int64) bool { return chat < 0 }
+
+// send sends the messages of r from the skip-th on and returns how many
+// went out in all.
+func (t *Transport) send(ctx context.Context, to int64, r chat.Reply, skip int) (int, error) {
 	markup := t.keyboard(r)
 	text := strings.TrimSpace(r.Text)
 	if text == "" && len(r.Images) > 1 && markup != nil {
 		// An album cannot carry buttons: they go under a line of text.
 		text = fmt.Sprintf("%d charts", len(r.Images))
 	}
-	// A reply that failed part-way is resumed after the messages that went
-	// out, so that the outbox's retry does not repeat them.
-	skip := t.partsSent(chat, r.Key)
+	replyTo := int(r.ReplyTo)
 	sent := 0
 	if text != "" {
 		parts := splitText(text, maxText)
@@ -63,7 +81,7 @@ func (t *Transport) send(ctx context.Context, chat int64, r bot.Reply, replyTo i
 				sent++
 				continue
 			}
-			msg := tgbotapi.NewMessage(chat, escape(part))
+			msg := tgbotapi.NewMessage(to, escape(part))
 			msg.ParseMode = parseMode
 			msg.DisableWebPagePreview = true
 			if i == 0 && replyTo != 0 {
@@ -73,43 +91,26 @@ func (t *Transport) send(ctx context.Context, chat int64, r bot.Reply, replyTo i
 			if i == len(parts)-1 && markup != nil {
 				msg.ReplyMarkup = markup
 			}
-			if _, err := t.sendMessage(ctx, chat, msg); err != nil {
-				t.notePartsSent(chat, r.Key, sent)
-				return err
+			if _, err := t.sendMessage(ctx, msg); err != nil {
+				return sent, err
 			}
 			sent++
 		}
+		replyTo = 0
 	}
 	if len(r.Images) == 0 {
-		t.notePartsSent(chat, r.Key, 0)
-		return nil
+		return sent, nil
 	}
 	var photoMarkup *tgbotapi.InlineKeyboardMarkup
 	if text == "" {
 		photoMarkup = markup
 	}
-	batches, err := t.sendImages(ctx, chat, r.Images, photoMarkup, replyTo, max(skip-sent, 0))
-	if err != nil && text == "" {
-		t.notePartsSent(chat, r.Key, sent+batches)
-		return err
-	}
-	t.notePartsSent(chat, r.Key, 0)
-	if err == nil {
-		return nil
-	}
-	t.log.Warn("chart not sent; the text was", "chat", chat, "run", r.RunID, "err", err)
-	if ctx.Err() == nil {
-		note := tgbotapi.NewMessage(chat, escape("(the chart could not be sent: "+clipUTF16(description(err), 200)+")"))
-		note.ParseMode = parseMode
-		if _, nerr := t.call(ctx, chat, "sendMessage", note, 1); nerr != nil {
-			t.log.Debug("chart failure note not sent", "err", nerr)
-		}
-	}
-	return nil
+	n, err := t.sendImages(ctx, to, r.Images, photoMarkup, replyTo, max(skip-sent, 0))
+	return sent + n, err
 }
 
-func (t *Transport) sendMessage(ctx context.Context, chat int64, msg tgbotapi.MessageConfig) (tgbotapi.Message, error) {
-	res, err := t.call(ctx, chat, "sendMessage", msg, t.opts.Attempts)
+func (t *Transport) sendMessage(ctx context.Context, msg tgbotapi.MessageConfig) (tgbotapi.Message, error) {
+	res, err := t.api.request(ctx, "sendMessage", msg)
 	if err != nil {
 		return tgbotapi.Message{}, err
 	}
@@ -124,7 +125,7 @@ func (t *Transport) sendMessage(ctx context.Context, chat int64, msg tgbotapi.Me
 // ten with sendMediaGroup (a last single one with sendPhoto), leaving out
 // the first skip of these messages. It returns how many of them went out,
 // the skipped ones included.
-func (t *Transport) sendImages(ctx context.Context, chat int64, imgs []bot.Image, markup *tgbotapi.InlineKeyboardMarkup, replyTo, skip int) (int, error) {
+func (t *Transport) sendImages(ctx context.Context, to int64, imgs []chat.Image, markup *tgbotapi.InlineKeyboardMarkup, replyTo, skip int) (int, error) {
 	sent := 0
 	for len(imgs) > 0 {
 		n := min(len(imgs), maxMedia)
@@ -139,7 +140,7 @@ func (t *Transport) sendImages(ctx context.Context, chat int64, imgs []bot.Image
 		}
 		if len(batch) == 1 {
 			img := batch[0]
-			p := tgbotapi.NewPhoto(chat, tgbotapi.FileBytes{Name: imageName(img), Bytes: img.PNG})
+			p := tgbotapi.NewPhoto(to, tgbotapi.FileBytes{Name: imageName(img), Bytes: img.PNG})
 			p.Caption = escape(clipUTF16(img.Caption, maxCaption))
 			p.ParseMode = parseMode
 			p.ReplyToMessageID = replyTo
@@ -147,7 +148,7 @@ func (t *Transport) sendImages(ctx context.Context, chat int64, imgs []bot.Image
 			if len(imgs) == 0 && markup != nil {
 				p.ReplyMarkup = markup
 			}
-			if _, err := t.call(ctx, chat, "sendPhoto", p, t.opts.Attempts); err != nil {
+			if _, err := t.api.request(ctx, "sendPhoto", p); err != nil {
 				return sent, err
 			}
 			sent++
@@ -160,9 +161,9 @@ func (t *Transport) sendImages(ctx context.Context, chat int64, imgs []bot.Image
 			m.ParseMode = parseMode
 			media[i] = m
 		}
-		g := tgbotapi.NewMediaGroup(chat, media)
+		g := tgbotapi.NewMediaGroup(to, media)
 		g.ReplyToMessageID = replyTo
-		if _, err := t.call(ctx, chat, "sendMediaGroup", g, t.opts.Attempts); err != nil {
+		if _, err := t.api.request(ctx, "sendMediaGroup", g); err != nil {
 			return sent, err
 		}
 		sent++
@@ -170,46 +171,7 @@ func (t *Transport) sendImages(ctx context.Context, chat int64, imgs []bot.Image
 	return sent, nil
 }
 
-// partKey names a reply to a chat.
-type partKey struct {
-	chat int64
-	key  string
-}
-
-// maxPartial bounds the replies remembered as sent part-way.
-const maxPartial = 1024
-
-// partsSent is how many messages of the reply with this key went out
-// before an earlier Send of it failed.
-func (t *Transport) partsSent(chat int64, key string) int {
-	if key == "" {
-		return 0
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.partial[partKey{chat, key}]
-}
-
-// notePartsSent remembers that n messages of a reply went out (0: all of
-// them, or none: nothing to resume).
-func (t *Transport) notePartsSent(chat int64, key string, n int) {
-	if key == "" {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k := partKey{chat, key}
-	if n == 0 {
-		delete(t.partial, k)
-		return
-	}
-	if len(t.partial) >= maxPartial { // replies given up on: forget them
-		clear(t.partial)
-	}
-	t.partial[k] = n
-}
-
-func imageName(img bot.Image) string {
+func imageName(img chat.Image) string {
 	if img.Name != "" {
 		return img.Name
 	}
@@ -222,20 +184,21 @@ type progressKey struct {
 }
 
 // sendProgress shows a run's progress as one message: sent the first time,
-// edited in place afterwards. It is tried once: the next update replaces it.
-func (t *Transport) sendProgress(ctx context.Context, chat int64, r bot.Reply) error {
-	k := progressKey{chat: chat, run: r.RunID}
+// edited in place afterwards (a message that can no longer be edited is
+// replaced by a new one).
+func (t *Transport) sendProgress(ctx context.Context, to int64, r chat.Reply) error {
+	k := progressKey{chat: to, run: r.RunID}
 	text := progressHTML(clipUTF16(strings.TrimSpace(r.Text), maxText))
 	markup := t.keyboard(r)
 	t.mu.Lock()
 	id, ok := t.progress[k]
 	t.mu.Unlock()
 	if ok {
-		edit := tgbotapi.NewEditMessageText(chat, id, text)
+		edit := tgbotapi.NewEditMessageText(to, id, text)
 		edit.ParseMode = parseMode
 		edit.DisableWebPagePreview = true
 		edit.ReplyMarkup = markup
-		_, err := t.call(ctx, chat, "editMessageText", edit, 1)
+		_, err := t.api.request(ctx, "editMessageText", edit)
 		switch {
 		case err == nil:
 			return nil
@@ -245,16 +208,16 @@ func (t *Transport) sendProgress(ctx context.Context, chat int64, r bot.Reply) e
 			return err
 		}
 		// The message is gone or too old to edit: start a new one.
-		t.log.Debug("progress message cannot be edited; sending a new one", "chat", chat, "run", r.RunID, "err", err)
+		t.log.Debug("progress message cannot be edited; sending a new one", "chat", to, "run", r.RunID, "err", err)
 	}
-	msg := tgbotapi.NewMessage(chat, text)
+	msg := tgbotapi.NewMessage(to, text)
 	msg.ParseMode = parseMode
 	msg.DisableWebPagePreview = true
 	msg.DisableNotification = true
 	if markup != nil {
 		msg.ReplyMarkup = markup
 	}
-	res, err := t.call(ctx, chat, "sendMessage", msg, 1)
+	res, err := t.api.request(ctx, "sendMessage", msg)
 	if err != nil {
 		return err
 	}
@@ -283,53 +246,10 @@ func progressHTML(s string) string {
 	return out
 }
 
-// call makes one API call for a chat: it waits for the chat's pace, and
-// tries a temporary failure again up to attempts times, after the wait a
-// 429 asked for or a doubling pause.
-func (t *Transport) call(ctx context.Context, chat int64, method string, c tgbotapi.Chattable, attempts int) (json.RawMessage, error) {
-	pause := t.opts.RetryPause
-	for attempt := 1; ; attempt++ {
-		if chat != 0 { // calls that send nothing to a chat are not paced
-			if err := t.pace.wait(ctx, chat); err != nil {
-				return nil, fmt.Errorf("telegram %s: %w", method, err)
-			}
-		}
-		res, err := t.api.request(ctx, method, c)
-		if err == nil {
-			return res, nil
-		}
-		var e *Error
-		retry := time.Duration(0)
-		if errors.As(err, &e) && e.Retry > 0 {
-			retry = e.Retry
-			t.pace.block(chat, time.Now(), retry)
-		}
-		if attempt >= attempts || !temporary(err) || ctx.Err() != nil {
-			return nil, err
-		}
-		if retry > t.opts.MaxRetryWait {
-			return nil, err // let the caller (the outbox) come back later
-		}
-		t.log.Debug("telegram call failed, retrying", "method", method, "chat", chat, "attempt", attempt, "err", err)
-		wait := retry
-		if retry == 0 {
-			wait = pause
-			pause = min(pause*2, 30*time.Second)
-		} else if chat != 0 {
-			wait = 0 // the pacer holds the chat until retry_after has passed
-		}
-		if wait > 0 {
-			if err := bot.Sleep(ctx, wait); err != nil {
-				return nil, fmt.Errorf("telegram %s: %w", method, err)
-			}
-		}
-	}
-}
-
 // keyboard turns the reply's buttons into an inline keyboard. A button
 // under a message about a run acts on that run ("停止" becomes "停止 12"),
 // so pressing it on an old message never touches a newer run.
-func (t *Transport) keyboard(r bot.Reply) *tgbotapi.InlineKeyboardMarkup {
+func (t *Transport) keyboard(r chat.Reply) *tgbotapi.InlineKeyboardMarkup {
 	var rows [][]tgbotapi.InlineKeyboardButton
 	for _, row := range r.Buttons {
 		var out []tgbotapi.InlineKeyboardButton
@@ -357,7 +277,7 @@ func buttonData(data string, runID int64) string {
 	if runID <= 0 || strings.ContainsAny(data, " \t\n") {
 		return data
 	}
-	p := bot.Parse(data)
+	p := chat.Parse(data)
 	if p.Cmd == nil || p.Start || len(p.Args) > 0 || !strings.HasPrefix(p.Cmd.Args, "[run]") {
 		return data
 	}

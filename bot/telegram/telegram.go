@@ -9,12 +9,16 @@
 // before an update is handled, so an update is never handled twice, not even
 // across a restart.
 //
-// Messages and button presses become bot.Messages for the router, one chat
-// at a time in order; replies are sent with inline buttons, charts as
-// photos (several as one album), long text split at Telegram's limit and
-// escaped for HTML. A run's live progress is one message edited in place.
-// Calls are paced per chat within Telegram's flood limits. The token never
-// appears in an error or a log line.
+// As a chat.Receiver, it turns messages and button presses into
+// chat.Messages, one chat at a time in order. As a chat.Sender, each Send
+// is one attempt: text split at Telegram's limit and escaped for HTML,
+// with inline buttons; charts as photos (several as one album), uploaded
+// on the pipeline's side path (chat.ChartUploader); a run's live progress
+// as one message edited in place. It never tries a call again and never
+// waits for Telegram's flood limits: it tells bot/deliver the limits (Pace)
+// and what each failure means (a 429's retry_after, a refusal for good).
+// Every answer is read with a limit (maxAnswer). The token never appears
+// in an error or a log line.
 package telegram
 
 import (
@@ -32,7 +36,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // Name is the transport's name.
@@ -63,19 +67,17 @@ type Options struct {
 	// plus 15 s.
 	HTTPClient *http.Client
 	// Pace per private chat, per group, and for the whole bot (the Default…
-	// rates when zero).
-	PrivateRate, GroupRate, GlobalRate Rate
-	// Attempts is how often one call is tried when it fails for a temporary
-	// reason (default 4); RetryPause is the first pause between tries
-	// (default 1 s; a 429's retry_after replaces it).
-	Attempts   int
-	RetryPause time.Duration
-	// MaxRetryWait is the longest retry_after waited within one Send
-	// (default 60 s); a longer one fails the Send with the wait in the error,
-	// for the outbox to come back later.
-	MaxRetryWait time.Duration
-	// MaxPollBackoff caps the pause between failed polls (default 60 s).
+	// limits when nil), kept by bot/deliver.
+	PrivatePace, GroupPace, GlobalPace []chat.Window
+	// RetryPause is the first pause after a failed poll (default 1 s; a
+	// 429's retry_after replaces it); it doubles up to MaxPollBackoff
+	// (default 60 s).
+	RetryPause     time.Duration
 	MaxPollBackoff time.Duration
+	// MinPoll is the least time between two polls (default 1 s): a server
+	// that answers getUpdates at once with nothing is not asked again and
+	// again.
+	MinPoll time.Duration
 	// HandleGrace is how long messages being handled may take to finish
 	// after Run is asked to stop (default 10 s).
 	HandleGrace time.Duration
@@ -86,19 +88,20 @@ type Transport struct {
 	opts Options
 	log  *slog.Logger
 	api  *api
-	pace *pacer
 
 	mu            sync.Mutex
 	self          tgbotapi.User
 	seenChats     map[int64]bool      // chats logged since the start
 	progress      map[progressKey]int // progress message per chat and run
 	progressOrder []progressKey
-	partial       map[partKey]int // messages of a reply sent before it failed
 }
 
 var (
-	_ bot.Transport       = (*Transport)(nil)
-	_ bot.InPlaceProgress = (*Transport)(nil)
+	_ chat.Receiver        = (*Transport)(nil)
+	_ chat.Sender          = (*Transport)(nil)
+	_ chat.ChartUploader   = (*Transport)(nil)
+	_ chat.InPlaceProgress = (*Transport)(nil)
+	_ chat.Paced           = (*Transport)(nil)
 )
 
 // New returns a transport. It makes no call: Run checks the token.
@@ -128,23 +131,20 @@ func New(opts Options) (*Transport, error) {
 	if opts.HTTPClient.Timeout != 0 && opts.HTTPClient.Timeout <= opts.PollTimeout {
 		return nil, fmt.Errorf("telegram: the HTTP client's timeout (%s) must be longer than the poll timeout (%s)", opts.HTTPClient.Timeout, opts.PollTimeout)
 	}
-	if opts.PrivateRate == (Rate{}) {
-		opts.PrivateRate = DefaultPrivateRate
+	if opts.PrivatePace == nil {
+		opts.PrivatePace = DefaultPrivatePace
 	}
-	if opts.GroupRate == (Rate{}) {
-		opts.GroupRate = DefaultGroupRate
+	if opts.GroupPace == nil {
+		opts.GroupPace = DefaultGroupPace
 	}
-	if opts.GlobalRate == (Rate{}) {
-		opts.GlobalRate = DefaultGlobalRate
-	}
-	if opts.Attempts <= 0 {
-		opts.Attempts = 4
+	if opts.GlobalPace == nil {
+		opts.GlobalPace = DefaultGlobalPace
 	}
 	if opts.RetryPause <= 0 {
 		opts.RetryPause = time.Second
 	}
-	if opts.MaxRetryWait <= 0 {
-		opts.MaxRetryWait = time.Minute
+	if opts.MinPoll <= 0 {
+		opts.MinPoll = time.Second
 	}
 	if opts.MaxPollBackoff <= 0 {
 		opts.MaxPollBackoff = time.Minute
@@ -156,9 +156,7 @@ func New(opts Options) (*Transport, error) {
 		opts:     opts,
 		log:      opts.Logger.With("transport", Name),
 		api:      newAPI(opts.Token, opts.APIEndpoint, opts.HTTPClient),
-		pace:     newPacer(opts.PrivateRate, opts.GroupRate, opts.GlobalRate),
 		progress: map[progressKey]int{},
-		partial:  map[partKey]int{},
 	}, nil
 }
 
@@ -175,11 +173,12 @@ func (t *Transport) Self() tgbotapi.User {
 	return t.self
 }
 
-// Run connects (checking the token, retrying while Telegram cannot be
-// reached), registers the command menu, and answers updates until ctx
-// ends. It returns an error only when Telegram refuses the token.
-// Messages being handled when ctx ends get HandleGrace to finish.
-func (t *Transport) Run(ctx context.Context, h bot.Handler) error {
+// Receive connects (checking the token, retrying while Telegram cannot be
+// reached), registers the command menu, and delivers updates until ctx
+// ends. It returns an error only when Telegram refuses the token: a
+// chat.PermanentError (only a new config and a restart help). Messages
+// being handled when ctx ends get HandleGrace to finish.
+func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, chat.Message)) error {
 	me, err := t.connect(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -203,7 +202,7 @@ func (t *Transport) Run(ctx context.Context, h bot.Handler) error {
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 	d := &dispatcher{queues: map[int64][]tgbotapi.Update{}, log: t.log,
-		handle: func(u tgbotapi.Update) { t.handleUpdate(hctx, h, u) }}
+		handle: func(u tgbotapi.Update) { t.handleUpdate(hctx, deliver, u) }}
 
 	offset, news := t.loadOffset(ctx, me.ID)
 	offset, err = t.poll(ctx, me.ID, offset, news, d)
@@ -236,16 +235,16 @@ func (t *Transport) connect(ctx context.Context) (tgbotapi.User, error) {
 		}
 		switch apiCode(err) {
 		case 401:
-			return tgbotapi.User{}, fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err)
+			return tgbotapi.User{}, chat.Permanent("Telegram refused the token", fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err))
 		case 404:
-			return tgbotapi.User{}, fmt.Errorf("no such bot (%w): check [telegram] token and api_endpoint", err)
+			return tgbotapi.User{}, chat.Permanent("Telegram knows no such bot", fmt.Errorf("no such bot (%w): check [telegram] token and api_endpoint", err))
 		}
 		wait := pause
-		if ra, ok := bot.RetryAfter(err); ok {
+		if ra := retryAfter(err); ra > 0 {
 			wait = ra
 		}
 		t.log.Warn("cannot reach Telegram; retrying", "retry_in", wait, "err", err)
-		if err := bot.Sleep(ctx, wait); err != nil {
+		if err := chat.Sleep(ctx, wait); err != nil {
 			return tgbotapi.User{}, err
 		}
 		pause = min(pause*2, t.opts.MaxPollBackoff)
@@ -255,11 +254,11 @@ func (t *Transport) connect(ctx context.Context) (tgbotapi.User, error) {
 // registerCommands sets the command menu: the English commands with Chinese
 // descriptions that also give the Chinese word, which works as plain text.
 func (t *Transport) registerCommands(ctx context.Context) {
-	cmds := make([]tgbotapi.BotCommand, 0, len(bot.Commands))
-	for _, c := range bot.Commands {
+	cmds := make([]tgbotapi.BotCommand, 0, len(chat.Commands))
+	for _, c := range chat.Commands {
 		cmds = append(cmds, tgbotapi.BotCommand{Command: c.Name, Description: CommandDescription(c)})
 	}
-	if _, err := t.call(ctx, 0, "setMyCommands", tgbotapi.NewSetMyCommands(cmds...), t.opts.Attempts); err != nil {
+	if _, err := t.api.request(ctx, "setMyCommands", tgbotapi.NewSetMyCommands(cmds...)); err != nil {
 		t.log.Warn("command menu not registered", "err", err)
 		return
 	}
@@ -268,7 +267,7 @@ func (t *Transport) registerCommands(ctx context.Context) {
 
 // CommandDescription is a command's line in Telegram's menu:
 // "开始训练（也可发“开始”）".
-func CommandDescription(c bot.Command) string {
+func CommandDescription(c chat.Command) string {
 	return fmt.Sprintf("%s（也可发“%s”）", c.HelpZH, c.Chinese)
 }
 
@@ -290,6 +289,7 @@ func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Tim
 			offset = 0
 		}
 		cfg := tgbotapi.UpdateConfig{Offset: int(offset), Limit: 100, Timeout: int(t.opts.PollTimeout / time.Second), AllowedUpdates: allowedUpdates}
+		began := time.Now()
 		res, err := t.api.request(ctx, "getUpdates", cfg)
 		var updates []tgbotapi.Update
 		if err == nil {
@@ -300,10 +300,10 @@ func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Tim
 				return offset, nil
 			}
 			if apiCode(err) == 401 {
-				return offset, fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err)
+				return offset, chat.Permanent("Telegram refused the token", fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err))
 			}
 			wait := pause
-			if ra, ok := bot.RetryAfter(err); ok {
+			if ra := retryAfter(err); ra > 0 {
 				wait = ra
 			}
 			msg := "getUpdates failed; retrying"
@@ -311,13 +311,20 @@ func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Tim
 				msg = "getUpdates conflict: another trainbot uses this token, or a webhook is set (deleteWebhook removes it); retrying"
 			}
 			t.log.Warn(msg, "retry_in", wait, "err", err)
-			if bot.Sleep(ctx, wait) != nil {
+			if chat.Sleep(ctx, wait) != nil {
 				return offset, nil
 			}
 			pause = min(pause*2, t.opts.MaxPollBackoff)
 			continue
 		}
 		pause = t.opts.RetryPause
+		if len(updates) == 0 {
+			// A long poll that came back at once with nothing (a server
+			// without long polling, a proxy): not asked again at once.
+			if chat.Sleep(ctx, t.opts.MinPoll-time.Since(began)) != nil {
+				return offset, nil
+			}
+		}
 		var fresh []tgbotapi.Update
 		next := offset
 		for _, u := range updates {
@@ -430,8 +437,8 @@ func chatOf(u tgbotapi.Update) int64 {
 	return 0
 }
 
-// handleUpdate answers one update; it never panics.
-func (t *Transport) handleUpdate(ctx context.Context, h bot.Handler, u tgbotapi.Update) {
+// handleUpdate delivers one update; it never panics.
+func (t *Transport) handleUpdate(ctx context.Context, deliver func(context.Context, chat.Message), u tgbotapi.Update) {
 	defer func() {
 		if v := recover(); v != nil {
 			t.log.Error("panic while handling an update", "update", u.UpdateID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
@@ -439,9 +446,9 @@ func (t *Transport) handleUpdate(ctx context.Context, h bot.Handler, u tgbotapi.
 	}()
 	switch {
 	case u.CallbackQuery != nil:
-		t.handleCallback(ctx, h, u.CallbackQuery)
+		t.handleCallback(ctx, deliver, u.CallbackQuery)
 	case u.Message != nil:
-		t.handleMessage(ctx, h, u.Message)
+		t.handleMessage(ctx, deliver, u.Message)
 	case u.EditedMessage != nil:
 		t.log.Debug("edited message ignored", "update", u.UpdateID)
 	default:
@@ -449,7 +456,7 @@ func (t *Transport) handleUpdate(ctx context.Context, h bot.Handler, u tgbotapi.
 	}
 }
 
-func (t *Transport) handleMessage(ctx context.Context, h bot.Handler, m *tgbotapi.Message) {
+func (t *Transport) handleMessage(ctx context.Context, deliver func(context.Context, chat.Message), m *tgbotapi.Message) {
 	if m.From == nil || m.Chat == nil || m.Chat.IsChannel() {
 		return
 	}
@@ -464,18 +471,7 @@ func (t *Transport) handleMessage(ctx context.Context, h bot.Handler, m *tgbotap
 		return
 	}
 	t.noteChat(m.Chat, m.From)
-	msg := bot.Message{Transport: Name, Chat: m.Chat.ID, User: user(m.From), Text: text, Group: group}
-	reply := h.Handle(ctx, msg)
-	if reply.Empty() {
-		return
-	}
-	replyTo := 0
-	if group {
-		replyTo = m.MessageID
-	}
-	if err := t.send(ctx, m.Chat.ID, reply, replyTo); err != nil {
-		t.log.Error("reply not sent", "chat", m.Chat.ID, "err", err)
-	}
+	deliver(ctx, chat.Message{Transport: Name, Chat: m.Chat.ID, ID: int64(m.MessageID), User: user(m.From), Text: text, Group: group})
 }
 
 // addressed returns the text of a message meant for this bot. A command
@@ -505,34 +501,27 @@ func (t *Transport) addressed(m *tgbotapi.Message, group bool) (string, bool) {
 	if m.ReplyToMessage != nil && m.ReplyToMessage.From != nil && m.ReplyToMessage.From.ID == self.ID {
 		return text, true
 	}
-	if bot.Parse(text).Cmd != nil {
+	if chat.Parse(text).Cmd != nil {
 		return text, true
 	}
 	return "", false
 }
 
 // handleCallback answers a button press at once (so the button stops
-// spinning), then feeds the button's data to the router as a message.
-func (t *Transport) handleCallback(ctx context.Context, h bot.Handler, q *tgbotapi.CallbackQuery) {
-	if _, err := t.call(ctx, 0, "answerCallbackQuery", tgbotapi.NewCallback(q.ID, ""), 2); err != nil {
+// spinning; one attempt), then delivers the button's data as a message.
+func (t *Transport) handleCallback(ctx context.Context, deliver func(context.Context, chat.Message), q *tgbotapi.CallbackQuery) {
+	if _, err := t.api.request(ctx, "answerCallbackQuery", tgbotapi.NewCallback(q.ID, "")); err != nil {
 		t.log.Debug("callback not answered", "err", err)
 	}
 	if q.From == nil || strings.TrimSpace(q.Data) == "" {
 		return
 	}
-	chat, group := q.From.ID, false
+	id, group := q.From.ID, false
 	if q.Message != nil && q.Message.Chat != nil {
-		chat = q.Message.Chat.ID
+		id = q.Message.Chat.ID
 		group = q.Message.Chat.IsGroup() || q.Message.Chat.IsSuperGroup()
 	}
-	msg := bot.Message{Transport: Name, Chat: chat, User: user(q.From), Text: q.Data, Callback: true, Group: group}
-	reply := h.Handle(ctx, msg)
-	if reply.Empty() {
-		return
-	}
-	if err := t.send(ctx, chat, reply, 0); err != nil {
-		t.log.Error("reply not sent", "chat", chat, "err", err)
-	}
+	deliver(ctx, chat.Message{Transport: Name, Chat: id, User: user(q.From), Text: q.Data, Callback: true, Group: group})
 }
 
 // noteChat logs the first message of each chat since the start, with the
@@ -552,12 +541,12 @@ func (t *Transport) noteChat(c *tgbotapi.Chat, from *tgbotapi.User) {
 	}
 }
 
-func user(u *tgbotapi.User) bot.User {
+func user(u *tgbotapi.User) chat.User {
 	name := u.UserName
 	if name == "" {
 		name = strings.TrimSpace(u.FirstName + " " + u.LastName)
 	}
-	return bot.User{ID: u.ID, Name: name}
+	return chat.User{ID: u.ID, Name: name}
 }
 
 // maxQueue bounds the updates waiting in one chat; more are dropped.

@@ -19,7 +19,8 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
 	"github.com/trainbot/trainbot/store"
@@ -59,16 +60,20 @@ func testOptions(fake *telegramtest.Server, logs *logBuffer) telegram.Options {
 }
 
 func optionsFor(token, endpoint string, logs *logBuffer) telegram.Options {
-	fast := telegram.Rate{Every: time.Millisecond, Burst: 100}
+	fast := []chat.Window{{N: 1000, Per: time.Millisecond}}
 	return telegram.Options{
 		Token: token, APIEndpoint: endpoint, PollTimeout: time.Second, Logger: newLogger(logs),
-		PrivateRate: fast, GroupRate: fast, GlobalRate: fast,
+		PrivatePace: fast, GroupPace: fast, GlobalPace: fast,
 		RetryPause: 20 * time.Millisecond, MaxPollBackoff: 200 * time.Millisecond, HandleGrace: 2 * time.Second,
 	}
 }
 
-// start runs a transport until the test ends.
-func start(t *testing.T, opts telegram.Options, h bot.Handler) *telegram.Transport {
+// fastRetries keeps the tests quick; the chart path keeps its real shape.
+var fastRetries = deliver.Policy{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, EphemeralTries: 3, ChartTries: 2, ChartPause: 50 * time.Millisecond}
+
+// start runs a transport, its answers delivered by a pipeline, until the
+// test ends.
+func start(t *testing.T, opts telegram.Options, h chat.Handler) *telegram.Transport {
 	t.Helper()
 	tr, err := telegram.New(opts)
 	if err != nil {
@@ -79,12 +84,21 @@ func start(t *testing.T, opts telegram.Options, h bot.Handler) *telegram.Transpo
 	return tr
 }
 
-// run starts tr.Run and returns a func that stops it and returns its error.
-func run(t testing.TB, tr *telegram.Transport, h bot.Handler) func() error {
+// run starts tr.Receive, answering with h through a pipeline of its own,
+// and returns a func that stops both and returns Receive's error.
+func run(t testing.TB, tr *telegram.Transport, h chat.Handler) func() error {
 	t.Helper()
+	return runWith(t, tr, h, deliver.Options{Policy: fastRetries})
+}
+
+func runWith(t testing.TB, tr *telegram.Transport, h chat.Handler, o deliver.Options) func() error {
+	t.Helper()
+	o.Senders = []chat.Sender{tr}
+	p := deliver.New(o)
+	p.Start()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- tr.Run(ctx, h) }()
+	go func() { done <- tr.Receive(ctx, p.Answer(h)) }()
 	var once sync.Once
 	var err error
 	return func() error {
@@ -93,35 +107,42 @@ func run(t testing.TB, tr *telegram.Transport, h bot.Handler) func() error {
 			select {
 			case err = <-done:
 			case <-time.After(wait):
-				err = errors.New("Run did not return")
+				err = errors.New("Receive did not return")
 			}
+			p.Close(context.Background())
 		})
 		return err
 	}
 }
 
+// sendAll makes one attempt at the whole reply.
+func sendAll(tr *telegram.Transport, to int64, r chat.Reply) error {
+	_, err := tr.Send(context.Background(), to, r, 0)
+	return err
+}
+
 // recorder is a handler that remembers what it got and answers with reply.
 type recorder struct {
 	mu    sync.Mutex
-	got   []bot.Message
-	reply func(bot.Message) bot.Reply
+	got   []chat.Message
+	reply func(chat.Message) chat.Reply
 }
 
-func (r *recorder) Handle(_ context.Context, m bot.Message) bot.Reply {
+func (r *recorder) Handle(_ context.Context, m chat.Message) chat.Reply {
 	r.mu.Lock()
 	r.got = append(r.got, m)
 	f := r.reply
 	r.mu.Unlock()
 	if f == nil {
-		return bot.Reply{Text: "echo: " + m.Text}
+		return chat.Reply{Text: "echo: " + m.Text}
 	}
 	return f(m)
 }
 
-func (r *recorder) messages() []bot.Message {
+func (r *recorder) messages() []chat.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]bot.Message(nil), r.got...)
+	return append([]chat.Message(nil), r.got...)
 }
 
 func awaitMessages(t *testing.T, fake *telegramtest.Server, chat int64, n int) []telegramtest.Message {
@@ -157,8 +178,8 @@ func TestConnectRegistersCommands(t *testing.T) {
 		t.Fatal("setMyCommands was not called")
 	}
 	cmds := fake.Commands()
-	if len(cmds) != len(bot.Commands) {
-		t.Errorf("got %d commands, want %d", len(cmds), len(bot.Commands))
+	if len(cmds) != len(chat.Commands) {
+		t.Errorf("got %d commands, want %d", len(cmds), len(chat.Commands))
 	}
 	for _, c := range cmds {
 		if c.Command == "train" && (!strings.Contains(c.Description, "开始训练") || !strings.Contains(c.Description, "开始")) {
@@ -177,8 +198,8 @@ func TestReplyButtonsAndEscaping(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	var logs logBuffer
-	rec := &recorder{reply: func(m bot.Message) bot.Reply {
-		return bot.Reply{Text: "loss < 0.5 & <b>bold?</b>", RunID: 7, Buttons: [][]bot.Button{{{Label: "停止 Stop", Data: "停止"}, {Label: "状态 Status", Data: "状态"}}}}
+	rec := &recorder{reply: func(m chat.Message) chat.Reply {
+		return chat.Reply{Text: "loss < 0.5 & <b>bold?</b>", RunID: 7, Buttons: [][]chat.Button{{{Label: "停止 Stop", Data: "停止"}, {Label: "状态 Status", Data: "状态"}}}}
 	}}
 	start(t, testOptions(fake, &logs), rec)
 	fake.UserSays(111, "状态")
@@ -201,8 +222,8 @@ func TestLongTextIsSplit(t *testing.T) {
 	defer fake.Close()
 	var logs logBuffer
 	long := strings.Repeat("step 100 loss 0.1234 <x>\n", 400) // 10,000 characters
-	rec := &recorder{reply: func(bot.Message) bot.Reply {
-		return bot.Reply{Text: long, Buttons: [][]bot.Button{{{Label: "帮助", Data: "帮助"}}}}
+	rec := &recorder{reply: func(chat.Message) chat.Reply {
+		return chat.Reply{Text: long, Buttons: [][]chat.Button{{{Label: "帮助", Data: "帮助"}}}}
 	}}
 	start(t, testOptions(fake, &logs), rec)
 	fake.UserSays(5, "日志 400")
@@ -239,27 +260,27 @@ func (f *failNth) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // TestRetriedLongReplyResumes: when a long reply fails after its first part
-// went out, trying it again (the outbox does) sends the rest, not the first
-// part twice.
+// went out, Send says how far it got, and the next attempt (the lane's)
+// sends the rest, not the first part twice.
 func TestRetriedLongReplyResumes(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	var logs logBuffer
 	opts := testOptions(fake, &logs)
-	opts.Attempts = 1
 	opts.HTTPClient = &http.Client{Transport: &failNth{method: "sendMessage", n: 2}}
 	tr, err := telegram.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("step 100 loss 0.1234 <x>\n", 400) // 10,000 characters: 3 parts
-	r := bot.Reply{Text: long, Kind: bot.KindAlert, Key: "run:7:ended", Buttons: [][]bot.Button{{{Label: "帮助", Data: "帮助"}}}}
+	r := chat.Reply{Text: long, Kind: chat.KindAlert, Key: "run:7:ended", Buttons: [][]chat.Button{{{Label: "帮助", Data: "帮助"}}}}
 	ctx := context.Background()
-	if err := tr.Send(ctx, 5, r); err == nil {
-		t.Fatal("the second part failed, so Send should fail")
+	done, err := tr.Send(ctx, 5, r, 0)
+	if err == nil || done != 1 || chat.IsPermanent(err) {
+		t.Fatalf("the second part failed: got %d sent and %v, want 1 and a temporary error", done, err)
 	}
-	if err := tr.Send(ctx, 5, r); err != nil {
-		t.Fatal(err)
+	if n, err := tr.Send(ctx, 5, r, done); err != nil || n != 3 {
+		t.Fatalf("second attempt: %d %v", n, err)
 	}
 	msgs := fake.Messages(5)
 	var joined strings.Builder
@@ -272,12 +293,8 @@ func TestRetriedLongReplyResumes(t *testing.T) {
 	if len(msgs) == 3 && (msgs[2].Markup == nil || msgs[0].Markup != nil) {
 		t.Error("the buttons belong under the last part")
 	}
-	// A reply delivered in full starts from its first part when sent again.
-	if err := tr.Send(ctx, 5, r); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(fake.Messages(5)); n != 6 {
-		t.Errorf("got %d messages after sending the reply again, want 6", n)
+	if sendAll(tr, 5, r) != nil || len(fake.Messages(5)) != 6 {
+		t.Errorf("a reply sent from its first part again: %d messages, want 6", len(fake.Messages(5)))
 	}
 }
 
@@ -316,7 +333,7 @@ func TestIgnoredUpdatesNeverCrash(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	var logs logBuffer
-	rec := &recorder{reply: func(m bot.Message) bot.Reply { return bot.Reply{Text: "ok"} }}
+	rec := &recorder{reply: func(m chat.Message) chat.Reply { return chat.Reply{Text: "ok"} }}
 	start(t, testOptions(fake, &logs), rec)
 	from := telegramtest.User(9)
 	chat := &tgbotapi.Chat{ID: 9, Type: "private"}
@@ -381,11 +398,11 @@ func TestHandlerPanicDoesNotStopTheBot(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	var logs logBuffer
-	rec := &recorder{reply: func(m bot.Message) bot.Reply {
+	rec := &recorder{reply: func(m chat.Message) chat.Reply {
 		if m.Text == "boom" {
 			panic("handler bug")
 		}
-		return bot.Reply{Text: "fine"}
+		return chat.Reply{Text: "fine"}
 	}}
 	start(t, testOptions(fake, &logs), rec)
 	fake.UserSays(3, "boom")
@@ -418,10 +435,10 @@ func TestCallbackIsAnswered(t *testing.T) {
 	}
 }
 
-// TestCallWithoutChatHonoursRetryAfter: calls that send nothing to a chat
-// (answerCallbackQuery, setMyCommands) are not paced, but a 429 still makes
-// them wait its retry_after before the next try.
-func TestCallWithoutChatHonoursRetryAfter(t *testing.T) {
+// TestCallsWithoutAChatAreTriedOnce: answerCallbackQuery and setMyCommands
+// send nothing to a chat; like every call, each is one attempt, and a 429
+// on them holds back nothing.
+func TestCallsWithoutAChatAreTriedOnce(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	var logs logBuffer
@@ -430,19 +447,15 @@ func TestCallWithoutChatHonoursRetryAfter(t *testing.T) {
 	start(t, testOptions(fake, &logs), &recorder{})
 	fake.UserSays(11, "开始")
 	msgs := awaitMessages(t, fake, 11, 1)
-	q := fake.Press(11, msgs[0], "状态 3")
-	if !fake.Await(wait, func() bool { return fake.Answered(q) && len(fake.Commands()) > 0 }) {
-		t.Fatal("the callback was not answered or the menu not registered")
-	}
+	fake.Press(11, msgs[0], "状态 3")
+	awaitMessages(t, fake, 11, 2)
 	for _, method := range []string{"setMyCommands", "answerCallbackQuery"} {
-		reqs := fake.Requests(method)
-		if len(reqs) != 2 || reqs[0].Status != 429 || reqs[1].Status != 200 {
-			t.Errorf("%s: got %d calls: %+v", method, len(reqs), reqs)
-			continue
+		if reqs := fake.Requests(method); len(reqs) != 1 || reqs[0].Status != 429 {
+			t.Errorf("%s: got %d calls: %+v, want the one refused", method, len(reqs), reqs)
 		}
-		if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
-			t.Errorf("%s tried again after %v, before the 1 s retry_after", method, gap)
-		}
+	}
+	if !strings.Contains(logs.String(), "command menu not registered") {
+		t.Error("the menu's failure should be logged")
 	}
 }
 
@@ -456,11 +469,11 @@ func TestPhotoAndAlbum(t *testing.T) {
 	}
 	ctx := context.Background()
 	loss, mem := pngBytes(t, color.RGBA{R: 200, A: 255}), pngBytes(t, color.RGBA{B: 200, A: 255})
-	if err := tr.Send(ctx, 21, bot.Reply{Images: []bot.Image{{Name: "run-1-loss.png", PNG: loss, Caption: "run #1 loss <raw & smoothed>"}}}); err != nil {
-		t.Fatal(err)
+	if n, err := tr.Send(ctx, 21, chat.Reply{Images: []chat.Image{{Name: "run-1-loss.png", PNG: loss, Caption: "run #1 loss <raw & smoothed>"}}}, 0); err != nil || n != 1 {
+		t.Fatal(n, err)
 	}
-	if err := tr.Send(ctx, 21, bot.Reply{Images: []bot.Image{{Name: "loss.png", PNG: loss, Caption: "loss"}, {Name: "memory.png", PNG: mem, Caption: "GPU memory"}}}); err != nil {
-		t.Fatal(err)
+	if n, err := tr.Send(ctx, 21, chat.Reply{Images: []chat.Image{{Name: "loss.png", PNG: loss, Caption: "loss"}, {Name: "memory.png", PNG: mem, Caption: "GPU memory"}}}, 0); err != nil || n != 1 {
+		t.Fatal(n, err)
 	}
 	if n := len(fake.Requests("sendPhoto")); n != 1 {
 		t.Errorf("sendPhoto calls: got %d, want 1", n)
@@ -491,30 +504,34 @@ func TestPhotoAndAlbum(t *testing.T) {
 	}
 }
 
-func TestSendKeepsTelegramsPace(t *testing.T) {
+// TestDeliveryKeepsTelegramsPace: the limits Telegram's Pace gives are kept
+// by the pipeline: three at once in a chat, then no more than three in any
+// 3 s; another chat is not held up.
+func TestDeliveryKeepsTelegramsPace(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	var logs logBuffer
 	opts := testOptions(fake, &logs)
-	opts.PrivateRate, opts.GroupRate = telegram.DefaultPrivateRate, telegram.DefaultGroupRate
+	opts.PrivatePace, opts.GroupPace, opts.GlobalPace = telegram.DefaultPrivatePace, telegram.DefaultGroupPace, telegram.DefaultGlobalPace
 	tr, err := telegram.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := deliver.New(deliver.Options{Senders: []chat.Sender{tr}, Policy: fastRetries})
+	p.Start()
+	defer p.Close(context.Background())
 	for i := range 5 {
-		if err := tr.Send(context.Background(), 77, bot.Reply{Text: fmt.Sprint("alert ", i)}); err != nil {
-			t.Fatal(err)
-		}
+		p.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: 77}, Reply: chat.Reply{Text: fmt.Sprint("alert ", i)}, Durable: true})
 	}
-	reqs := fake.Requests("sendMessage")
-	if len(reqs) != 5 {
-		t.Fatalf("got %d calls", len(reqs))
+	p.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: 78}, Reply: chat.Reply{Text: "other chat"}, Durable: true})
+	msgs := awaitMessages(t, fake, 77, 5)
+	other := awaitMessages(t, fake, 78, 1)
+	if other[0].Sent.Sub(msgs[0].Sent) > time.Second {
+		t.Errorf("the other chat waited %s for the first one's pace", other[0].Sent.Sub(msgs[0].Sent))
 	}
-	// Three at once, then one a second.
-	for i, min := range []time.Duration{0, 0, 0, time.Second, 2 * time.Second} {
-		// The first call's own round trip counts against the pause: allow 200 ms.
-		if gap := reqs[i].At.Sub(reqs[0].At); gap < min-200*time.Millisecond {
-			t.Errorf("message %d went %v after the first, want at least %v", i, gap, min)
+	for i := 3; i < len(msgs); i++ {
+		if gap := msgs[i].Sent.Sub(msgs[i-3].Sent); gap < 3*time.Second-50*time.Millisecond {
+			t.Errorf("messages %d and %d went %s apart: 4 within 3 s", i-3, i, gap)
 		}
 	}
 }
@@ -529,15 +546,22 @@ func TestUpload429HonoursRetryAfter(t *testing.T) {
 	}
 	// The library reports an upload's 429 with Code 0: only RetryAfter says it.
 	fake.Inject(telegramtest.Fault{Method: "sendPhoto", Kind: telegramtest.TooManyRequests, RetryAfter: 1})
-	err = tr.Send(context.Background(), 31, bot.Reply{Images: []bot.Image{{PNG: pngBytes(t, color.Black), Caption: "c"}}})
-	if err != nil {
-		t.Fatal(err)
+	_, err = tr.Send(context.Background(), 31, chat.Reply{Images: []chat.Image{{PNG: pngBytes(t, color.Black), Caption: "c"}}}, 0)
+	if permanent, after := chat.Classify(err); permanent || after != time.Second {
+		t.Fatalf("got %v (permanent %v, after %s), want a retry after 1s", err, permanent, after)
 	}
+	// Through the pipeline: the chart goes once the retry_after passed.
+	p := deliver.New(deliver.Options{Senders: []chat.Sender{tr}, Policy: fastRetries})
+	p.Start()
+	defer p.Close(context.Background())
+	fake.Inject(telegramtest.Fault{Method: "sendPhoto", Kind: telegramtest.TooManyRequests, RetryAfter: 1})
+	p.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: 31}, Reply: chat.Reply{Images: []chat.Image{{PNG: pngBytes(t, color.Black), Caption: "c"}}}, Durable: true})
+	awaitMessages(t, fake, 31, 1)
 	reqs := fake.Requests("sendPhoto")
-	if len(reqs) != 2 || reqs[0].Status != 429 || reqs[1].Status != 200 {
+	if len(reqs) != 3 || reqs[1].Status != 429 || reqs[2].Status != 200 {
 		t.Fatalf("got %d sendPhoto calls: %+v", len(reqs), reqs)
 	}
-	if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
+	if gap := reqs[2].At.Sub(reqs[1].At); gap < time.Second {
 		t.Errorf("tried again after %v, before the 1 s retry_after", gap)
 	}
 }
@@ -550,11 +574,13 @@ func TestServerErrorsAndDroppedConnectionsAreRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := deliver.New(deliver.Options{Senders: []chat.Sender{tr}, Policy: fastRetries})
+	p.Start()
+	defer p.Close(context.Background())
 	fake.Inject(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.ServerError})
 	fake.Inject(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.Drop})
-	if err := tr.Send(context.Background(), 41, bot.Reply{Text: "hello"}); err != nil {
-		t.Fatal(err)
-	}
+	p.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: 41}, Reply: chat.Reply{Text: "hello"}, Durable: true})
+	awaitMessages(t, fake, 41, 1)
 	reqs := fake.Requests("sendMessage")
 	if len(reqs) != 3 || reqs[0].Fault != telegramtest.ServerError || reqs[1].Fault != telegramtest.Drop {
 		t.Errorf("calls: %+v", reqs)
@@ -562,11 +588,11 @@ func TestServerErrorsAndDroppedConnectionsAreRetried(t *testing.T) {
 	if msgs := fake.Messages(41); len(msgs) != 1 || msgs[0].Text != "hello" {
 		t.Errorf("delivered %+v", msgs)
 	}
-	// A permanent error is not retried.
-	err = tr.Send(context.Background(), 0, bot.Reply{Text: "to nowhere"})
+	// A refusal is permanent, with the reason.
+	err = sendAll(tr, 0, chat.Reply{Text: "to nowhere"})
 	var te *telegram.Error
-	if !errors.As(err, &te) || te.Code != 400 {
-		t.Errorf("got %v, want a 400 telegram.Error", err)
+	if !errors.As(err, &te) || te.Code != 400 || !chat.IsPermanent(err) || chat.ReasonOf(err) != "Telegram answered 400 to sendMessage" {
+		t.Errorf("got %v, want a permanent 400 telegram.Error", err)
 	}
 	if strings.Contains(logs.String(), token) || strings.Contains(err.Error(), token) {
 		t.Error("the token leaked")
@@ -584,7 +610,7 @@ func TestSlowAnswerIsCancelled(t *testing.T) {
 	fake.Inject(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.Slow, Delay: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err = tr.Send(ctx, 51, bot.Reply{Text: "late"})
+	_, err = tr.Send(ctx, 51, chat.Reply{Text: "late"}, 0)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("got %v, want a deadline error", err)
 	}
@@ -593,7 +619,7 @@ func TestSlowAnswerIsCancelled(t *testing.T) {
 	}
 	// A slow but finite answer is waited for.
 	fake.Inject(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.Slow, Delay: 200 * time.Millisecond})
-	if err := tr.Send(context.Background(), 51, bot.Reply{Text: "slow"}); err != nil {
+	if err := sendAll(tr, 51, chat.Reply{Text: "slow"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -651,7 +677,7 @@ func TestTokenNeverLogged(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // polling the log with a deadline
 	}
 	runErr := stop()
-	sendErr := tr.Send(context.Background(), 1, bot.Reply{Text: "hi"})
+	sendErr := sendAll(tr, 1, chat.Reply{Text: "hi"})
 	out := logs.String()
 	if strings.Count(out, "cannot reach Telegram") < 3 {
 		t.Fatalf("expected connection failures in the log:\n%s", out)
@@ -660,7 +686,7 @@ func TestTokenNeverLogged(t *testing.T) {
 		t.Fatal("Send to an unreachable API should fail")
 	}
 	secret := strings.SplitN(token, ":", 2)[1]
-	for name, s := range map[string]string{"log": out, "Run error": errString(runErr), "Send error": sendErr.Error()} {
+	for name, s := range map[string]string{"log": out, "Receive error": errString(runErr), "Send error": sendErr.Error()} {
 		if strings.Contains(s, secret) {
 			t.Errorf("the token is in the %s:\n%s", name, s)
 		}
@@ -678,9 +704,9 @@ func TestTokenNeverLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = tr2.Run(context.Background(), &recorder{})
-	if err == nil || !strings.Contains(err.Error(), "token refused") || strings.Contains(err.Error(), secret) {
-		t.Errorf("Run with a wrong token: %v", err)
+	err = tr2.Receive(context.Background(), func(context.Context, chat.Message) {})
+	if err == nil || !strings.Contains(err.Error(), "token refused") || strings.Contains(err.Error(), secret) || !chat.IsPermanent(err) {
+		t.Errorf("Receive with a wrong token: %v", err)
 	}
 }
 
@@ -743,17 +769,17 @@ func TestProgressIsEditedInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	buttons := [][]bot.Button{{{Label: "停止 Stop", Data: "停止"}}}
+	buttons := [][]chat.Button{{{Label: "停止 Stop", Data: "停止"}}}
 	for i, text := range []string{"▶️ run #5 · step 10/100", "▶️ run #5 · step 20/100", "▶️ run #5 · step 30/100", "▶️ run #5 · step 30/100"} {
-		if err := tr.Send(ctx, 81, bot.Reply{Kind: bot.KindProgress, RunID: 5, Text: text, Buttons: buttons}); err != nil {
+		if _, err := tr.Send(ctx, 81, chat.Reply{Kind: chat.KindProgress, RunID: 5, Text: text, Buttons: buttons}, 0); err != nil {
 			t.Fatalf("update %d: %v", i, err)
 		}
 	}
-	if err := tr.Send(ctx, 81, bot.Reply{Kind: bot.KindProgress, RunID: 5, Text: "✅ run #5 finished"}); err != nil {
+	if _, err := tr.Send(ctx, 81, chat.Reply{Kind: chat.KindProgress, RunID: 5, Text: "✅ run #5 finished"}, 0); err != nil {
 		t.Fatal(err)
 	}
 	// Another run gets its own message.
-	if err := tr.Send(ctx, 81, bot.Reply{Kind: bot.KindProgress, RunID: 6, Text: "▶️ run #6"}); err != nil {
+	if _, err := tr.Send(ctx, 81, chat.Reply{Kind: chat.KindProgress, RunID: 6, Text: "▶️ run #6"}, 0); err != nil {
 		t.Fatal(err)
 	}
 	msgs := fake.Messages(81)
@@ -775,32 +801,66 @@ func TestProgressIsEditedInPlace(t *testing.T) {
 	}
 }
 
-func TestChartFailureDoesNotBlockText(t *testing.T) {
+// TestRefusedChartIsAnsweredAndHoldsNothingBack is the acceptance
+// test: against a Bot API that answers 500 to every upload, 画图 gets a
+// text answer with the reason and the host command within 10 s, and a 状态
+// sent right after is answered before that. The pipeline has trainbot's
+// own retry policy.
+func TestRefusedChartIsAnsweredAndHoldsNothingBack(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	var logs logBuffer
+	fake.Inject(telegramtest.Fault{Method: "sendMediaGroup", Kind: telegramtest.ServerError, Times: -1})
+	fake.Inject(telegramtest.Fault{Method: "sendPhoto", Kind: telegramtest.ServerError, Times: -1})
+	rec := &recorder{reply: func(m chat.Message) chat.Reply {
+		if m.Text == "画图" {
+			return chat.Reply{RunID: 12, Images: []chat.Image{
+				{Name: "run-12-loss.png", PNG: pngBytes(t, color.White), Command: "trainbot plot 12 -o run-12-loss.png"},
+				{Name: "run-12-memory.png", PNG: pngBytes(t, color.Black), Command: "trainbot plot 12 --kind memory -o run-12-memory.png"}}}
+		}
+		return chat.Reply{Text: "run #12 · demo · running for 4m10s"}
+	}}
 	tr, err := telegram.New(testOptions(fake, &logs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake.Inject(telegramtest.Fault{Method: "sendPhoto", Kind: telegramtest.ServerError, Times: -1})
-	err = tr.Send(context.Background(), 91, bot.Reply{Text: "💥 run #3 hit out-of-memory", Images: []bot.Image{{PNG: pngBytes(t, color.White)}}, Kind: bot.KindAlert})
-	if err != nil {
-		t.Fatalf("the text went out, so Send should not fail: %v", err)
+	stop := runWith(t, tr, rec, deliver.Options{Store: openStore(t)}) // deliver.DefaultPolicy
+	defer stop()
+	asked := time.Now()
+	fake.UserSays(91, "画图")
+	fake.UserSays(91, "状态")
+	msgs := awaitMessages(t, fake, 91, 2)
+	answered := time.Since(asked)
+	if !strings.Contains(msgs[0].Text, "running for") {
+		t.Errorf("the first answer is %q: 状态 should not wait for the chart", msgs[0].Text)
 	}
-	msgs := fake.Messages(91)
-	if len(msgs) != 2 || msgs[0].Text != "💥 run #3 hit out-of-memory" || !strings.Contains(msgs[1].Text, "chart could not be sent") {
-		t.Errorf("got %+v", msgs)
+	plain := telegramtest.Plain(msgs[1].Text)
+	for _, want := range []string{"2 charts not sent: Telegram answered 500 to sendMediaGroup", "trainbot plot 12 -o run-12-loss.png", "trainbot plot 12 --kind memory -o run-12-memory.png"} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("the chart's answer %q lacks %q", plain, want)
+		}
 	}
-	// Only a chart: its failure is the reply's failure.
-	if err := tr.Send(context.Background(), 91, bot.Reply{Images: []bot.Image{{PNG: pngBytes(t, color.White)}}}); err == nil {
-		t.Error("a reply that is only a failing chart should fail")
+	if answered > 10*time.Second {
+		t.Errorf("画图 was answered after %s, want within 10 s", answered)
+	}
+	if n := len(fake.Requests("sendMediaGroup")); n != deliver.DefaultPolicy.ChartTries {
+		t.Errorf("%d uploads, want %d", n, deliver.DefaultPolicy.ChartTries)
 	}
 }
 
-// A token revoked while the bot runs (getUpdates answers 401) ends Run
-// with an error that says it lasts: trying again cannot help.
-func TestRevokedTokenEndsRunWithALastingError(t *testing.T) {
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// A token revoked while the bot runs (getUpdates answers 401) ends Receive
+// with a permanent error: trying again cannot help.
+func TestRevokedTokenEndsReceiveWithAPermanentError(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	var logs logBuffer
@@ -808,9 +868,11 @@ func TestRevokedTokenEndsRunWithALastingError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{}
+	p := deliver.New(deliver.Options{Senders: []chat.Sender{tr}, Policy: fastRetries})
+	p.Start()
+	defer p.Close(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- tr.Run(context.Background(), rec) }()
+	go func() { done <- tr.Receive(context.Background(), p.Answer(&recorder{})) }()
 	fake.UserSays(111, "状态")
 	if !fake.Await(wait, func() bool { return len(fake.Requests("sendMessage")) > 0 }) {
 		t.Fatal("the message was not answered")
@@ -819,15 +881,10 @@ func TestRevokedTokenEndsRunWithALastingError(t *testing.T) {
 	select {
 	case err = <-done:
 	case <-time.After(wait):
-		t.Fatal("Run did not return after 401")
+		t.Fatal("Receive did not return after 401")
 	}
 	var te *telegram.Error
-	if !errors.As(err, &te) || !te.Lasting() {
-		t.Errorf("got %v, want a lasting *telegram.Error", err)
-	}
-	for _, e := range []*telegram.Error{{Code: 500}, {Code: 429}, {Code: 0}, {Code: 403}} {
-		if e.Lasting() {
-			t.Errorf("code %d: Lasting() = true, want false", e.Code)
-		}
+	if !errors.As(err, &te) || te.Code != 401 || !chat.IsPermanent(err) {
+		t.Errorf("got %v, want a permanent error wrapping a 401 *telegram.Error", err)
 	}
 }

@@ -3,14 +3,18 @@ package telegram
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf16"
+
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 func TestSplitText(t *testing.T) {
@@ -98,51 +102,6 @@ func TestButtonData(t *testing.T) {
 	}
 }
 
-func TestPacer(t *testing.T) {
-	t0 := time.Unix(1_700_000_000, 0)
-	p := newPacer(Rate{Every: time.Second, Burst: 3}, Rate{Every: 3 * time.Second, Burst: 2}, Rate{Every: 10 * time.Millisecond, Burst: 30})
-	// A private chat: three at once, then one a second.
-	var got []time.Duration
-	for range 5 {
-		got = append(got, p.reserve(42, t0))
-	}
-	want := []time.Duration{0, 0, 0, time.Second, 2 * time.Second}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("private chat waits: got %v, want %v", got, want)
-	}
-	// Another chat is not held up by the first.
-	if d := p.reserve(43, t0); d != 0 {
-		t.Errorf("second chat waits %v, want 0", d)
-	}
-	// A group: two at once, then one every 3 s.
-	got = nil
-	for range 4 {
-		got = append(got, p.reserve(-100, t0))
-	}
-	want = []time.Duration{0, 0, 3 * time.Second, 6 * time.Second}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("group waits: got %v, want %v", got, want)
-	}
-	// After a quiet while the burst is back.
-	if d := p.reserve(42, t0.Add(time.Minute)); d != 0 {
-		t.Errorf("after a minute: wait %v, want 0", d)
-	}
-	// A 429's retry_after holds the chat back.
-	p.block(42, t0.Add(time.Minute), 5*time.Second)
-	if d := p.reserve(42, t0.Add(time.Minute)); d != 5*time.Second {
-		t.Errorf("after a 429: wait %v, want 5s", d)
-	}
-	// The whole bot: 30 at once, then one every 10 ms.
-	g := newPacer(Rate{}, Rate{}, Rate{Every: 10 * time.Millisecond, Burst: 30})
-	var last time.Duration
-	for i := range 32 {
-		last = g.reserve(int64(i+1), t0)
-	}
-	if last != 20*time.Millisecond {
-		t.Errorf("32nd call of the bot waits %v, want 20ms", last)
-	}
-}
-
 func TestRedact(t *testing.T) {
 	const token = "123456:SECRET-token_value"
 	ue := &url.Error{Op: "Post", URL: "https://api.telegram.org/bot" + token + "/getMe", Err: context.DeadlineExceeded}
@@ -159,9 +118,79 @@ func TestRedact(t *testing.T) {
 	}
 	a := newAPI(token, "http://127.0.0.1:1", &http.Client{Timeout: time.Second})
 	werr := a.wrap("getMe", ue)
-	if strings.Contains(werr.Error(), token) || !temporary(werr) {
-		t.Errorf("wrapped: %q, temporary %v", werr, temporary(werr))
+	if permanent, _ := chat.Classify(sendError(werr)); strings.Contains(werr.Error(), token) || permanent {
+		t.Errorf("wrapped: %q, permanent %v", werr, permanent)
 	}
 	var ne net.Error
 	_ = errors.As(werr, &ne) // must not panic
+}
+
+func TestSendErrorSaysWhatToDo(t *testing.T) {
+	for _, tc := range []struct {
+		e         *Error
+		permanent bool
+		after     time.Duration
+		reason    string
+	}{
+		{&Error{Method: "sendMessage", Code: 400, Description: "Bad Request: chat not found"}, true, 0, "Telegram answered 400 to sendMessage"},
+		{&Error{Method: "sendMessage", Code: 403}, true, 0, "Telegram answered 403 to sendMessage"},
+		{&Error{Method: "sendPhoto", Code: 429, Retry: 7 * time.Second}, false, 7 * time.Second, "Telegram answered 429 to sendPhoto"},
+		{&Error{Method: "sendMediaGroup", Code: 500}, false, 0, "Telegram answered 500 to sendMediaGroup"},
+		{&Error{Method: "sendMessage", Code: 401}, false, 0, "Telegram answered 401 to sendMessage"}, // goes out once the token is fixed
+		{&Error{Method: "sendPhoto", err: errors.New("connection reset")}, false, 0, "Telegram could not be reached (sendPhoto)"},
+	} {
+		err := sendError(tc.e)
+		permanent, after := chat.Classify(err)
+		if permanent != tc.permanent || after != tc.after || chat.ReasonOf(err) != tc.reason || !errors.Is(err, tc.e) {
+			t.Errorf("%v: permanent %v after %s reason %q", tc.e, permanent, after, chat.ReasonOf(err))
+		}
+	}
+}
+
+// Every answer is read with a limit: a server that answers getMe with more
+// than maxAnswer bytes gets an error, not the memory.
+func TestAnswersAreReadWithALimit(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"ok":true,"result":{"id":1,"is_bot":true,"first_name":"`)
+		chunk := strings.Repeat("x", 1<<20)
+		for range maxAnswer>>20 + 4 {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(w, `"}}`)
+	}))
+	defer srv.Close()
+	a := newAPI("1:x", srv.URL, &http.Client{Timeout: 30 * time.Second})
+	_, err := a.getMe(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
+		t.Fatalf("got %v, want the answer refused as too large", err)
+	}
+}
+
+// An empty getUpdates answered at once is not asked again at once.
+func TestEmptyPollsAreSpaced(t *testing.T) {
+	var polls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/getMe"):
+			io.WriteString(w, `{"ok":true,"result":{"id":42,"is_bot":true,"first_name":"t","username":"t_bot"}}`)
+		case strings.HasSuffix(r.URL.Path, "/getUpdates"):
+			polls.Add(1)
+			io.WriteString(w, `{"ok":true,"result":[]}`)
+		default:
+			io.WriteString(w, `{"ok":true,"result":true}`)
+		}
+	}))
+	defer srv.Close()
+	tr, err := New(Options{Token: "42:abcdefghijklmnopqrstuvwxyz", APIEndpoint: srv.URL, PollTimeout: time.Second, MinPoll: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	tr.Receive(ctx, func(context.Context, chat.Message) {})
+	if n := polls.Load(); n > 6 || n < 2 {
+		t.Errorf("%d polls in 1 s against a server that answers at once, want about 5 (one every 200 ms)", n)
+	}
 }

@@ -7,57 +7,37 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/command"
+	"github.com/trainbot/trainbot/bot/deliver"
+	"github.com/trainbot/trainbot/bot/notify"
 	"github.com/trainbot/trainbot/bot/push"
+	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
-// alertsOptions are the config's push channels, quiet hours and schedules.
-type alertsOptions struct {
-	push      []config.PushChannel
-	quiet     map[bot.ChatKey]bot.QuietHours
-	schedules []config.Schedule
-}
-
-// alertsOf reads them from a validated config.
-func alertsOf(cfg *config.Config) (alertsOptions, error) {
-	chs, err := cfg.PushChannels()
-	if err != nil {
-		return alertsOptions{}, err
-	}
-	ss, err := cfg.ScheduleEntries()
-	if err != nil {
-		return alertsOptions{}, err
-	}
-	return alertsOptions{push: chs, quiet: cfg.QuietChats(), schedules: ss}, nil
-}
-
 // printAlerts lists the push channels and the schedules with their next
 // run, for `trainbot check`.
-func printAlerts(e env, cfg *config.Config) {
-	al, err := alertsOf(cfg)
-	if err != nil {
-		return
-	}
-	for _, c := range al.push {
+func printAlerts(e env, bc *botConfig) {
+	for _, c := range bc.channels {
 		kinds := "all alerts"
-		if c.Alerts != nil {
-			kinds = "alerts " + strings.Join(c.Alerts, ", ")
+		if c.alerts != nil {
+			kinds = "alerts " + strings.Join(c.alerts, ", ")
 		}
-		if c.Progress {
+		if c.progress {
 			kinds += " and progress"
 		}
 		quiet := ""
-		if !c.Quiet.IsZero() {
-			quiet = fmt.Sprintf("; quiet %s (%s and above still go)", c.Quiet, c.Quiet.MinSeverity)
+		if !c.quiet.IsZero() {
+			quiet = fmt.Sprintf("; quiet %s (%s and above still go)", c.quiet, c.quiet.MinSeverity)
 		}
-		fmt.Fprintf(e.stdout, "push %s:%s: %s%s\n", c.Kind, c.Name, kinds, quiet)
+		fmt.Fprintf(e.stdout, "push %s:%s: %s%s\n", c.opts.Kind, c.opts.Name, kinds, quiet)
 	}
 	now := time.Now()
-	for _, s := range al.schedules {
+	for _, s := range bc.schedules {
 		sch, err := schedule.Parse(s.Spec)
 		if err != nil {
 			continue
@@ -70,25 +50,43 @@ func printAlerts(e env, cfg *config.Config) {
 	}
 }
 
-// pushChannels makes the push channels the notifier routes alerts to.
-func pushChannels(cfgs []config.PushChannel, logger *slog.Logger) ([]bot.PushChannel, error) {
-	var out []bot.PushChannel
-	for _, c := range cfgs {
-		ch, err := push.New(push.Options{Kind: c.Kind, Name: c.Name, URL: c.URL, Secret: c.Secret,
-			PerMinute: c.PerMinute, Timeout: c.Timeout, Logger: logger.With("component", "push")})
+// pushed is what the push channels of the config become: their senders,
+// what each wants (notify), and the quiet hours of every destination
+// (deliver: the [[quiet]] chats' and the channels').
+type pushed struct {
+	senders  []chat.Sender
+	channels []notify.Channel
+	quiet    map[chat.ChatKey]deliver.QuietHours
+}
+
+// pushChannels makes the push channels, and the quiet hours of every
+// destination.
+func pushChannels(bc *botConfig, logger *slog.Logger) (pushed, error) {
+	out := pushed{quiet: map[chat.ChatKey]deliver.QuietHours{}}
+	for k, q := range bc.quiet {
+		out.quiet[k] = q
+	}
+	for _, c := range bc.channels {
+		o := c.opts
+		o.Logger = logger.With("component", "push")
+		ch, err := push.New(o)
 		if err != nil {
-			return nil, err
+			return pushed{}, err
 		}
-		out = append(out, bot.PushChannel{Transport: ch, Alerts: c.Alerts, Progress: c.Progress, Quiet: c.Quiet})
-		logger.Info("push channel", "channel", ch.Name(), "alerts", c.Alerts, "progress", c.Progress, "quiet_hours", c.Quiet.String())
+		out.senders = append(out.senders, ch)
+		out.channels = append(out.channels, notify.Channel{Name: ch.Name(), Alerts: c.alerts, Progress: c.progress})
+		if !c.quiet.IsZero() {
+			out.quiet[chat.ChatKey{Transport: ch.Name()}] = c.quiet
+		}
+		logger.Info("push channel", "channel", ch.Name(), "alerts", c.alerts, "progress", c.progress, "quiet_hours", c.quiet.String())
 	}
 	return out, nil
 }
 
 // chartsHook draws the charts of reports and end-of-run messages; a chart
 // that fails is logged and left out.
-func chartsHook(charts *bot.Charts, logger *slog.Logger) func(context.Context, *trainer.Run) []bot.Image {
-	return func(ctx context.Context, run *trainer.Run) []bot.Image {
+func chartsHook(charts *render.Charts, logger *slog.Logger) func(context.Context, *trainer.Run) []chat.Image {
+	return func(ctx context.Context, run *trainer.Run) []chat.Image {
 		imgs, err := charts.RunCharts(ctx, run)
 		if err != nil {
 			logger.Warn("draw charts", "run", run.ID, "err", err)
@@ -99,8 +97,8 @@ func chartsHook(charts *bot.Charts, logger *slog.Logger) func(context.Context, *
 
 // startSchedules runs the [[schedules]]: reports pushed as progress, starts
 // through the supervisor (a refusal is pushed as an alert).
-func startSchedules(entries []config.Schedule, sup *trainer.Supervisor, st *store.Store, n *bot.Notifier,
-	charts func(context.Context, *trainer.Run) []bot.Image, logger *slog.Logger) (*schedule.Scheduler, error) {
+func startSchedules(entries []scheduleEntry, sup *trainer.Supervisor, st *store.Store, n *notify.Notifier,
+	charts func(context.Context, *trainer.Run) []chat.Image, logger *slog.Logger) (*schedule.Scheduler, error) {
 	log := logger.With("component", "schedule")
 	s := schedule.New(schedule.Options{Logger: log})
 	for _, e := range entries {
@@ -108,11 +106,11 @@ func startSchedules(entries []config.Schedule, sup *trainer.Supervisor, st *stor
 		switch e.Action {
 		case config.ActionReport:
 			job = func(ctx context.Context) {
-				n.Push(bot.ReportReply(ctx, sup, st, charts, e.Name, time.Now()))
+				n.Push(notify.ReportReply(ctx, sup, st, charts, e.Name, time.Now()))
 			}
 		case config.ActionStart:
 			job = func(ctx context.Context) {
-				if r, refused := bot.ScheduledStart(ctx, sup, e.Name, e.Job, e.Params, time.Now()); refused {
+				if r, refused := command.ScheduledStart(ctx, sup, e.Name, e.Job, e.Params, time.Now()); refused {
 					log.Warn("scheduled start refused", "schedule", e.Name, "reason", r.Text)
 					n.Push(r)
 				}

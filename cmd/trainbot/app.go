@@ -7,12 +7,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/bot/console"
+	"github.com/trainbot/trainbot/bot/deliver"
+	"github.com/trainbot/trainbot/bot/notify"
+	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
@@ -23,6 +26,7 @@ import (
 // botOptions say what to wire.
 type botOptions struct {
 	cfg  *config.Config
+	bc   *botConfig // cfg turned into each package's options
 	jobs []*trainer.Job
 	// console attaches the terminal chat to stdin/stdout.
 	console bool
@@ -33,15 +37,19 @@ type botOptions struct {
 	telegram bool
 }
 
-// runBot wires store, supervisor, router, notifier and transports, runs
-// until the input ends or a signal arrives, and shuts down in order:
-// transports stop taking messages; the supervisor stops the active runs and
-// waits for them; GPU sampling stops; the progress publisher sends the
-// final progress edits;
-// the notifier delivers what is queued (alerts into the outbox); the outbox
-// delivers what is due (what it cannot stays stored for the next start);
-// the store is closed. Transports' Send keeps working after their Run has
-// returned, for the last three steps.
+// runBot starts the bot, runs until the input ends or a signal arrives, and
+// stops it. Start and stop are in this one place: each part is opened in
+// turn and recorded in a lifecycle, which closes exactly what was opened,
+// in reverse order, on every path out — so the order of opening below is
+// the reverse of the shutdown order:
+//
+//	log, store                       closed last: everything uses them
+//	delivery pipeline                delivers what is due, keeps the rest in the outbox
+//	notifier                         posts what is queued (end reports of runs stopped below)
+//	supervisor                       serve detaches (runs go on), terminal chats stop the runs
+//	progress publisher               stops first of the run watchers
+//	schedules, GPU telemetry         no more reports, starts, samples
+//	receivers                        closed first: no message is taken any more
 func runBot(ctx context.Context, e env, o botOptions) int {
 	cfg := o.cfg
 	painter, err := newPainter(cfg.Plots)
@@ -55,196 +63,181 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	if err != nil {
 		return errorf(e, "log: %v", err)
 	}
-	defer closeLog()
+	life := &lifecycle{log: logger}
+	defer life.closeAll()
+	life.opened("log", func() error { closeLog(); return nil })
+	// Each step's deadline starts when it is closed; a second signal of a
+	// terminal chat cuts the stop of the runs short (see below).
+	shutdown := context.WithoutCancel(ctx)
+	within := func(d time.Duration, f func(context.Context) error) func() error {
+		return func() error {
+			c, cancel := context.WithTimeout(shutdown, d)
+			defer cancel()
+			return f(c)
+		}
+	}
 
-	health := &storeHealth{} // the disk full, trainbot.db replaced: told once notifier exists
+	health := &storeHealth{} // the disk full, trainbot.db replaced: told once the notifier exists
 	st, err := store.Open(cfg.DataDir, store.Options{Logger: logger, OnHealth: health.on})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
-	defer func() {
-		if err := st.Close(); err != nil {
-			logger.Error("close store", "err", err)
-		}
-	}()
-	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger})
-	if err != nil {
-		return errorf(e, "%v", err)
-	}
-	// On every path out, nothing observes runs after the store closes
-	// (after the shutdown below, this finds nothing left to do).
-	defer sup.Detach(context.WithoutCancel(ctx))
+	life.opened("store", st.Close)
 
-	var transports []bot.Transport
-	var always []bot.ChatKey
-	var con *console.Console
+	// Transports: what receives messages and what sends replies.
+	var receivers []chat.Receiver
+	var senders []chat.Sender
+	var always []chat.ChatKey
 	if o.console {
-		con = console.New(e.stdin, e.stdout, filepath.Join(cfg.DataDir, "charts"))
-		transports = append(transports, con)
-		always = append(always, bot.ChatKey{Transport: console.Name, Chat: console.Chat})
+		con := console.New(e.stdin, e.stdout, filepath.Join(cfg.DataDir, "charts"))
+		receivers, senders = append(receivers, con), append(senders, con)
+		always = append(always, chat.ChatKey{Transport: console.Name, Chat: console.Chat})
 	}
-	access := bot.Access{Operators: cfg.Auth.Operators, Viewers: cfg.Auth.Viewers, Chats: cfg.Auth.Chats}
+	access := command.Access{Operators: cfg.Auth.Operators, Viewers: cfg.Auth.Viewers, Chats: cfg.Auth.Chats}
 	if o.telegram && cfg.Telegram.Token != "" {
 		tg, err := telegram.New(telegram.Options{Token: cfg.Telegram.Token, APIEndpoint: cfg.Telegram.APIEndpoint,
 			PollTimeout: time.Duration(cfg.Telegram.PollTimeout), State: st, Logger: logger})
 		if err != nil {
 			return errorf(e, "%v", err)
 		}
-		transports = append(transports, tg)
+		receivers, senders = append(receivers, tg), append(senders, tg)
 		if len(access.Operators)+len(access.Viewers) == 0 {
 			logger.Warn("[auth] has no operators or viewers: everyone is refused; send the bot a message to learn your user id")
 		}
 	}
-	alerts, err := alertsOf(cfg)
-	if err != nil {
-		return errorf(e, "%v", err)
-	}
-	if len(transports) == 0 && len(alerts.push) == 0 {
+	if len(receivers) == 0 && len(o.bc.channels) == 0 {
 		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), [console] enabled = true, or a [[push]] channel")
 	}
-	channels, err := pushChannels(alerts.push, logger)
+	pushed, err := pushChannels(o.bc, logger)
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
-	// Alerts go through the outbox, to chats and push channels alike: stored
-	// before they are sent, retried until delivered, across restarts.
-	deliverable := slices.Clone(transports)
-	for _, c := range channels {
-		deliverable = append(deliverable, c.Transport)
-	}
-	outbox := bot.NewOutbox(bot.OutboxOptions{Store: st, Transports: deliverable, Logger: logger})
-	outbox.Start()
-	charts := &bot.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
-	notifier := bot.NewNotifier(bot.NotifierOptions{Transports: transports, Always: always, Subscriptions: st, Outbox: outbox, Logger: logger,
-		Channels: channels, Quiet: alerts.quiet, Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes})
-	sup.Subscribe(notifier.OnEvent)
+	senders = append(senders, pushed.senders...)
+
+	pipeline := deliver.New(deliver.Options{Senders: senders, Store: st, Logger: logger, Quiet: pushed.quiet})
+	pipeline.Start()
+	life.opened("deliver what is due (the rest waits in the outbox)", within(15*time.Second, pipeline.Close))
+
+	charts := &render.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
+	notifier := notify.New(notify.Options{Post: pipeline.Post, Always: always, Subscriptions: st, Channels: pushed.channels,
+		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, Logger: logger})
 	notifier.Start()
+	life.opened("post the queued notices", within(15*time.Second, notifier.Close))
 	health.attach(notifier.Push)
-	var progress *bot.ProgressPublisher
+
+	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger})
+	if err != nil {
+		return errorf(e, "%v", err)
+	}
+	// The runs belong to their supervisors: serve leaves them running and
+	// the next trainbot re-attaches; so does every path out on an error. A
+	// terminal chat that got to its end stops what still runs, since a
+	// person ends the session there; a second signal kills instead of
+	// waiting.
+	stopRuns := false
+	life.opened("leave or stop the runs", func() error {
+		if !stopRuns {
+			if n := len(sup.Active()); n > 0 {
+				logger.Info("leaving the active runs running; the next trainbot re-attaches", "runs", n)
+			}
+			return sup.Detach(shutdown)
+		}
+		c, cancel := context.WithCancel(shutdown)
+		defer cancel()
+		if len(sup.Active()) > 0 && ctx.Err() != nil {
+			fmt.Fprintln(e.stderr, "trainbot: stopping the active run (press Ctrl-C again to kill it)")
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sig)
+			go func() {
+				select {
+				case <-sig:
+					cancel()
+				case <-c.Done():
+				}
+			}()
+		}
+		return sup.Close(c)
+	})
+	sup.Subscribe(notifier.OnEvent)
+
+	inPlace := map[string]bool{}
+	for _, s := range senders {
+		if ip, ok := s.(chat.InPlaceProgress); ok && ip.ProgressInPlace() {
+			inPlace[s.Name()] = true
+		}
+	}
 	if interval := time.Duration(cfg.Telegram.ProgressInterval); interval > 0 {
-		progress = bot.NewProgressPublisher(bot.ProgressOptions{Trainer: sup, Transports: transports, Subscriptions: st,
-			Interval: interval, Memory: lastMemory(st, logger), Logger: logger})
+		progress := notify.NewProgressPublisher(notify.ProgressOptions{Trainer: sup, Post: pipeline.Post, Subscriptions: st,
+			InPlace: func(t string) bool { return inPlace[t] }, Interval: interval, Memory: lastMemory(st, logger), Logger: logger})
 		sup.Subscribe(progress.OnEvent)
 		progress.Start()
+		life.opened("post the final progress", within(15*time.Second, progress.Close))
 	}
 	// Runs an earlier trainbot left running are re-attached (and
 	// announced) once the notifier listens.
 	if err := sup.Resume(ctx); err != nil {
 		return errorf(e, "%v", err)
 	}
-	router := &bot.Router{Trainer: sup, History: st, Logger: logger, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
+
+	router := &command.Router{Trainer: sup, History: st, Logger: logger, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
 		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}}
-	// Scheduled reports and starts; stopped first at shutdown.
-	sched, err := startSchedules(alerts.schedules, sup, st, notifier, chartsHook(charts, logger), logger)
+	sched, err := startSchedules(o.bc.schedules, sup, st, notifier, chartsHook(charts, logger), logger)
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
+	life.opened("stop the schedules", within(10*time.Second, sched.Close))
 
 	// GPU telemetry: NVML when there is a driver, each run's host memory
 	// from /proc always; samples stored, run peaks raised, alerts pushed,
-	// 显卡 answered. Closed after the supervisor, before the notifier.
+	// 显卡 answered.
 	telemetry, noGPU := gpu.Open()
 	if noGPU != nil {
 		logger.Info("no GPU telemetry; sampling host memory only", "reason", gpu.Reason(noGPU))
 	}
+	life.opened("close the GPU telemetry", telemetry.Close)
 	monitor := gpu.NewMonitor(gpu.MonitorOptions{Sampler: telemetry, Interval: time.Duration(cfg.GPU.Interval),
 		Runs: sup, Recorder: st, Alert: func(a gpu.Alert) { notifier.Push(gpuAlertReply(a)) },
 		Thresholds: gpu.Thresholds{MemoryPercent: cfg.GPU.MemoryAlert, TempC: cfg.GPU.TempAlert}, Logger: logger.With("component", "gpu")})
 	monitor.Start()
-	router.GPU = func(ctx context.Context) bot.Reply { return gpuChatReply(ctx, monitor) }
+	life.opened("stop GPU sampling", func() error { monitor.Close(); return nil })
+	router.GPU = func(ctx context.Context) chat.Reply { return gpuChatReply(ctx, monitor) }
 
-	runCtx, stopTransports := context.WithCancel(ctx)
-	defer stopTransports()
-	// A transport that fails is reported and started again; none ends the bot.
-	chats := runTransports(runCtx, transports, router, transportOptions{Logger: logger, Report: notifier.PushExcept,
-		Channels: len(channels), ExitAtEOF: o.exitAtEOF})
-	code := exitOK
-	interrupted := false
-wait:
+	// Receivers: a failing one is reported and started again; none ends
+	// the bot. Their messages are answered by the router, and the answers
+	// delivered like everything else.
+	runCtx, stopReceivers := context.WithCancel(ctx)
+	rcv := runTransports(runCtx, receivers, pipeline.Answer(router), transportOptions{Logger: logger, Report: notifier.PushExcept,
+		Channels: len(pushed.channels), ExitAtEOF: o.exitAtEOF})
+	life.opened("stop taking messages", within(15*time.Second, func(c context.Context) error {
+		stopReceivers()
+		// Telegram lets the messages it is answering finish first.
+		if n := rcv.Wait(c); n > 0 {
+			return fmt.Errorf("%d transport(s) still running", n)
+		}
+		return nil
+	}))
+
 	for {
 		select {
 		case <-ctx.Done():
-			interrupted = true
-			break wait
-		case name := <-chats.Ended():
-			if name == console.Name && o.exitAtEOF {
-				// End of input: let the active run finish, then leave.
-				if len(sup.Active()) > 0 {
-					logger.Info("input ended; waiting for the active run to end")
-				}
-				if err := sup.Wait(ctx); err != nil {
-					interrupted = true
-				}
-				break wait
+			stopRuns = o.exitAtEOF
+			return 130
+		case name := <-rcv.Ended():
+			if name != console.Name || !o.exitAtEOF {
+				continue
 			}
-		}
-	}
-	stopTransports()
-	schedCtx, cancelSched := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	if err := sched.Close(schedCtx); err != nil {
-		logger.Warn("scheduled jobs still running at shutdown", "err", err)
-	}
-	cancelSched()
-	// Wait for the transports to stop taking messages: Telegram lets the
-	// messages it is answering finish first.
-	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	if n := chats.Wait(stopCtx); n > 0 {
-		logger.Warn("transports still running at shutdown", "transports", n)
-	}
-	cancelStop()
-
-	// The runs belong to their supervisors: serve leaves them running and
-	// the next trainbot re-attaches. A terminal chat stops what still
-	// runs, since a person ends the session there; a second signal kills
-	// instead of waiting.
-	closeCtx, cancelClose := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelClose()
-	if !o.exitAtEOF {
-		if n := len(sup.Active()); n > 0 {
-			logger.Info("leaving the active runs running; the next trainbot re-attaches", "runs", n)
-		}
-		if err := sup.Detach(closeCtx); err != nil {
-			logger.Warn("detach from runs", "err", err)
-		}
-	} else if interrupted && len(sup.Active()) > 0 {
-		fmt.Fprintln(e.stderr, "trainbot: stopping the active run (press Ctrl-C again to kill it)")
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(sig)
-		go func() {
-			select {
-			case <-sig:
-				cancelClose()
-			case <-closeCtx.Done():
+			// End of input: let the active run finish, then leave.
+			stopRuns = true
+			if len(sup.Active()) > 0 {
+				logger.Info("input ended; waiting for the active run to end")
 			}
-		}()
-	}
-	if o.exitAtEOF {
-		if err := sup.Close(closeCtx); err != nil {
-			logger.Warn("runs killed at shutdown", "err", err)
+			if err := sup.Wait(ctx); err != nil {
+				return 130
+			}
+			return exitOK
 		}
 	}
-	monitor.Close()
-	if err := telemetry.Close(); err != nil {
-		logger.Warn("close gpu telemetry", "err", err)
-	}
-	drainCtx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	defer cancelDrain()
-	if progress != nil {
-		if err := progress.Close(drainCtx); err != nil {
-			logger.Warn("final progress not sent at shutdown", "err", err)
-		}
-	}
-	if err := notifier.Close(drainCtx); err != nil {
-		logger.Warn("notices not delivered at shutdown", "err", err)
-	}
-	if err := outbox.Close(drainCtx); err != nil {
-		logger.Warn("alerts left in the outbox for the next start", "err", err)
-	}
-	if interrupted && code == exitOK {
-		code = 130
-	}
-	return code
 }
 
 // lastMemory reads a run's newest memory sample for live progress.

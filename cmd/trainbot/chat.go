@@ -30,8 +30,10 @@ func (c *configFlags) register(fs *flag.FlagSet, needConfig bool) {
 }
 
 // load builds the configuration: defaults, the file, the environment, the
-// flags; then validates. On error it reports and returns the exit status.
-func (c *configFlags) load(e env) (*config.Config, int) {
+// flags; then validates it and turns it into each package's options
+// (fromConfig). On error it reports every problem at once and returns the
+// exit status.
+func (c *configFlags) load(e env) (*config.Config, *botConfig, int) {
 	cfg := config.DefaultConfig()
 	// Every problem is reported at once: decoding errors, then what
 	// validation finds in the rest.
@@ -47,16 +49,16 @@ func (c *configFlags) load(e env) (*config.Config, int) {
 	if c.config != "" {
 		f, err := os.Open(c.config)
 		if err != nil {
-			return nil, errorf(e, "read config: %v", err)
+			return nil, nil, errorf(e, "read config: %v", err)
 		}
 		err = cfg.Parse(c.config, f)
 		f.Close()
 		if err := collect(err); err != nil {
-			return nil, errorf(e, "%v", err)
+			return nil, nil, errorf(e, "%v", err)
 		}
 	}
 	if err := collect(cfg.ApplyEnv(e.environ)); err != nil {
-		return nil, errorf(e, "%v", err)
+		return nil, nil, errorf(e, "%v", err)
 	}
 	if c.data != "" {
 		cfg.DataDir = c.data
@@ -66,12 +68,14 @@ func (c *configFlags) load(e env) (*config.Config, int) {
 	}
 	cfg.DataDir = config.ExpandHome(cfg.DataDir)
 	if err := collect(cfg.Validate()); err != nil {
-		return nil, errorf(e, "%v", err)
+		return nil, nil, errorf(e, "%v", err)
 	}
+	bc, errs := fromConfig(cfg, all)
+	all = append(all, errs...)
 	if len(all) > 0 {
-		return nil, reportConfig(e, all.Sorted())
+		return nil, nil, reportConfig(e, all.Sorted())
 	}
-	return cfg, exitOK
+	return cfg, bc, exitOK
 }
 
 // reportConfig prints every config error, one per line.
@@ -114,11 +118,11 @@ func chatCommand(ctx context.Context, args []string, e env, name string, o botOp
 		}
 		return usageError(fs, e, "--config FILE is required%s", hint)
 	}
-	cfg, code := cf.load(e)
+	cfg, bc, code := cf.load(e)
 	if cfg == nil {
 		return code
 	}
-	o.cfg = cfg
+	o.cfg, o.bc = cfg, bc
 	if !o.console {
 		o.console = cfg.Console.Enabled
 	}
@@ -127,11 +131,7 @@ func chatCommand(ctx context.Context, args []string, e env, name string, o botOp
 
 // startBot adds the config's jobs to extra (the demo job) and runs the bot.
 func startBot(ctx context.Context, e env, o botOptions, extra []*trainer.Job) int {
-	jobs, err := o.cfg.TrainerJobs()
-	if err != nil {
-		return reportConfig(e, err)
-	}
-	o.jobs = append(extra, jobs...)
+	o.jobs = append(extra, o.bc.jobs...)
 	if o.exitAtEOF {
 		if len(o.jobs) == 0 {
 			fmt.Fprintln(e.stderr, "trainbot: the config has no [[jobs]]; 开始 will have nothing to start")
@@ -159,7 +159,7 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 	if cf.config == "" {
 		return usageError(fs, e, "--config FILE is required")
 	}
-	cfg, code := cf.load(e)
+	cfg, bc, code := cf.load(e)
 	if cfg == nil {
 		return code
 	}
@@ -172,7 +172,7 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 		jobs = fmt.Sprintf("%d job(s): %s", len(names), strings.Join(names, ", "))
 	}
 	fmt.Fprintf(e.stdout, "%s: OK — %s; data_dir %s\n", cf.config, jobs, cfg.DataDir)
-	printAlerts(e, cfg)
+	printAlerts(e, bc)
 	return exitOK
 }
 

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
@@ -28,7 +28,7 @@ func newPainter(pc config.PlotsConfig) (*plots.Painter, error) {
 	return p, nil
 }
 
-// chartSmoothing maps [plots] smoothing to bot.Charts: 0 in the config
+// chartSmoothing maps [plots] smoothing to render.Charts: 0 in the config
 // means no smoothed line.
 func chartSmoothing(pc config.PlotsConfig) float64 {
 	if pc.Smoothing == 0 {
@@ -106,7 +106,7 @@ func cmdCompare(ctx context.Context, args []string, e env) int {
 			return code
 		}
 	}
-	img, text, err := charts.Compare(ctx, runs, bot.LossOptions{Metric: *metric, XTime: xTime})
+	img, text, err := charts.Compare(ctx, runs, render.LossOptions{Metric: *metric, XTime: xTime})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
@@ -128,18 +128,18 @@ func cmdCompare(ctx context.Context, args []string, e env) int {
 // openCharts loads the config, the chart fonts and the store of the data
 // directory for plot and compare. st is nil after an error (reported; code
 // is the exit status).
-func openCharts(e env, cf configFlags) (charts bot.Charts, st *store.Store, dataDir string, code int) {
-	cfg, code := cf.load(e)
+func openCharts(e env, cf configFlags) (charts render.Charts, st *store.Store, dataDir string, code int) {
+	cfg, _, code := cf.load(e)
 	if cfg == nil {
-		return bot.Charts{}, nil, "", code
+		return render.Charts{}, nil, "", code
 	}
 	painter, err := newPainter(cfg.Plots)
 	if err != nil {
-		return bot.Charts{}, nil, "", errorf(e, "%v", err)
+		return render.Charts{}, nil, "", errorf(e, "%v", err)
 	}
 	st, code = openStore(e, cfg.DataDir)
 	if st == nil {
-		return bot.Charts{}, nil, "", code
+		return render.Charts{}, nil, "", code
 	}
-	return bot.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}, st, cfg.DataDir, exitOK
+	return render.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}, st, cfg.DataDir, exitOK
 }

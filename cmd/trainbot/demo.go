@@ -35,11 +35,11 @@ func cmdDemo(ctx context.Context, args []string, e env) int {
 	if *pace < 0 || *pace > time.Minute {
 		return usageError(fs, e, "--pace %s: want 0..1m", *pace)
 	}
-	cfg, code := cf.load(e)
+	cfg, bc, code := cf.load(e)
 	if cfg == nil {
 		return code
 	}
-	o := botOptions{cfg: cfg, console: true, exitAtEOF: true}
+	o := botOptions{cfg: cfg, bc: bc, console: true, exitAtEOF: true}
 	return startBot(ctx, e, o, []*trainer.Job{DemoJob(e.exe, *steps, *pace)})
 }
 

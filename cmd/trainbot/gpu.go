@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/internal/procfs"
 	"github.com/trainbot/trainbot/store"
@@ -122,7 +122,7 @@ func cmdGPU(ctx context.Context, args []string, e env) int {
 	if len(pos) > 0 {
 		return usageError(fs, e, "unexpected argument %q", pos[0])
 	}
-	cfg, code := cf.load(e)
+	cfg, _, code := cf.load(e)
 	if cfg == nil {
 		return code
 	}
@@ -184,20 +184,20 @@ func runningPGIDs(ctx context.Context, dataDir string) (map[int]int64, error) {
 }
 
 // gpuAlertReply is the chat message of a GPU alert.
-func gpuAlertReply(a gpu.Alert) bot.Reply {
-	kind := bot.AlertGPU // memory, temperature, ECC thresholds
+func gpuAlertReply(a gpu.Alert) chat.Reply {
+	kind := chat.AlertGPU // memory, temperature, ECC thresholds
 	if a.Kind == gpu.AlertXid {
-		kind = bot.AlertXid
+		kind = chat.AlertXid
 	}
-	return bot.Reply{Kind: bot.KindAlert, Text: a.Text, RunID: a.RunID, Key: a.Key, Alert: kind}
+	return chat.Reply{Kind: chat.KindAlert, Text: a.Text, RunID: a.RunID, Key: a.Key, Alert: kind}
 }
 
 // gpuChatReply answers 显卡: a fresh sample, as a table.
-func gpuChatReply(ctx context.Context, m *gpu.Monitor) bot.Reply {
+func gpuChatReply(ctx context.Context, m *gpu.Monitor) chat.Reply {
 	snap, err := m.Collect(ctx)
 	text := gpu.Format(snap)
 	if err != nil {
 		text += "\n(some figures could not be read: " + err.Error() + ")"
 	}
-	return bot.Reply{Text: text}
+	return chat.Reply{Text: text}
 }

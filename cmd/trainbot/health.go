@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/store"
 )
 
@@ -15,8 +15,8 @@ import (
 // sees until then waits for attach.
 type storeHealth struct {
 	mu    sync.Mutex
-	push  func(bot.Reply)
-	early []bot.Reply
+	push  func(chat.Reply)
+	early []chat.Reply
 }
 
 // on is store.Options.OnHealth.
@@ -33,7 +33,7 @@ func (h *storeHealth) on(e store.HealthEvent) {
 
 // attach sends what came so far, and from now on, with push
 // (notifier.Push: it only queues).
-func (h *storeHealth) attach(push func(bot.Reply)) {
+func (h *storeHealth) attach(push func(chat.Reply)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.push = push
@@ -44,9 +44,9 @@ func (h *storeHealth) attach(push func(bot.Reply)) {
 }
 
 // healthReply is the alert for a change of the store's health. It goes
-// through the notifier like any alert; when the outbox cannot store it (the
-// disk is full) the notifier sends it directly.
-func healthReply(e store.HealthEvent) bot.Reply {
+// through the notifier and the pipeline like any alert; when the outbox
+// cannot store it (the disk is full) the pipeline delivers it from memory.
+func healthReply(e store.HealthEvent) chat.Reply {
 	var text string
 	switch e.Kind {
 	case store.HealthFailing:
@@ -61,5 +61,5 @@ func healthReply(e store.HealthEvent) bot.Reply {
 	default:
 		text = fmt.Sprintf("trainbot's database on %s: %s", e.Dir, e.Kind)
 	}
-	return bot.Reply{Text: text, Kind: bot.KindAlert, Alert: bot.AlertTrainbot, Key: fmt.Sprintf("store:%s:%d", e.Kind, time.Now().UnixNano())}
+	return chat.Reply{Text: text, Kind: chat.KindAlert, Alert: chat.AlertTrainbot, Key: fmt.Sprintf("store:%s:%d", e.Kind, time.Now().UnixNano())}
 }

@@ -4,15 +4,15 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/store"
 )
 
 func TestStoreHealthAlertsInOrderOnceAttached(t *testing.T) {
 	h := &storeHealth{}
 	h.on(store.HealthEvent{Kind: store.HealthFailing, Dir: "/data", Err: errors.New("database or disk is full (13)")})
-	var got []bot.Reply
-	h.attach(func(r bot.Reply) { got = append(got, r) })
+	var got []chat.Reply
+	h.attach(func(r chat.Reply) { got = append(got, r) })
 	h.on(store.HealthEvent{Kind: store.HealthRecovered, Dir: "/data"})
 	h.on(store.HealthEvent{Kind: store.HealthReplaced, Dir: "/data", Err: errors.New("/data/trainbot.db was deleted")})
 	want := []string{
@@ -25,7 +25,7 @@ func TestStoreHealthAlertsInOrderOnceAttached(t *testing.T) {
 	}
 	keys := map[string]bool{}
 	for i, r := range got {
-		if r.Text != want[i] || r.Kind != bot.KindAlert || r.Alert != bot.AlertTrainbot {
+		if r.Text != want[i] || r.Kind != chat.KindAlert || r.Alert != chat.AlertTrainbot {
 			t.Errorf("alert %d: got %q (kind %d, alert %q), want %q, an alert of kind trainbot", i, r.Text, r.Kind, r.Alert, want[i])
 		}
 		if keys[r.Key] {

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
-	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/bot/deliver"
+	"github.com/trainbot/trainbot/bot/notify"
+	"github.com/trainbot/trainbot/bot/push"
+	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -22,7 +24,8 @@ import (
 // exit (the run's EndedAt, when wait(2) returned) to the push request
 // reaching a fake webhook server, through the wiring of runBot: supervisor,
 // store, notifier (end report with best metrics and the charts), the
-// outbox (the alert is stored before it is sent), push channel. It reports the median and the 90th percentile, and as a
+// delivery pipeline (the alert is stored in the outbox before it is sent),
+// push channel. It reports the median and the 90th percentile, and as a
 // baseline measured in the same run, the median of a bare POST to the same
 // server. The text-only variant leaves the chart out, to show what drawing
 // it costs. Run it with bench/alert-latency.sh (-benchtime 100x).
@@ -54,23 +57,34 @@ func benchAlertLatency(b *testing.B, withCharts bool) {
 		}
 	}))
 	defer srv.Close()
-	channels, err := pushChannels([]config.PushChannel{{Kind: "webhook", Name: "bench", URL: srv.URL + "/hook", PerMinute: 600, Timeout: 10 * time.Second}}, logger)
+	pushed, err := pushChannels(&botConfig{channels: []pushChannel{{opts: push.Options{Kind: "webhook", Name: "bench", URL: srv.URL + "/hook", PerMinute: 600, Timeout: 10 * time.Second}}}}, logger)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// As runBot wires it: alerts to push channels go through the outbox.
-	outbox := bot.NewOutbox(bot.OutboxOptions{Store: st, Transports: []bot.Transport{channels[0].Transport}, Logger: logger})
-	outbox.Start()
-	defer outbox.Close(context.Background())
-	opts := bot.NotifierOptions{Channels: channels, Outbox: outbox, Logger: logger, Extremes: st.MetricExtremes}
+	// As runBot wires it: one pipeline, alerts stored in the outbox first.
+	pipeline := deliver.New(deliver.Options{Senders: pushed.senders, Store: st, Logger: logger})
+	pipeline.Start()
+	defer pipeline.Close(context.Background())
+	opts := notify.Options{Post: pipeline.Post, Channels: pushed.channels, Logger: logger, Extremes: st.MetricExtremes}
 	if withCharts {
-		opts.Charts = chartsHook(&bot.Charts{Data: st}, logger)
+		opts.Charts = chartsHook(&render.Charts{Data: st}, logger)
 	}
-	n := bot.NewNotifier(opts)
+	n := notify.New(opts)
+	// When the supervisor tells its listeners that the run ended: from
+	// there on the time is the notifier's and the delivery's.
+	endedAt := make(chan time.Time, 1)
+	sup.Subscribe(func(e trainer.Event) {
+		if e.Kind == trainer.EventEnded {
+			select {
+			case endedAt <- time.Now():
+			default:
+			}
+		}
+	})
 	sup.Subscribe(n.OnEvent)
 	n.Start()
 
-	var lat []time.Duration
+	var lat, fromEvent []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		r, err := sup.Start(ctx, trainer.StartRequest{Job: "fail"})
@@ -87,6 +101,11 @@ func benchAlertLatency(b *testing.B, withCharts bool) {
 		select {
 		case at := <-received:
 			lat = append(lat, at.Sub(end.EndedAt))
+			select {
+			case ev := <-endedAt:
+				fromEvent = append(fromEvent, at.Sub(ev))
+			default:
+			}
 		case <-time.After(30 * time.Second):
 			b.Fatalf("run %d: no push", r.ID)
 		}
@@ -114,6 +133,7 @@ func benchAlertLatency(b *testing.B, withCharts bool) {
 	b.ReportMetric(ms(percentile(lat, 50)), "ms-median")
 	b.ReportMetric(ms(percentile(lat, 90)), "ms-p90")
 	b.ReportMetric(ms(percentile(post, 50)), "ms-post-median")
+	b.ReportMetric(ms(percentile(fromEvent, 50)), "ms-event-median")
 	b.ReportMetric(float64(len(lat)), "runs")
 }
 

@@ -46,7 +46,7 @@ func cmdPoints(ctx context.Context, args []string, e env) int {
 	if *asJSON && *asCSV {
 		return usageError(fs, e, "--json or --csv, not both")
 	}
-	cfg, code := cf.load(e)
+	cfg, _, code := cf.load(e)
 	if cfg == nil {
 		return code
 	}

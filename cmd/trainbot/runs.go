@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -103,7 +104,7 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 	default:
 		return usageError(fs, e, "unexpected argument %q", pos[0])
 	}
-	cfg, code := cf.load(e)
+	cfg, _, code := cf.load(e)
 	if cfg == nil {
 		return code
 	}
@@ -130,7 +131,7 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 			}
 			return printJSON(e, j)
 		}
-		fmt.Fprintln(e.stdout, bot.EndedText(r, last))
+		fmt.Fprintln(e.stdout, render.EndedText(r, last))
 		fmt.Fprintf(e.stdout, "started %s by %s\ncommand %s\nlog %s\n", r.StartedAt.Format(time.RFC3339), def(r.StartedBy, "?"), strings.Join(r.Command, " "), r.LogPath)
 		if r.Supervisor > 0 && r.Runner != "" {
 			fmt.Fprintf(e.stdout, "runner %s · supervisor pid %d\n", r.Runner, r.Supervisor)
@@ -157,7 +158,7 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 		if *asJSON {
 			out = append(out, toJSON(r, last, now))
 		} else {
-			fmt.Fprintln(e.stdout, bot.RunLine(r, last, now))
+			fmt.Fprintln(e.stdout, render.RunLine(r, last, now))
 		}
 	}
 	if *asJSON {
@@ -203,7 +204,7 @@ func cmdPlot(ctx context.Context, args []string, e env) int {
 	cf.register(fs, false)
 	metric := fs.String("metric", "", "metric to draw (default: every loss)")
 	x := fs.String("x", "step", "X axis of the loss chart: step or time (since the run started)")
-	kind := fs.String("kind", bot.KindLoss, "chart: loss, memory (GPU and host memory of the run) or util (GPU utilisation and temperature)")
+	kind := fs.String("kind", render.KindLoss, "chart: loss, memory (GPU and host memory of the run) or util (GPU utilisation and temperature)")
 	out := fs.String("o", "", "output PNG file (default run-ID-KIND.png)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
@@ -221,11 +222,11 @@ func cmdPlot(ctx context.Context, args []string, e env) int {
 		return usageError(fs, e, "%v", err)
 	}
 	switch *kind {
-	case bot.KindLoss, bot.KindMemory, bot.KindUtil:
+	case render.KindLoss, render.KindMemory, render.KindUtil:
 	default:
 		return usageError(fs, e, "--kind %q: want loss, memory or util", *kind)
 	}
-	if *metric != "" && *kind != bot.KindLoss {
+	if *metric != "" && *kind != render.KindLoss {
 		return usageError(fs, e, "--metric goes with --kind loss")
 	}
 	charts, st, dataDir, code := openCharts(e, cf)
@@ -237,14 +238,14 @@ func cmdPlot(ctx context.Context, args []string, e env) int {
 	if r == nil {
 		return code
 	}
-	var img bot.Image
+	var img chat.Image
 	switch *kind {
-	case bot.KindMemory:
+	case render.KindMemory:
 		img, err = charts.Memory(ctx, r)
-	case bot.KindUtil:
+	case render.KindUtil:
 		img, err = charts.Device(ctx, r)
 	default:
-		img, err = charts.Loss(ctx, r, bot.LossOptions{Metric: *metric, XTime: xTime})
+		img, err = charts.Loss(ctx, r, render.LossOptions{Metric: *metric, XTime: xTime})
 	}
 	if err != nil {
 		return errorf(e, "%v", err)

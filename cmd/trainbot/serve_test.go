@@ -49,7 +49,7 @@ func TestServeTelegram(t *testing.T) {
 	}
 	await(111, "trainbot commands")
 	await(999, "Your user id is 999")
-	if len(fake.Commands()) == 0 {
+	if !fake.Await(time.Minute, func() bool { return len(fake.Commands()) > 0 }) {
 		t.Error("the command menu was not registered")
 	}
 	cancel()

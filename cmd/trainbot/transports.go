@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"sync"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // transportOptions configure runTransports.
@@ -18,7 +17,7 @@ type transportOptions struct {
 	// Report tells the chats of the other transports, and the push
 	// channels, that a transport stopped (notifier.PushExcept); nil: logged
 	// only.
-	Report func(r bot.Reply, except string)
+	Report func(r chat.Reply, except string)
 	// Channels is how many push channels there are: the log says what is
 	// left when the last transport is gone.
 	Channels int
@@ -27,19 +26,20 @@ type transportOptions struct {
 	ExitAtEOF bool
 	// MinBackoff is the pause before a failed transport is started again
 	// (default 1 s); it doubles with each failure in a row up to MaxBackoff
-	// (default 5 min). A Run that lasted Stable (default 1 min) was fine: the
-	// next failure starts over, and is reported again.
+	// (default 5 min). A Receive that lasted Stable (default 1 min) was
+	// fine: the next failure starts over, and is reported again.
 	MinBackoff, MaxBackoff, Stable time.Duration
 }
 
-// transports runs the chat transports of runBot, so that nothing a
-// transport does ends the bot (and with it the runs): a Run that fails is
-// logged, reported once on the other transports and push channels, and
-// started again with a capped exponential backoff — unless its error lasts
-// as long as the process (Telegram refused the token), when the bot goes on
-// without it. A Run that returns nil ended its input (the console): runBot
-// hears of it on Ended and decides. When no transport is left the bot goes
-// on, for its runs, schedules and push channels, until it is stopped.
+// transports runs the receivers of runBot, so that nothing a transport
+// does ends the bot (and with it the runs): a Receive that fails is logged,
+// reported once on the other transports and push channels, and started
+// again with a capped exponential backoff — unless its error is permanent
+// (chat.IsPermanent: Telegram refused the token), when the bot goes on
+// without it. A Receive that returns nil ended its input (the console):
+// runBot hears of it on Ended and decides. When no transport is left the
+// bot goes on, for its runs, schedules and push channels, until it is
+// stopped.
 type transports struct {
 	opts  transportOptions
 	log   *slog.Logger
@@ -48,11 +48,11 @@ type transports struct {
 
 	mu      sync.Mutex
 	live    int // transports not gone for good
-	running int // Run loops not returned
+	running int // Receive loops not returned
 }
 
-// runTransports starts every transport's Run with h until ctx ends.
-func runTransports(ctx context.Context, ts []bot.Transport, h bot.Handler, o transportOptions) *transports {
+// runTransports starts every receiver's Receive with deliver until ctx ends.
+func runTransports(ctx context.Context, ts []chat.Receiver, deliver func(context.Context, chat.Message), o transportOptions) *transports {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -67,7 +67,7 @@ func runTransports(ctx context.Context, ts []bot.Transport, h bot.Handler, o tra
 	}
 	r := &transports{opts: o, log: o.Logger, ended: make(chan string, len(ts)), live: len(ts), running: len(ts)}
 	for _, t := range ts {
-		r.wg.Go(func() { r.keep(ctx, t, h) })
+		r.wg.Go(func() { r.keep(ctx, t, deliver) })
 	}
 	return r
 }
@@ -75,7 +75,7 @@ func runTransports(ctx context.Context, ts []bot.Transport, h bot.Handler, o tra
 // Ended receives the name of each transport whose input ended.
 func (r *transports) Ended() <-chan string { return r.ended }
 
-// Wait waits until every Run has returned (after ctx of runTransports
+// Wait waits until every Receive has returned (after ctx of runTransports
 // ended), or until ctx ends; it returns how many still run.
 func (r *transports) Wait(ctx context.Context) int {
 	done := make(chan struct{})
@@ -92,7 +92,7 @@ func (r *transports) Wait(ctx context.Context) int {
 
 // keep runs one transport until ctx ends, its input ends, or it fails
 // for good.
-func (r *transports) keep(ctx context.Context, t bot.Transport, h bot.Handler) {
+func (r *transports) keep(ctx context.Context, t chat.Receiver, deliver func(context.Context, chat.Message)) {
 	defer func() {
 		r.mu.Lock()
 		r.running--
@@ -103,7 +103,7 @@ func (r *transports) keep(ctx context.Context, t bot.Transport, h bot.Handler) {
 	failures := 0 // in a row: the backoff grows with them
 	for {
 		began := time.Now()
-		err := runOnce(ctx, t, h, log)
+		err := receiveOnce(ctx, t, deliver, log)
 		if ctx.Err() != nil {
 			return
 		}
@@ -116,7 +116,7 @@ func (r *transports) keep(ctx context.Context, t bot.Transport, h bot.Handler) {
 		if time.Since(began) >= r.opts.Stable {
 			failures = 0
 		}
-		if lasting(err) {
+		if chat.IsPermanent(err) {
 			log.Error("transport stopped for good: trainbot goes on without it; fix the config and restart trainbot", "err", err)
 			r.report(name, fmt.Sprintf("⚠️ %s stopped: %v\ntrainbot goes on without it, and runs go on; fix the config and restart trainbot.", name, err))
 			r.gone(false)
@@ -128,29 +128,21 @@ func (r *transports) keep(ctx context.Context, t bot.Transport, h bot.Handler) {
 		}
 		failures++
 		log.Error("transport stopped; starting it again", "in", wait, "failures", failures, "err", err)
-		if bot.Sleep(ctx, wait) != nil {
+		if chat.Sleep(ctx, wait) != nil {
 			return
 		}
 	}
 }
 
-// runOnce is t.Run, with a panic turned into an error.
-func runOnce(ctx context.Context, t bot.Transport, h bot.Handler, log *slog.Logger) (err error) {
+// receiveOnce is t.Receive, with a panic turned into an error.
+func receiveOnce(ctx context.Context, t chat.Receiver, deliver func(context.Context, chat.Message), log *slog.Logger) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			log.Error("transport panicked", "panic", p, "stack", string(debug.Stack()))
 			err = fmt.Errorf("panic: %v", p)
 		}
 	}()
-	return t.Run(ctx, h)
-}
-
-// lasting reports whether a transport's error lasts as long as the process:
-// errors with a Lasting() bool method that says so (Telegram's refused
-// token).
-func lasting(err error) bool {
-	var l interface{ Lasting() bool }
-	return errors.As(err, &l) && l.Lasting()
+	return t.Receive(ctx, deliver)
 }
 
 // backoff is the pause after the given number of failures in a row.
@@ -166,7 +158,7 @@ func (r *transports) report(name, text string) {
 	if r.opts.Report == nil {
 		return
 	}
-	r.opts.Report(bot.Reply{Text: text, Kind: bot.KindAlert, Alert: bot.AlertTrainbot,
+	r.opts.Report(chat.Reply{Text: text, Kind: chat.KindAlert, Alert: chat.AlertTrainbot,
 		Key: fmt.Sprintf("transport:%s:stopped:%d", name, time.Now().UnixMilli())}, name)
 }
 

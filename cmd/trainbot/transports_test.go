@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainbot/trainbot/bot"
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
-// scriptedTransport's Run returns the next of its results (nil: end of
+// scriptedTransport's Receive returns the next of its results (nil: end of
 // input; errPanic: panics); past the end it runs until ctx ends.
 type scriptedTransport struct {
 	name    string
@@ -22,13 +22,13 @@ type scriptedTransport struct {
 }
 
 var (
-	_        bot.Transport = (*scriptedTransport)(nil)
+	_        chat.Receiver = (*scriptedTransport)(nil)
 	errPanic               = errors.New("panic please")
 )
 
 func (s *scriptedTransport) Name() string { return s.name }
 
-func (s *scriptedTransport) Run(ctx context.Context, _ bot.Handler) error {
+func (s *scriptedTransport) Receive(ctx context.Context, _ func(context.Context, chat.Message)) error {
 	s.mu.Lock()
 	s.runs++
 	if len(s.results) == 0 {
@@ -45,23 +45,18 @@ func (s *scriptedTransport) Run(ctx context.Context, _ bot.Handler) error {
 	return err
 }
 
-func (s *scriptedTransport) Send(context.Context, int64, bot.Reply) error { return nil }
-
 func (s *scriptedTransport) started() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.runs
 }
 
-// lastingErr is an error that says it lasts, as Telegram's refused token.
-type lastingErr struct{}
-
-func (lastingErr) Error() string { return "token refused (telegram getUpdates: 401 Unauthorized)" }
-func (lastingErr) Lasting() bool { return true }
+// lastingErr is a permanent error, as Telegram's refused token.
+var lastingErr = chat.Permanent("Telegram refused the token", errors.New("token refused (telegram getUpdates: 401 Unauthorized)"))
 
 type report struct {
 	text, except string
-	kind         bot.Kind
+	kind         chat.Kind
 	alert        string
 }
 
@@ -71,7 +66,7 @@ type reports struct {
 	got []report
 }
 
-func (r *reports) add(reply bot.Reply, except string) {
+func (r *reports) add(reply chat.Reply, except string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, report{reply.Text, except, reply.Kind, reply.Alert})
@@ -112,7 +107,7 @@ func TestTransportsRestartReportAndGoOn(t *testing.T) {
 			stable: time.Nanosecond, wantRuns: 3, wantReports: 2, wantInLog: "starting it again"},
 		{name: "a panic is a failure", results: []error{errPanic},
 			stable: time.Hour, wantRuns: 2, wantReports: 1, wantInLog: "transport panicked"},
-		{name: "a lasting error is not tried again", results: []error{boom, lastingErr{}},
+		{name: "a lasting error is not tried again", results: []error{boom, lastingErr},
 			stable: time.Hour, wantRuns: 2, wantReports: 2, wantInLog: "no chat transport left and no push channel"},
 		{name: "end of input ends nothing", results: []error{nil},
 			stable: time.Hour, wantRuns: 1, wantEnded: true, wantInLog: "no chat transport left and no push channel"},
@@ -124,7 +119,7 @@ func TestTransportsRestartReportAndGoOn(t *testing.T) {
 			tr := &scriptedTransport{name: "flaky", results: tc.results}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			ts := runTransports(ctx, []bot.Transport{tr}, nil, transportOptions{
+			ts := runTransports(ctx, []chat.Receiver{tr}, nil, transportOptions{
 				Logger: slog.New(slog.NewTextHandler(&logs, nil)), Report: rep.add,
 				MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, Stable: tc.stable})
 			await(t, "the script to be played", func() bool { return tr.started() >= tc.wantRuns })
@@ -153,7 +148,7 @@ func TestTransportsRestartReportAndGoOn(t *testing.T) {
 				t.Fatalf("got %d reports %+v, want %d", len(got), got, tc.wantReports)
 			}
 			for _, r := range got {
-				if r.except != "flaky" || r.kind != bot.KindAlert || r.alert != bot.AlertTrainbot || !strings.HasPrefix(r.text, "⚠️ flaky stopped: ") {
+				if r.except != "flaky" || r.kind != chat.KindAlert || r.alert != chat.AlertTrainbot || !strings.HasPrefix(r.text, "⚠️ flaky stopped: ") {
 					t.Errorf("report %+v: want an alert of kind trainbot for the others, naming flaky", r)
 				}
 			}
@@ -164,11 +159,11 @@ func TestTransportsRestartReportAndGoOn(t *testing.T) {
 func TestTransportsLastingErrorLeavesTheOthersRunning(t *testing.T) {
 	var logs syncBuffer
 	rep := &reports{}
-	tg := &scriptedTransport{name: "telegram", results: []error{lastingErr{}}}
+	tg := &scriptedTransport{name: "telegram", results: []error{lastingErr}}
 	con := &scriptedTransport{name: "console"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ts := runTransports(ctx, []bot.Transport{tg, con}, nil, transportOptions{
+	ts := runTransports(ctx, []chat.Receiver{tg, con}, nil, transportOptions{
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Report: rep.add, Channels: 1, MinBackoff: time.Millisecond})
 	await(t, "the report", func() bool { return len(rep.list()) == 1 })
 	r := rep.list()[0]
@@ -178,9 +173,7 @@ func TestTransportsLastingErrorLeavesTheOthersRunning(t *testing.T) {
 	if !strings.Contains(logs.String(), "transport stopped for good") || strings.Contains(logs.String(), "no chat transport left") {
 		t.Errorf("log:\n%s", logs.String())
 	}
-	if con.started() != 1 {
-		t.Errorf("console started %d times, want 1", con.started())
-	}
+	await(t, "the console to run", func() bool { return con.started() == 1 })
 	cancel()
 	if n := ts.Wait(context.Background()); n != 0 {
 		t.Fatalf("%d still running", n)

@@ -1,0 +1,74 @@
+package chat
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestParseCommands(t *testing.T) {
+	cases := []struct {
+		text  string
+		cmd   string // "" when not a command
+		args  []string
+		start bool
+	}{
+		{"开始", "train", nil, false},
+		{"  开始 train batch_size=32 lr=3e-4 ", "train", []string{"train", "batch_size=32", "lr=3e-4"}, false},
+		{"/train", "train", nil, false},
+		{"/TRAIN@MyTrainBot demo", "train", []string{"demo"}, false},
+		{"run", "train", nil, false},
+		{"Run steps=10", "train", []string{"steps=10"}, false},
+		{"停止", "stop", nil, false},
+		{"/stop 12 confirm", "stop", []string{"12", "confirm"}, false},
+		{"状态", "status", nil, false},
+		{"/status@bot", "status", nil, false},
+		{"STATUS", "status", nil, false},
+		{"画图 3 val_loss", "plot", []string{"3", "val_loss"}, false},
+		{"画图3", "plot", []string{"3"}, false},
+		{"显卡", "gpu", nil, false},
+		{"/gpu", "gpu", nil, false},
+		{"日志 50", "log", []string{"50"}, false},
+		{"日志50", "log", []string{"50"}, false},
+		{"历史", "runs", nil, false},
+		{"/runs", "runs", nil, false},
+		{"对比 1 2", "compare", []string{"1", "2"}, false},
+		{"任务", "jobs", nil, false},
+		{"/jobs", "jobs", nil, false},
+		{"订阅", "subscribe", nil, false},
+		{"静音", "mute", nil, false},
+		{"/mute", "mute", nil, false},
+		{"帮助", "help", nil, false},
+		{"/help", "help", nil, false},
+		{"/start", "help", nil, true},
+		{"/start@MyTrainBot", "help", nil, true},
+		{"／状态", "status", nil, false},
+		{"hello", "", nil, false},
+		{"/unknown", "", nil, false},
+		{"", "", nil, false},
+	}
+	for _, c := range cases {
+		p := Parse(c.text)
+		got := ""
+		if p.Cmd != nil {
+			got = p.Cmd.Name
+		}
+		if got != c.cmd || !slices.Equal(p.Args, c.args) || p.Start != c.start {
+			t.Errorf("Parse(%q) = %q %q start=%v, want %q %q start=%v", c.text, got, p.Args, p.Start, c.cmd, c.args, c.start)
+		}
+	}
+}
+
+func TestEveryCommandHasChineseAndHelp(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Commands {
+		if c.Chinese == "" || c.Help == "" || c.HelpZH == "" {
+			t.Errorf("command %s lacks a word or help", c.Name)
+		}
+		for _, w := range append([]string{c.Name, c.Chinese}, c.Aliases...) {
+			if seen[w] {
+				t.Errorf("word %q used twice", w)
+			}
+			seen[w] = true
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package command_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image/png"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/command"
+	"github.com/trainbot/trainbot/bot/notify"
+	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+const (
+	operator = 100
+	viewer   = 200
+	stranger = 300
+)
+
+// env is a router over a real supervisor and store, with a job that prints
+// a metric every 50 ms for a few seconds.
+type env struct {
+	t   *testing.T
+	st  *store.Store
+	sup *trainer.Supervisor
+	r   *command.Router
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{FlushEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	min1 := 1.0
+	j := &trainer.Job{
+		Name: "train",
+		Command: []string{"/bin/sh", "-c", `trap 'echo bye; exit 130' INT; i=0; while [ $i -lt $0 ]; do i=$((i+1)); echo "Epoch [1/1], Step [$i/$0], Loss: 0.$((1000-i))"; sleep 0.05; done`,
+			"{steps}"},
+		Params:    map[string]trainer.ParamSpec{"steps": {Type: trainer.ParamInt, Default: "100", HasDefault: true, Min: &min1}},
+		StopGrace: time.Second, KillGrace: time.Second,
+	}
+	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: []*trainer.Job{j}, Recorder: st, DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		sup.Close(ctx)
+		st.Close()
+	})
+	r := &command.Router{Trainer: sup, History: st, Access: command.Access{Operators: []int64{operator}, Viewers: []int64{viewer}},
+		ConfirmStop: map[string]bool{"telegram": true}}
+	return &env{t: t, st: st, sup: sup, r: r}
+}
+
+func (e *env) say(user int64, text string) chat.Reply {
+	e.t.Helper()
+	return e.r.Handle(context.Background(), chat.Message{Transport: "telegram", Chat: user, User: chat.User{ID: user, Name: "u"}, Text: text})
+}
+
+func mustContain(t *testing.T, r chat.Reply, subs ...string) {
+	t.Helper()
+	for _, s := range subs {
+		if !strings.Contains(r.Text, s) {
+			t.Errorf("reply %q lacks %q", r.Text, s)
+		}
+	}
+}
+
+func (e *env) runs() []*trainer.Run {
+	runs, err := e.st.Runs(context.Background(), store.RunFilter{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return runs
+}
+
+func TestStrangerIsRefusedAndAudited(t *testing.T) {
+	e := newEnv(t)
+	r := e.say(stranger, "开始")
+	mustContain(t, r, "not allowed", "300")
+	if len(e.runs()) != 0 {
+		t.Fatal("a stranger started a run")
+	}
+	log, _ := e.st.AuditLog(context.Background(), 10)
+	if len(log) != 1 || log[0].Allowed || log[0].User != stranger || log[0].Command != "train" {
+		t.Fatalf("audit %+v", log)
+	}
+	// Even help is refused: a stranger learns nothing but their id.
+	mustContain(t, e.say(stranger, "帮助"), "not allowed")
+}
+
+func TestViewerLooksButCannotStart(t *testing.T) {
+	e := newEnv(t)
+	mustContain(t, e.say(viewer, "/train"), "Viewers can look", "200")
+	mustContain(t, e.say(viewer, "状态"), "No run yet")
+	if len(e.runs()) != 0 {
+		t.Fatal("a viewer started a run")
+	}
+}
+
+func TestHelpStartAndUnknown(t *testing.T) {
+	e := newEnv(t)
+	mustContain(t, e.say(operator, "帮助"), "开始", "/train", "显卡", "/compare")
+	mustContain(t, e.say(operator, "/start"), "trainbot commands")
+	if len(e.runs()) != 0 {
+		t.Fatal("/start started training")
+	}
+	mustContain(t, e.say(operator, "hello there"), "帮助")
+	long := strings.Repeat("长", 10000)
+	mustContain(t, e.say(operator, long), "帮助")
+	if r := e.say(operator, "   "); !r.Empty() {
+		t.Fatalf("blank message answered %q", r.Text)
+	}
+}
+
+func TestOperatorSession(t *testing.T) {
+	e := newEnv(t)
+	r := e.say(operator, "开始 steps=2000")
+	mustContain(t, r, "run #1 started", "steps=2000")
+	if len(r.Buttons) != 1 || len(r.Buttons[0]) != 3 || r.Buttons[0][0].Data != "停止" {
+		t.Fatalf("buttons %+v", r.Buttons)
+	}
+	mustContain(t, e.say(operator, "开始"), "already running", "run #1")
+	if n := len(e.runs()); n != 1 {
+		t.Fatalf("got %d runs, want 1", n)
+	}
+	// Wait for a few metrics.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := e.sup.Status(0); err == nil && st.Progress.Step >= 5 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mustContain(t, e.say(operator, "状态"), "run #1", "step", "/2000", "loss")
+	plot := e.say(operator, "画图")
+	if len(plot.Images) != 1 {
+		t.Fatalf("画图 gave %q and %d images", plot.Text, len(plot.Images))
+	}
+	img, err := png.Decode(bytes.NewReader(plot.Images[0].PNG))
+	if err != nil {
+		t.Fatalf("chart is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 800 {
+		t.Errorf("chart is %dx%d, want 1280x800", b.Dx(), b.Dy())
+	}
+	mustContain(t, e.say(operator, "画图 1 nope"), "no metric \"nope\"", "loss")
+	mustContain(t, e.say(operator, "日志 3"), "Last 3 lines of run #1", "Loss")
+	mustContain(t, e.say(operator, "日志 x"), "not one")
+	// Telegram asks first.
+	ask := e.say(operator, "停止")
+	mustContain(t, ask, "Stop run #1")
+	if len(ask.Buttons) != 1 || ask.Buttons[0][0].Data != "/stop 1 confirm" || ask.Buttons[0][1].Data != "/stop cancel" {
+		t.Fatalf("confirm buttons %+v", ask.Buttons)
+	}
+	mustContain(t, e.say(operator, "/stop cancel"), "keeps going")
+	if len(e.sup.Active()) != 1 {
+		t.Fatal("cancel stopped the run")
+	}
+	mustContain(t, e.say(operator, "/stop 1 confirm"), "stopping run #1")
+	if _, err := e.sup.WaitRun(context.Background(), 1); err != nil && !errors.Is(err, trainer.ErrNotRunning) {
+		t.Fatal(err)
+	}
+	// A confirmation from an old message.
+	mustContain(t, e.say(operator, "/stop 1 confirm"), "already ended")
+	mustContain(t, e.say(operator, "停止"), "No run is active")
+	mustContain(t, e.say(operator, "状态"), "No run is active", "run #1", "stopped")
+	mustContain(t, e.say(operator, "历史"), "#1 train stopped")
+	mustContain(t, e.say(operator, "状态 9"), "no run #9")
+}
+
+func TestBadParametersStartNothing(t *testing.T) {
+	e := newEnv(t)
+	mustContain(t, e.say(operator, "开始 steps=abc"), "Not started", "steps", "not an integer")
+	mustContain(t, e.say(operator, "开始 steps=0"), "below the minimum 1")
+	mustContain(t, e.say(operator, "开始 bs=3"), "unknown parameter", "takes steps")
+	mustContain(t, e.say(operator, "开始 nosuchjob"), "unknown job", "train")
+	mustContain(t, e.say(operator, "开始 train steps"), "could not read steps", "name=value")
+	if len(e.runs()) != 0 {
+		t.Fatal("a bad start recorded a run")
+	}
+}
+
+func TestNoRunYet(t *testing.T) {
+	e := newEnv(t)
+	mustContain(t, e.say(operator, "画图"), "No run yet")
+	mustContain(t, e.say(operator, "日志"), "No run yet")
+	mustContain(t, e.say(operator, "历史"), "No run yet")
+	mustContain(t, e.say(operator, "任务"), "train", "steps: int")
+	mustContain(t, e.say(operator, "显卡"), "not available")
+	mustContain(t, e.say(operator, "对比"), "two or more")
+	mustContain(t, e.say(operator, "对比 1"), "no run #1")
+}
+
+func TestSubscribeAndMute(t *testing.T) {
+	e := newEnv(t)
+	mustContain(t, e.say(viewer, "订阅"), "Subscribed")
+	mustContain(t, e.say(operator, "/mute"), "Muted")
+	subs, _ := e.st.Subscriptions(context.Background())
+	if len(subs) != 2 {
+		t.Fatalf("subs %+v", subs)
+	}
+	for _, s := range subs {
+		if (s.Chat == viewer) != s.Subscribed {
+			t.Errorf("chat %d subscribed=%v", s.Chat, s.Subscribed)
+		}
+	}
+}
+
+func TestScheduledReportAndStart(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	at := time.Date(2030, 1, 2, 9, 0, 0, 0, time.UTC)
+	charts := func(ctx context.Context, run *trainer.Run) []chat.Image {
+		imgs, err := (&render.Charts{Data: e.st}).RunCharts(ctx, run)
+		if err != nil {
+			t.Errorf("charts: %v", err)
+		}
+		return imgs
+	}
+	r := notify.ReportReply(ctx, e.sup, e.st, charts, "morning", at)
+	if r.Text != "⏰ morning: no run is active." || r.Kind != chat.KindNotice || len(r.Images) != 0 {
+		t.Errorf("report with no run: %+v", r)
+	}
+	if r, refused := command.ScheduledStart(ctx, e.sup, "nightly", "train", map[string]string{"steps": "400"}, at); refused {
+		t.Fatalf("start refused: %s", r.Text)
+	}
+	active := e.sup.Active()
+	if len(active) != 1 || active[0].Run.StartedBy != "schedule nightly" || active[0].Run.Params["steps"] != "400" {
+		t.Fatalf("active %+v", active)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := e.sup.Status(0); err == nil && st.Progress.Step >= 5 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r = notify.ReportReply(ctx, e.sup, e.st, charts, "morning", at)
+	if !strings.HasPrefix(r.Text, "⏰ morning report\nrun #1 · train · running") || len(r.Images) != 1 || r.RunID != 1 || r.Key != "schedule:morning:1893574800" {
+		t.Errorf("report of a run: %q, %d images, run %d, key %s", r.Text, len(r.Images), r.RunID, r.Key)
+	}
+	// A second start while the run is active is refused, with a message.
+	r, refused := command.ScheduledStart(ctx, e.sup, "nightly", "train", nil, at)
+	if !refused || r.Kind != chat.KindAlert || r.Alert != chat.AlertSchedule || !strings.Contains(r.Text, "⏰ nightly: train not started: run #1 (train) is still running") {
+		t.Errorf("busy: %v %+v", refused, r)
+	}
+	r, refused = command.ScheduledStart(ctx, e.sup, "typo", "train", map[string]string{"steps": "0"}, at)
+	if !refused || !strings.Contains(r.Text, "below the minimum 1") {
+		t.Errorf("bad param: %+v", r)
+	}
+	if n := len(e.runs()); n != 1 {
+		t.Errorf("%d runs, want 1", n)
+	}
+}

@@ -1,0 +1,374 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/plots"
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// SeriesReader reads metric series for charts.
+type SeriesReader interface {
+	// MetricNames returns the names of the metrics a run logged, losses first.
+	MetricNames(ctx context.Context, runID int64) ([]string, error)
+	// Series returns every point of one metric of a run, in step order.
+	Series(ctx context.Context, runID int64, name string) ([]store.Point, error)
+	// Flush waits until the points queued so far are written.
+	Flush(ctx context.Context) error
+}
+
+// ChartData is what charts read from the history: metric series, the
+// memory a run held, and the devices' samples.
+type ChartData interface {
+	SeriesReader
+	// RunMemorySeries returns a run's memory samples in time order.
+	RunMemorySeries(ctx context.Context, runID int64) ([]store.RunMemory, error)
+	// DevicesBetween returns the devices sampled between two instants.
+	DevicesBetween(ctx context.Context, from, to time.Time) ([]int, error)
+	// DeviceSeries returns one device's samples between two instants.
+	DeviceSeries(ctx context.Context, device int, from, to time.Time) ([]store.DeviceSample, error)
+}
+
+var _ ChartData = (*store.Store)(nil)
+
+// Errors of charts, wrapped in messages meant for the user.
+var (
+	// ErrNoMetric is returned when a run has no metric to draw.
+	ErrNoMetric = errors.New("no metric to draw")
+	// ErrNoSamples is returned when a run has no memory or device sample.
+	ErrNoSamples = errors.New("no samples to draw")
+)
+
+// userError is a message for the user that still matches its sentinel
+// with errors.Is.
+type userError struct {
+	msg  string
+	kind error
+}
+
+func (e *userError) Error() string { return e.msg }
+func (e *userError) Unwrap() error { return e.kind }
+
+func userErrorf(kind error, format string, args ...any) error {
+	return &userError{msg: fmt.Sprintf(format, args...), kind: kind}
+}
+
+// Chart kinds, as `trainbot plot --kind` and 画图 take them.
+const (
+	KindLoss   = "loss"
+	KindMemory = "memory"
+	KindUtil   = "util"
+)
+
+// Charts draws the charts of runs from the history.
+type Charts struct {
+	Data ChartData
+	// Painter draws; plots.Default() when nil.
+	Painter *plots.Painter
+	// Smoothing is the EMA weight of loss charts: plots.DefaultSmoothing
+	// when 0, no smoothed line when negative.
+	Smoothing float64
+	// Now is the clock (time.Now when nil), for runs still going.
+	Now func() time.Time
+}
+
+// LossOptions choose what a loss chart shows.
+type LossOptions struct {
+	// Metric is the metric to draw; "" draws every loss the run logged.
+	Metric string
+	// XTime puts time since the start on X instead of the step.
+	XTime bool
+}
+
+func (c *Charts) painter() *plots.Painter {
+	if c.Painter == nil {
+		return plots.Default()
+	}
+	return c.Painter
+}
+
+func (c *Charts) smoothing() float64 {
+	switch {
+	case c.Smoothing == 0:
+		return plots.DefaultSmoothing
+	case c.Smoothing < 0:
+		return 0
+	}
+	return c.Smoothing
+}
+
+func (c *Charts) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
+// runTitle names a run in a chart title: "demo · run #12 · finished".
+func runTitle(run *trainer.Run) string {
+	return fmt.Sprintf("%s · run #%d · %s", run.Job, run.ID, run.Outcome)
+}
+
+// pickLosses chooses the metrics of a loss chart: the named one, else
+// every loss-like one (at most four), else the first metric.
+func pickLosses(run *trainer.Run, names []string, metric string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, userErrorf(ErrNoMetric, "run #%d has no metric yet, so there is nothing to draw", run.ID)
+	}
+	if metric != "" {
+		for _, n := range names {
+			if strings.EqualFold(n, metric) {
+				return []string{n}, nil
+			}
+		}
+		return nil, userErrorf(ErrNoMetric, "run #%d has no metric %q; it has %s", run.ID, metric, strings.Join(names, ", "))
+	}
+	var pick []string
+	for _, n := range names {
+		if trainer.IsLossName(n) {
+			pick = append(pick, n)
+		}
+	}
+	if len(pick) == 0 {
+		pick = names[:1]
+	}
+	return pick[:min(len(pick), 4)], nil
+}
+
+// toXY turns stored points into chart points: X is the step, or the
+// seconds since start (the instant trainbot read the point).
+func toXY(pts []store.Point, start time.Time, xTime bool) []plots.XY {
+	out := make([]plots.XY, len(pts))
+	t0 := start.UnixMilli()
+	for i, p := range pts {
+		x := float64(p.Step)
+		if xTime {
+			x = float64(p.T-t0) / 1000
+		}
+		out[i] = plots.XY{X: x, Y: p.Value}
+	}
+	return out
+}
+
+// Loss draws the loss chart of a run.
+func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (chat.Image, error) {
+	if err := c.Data.Flush(ctx); err != nil {
+		return chat.Image{}, fmt.Errorf("flush points: %w", err)
+	}
+	names, err := c.Data.MetricNames(ctx, run.ID)
+	if err != nil {
+		return chat.Image{}, fmt.Errorf("read metrics of run %d: %w", run.ID, err)
+	}
+	pick, err := pickLosses(run, names, o.Metric)
+	if err != nil {
+		return chat.Image{}, err
+	}
+	chart := plots.LossChart{Title: runTitle(run), Smoothing: c.smoothing(), XTime: o.XTime}
+	if len(pick) == 1 {
+		chart.YLabel = pick[0]
+	}
+	total, finite := 0, 0
+	for _, n := range pick {
+		pts, err := c.Data.Series(ctx, run.ID, n)
+		if err != nil {
+			return chat.Image{}, fmt.Errorf("read %s of run %d: %w", n, run.ID, err)
+		}
+		s := plots.Series{Name: n, Points: toXY(pts, run.StartedAt, o.XTime)}
+		for _, p := range pts {
+			if !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {
+				finite++
+			}
+		}
+		total += len(pts)
+		chart.Series = append(chart.Series, s)
+	}
+	png, err := c.painter().Loss(chart)
+	if errors.Is(err, plots.ErrNoData) {
+		return chat.Image{}, userErrorf(ErrNoMetric, "run #%d has no finite value of %s to draw (%d points, all NaN or Inf)", run.ID, strings.Join(pick, ", "), total)
+	}
+	if err != nil {
+		return chat.Image{}, fmt.Errorf("draw run %d: %w", run.ID, err)
+	}
+	caption := fmt.Sprintf("run #%d %s · %s · %d points", run.ID, run.Job, strings.Join(pick, ", "), total)
+	if finite < total {
+		caption += fmt.Sprintf(" (%d NaN/Inf)", total-finite)
+	}
+	name := "loss"
+	if o.Metric != "" {
+		name = fileSafe(pick[0])
+	}
+	file := fmt.Sprintf("run-%d-%s.png", run.ID, name)
+	cmd := fmt.Sprintf("trainbot plot %d", run.ID)
+	if o.Metric != "" {
+		cmd += " --metric " + pick[0]
+	}
+	if o.XTime {
+		cmd += " --x time"
+	}
+	return chat.Image{Name: file, PNG: png, Caption: caption, Command: cmd + " -o " + file}, nil
+}
+
+// fileSafe keeps letters, digits, '-', '_' and '.' of a metric name.
+func fileSafe(s string) string {
+	out := strings.Map(func(r rune) rune {
+		if r < 128 && (r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return r
+		}
+		return '_'
+	}, s)
+	if strings.Trim(out, "_.") == "" {
+		return "metric"
+	}
+	return out
+}
+
+func (c *Charts) end(run *trainer.Run) time.Time {
+	if run.EndedAt.IsZero() {
+		return c.now()
+	}
+	return run.EndedAt
+}
+
+// Memory draws what a run held over time: GPU memory of its processes with
+// the devices' capacity as a ceiling, and the host memory of its process
+// tree.
+func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, error) {
+	samples, err := c.Data.RunMemorySeries(ctx, run.ID)
+	if err != nil {
+		return chat.Image{}, fmt.Errorf("read memory of run %d: %w", run.ID, err)
+	}
+	var chart plots.MemoryChart
+	chart.Title = runTitle(run)
+	peakGPU, peakHost, total := int64(-1), int64(-1), int64(-1)
+	for _, m := range samples {
+		x := m.T.Sub(run.StartedAt).Seconds()
+		if m.GPUBytes != nil {
+			chart.GPU = append(chart.GPU, plots.XY{X: x, Y: float64(*m.GPUBytes)})
+			peakGPU = max(peakGPU, *m.GPUBytes)
+		}
+		if m.GPUTotal != nil && *m.GPUTotal > 0 {
+			chart.GPUTotal = append(chart.GPUTotal, plots.XY{X: x, Y: float64(*m.GPUTotal)})
+			total = max(total, *m.GPUTotal)
+		}
+		if m.HostBytes != nil {
+			chart.Host = append(chart.Host, plots.XY{X: x, Y: float64(*m.HostBytes)})
+			peakHost = max(peakHost, *m.HostBytes)
+		}
+	}
+	png, err := c.painter().Memory(chart)
+	if errors.Is(err, plots.ErrNoData) {
+		return chat.Image{}, userErrorf(ErrNoSamples, "run #%d has no memory sample, so there is no memory chart", run.ID)
+	}
+	if err != nil {
+		return chat.Image{}, fmt.Errorf("draw memory of run %d: %w", run.ID, err)
+	}
+	var parts []string
+	if peakGPU >= 0 {
+		s := "peak GPU " + FormatBytes(peakGPU)
+		if total > 0 {
+			s += " of " + FormatBytes(total)
+		}
+		parts = append(parts, s)
+	}
+	if peakHost >= 0 {
+		parts = append(parts, "peak host "+FormatBytes(peakHost))
+	}
+	caption := fmt.Sprintf("run #%d %s · memory · %s", run.ID, run.Job, strings.Join(parts, " · "))
+	file := fmt.Sprintf("run-%d-memory.png", run.ID)
+	return chat.Image{Name: file, PNG: png, Caption: caption, Command: fmt.Sprintf("trainbot plot %d --kind memory -o %s", run.ID, file)}, nil
+}
+
+// Device draws the utilisation and temperature of the devices sampled
+// while a run ran.
+func (c *Charts) Device(ctx context.Context, run *trainer.Run) (chat.Image, error) {
+	from, to := run.StartedAt, c.end(run)
+	devices, err := c.Data.DevicesBetween(ctx, from, to)
+	if err != nil {
+		return chat.Image{}, fmt.Errorf("read devices: %w", err)
+	}
+	chart := plots.DeviceChart{Title: runTitle(run)}
+	var names []string
+	for _, d := range devices {
+		samples, err := c.Data.DeviceSeries(ctx, d, from, to)
+		if err != nil {
+			return chat.Image{}, fmt.Errorf("read device %d: %w", d, err)
+		}
+		ds := plots.DeviceSeries{Name: fmt.Sprintf("GPU %d", d)}
+		for _, s := range samples {
+			if s.Name != "" && !strings.Contains(ds.Name, "·") {
+				ds.Name += " · " + s.Name
+			}
+			x := s.T.Sub(run.StartedAt).Seconds()
+			if s.Util >= 0 {
+				ds.Util = append(ds.Util, plots.XY{X: x, Y: float64(s.Util)})
+			}
+			if s.TempC >= 0 {
+				ds.TempC = append(ds.TempC, plots.XY{X: x, Y: float64(s.TempC)})
+			}
+		}
+		chart.Devices = append(chart.Devices, ds)
+		names = append(names, ds.Name)
+	}
+	png, err := c.painter().Device(chart)
+	if errors.Is(err, plots.ErrNoData) {
+		return chat.Image{}, userErrorf(ErrNoSamples, "no GPU was sampled while run #%d ran, so there is no utilisation chart", run.ID)
+	}
+	if err != nil {
+		return chat.Image{}, fmt.Errorf("draw devices of run %d: %w", run.ID, err)
+	}
+	caption := fmt.Sprintf("run #%d %s · utilisation and temperature · %s", run.ID, run.Job, strings.Join(names, ", "))
+	file := fmt.Sprintf("run-%d-util.png", run.ID)
+	return chat.Image{Name: file, PNG: png, Caption: caption, Command: fmt.Sprintf("trainbot plot %d --kind util -o %s", run.ID, file)}, nil
+}
+
+// peakOf returns the highest of a run's samples, or -1.
+func peakOf(samples []store.RunMemory, get func(store.RunMemory) *int64) int64 {
+	peak := int64(-1)
+	for _, m := range samples {
+		if v := get(m); v != nil {
+			peak = max(peak, *v)
+		}
+	}
+	return peak
+}
+
+// sortedKeys returns the keys of a map in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// RunCharts draws the charts that go with a report or the end of a run:
+// the loss chart, then the memory chart. A run with nothing to draw yet
+// gets no chart and no error.
+func (c *Charts) RunCharts(ctx context.Context, run *trainer.Run) ([]chat.Image, error) {
+	var out []chat.Image
+	var errs []error
+	loss, err := c.Loss(ctx, run, LossOptions{})
+	switch {
+	case err == nil:
+		out = append(out, loss)
+	case !errors.Is(err, ErrNoMetric):
+		errs = append(errs, err)
+	}
+	mem, err := c.Memory(ctx, run)
+	switch {
+	case err == nil:
+		out = append(out, mem)
+	case !errors.Is(err, ErrNoSamples):
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,310 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/png"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/plots"
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/logparse"
+)
+
+var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+
+func openHistory(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// addRun records an ended run of dur with the given parameters.
+func addRun(t *testing.T, st *store.Store, params map[string]string, dur time.Duration, steps int64) *trainer.Run {
+	t.Helper()
+	r := &trainer.Run{Job: "demo", Params: params, State: trainer.StateEnded, Outcome: trainer.OutcomeFinished,
+		StartedAt: t0, EndedAt: t0.Add(dur), Steps: steps, Total: steps}
+	id, err := st.CreateRun(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ID = id
+	return r
+}
+
+// addLoss records a metric: value(i) at step (i+1)*every, read at even
+// intervals over the run.
+func addLoss(st *store.Store, r *trainer.Run, name string, n int, every int64, value func(i int) float64) {
+	dur := r.EndedAt.Sub(r.StartedAt)
+	for i := range n {
+		at := r.StartedAt.Add(dur * time.Duration(i+1) / time.Duration(n))
+		st.AddPoints(r.ID, []trainer.TimedPoint{{Point: logparse.Point{Step: int64(i+1) * every, Epoch: math.NaN(), Name: name, Value: value(i)}, At: at}})
+	}
+}
+
+// addMemory records n memory samples over the run; gpu and host may be nil.
+func addMemory(t *testing.T, st *store.Store, r *trainer.Run, n int, gpu, host func(i int) int64, total int64) {
+	t.Helper()
+	dur := r.EndedAt.Sub(r.StartedAt)
+	var ms []store.RunMemory
+	for i := range n {
+		m := store.RunMemory{RunID: r.ID, T: r.StartedAt.Add(dur * time.Duration(i) / time.Duration(n))}
+		if gpu != nil {
+			g, tot := gpu(i), total
+			m.GPUBytes, m.GPUTotal = &g, &tot
+		}
+		if host != nil {
+			h := host(i)
+			m.HostBytes = &h
+		}
+		ms = append(ms, m)
+	}
+	if err := st.AddRunMemory(context.Background(), ms); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func decodePNG(t *testing.T, b []byte) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	if got := img.Bounds().Size(); got != (image.Point{plots.Width, plots.Height}) {
+		t.Fatalf("size %v, want %dx%d", got, plots.Width, plots.Height)
+	}
+}
+
+func englishPainter(t *testing.T) *plots.Painter {
+	t.Helper()
+	p, err := plots.New(plots.Options{Font: plots.FontNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func decay(i int) float64 { return 2 * math.Exp(-float64(i)/40) }
+
+func TestChartsLoss(t *testing.T) {
+	ctx := context.Background()
+	st := openHistory(t)
+	c := &Charts{Data: st, Painter: englishPainter(t)}
+	r := addRun(t, st, nil, 10*time.Minute, 2000)
+	addLoss(st, r, "loss", 200, 10, decay)
+	addLoss(st, r, "val_loss", 20, 100, func(i int) float64 { return decay(i*10) + 0.1 })
+	addLoss(st, r, "acc", 20, 100, func(i int) float64 { return 0.5 })
+
+	img, err := c.Loss(ctx, r, LossOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodePNG(t, img.PNG)
+	if want := "run #1 demo · loss, val_loss · 220 points"; img.Caption != want {
+		t.Errorf("caption %q, want %q", img.Caption, want)
+	}
+	if img.Name != "run-1-loss.png" {
+		t.Errorf("name %q", img.Name)
+	}
+	img, err = c.Loss(ctx, r, LossOptions{Metric: "ACC", XTime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodePNG(t, img.PNG)
+	if img.Name != "run-1-acc.png" || !strings.Contains(img.Caption, "acc · 20 points") {
+		t.Errorf("name %q caption %q", img.Name, img.Caption)
+	}
+	_, err = c.Loss(ctx, r, LossOptions{Metric: "bleu"})
+	if !errors.Is(err, ErrNoMetric) || err.Error() != `run #1 has no metric "bleu"; it has loss, val_loss, acc` {
+		t.Errorf("err %v", err)
+	}
+}
+
+func TestChartsEmptyOneAndNaN(t *testing.T) {
+	ctx := context.Background()
+	st := openHistory(t)
+	c := &Charts{Data: st, Painter: englishPainter(t)}
+
+	empty := addRun(t, st, nil, time.Minute, 0)
+	_, err := c.Loss(ctx, empty, LossOptions{})
+	if !errors.Is(err, ErrNoMetric) || err.Error() != "run #1 has no metric yet, so there is nothing to draw" {
+		t.Errorf("empty run: %v", err)
+	}
+	_, err = c.Memory(ctx, empty)
+	if !errors.Is(err, ErrNoSamples) || err.Error() != "run #1 has no memory sample, so there is no memory chart" {
+		t.Errorf("empty run memory: %v", err)
+	}
+	_, err = c.Device(ctx, empty)
+	if !errors.Is(err, ErrNoSamples) || !strings.Contains(err.Error(), "no GPU was sampled while run #1 ran") {
+		t.Errorf("empty run devices: %v", err)
+	}
+
+	one := addRun(t, st, nil, time.Minute, 1)
+	addLoss(st, one, "loss", 1, 1, func(int) float64 { return 0.7 })
+	img, err := c.Loss(ctx, one, LossOptions{})
+	if err != nil {
+		t.Fatalf("one point: %v", err)
+	}
+	decodePNG(t, img.PNG)
+
+	nan := addRun(t, st, nil, time.Minute, 5)
+	addLoss(st, nan, "loss", 5, 1, func(i int) float64 {
+		return []float64{math.NaN(), math.Inf(1), math.NaN(), math.Inf(-1), math.NaN()}[i]
+	})
+	_, err = c.Loss(ctx, nan, LossOptions{})
+	if !errors.Is(err, ErrNoMetric) || err.Error() != "run #3 has no finite value of loss to draw (5 points, all NaN or Inf)" {
+		t.Errorf("all NaN: %v", err)
+	}
+
+	some := addRun(t, st, nil, time.Minute, 50)
+	addLoss(st, some, "loss", 50, 1, func(i int) float64 {
+		if i%10 == 9 {
+			return math.NaN()
+		}
+		return decay(i)
+	})
+	img, err = c.Loss(ctx, some, LossOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(img.Caption, "50 points (5 NaN/Inf)") {
+		t.Errorf("caption %q", img.Caption)
+	}
+}
+
+func TestChartsMemoryAndDevice(t *testing.T) {
+	ctx := context.Background()
+	st := openHistory(t)
+	c := &Charts{Data: st, Painter: englishPainter(t)}
+	r := addRun(t, st, nil, 30*time.Minute, 1000)
+	addMemory(t, st, r, 360, func(i int) int64 { return int64(10+i%7) << 30 }, func(i int) int64 { return 3 << 30 }, 80<<30)
+	img, err := c.Memory(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodePNG(t, img.PNG)
+	if want := "run #1 demo · memory · peak GPU 16.00 GiB of 80.00 GiB · peak host 3.00 GiB"; img.Caption != want {
+		t.Errorf("caption %q, want %q", img.Caption, want)
+	}
+
+	cpu := addRun(t, st, nil, time.Minute, 10)
+	addMemory(t, st, cpu, 30, nil, func(i int) int64 { return int64(100+i) << 20 }, 0)
+	img, err = c.Memory(ctx, cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "run #2 demo · memory · peak host 129.00 MiB"; img.Caption != want {
+		t.Errorf("CPU-only caption %q, want %q", img.Caption, want)
+	}
+
+	// Device samples: two GPUs during run 1, one sample long before it.
+	var ds []store.DeviceSample
+	for i := range 100 {
+		at := r.StartedAt.Add(time.Duration(i) * 18 * time.Second)
+		ds = append(ds, store.DeviceSample{T: at, Device: 0, Name: "NVIDIA H100", MemUsed: 10 << 30, MemTotal: 80 << 30, Util: 90, TempC: 60 + i/10},
+			store.DeviceSample{T: at, Device: 1, Name: "NVIDIA H100", MemUsed: 1 << 30, MemTotal: 80 << 30, Util: -1, TempC: -1})
+	}
+	ds = append(ds, store.DeviceSample{T: r.StartedAt.Add(-time.Hour), Device: 2, Name: "old", Util: 5, TempC: 30})
+	if err := st.AddDeviceSamples(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	devs, err := st.DevicesBetween(ctx, r.StartedAt, r.EndedAt)
+	if err != nil || len(devs) != 2 || devs[0] != 0 || devs[1] != 1 {
+		t.Fatalf("DevicesBetween = %v, %v; want [0 1]", devs, err)
+	}
+	img, err = c.Device(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodePNG(t, img.PNG)
+	if want := "run #1 demo · utilisation and temperature · GPU 0 · NVIDIA H100, GPU 1 · NVIDIA H100"; img.Caption != want {
+		t.Errorf("caption %q, want %q", img.Caption, want)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	ctx := context.Background()
+	st := openHistory(t)
+	c := &Charts{Data: st, Painter: englishPainter(t)}
+	// Gradient checkpointing: 58 % less GPU memory for 24 % more time.
+	a := addRun(t, st, map[string]string{"batch_size": "64", "grad_ckpt": "false"}, 100*time.Minute, 6000)
+	b := addRun(t, st, map[string]string{"batch_size": "64", "grad_ckpt": "true"}, 124*time.Minute, 6000)
+	addLoss(st, a, "loss", 60, 100, decay)
+	addLoss(st, b, "loss", 60, 100, func(i int) float64 { return decay(i) * 1.02 })
+	addMemory(t, st, a, 10, func(int) int64 { return 50 << 30 }, func(int) int64 { return 4 << 30 }, 80<<30)
+	addMemory(t, st, b, 10, func(int) int64 { return 21 << 30 }, func(int) int64 { return 4 << 30 }, 80<<30)
+
+	img, text, err := c.Compare(ctx, []*trainer.Run{a, b}, LossOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodePNG(t, img.PNG)
+	if img.Name != "compare-1-2.png" {
+		t.Errorf("name %q", img.Name)
+	}
+	for _, want := range []string{
+		"对比 compare · loss · against run #1",
+		"✅ #1 demo · finished · grad_ckpt=false",
+		"✅ #2 demo · finished · grad_ckpt=true",
+		"time 2h04m (+24 %)",
+		"loss final 0.4667 (+2 %) · best 0.4667 (+2 %)",
+		"6000 steps · 0.806 steps/s (−19 %)",
+		"peak GPU 21.00 GiB (−58 %) · host 4.00 GiB (±0 %)",
+		"#2 vs #1: peak GPU memory −58 %, time +24 %, final loss +2 %",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "batch_size") {
+		t.Errorf("text shows a parameter that does not differ:\n%s", text)
+	}
+	// steps/s comes from the points: 5900 steps between the first and the
+	// last point, read 59/60 of 100 minutes apart for run 1.
+	cmp, _, err := c.comparison(ctx, []*trainer.Run{a, b}, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cmp.Runs[0].StepsPerSec, 1.0; math.Abs(got-want) > 1e-9 {
+		t.Errorf("steps/s %g, want %g", got, want)
+	}
+
+	// A run without the metric still gets its line in the table.
+	e := addRun(t, st, nil, time.Minute, 0)
+	_, text, err = c.Compare(ctx, []*trainer.Run{a, e}, LossOptions{Metric: "loss"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "no loss logged") {
+		t.Errorf("text:\n%s", text)
+	}
+	_, _, err = c.Compare(ctx, []*trainer.Run{a, b}, LossOptions{Metric: "bleu"})
+	if !errors.Is(err, ErrNoMetric) {
+		t.Errorf("unknown metric: %v", err)
+	}
+	_, _, err = c.Compare(ctx, []*trainer.Run{e, e}, LossOptions{})
+	if !errors.Is(err, ErrNoMetric) {
+		t.Errorf("no metric anywhere: %v", err)
+	}
+}
+
+func TestPercent(t *testing.T) {
+	for _, c := range []struct {
+		v, ref float64
+		want   string
+	}{{124, 100, "+24 %"}, {42, 100, "−58 %"}, {100.2, 100, "±0 %"}, {1, 0, ""}, {math.NaN(), 1, ""}, {-2, -1, "−100 %"}} {
+		if got := percent(c.v, c.ref); got != c.want {
+			t.Errorf("percent(%g, %g) = %q, want %q", c.v, c.ref, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,374 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/plots"
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// RunSummary is one run of a comparison.
+type RunSummary struct {
+	Run      *trainer.Run
+	Duration time.Duration
+	Steps    int64
+	// StepsPerSec is measured between the first and the last point of the
+	// compared metric; 0 when unknown.
+	StepsPerSec float64
+	// HasMetric says the run logged the compared metric; Final is its
+	// last value (NaN when that was NaN), Best its lowest finite one.
+	HasMetric   bool
+	Final, Best float64
+	// PeakGPU and PeakHost are bytes, -1 when unknown.
+	PeakGPU, PeakHost int64
+	// Differs lists the parameters whose value is not the same in every
+	// run: "batch_size=32".
+	Differs []string
+}
+
+// Comparison is what `对比` and `trainbot compare` report.
+type Comparison struct {
+	Metric string
+	Runs   []RunSummary
+}
+
+// Compare compares runs: their metric curves overlaid (chat.Image, empty when no
+// run has a finite value of it) and a table as text, with ratios against the
+// first run.
+func (c *Charts) Compare(ctx context.Context, runs []*trainer.Run, o LossOptions) (chat.Image, string, error) {
+	cmp, series, err := c.comparison(ctx, runs, o.Metric, o.XTime)
+	if err != nil {
+		return chat.Image{}, "", err
+	}
+	text := cmp.Text()
+	ids := make([]string, len(runs))
+	nums := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = fmt.Sprintf("#%d", r.ID)
+		nums[i] = fmt.Sprint(r.ID)
+	}
+	chart := plots.LossChart{
+		KindZH: "对比", KindEN: "Comparison",
+		Title:     fmt.Sprintf("%s · runs %s", cmp.Metric, strings.Join(ids, " vs ")),
+		YLabel:    cmp.Metric,
+		XTime:     o.XTime,
+		Smoothing: c.smoothing(),
+		Series:    series,
+	}
+	png, err := c.painter().Loss(chart)
+	if errors.Is(err, plots.ErrNoData) {
+		return chat.Image{}, text + fmt.Sprintf("\n(no chart: no run has a finite value of %s)", cmp.Metric), nil
+	}
+	if err != nil {
+		return chat.Image{}, "", fmt.Errorf("draw comparison: %w", err)
+	}
+	file := "compare-" + strings.Join(nums, "-") + ".png"
+	cmd := "trainbot compare " + strings.Join(nums, " ") + " --metric " + cmp.Metric
+	if o.XTime {
+		cmd += " --x time"
+	}
+	img := chat.Image{
+		Name:    file,
+		PNG:     png,
+		Caption: fmt.Sprintf("%s of runs %s", cmp.Metric, strings.Join(ids, ", ")),
+		Command: cmd + " -o " + file,
+	}
+	return img, text, nil
+}
+
+// comparison reads what Compare shows.
+func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric string, xTime bool) (Comparison, []plots.Series, error) {
+	if len(runs) < 2 {
+		return Comparison{}, nil, errors.New("compare: want two or more runs")
+	}
+	if err := c.Data.Flush(ctx); err != nil {
+		return Comparison{}, nil, fmt.Errorf("flush points: %w", err)
+	}
+	names := make([][]string, len(runs))
+	for i, r := range runs {
+		n, err := c.Data.MetricNames(ctx, r.ID)
+		if err != nil {
+			return Comparison{}, nil, fmt.Errorf("read metrics of run %d: %w", r.ID, err)
+		}
+		names[i] = n
+	}
+	m, err := commonMetric(runs, names, metric)
+	if err != nil {
+		return Comparison{}, nil, err
+	}
+	cmp := Comparison{Metric: m}
+	differs := differingParams(runs)
+	jobsDiffer := false
+	for _, r := range runs[1:] {
+		jobsDiffer = jobsDiffer || r.Job != runs[0].Job
+	}
+	var series []plots.Series
+	now := c.now()
+	for i, r := range runs {
+		s := RunSummary{Run: r, Duration: r.Duration(now), Steps: r.Steps, Final: math.NaN(), Best: math.NaN(),
+			PeakGPU: -1, PeakHost: -1, Differs: differs[i]}
+		pts, err := c.Data.Series(ctx, r.ID, m)
+		if err != nil {
+			return Comparison{}, nil, fmt.Errorf("read %s of run %d: %w", m, r.ID, err)
+		}
+		if len(pts) > 0 {
+			s.HasMetric = true
+			s.Final = pts[len(pts)-1].Value
+			for _, p := range pts {
+				if !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) && (math.IsNaN(s.Best) || p.Value < s.Best) {
+					s.Best = p.Value
+				}
+			}
+			s.StepsPerSec = stepsPerSec(pts)
+		}
+		if s.StepsPerSec == 0 && r.Steps > 0 && s.Duration > 0 {
+			s.StepsPerSec = float64(r.Steps) / s.Duration.Seconds()
+		}
+		mem, err := c.Data.RunMemorySeries(ctx, r.ID)
+		if err != nil {
+			return Comparison{}, nil, fmt.Errorf("read memory of run %d: %w", r.ID, err)
+		}
+		s.PeakGPU = peakOf(mem, func(m store.RunMemory) *int64 { return m.GPUBytes })
+		s.PeakHost = peakOf(mem, func(m store.RunMemory) *int64 { return m.HostBytes })
+		if r.PeakGPUMem != nil {
+			s.PeakGPU = max(s.PeakGPU, *r.PeakGPUMem)
+		}
+		if r.PeakHostMem != nil {
+			s.PeakHost = max(s.PeakHost, *r.PeakHostMem)
+		}
+		cmp.Runs = append(cmp.Runs, s)
+
+		label := fmt.Sprintf("#%d", r.ID)
+		if jobsDiffer {
+			label += " " + r.Job
+		}
+		if len(differs[i]) > 0 {
+			label += " " + Clip(strings.Join(differs[i], " "), 40)
+		}
+		series = append(series, plots.Series{Name: label, Points: toXY(pts, r.StartedAt, xTime)})
+	}
+	return cmp, series, nil
+}
+
+// commonMetric picks the metric to compare: the named one, else "loss",
+// else "train_loss", else the first loss every run logged, else the first
+// metric every run logged, else the first run's first loss.
+func commonMetric(runs []*trainer.Run, names [][]string, metric string) (string, error) {
+	in := func(list []string, n string) bool {
+		for _, x := range list {
+			if strings.EqualFold(x, n) {
+				return true
+			}
+		}
+		return false
+	}
+	everyone := func(n string) bool {
+		for _, l := range names {
+			if !in(l, n) {
+				return false
+			}
+		}
+		return true
+	}
+	anyone := func(n string) (string, bool) {
+		for _, l := range names {
+			for _, x := range l {
+				if strings.EqualFold(x, n) {
+					return x, true
+				}
+			}
+		}
+		return "", false
+	}
+	if metric != "" {
+		if n, ok := anyone(metric); ok {
+			return n, nil
+		}
+		return "", userErrorf(ErrNoMetric, "none of the runs has a metric %q", metric)
+	}
+	for _, n := range []string{"loss", "train_loss"} {
+		if everyone(n) {
+			return n, nil
+		}
+	}
+	for _, l := range names {
+		for _, n := range l {
+			if trainer.IsLossName(n) && everyone(n) {
+				return n, nil
+			}
+		}
+	}
+	for _, n := range names[0] {
+		if everyone(n) {
+			return n, nil
+		}
+	}
+	for i, l := range names {
+		if len(l) > 0 {
+			pick, _ := pickLosses(runs[i], l, "")
+			return pick[0], nil
+		}
+	}
+	return "", userErrorf(ErrNoMetric, "none of the runs has a metric yet, so there is nothing to compare")
+}
+
+// differingParams returns, per run, "name=value" for each parameter whose
+// value is not the same in every run.
+func differingParams(runs []*trainer.Run) [][]string {
+	keys := map[string]bool{}
+	for _, r := range runs {
+		for k := range r.Params {
+			keys[k] = true
+		}
+	}
+	out := make([][]string, len(runs))
+	for _, k := range sortedKeys(keys) {
+		same := true
+		first, ok0 := runs[0].Params[k]
+		for _, r := range runs[1:] {
+			v, ok := r.Params[k]
+			if v != first || ok != ok0 {
+				same = false
+			}
+		}
+		if same {
+			continue
+		}
+		for i, r := range runs {
+			v, ok := r.Params[k]
+			if !ok {
+				v = "–"
+			}
+			out[i] = append(out[i], k+"="+v)
+		}
+	}
+	return out
+}
+
+// stepsPerSec is the training speed between the first and the last point.
+func stepsPerSec(pts []store.Point) float64 {
+	first, last := pts[0], pts[0]
+	for _, p := range pts {
+		if p.T < first.T || (p.T == first.T && p.Step < first.Step) {
+			first = p
+		}
+		if p.T > last.T || (p.T == last.T && p.Step > last.Step) {
+			last = p
+		}
+	}
+	dt := float64(last.T-first.T) / 1000
+	if dt <= 0 || last.Step <= first.Step {
+		return 0
+	}
+	return float64(last.Step-first.Step) / dt
+}
+
+// Text is the comparison as a chat message: a block per run, ratios
+// against the first, and a one-line verdict per other run.
+func (c Comparison) Text() string {
+	var b strings.Builder
+	base := c.Runs[0]
+	fmt.Fprintf(&b, "对比 compare · %s · against run #%d\n", c.Metric, base.Run.ID)
+	if len(base.Differs) == 0 {
+		b.WriteString("All runs have the same parameters.\n")
+	}
+	for i, s := range c.Runs {
+		r := s.Run
+		fmt.Fprintf(&b, "%s #%d %s · %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome)
+		if len(s.Differs) > 0 {
+			b.WriteString(" · " + strings.Join(s.Differs, " "))
+		}
+		b.WriteString("\n")
+		cmp := func(v, ref float64) string {
+			if i == 0 {
+				return ""
+			}
+			return ratio(v, ref)
+		}
+		line := []string{"time " + FormatDuration(s.Duration) + cmp(s.Duration.Seconds(), base.Duration.Seconds())}
+		if s.Steps > 0 {
+			line = append(line, fmt.Sprintf("%d steps", s.Steps))
+		}
+		if s.StepsPerSec > 0 {
+			line = append(line, fmt.Sprintf("%s steps/s", trimFloat(roundSig(s.StepsPerSec, 3)))+cmp(s.StepsPerSec, base.StepsPerSec))
+		}
+		b.WriteString("  " + strings.Join(line, " · ") + "\n")
+		if s.HasMetric {
+			fmt.Fprintf(&b, "  %s final %s%s · best %s%s\n", c.Metric,
+				FormatValue(s.Final), cmp(s.Final, base.Final), FormatValue(s.Best), cmp(s.Best, base.Best))
+		} else {
+			fmt.Fprintf(&b, "  no %s logged\n", c.Metric)
+		}
+		var mem []string
+		if s.PeakGPU >= 0 {
+			mem = append(mem, "GPU "+FormatBytes(s.PeakGPU)+cmp(known(s.PeakGPU), known(base.PeakGPU)))
+		}
+		if s.PeakHost >= 0 {
+			mem = append(mem, "host "+FormatBytes(s.PeakHost)+cmp(known(s.PeakHost), known(base.PeakHost)))
+		}
+		if len(mem) > 0 {
+			b.WriteString("  peak " + strings.Join(mem, " · ") + "\n")
+		}
+	}
+	for _, s := range c.Runs[1:] {
+		var v []string
+		switch {
+		case s.PeakGPU >= 0 && base.PeakGPU > 0:
+			v = append(v, "peak GPU memory "+percent(known(s.PeakGPU), known(base.PeakGPU)))
+		case s.PeakHost >= 0 && base.PeakHost > 0:
+			v = append(v, "peak host memory "+percent(known(s.PeakHost), known(base.PeakHost)))
+		}
+		if base.Duration > 0 {
+			v = append(v, "time "+percent(s.Duration.Seconds(), base.Duration.Seconds()))
+		}
+		if p := percent(s.Final, base.Final); s.HasMetric && base.HasMetric && p != "" {
+			v = append(v, "final "+c.Metric+" "+p)
+		}
+		if len(v) > 0 {
+			fmt.Fprintf(&b, "#%d vs #%d: %s\n", s.Run.ID, base.Run.ID, strings.Join(v, ", "))
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// ratio is " (+24 %)" or "" when there is no reference.
+func ratio(v, ref float64) string {
+	p := percent(v, ref)
+	if p == "" {
+		return ""
+	}
+	return " (" + p + ")"
+}
+
+// known is a byte count, or NaN for -1 (unknown).
+func known(n int64) float64 {
+	if n < 0 {
+		return math.NaN()
+	}
+	return float64(n)
+}
+
+// percent is the change from ref to v: "+24 %", "−58 %", "±0 %"; "" when
+// either is unknown or ref is 0.
+func percent(v, ref float64) string {
+	if !finite(v) || !finite(ref) || ref == 0 {
+		return ""
+	}
+	d := (v - ref) / math.Abs(ref) * 100
+	switch {
+	case math.Abs(d) < 0.5:
+		return "±0 %"
+	case d < 0:
+		return fmt.Sprintf("−%.0f %%", -d)
+	}
+	return fmt.Sprintf("+%.0f %%", d)
+}

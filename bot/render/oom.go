@@ -1,0 +1,210 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// RetryHalfLabel is the label of the button that starts a run again with
+// half the batch.
+const RetryHalfLabel = "用一半 batch 重试 Retry with half batch"
+
+// maxButtonData is the most bytes of data a button may carry (Telegram's
+// callback_data limit).
+const maxButtonData = 64
+
+// OOMAlertText is the alert sent the moment a run's output says it ran out
+// of memory: what it tried and what was free, the peak before the crash,
+// and what to try.
+func OOMAlertText(e trainer.Event) string {
+	r, a := e.Run, e.Alert
+	var b strings.Builder
+	fmt.Fprintf(&b, "💥 run #%d (%s) hit out-of-memory: %s", r.ID, r.Job, a.Text)
+	if p := peakBeforeCrash(r); p != "" {
+		b.WriteString("\npeak before the crash: " + p)
+	}
+	if adv := OOMAdvice(a.OOM, r, e.Job); len(adv) > 0 {
+		b.WriteString("\nWhat to try:\n• " + strings.Join(adv, "\n• "))
+	}
+	return b.String()
+}
+
+func peakBeforeCrash(r *trainer.Run) string {
+	var parts []string
+	if r.PeakGPUMem != nil {
+		parts = append(parts, "GPU "+FormatBytes(*r.PeakGPUMem))
+	}
+	if r.PeakHostMem != nil {
+		parts = append(parts, "host "+FormatBytes(*r.PeakHostMem))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// OOMAdvice lists concrete next steps after an out-of-memory error. o may
+// be nil (killed by the OOM killer, or nothing parsed), job too.
+func OOMAdvice(o *trainer.OOM, r *trainer.Run, job *trainer.Job) []string {
+	var out []string
+	kind := "cuda"
+	if o != nil {
+		kind = o.Kind
+	}
+	if o != nil && o.TriedBytes > 0 && o.TotalBytes > 0 && o.TriedBytes > o.TotalBytes {
+		out = append(out, fmt.Sprintf("the allocation alone (%s) is larger than the whole GPU (%s): look for a tensor that is far too large (sequence length, image size, vocabulary)",
+			FormatBytes(o.TriedBytes), FormatBytes(o.TotalBytes)))
+	}
+	param, value, half := batchParam(job, r)
+	switch {
+	case half > 0:
+		out = append(out, fmt.Sprintf("a smaller batch: %s", startCommand(job, r, param, half)))
+	case param != "":
+		out = append(out, fmt.Sprintf("a smaller batch (%s=%d now)", param, value))
+	default:
+		out = append(out, "a smaller batch size")
+	}
+	if half > 0 {
+		out = append(out, fmt.Sprintf("gradient accumulation: 2 steps of %d keep the effective batch of %d", half, value))
+	} else {
+		out = append(out, "gradient accumulation, to keep the effective batch size with smaller batches")
+	}
+	if kind == "host" || kind == "oom-killer" {
+		out = append(out, "host memory: fewer DataLoader workers (num_workers), a smaller prefetch_factor, or a dataset that loads lazily instead of into memory")
+		return out
+	}
+	if p, v := precisionParam(job, r); p != "" {
+		out = append(out, fmt.Sprintf("mixed precision: %s=%s", p, v))
+	} else {
+		out = append(out, "mixed precision: torch.autocast(\"cuda\", dtype=torch.bfloat16), or fp16 with a GradScaler")
+	}
+	out = append(out, "gradient checkpointing: torch.utils.checkpoint, or model.gradient_checkpointing_enable() in Hugging Face models")
+	if o != nil && o.Fragmented() {
+		frag := "memory is fragmented"
+		if o.Reserved > 0 {
+			frag += " (" + FormatBytes(o.Reserved) + " reserved by PyTorch but unallocated)"
+		}
+		out = append(out, frag+": set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the job's env")
+	}
+	if kind == "jax" {
+		out = append(out, "JAX reserves 75% of the GPU up front: XLA_PYTHON_CLIENT_MEM_FRACTION, or XLA_PYTHON_CLIENT_PREALLOCATE=false when the GPU is shared")
+	}
+	return out
+}
+
+// batchParam finds the job's batch parameter (on_oom's halve, else an int
+// parameter named batch_size, bs or batch), its value in the run and half
+// of it (0 when it cannot be halved).
+func batchParam(job *trainer.Job, r *trainer.Run) (param string, value, half int64) {
+	if job == nil || r == nil {
+		return "", 0, 0
+	}
+	cands := []string{"batch_size", "bs", "batch"}
+	if job.OnOOM != nil {
+		cands = append([]string{job.OnOOM.Halve}, cands...)
+	}
+	for _, c := range cands {
+		spec, ok := job.Params[c]
+		if !ok || spec.Type != trainer.ParamInt {
+			continue
+		}
+		v, err := strconv.ParseInt(r.Params[c], 10, 64)
+		if err != nil {
+			continue
+		}
+		h := v / 2
+		if h < 1 || (spec.Min != nil && float64(h) < *spec.Min) {
+			h = 0
+		}
+		return c, v, h
+	}
+	return "", 0, 0
+}
+
+// precisionParam finds a precision choice of the job that would use less
+// memory than the run's: "precision", "bf16".
+func precisionParam(job *trainer.Job, r *trainer.Run) (string, string) {
+	if job == nil || r == nil {
+		return "", ""
+	}
+	for _, name := range []string{"precision", "dtype", "amp_dtype", "mixed_precision"} {
+		spec, ok := job.Params[name]
+		if !ok {
+			continue
+		}
+		cur := strings.ToLower(r.Params[name])
+		if cur != "" && cur != "fp32" && cur != "float32" && cur != "32" && cur != "no" {
+			return "", "" // already reduced
+		}
+		for _, want := range []string{"bf16", "bfloat16", "fp16", "float16", "16-mixed", "bf16-mixed"} {
+			if slices.Contains(spec.Choices, want) {
+				return name, want
+			}
+		}
+	}
+	return "", ""
+}
+
+// startCommand is the 开始 command that repeats run r with param=value:
+// the job, the parameter, and every other parameter that differs from its
+// default.
+func startCommand(job *trainer.Job, r *trainer.Run, param string, value int64) string {
+	parts := []string{"开始", job.Name, param + "=" + strconv.FormatInt(value, 10)}
+	for _, name := range job.ParamNames() {
+		if name == param {
+			continue
+		}
+		v, ok := r.Params[name]
+		spec := job.Params[name]
+		if !ok || (spec.HasDefault && v == spec.Default) {
+			continue
+		}
+		parts = append(parts, name+"="+v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// OOMButtons is the [retry with half batch] button for a run that ran out
+// of memory, when its job has a batch parameter that can be halved and
+// the command fits in a button.
+func OOMButtons(job *trainer.Job, r *trainer.Run) [][]chat.Button {
+	param, _, half := batchParam(job, r)
+	if half == 0 {
+		return nil
+	}
+	data := startCommand(job, r, param, half)
+	if len(data) > maxButtonData {
+		return nil // the advice in the text has the command
+	}
+	return [][]chat.Button{{{Label: RetryHalfLabel, Data: data}}}
+}
+
+// RetryText is the line about on_oom in the report of an ended run, and
+// whether a retry follows (then no [retry with half batch] button: on_oom
+// is already doing it).
+func RetryText(e trainer.Event) (line string, retrying bool) {
+	r, rt := e.Run, e.Retry
+	if rt == nil {
+		return "", false
+	}
+	switch {
+	case r.Outcome == trainer.OutcomeOOM && rt.Next != "":
+		return fmt.Sprintf("↻ on_oom: starting it again with %s=%s (retry %d of %d)", rt.Param, rt.Next, rt.Attempt+1, rt.Limit), true
+	case r.Outcome == trainer.OutcomeOOM:
+		return "on_oom: no retry: " + rt.Refused, false
+	case r.Outcome == trainer.OutcomeFinished && rt.Attempt > 0:
+		return fmt.Sprintf("✅ %s=%s fit, after %d out-of-memory %s (previous run #%d)", rt.Param, rt.Value, rt.Attempt, plural(rt.Attempt, "retry", "retries"), r.RetryOf), false
+	case rt.Attempt > 0:
+		return fmt.Sprintf("on_oom retry %d of %d of run #%d, with %s=%s", rt.Attempt, rt.Limit, r.RetryOf, rt.Param, rt.Value), false
+	}
+	return "", false
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

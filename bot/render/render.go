@@ -1,0 +1,59 @@
+// Package render says things about runs for people: the texts of status,
+// progress, history, jobs and end reports, what to try after running out
+// of memory, the charts (through plots), and the one set of Format* helpers
+// that texts and charts share. It decides nothing about who gets what or
+// when (bot/notify and bot/deliver do); it only draws and words.
+package render
+
+import (
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/internal/units"
+)
+
+// The Format* helpers are internal/units, the one implementation shared by
+// texts, chart labels (plots) and the supervisor's own detail strings
+// (trainer): "1.50 GiB", "3m05s", "0.0686".
+
+// FormatBytes prints a byte count in binary units: "1.50 GiB".
+func FormatBytes(n int64) string { return units.Bytes(n) }
+
+// FormatDuration prints a duration compactly: "45s", "3m05s", "2h".
+func FormatDuration(d time.Duration) string { return units.Duration(d) }
+
+// FormatValue prints a metric value: "0.0686", "3.000e-05".
+func FormatValue(v float64) string { return units.Value(v) }
+
+// FormatSI prints a number with an SI suffix: "12k", "1.5M".
+func FormatSI(v float64) string { return units.SI(v) }
+
+// ParamsText prints parameters sorted by name: "batch_size=32 lr=0.001".
+func ParamsText(p map[string]string) string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + p[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+// StartButtons are shown under a started run and its progress.
+func StartButtons() [][]chat.Button {
+	return [][]chat.Button{{{Label: "停止 Stop", Data: "停止"}, {Label: "状态 Status", Data: "状态"}, {Label: "画图 Plot", Data: "画图"}}}
+}
+
+// Clip shortens s to n characters, ending in "…" when it was longer.
+func Clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}

@@ -1,0 +1,71 @@
+package render
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/logparse"
+)
+
+func status(id, step, total int64, loss float64) trainer.Status {
+	return trainer.Status{
+		Run:         &trainer.Run{ID: id, Job: "demo", Origin: "tg:1", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning},
+		Progress:    logparse.Progress{Step: step, TotalSteps: total, Epoch: math.NaN()},
+		Last:        []trainer.Metric{{Name: "loss", Value: loss}, {Name: "acc", Value: 0.8}},
+		StepsPerSec: 12.5, Elapsed: 90 * time.Second, ETA: 2 * time.Minute,
+	}
+}
+
+func TestProgressText(t *testing.T) {
+	st := status(12, 615, 1500, 0.0686)
+	gpu, total, peak := int64(7<<30), int64(80<<30), int64(15<<29)
+	st.Run.PeakGPUMem = &peak
+	got := ProgressText(st, &store.RunMemory{GPUBytes: &gpu, GPUTotal: &total})
+	for _, want := range []string{"run #12 · demo · running for 1m30s", "▓▓▓▓░░░░░░ 41%", "step 615/1500", "loss 0.0686", "12.5 steps/s", "ETA 2m", "GPU 7.00 GiB / 80.00 GiB", "peak 7.50 GiB"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("progress text lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "acc") {
+		t.Errorf("only the loss belongs in the live progress:\n%s", got)
+	}
+	empty := status(3, 0, 0, 0)
+	empty.Last = nil
+	if got := ProgressText(empty, nil); !strings.Contains(got, "waiting for the first metric") {
+		t.Errorf("before the first metric:\n%s", got)
+	}
+	end := trainer.Event{Kind: trainer.EventEnded, At: time.Now(), Run: &trainer.Run{ID: 12, Job: "demo", Outcome: trainer.OutcomeFinished,
+		Steps: 1500, Total: 1500, StartedAt: time.Now().Add(-time.Minute), EndedAt: time.Now()}}
+	if got := FinalProgressText(end); !strings.Contains(got, "✅ run #12 (demo) finished") || !strings.Contains(got, "▓▓▓▓▓▓▓▓▓▓ 100%") {
+		t.Errorf("final:\n%s", got)
+	}
+}
+
+func TestEndReportNamesTheOutcome(t *testing.T) {
+	peak := int64(3 << 30)
+	run := &trainer.Run{ID: 3, Job: "j", StartedAt: time.Now().Add(-90 * time.Second), Outcome: trainer.OutcomeOOM,
+		Detail: "CUDA out of memory on GPU 0: tried to allocate 2.00 GiB", PeakGPUMem: &peak}
+	got := EndReport(trainer.Event{Kind: trainer.EventEnded, Run: run, At: time.Now()}, "", true)
+	for _, want := range []string{"💥 run #3 (j) ran out of memory after 1m30s", "peak GPU memory 3.00 GiB", "tried to allocate 2.00 GiB"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report %q lacks %q", got, want)
+		}
+	}
+}
+
+func TestMetricGoal(t *testing.T) {
+	cases := map[string]int{
+		"loss": -1, "val_loss": -1, "train/loss": -1, "ppl": -1, "val_wer": -1, "error_rate": -1,
+		"acc": 1, "val_acc": 1, "accuracy": 1, "top1": 1, "eval/f1": 1, "mAP": 1, "rouge_l": 1, "acc@1": 1,
+		"lr": 0, "epoch": 0, "grad_norm": 0, "throughput": 0, "step_time": 0,
+	}
+	for name, want := range cases {
+		if got := MetricGoal(name); got != want {
+			t.Errorf("MetricGoal(%q) = %d, want %d", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// MetricGoal says whether lower (-1) or higher (+1) values of a metric are
+// better, or neither (0): losses and errors go down, accuracies go up.
+func MetricGoal(name string) int {
+	if trainer.IsLossName(name) {
+		return -1
+	}
+	words := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	})
+	for _, w := range words {
+		switch w {
+		case "ppl", "perplexity", "error", "err", "wer", "cer", "mae", "mse", "rmse", "fid", "nll":
+			return -1
+		case "f1", "auc", "auroc", "precision", "recall", "map", "bleu", "iou", "miou", "dice", "top1", "top5", "reward", "score":
+			return 1
+		}
+		if strings.HasPrefix(w, "acc") || strings.HasPrefix(w, "rouge") || strings.HasPrefix(w, "map5") {
+			return 1
+		}
+	}
+	return 0
+}
+
+// BestText is "best val_loss 0.0498 (step 1200) · val_acc 0.9912 (step
+// 1300)": the best value of up to n metrics with a goal, losses first.
+func BestText(ext map[string]store.Extremes, n int) string {
+	var names []string
+	for name := range ext {
+		if MetricGoal(name) != 0 {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if ga, gb := MetricGoal(a), MetricGoal(b); ga != gb {
+			return ga - gb // losses (-1) first
+		}
+		return strings.Compare(a, b)
+	})
+	if len(names) > n {
+		names = names[:n]
+	}
+	parts := make([]string, len(names))
+	for i, name := range names {
+		x := ext[name]
+		v, step := x.Min, x.MinStep
+		if MetricGoal(name) > 0 {
+			v, step = x.Max, x.MaxStep
+		}
+		parts[i] = fmt.Sprintf("%s %s (step %d)", name, FormatValue(v), step)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "best " + strings.Join(parts, " · ")
+}
+
+// EndReport describes how a run ended: outcome, duration, steps, final
+// metrics, best (BestText, "" for none), peak memory, the detail, and what
+// on_oom did; advise adds what to try after running out of memory, when
+// the report is the first to say it.
+func EndReport(e trainer.Event, best string, advise bool) string {
+	r := e.Run
+	var b strings.Builder
+	verb := string(r.Outcome)
+	switch r.Outcome {
+	case trainer.OutcomeOOM:
+		verb = "ran out of memory"
+	case trainer.OutcomeNaN:
+		verb = "diverged (NaN loss)"
+	case trainer.OutcomeStopped:
+		verb = "stopped"
+		if r.StoppedBy != "" {
+			verb += " by " + r.StoppedBy
+		}
+	}
+	fmt.Fprintf(&b, "%s run #%d (%s) %s after %s", OutcomeIcon(r.Outcome), r.ID, r.Job, verb, FormatDuration(r.Duration(e.At)))
+	if r.Steps > 0 {
+		if r.Total > 0 {
+			fmt.Fprintf(&b, " · step %d/%d", r.Steps, r.Total)
+		} else {
+			fmt.Fprintf(&b, " · %d steps", r.Steps)
+		}
+	}
+	if e.Status != nil && len(e.Status.Last) > 0 {
+		b.WriteString("\n" + metricsText(e.Status.Last, 6))
+	}
+	if best != "" {
+		b.WriteString("\n" + best)
+	}
+	var mem []string
+	if r.PeakGPUMem != nil {
+		mem = append(mem, "peak GPU memory "+FormatBytes(*r.PeakGPUMem))
+	}
+	if r.PeakHostMem != nil {
+		mem = append(mem, "peak host memory "+FormatBytes(*r.PeakHostMem))
+	}
+	if len(mem) > 0 {
+		b.WriteString("\n" + strings.Join(mem, " · "))
+	}
+	if r.Outcome != trainer.OutcomeFinished && r.Outcome != trainer.OutcomeStopped && r.Detail != "" {
+		b.WriteString("\n" + r.Detail)
+	}
+	if line, _ := RetryText(e); line != "" {
+		b.WriteString("\n" + line)
+	}
+	if advise && r.Outcome == trainer.OutcomeOOM {
+		if adv := OOMAdvice(e.OOM, r, e.Job); len(adv) > 0 {
+			b.WriteString("\nWhat to try:\n• " + strings.Join(adv, "\n• "))
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/deliver"
+	"github.com/trainbot/trainbot/bot/push"
+	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/schedule"
+	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/logparse"
+)
+
+// botConfig is the config turned into each package's options, as
+// litestream's NewDBFromConfig does: cmd/trainbot is the one place that
+// knows both the config's shape and what each package wants, so config
+// imports no package of trainbot and no package reads the config.
+type botConfig struct {
+	jobs     []*trainer.Job
+	channels []pushChannel
+	// quiet are the quiet hours of the [[quiet]] chats (push channels
+	// have theirs in pushChannel).
+	quiet     map[chat.ChatKey]deliver.QuietHours
+	schedules []scheduleEntry
+}
+
+// pushChannel is a [[push]] entry: the channel to make, and what it wants.
+type pushChannel struct {
+	opts     push.Options // holds the URL and the secret: never print it
+	alerts   []string     // nil: all kinds
+	progress bool
+	quiet    deliver.QuietHours
+}
+
+// scheduleEntry is a [[schedules]] entry.
+type scheduleEntry struct {
+	Name, Spec, Action, Job string
+	Params                  map[string]string
+}
+
+// fromConfig converts a config. Its errors, like config.Validate's, name
+// the key and its line; a job or schedule that config.Validate found fault
+// with (invalid) is not looked at again, so each problem is told once.
+func fromConfig(c *config.Config, invalid config.Errors) (*botConfig, config.Errors) {
+	bad := func(prefix string) bool {
+		return slices.ContainsFunc(invalid, func(e *config.FieldError) bool {
+			return e.Key == prefix || strings.HasPrefix(e.Key, prefix+".") || strings.HasPrefix(e.Key, prefix+" ")
+		})
+	}
+	out := &botConfig{quiet: map[chat.ChatKey]deliver.QuietHours{}}
+	var errs config.Errors
+	jobs := map[int]*trainer.Job{}
+	for i := range c.Jobs {
+		j, jerrs := jobFromConfig(c, i, bad(fmt.Sprintf("jobs[%d]", i)))
+		errs = append(errs, jerrs...)
+		if len(jerrs) == 0 {
+			jobs[i] = j
+			out.jobs = append(out.jobs, j)
+		}
+	}
+	for i := range c.Push {
+		ch, perrs := pushFromConfig(c, i)
+		errs = append(errs, perrs...)
+		out.channels = append(out.channels, ch)
+	}
+	for i, q := range c.Quiet {
+		k, ok := chat.ParseChatKey(q.Chat)
+		if !ok || k.Transport == "" || fmt.Sprint(k.Chat) != q.Chat[strings.LastIndexByte(q.Chat, ':')+1:] {
+			errs = append(errs, c.EntryErrorAt("quiet", i, q.Chat, ".chat", "chat: want \"transport:id\", e.g. \"telegram:123456789\", got %q", q.Chat))
+		}
+		qh, err := quietHours(q.QuietHours, q.QuietMinSeverity)
+		if err != nil && q.QuietHours != "" {
+			errs = append(errs, c.EntryErrorAt("quiet", i, q.Chat, ".quiet_hours", "%v", err))
+		}
+		if ok && err == nil && !qh.IsZero() {
+			out.quiet[k] = qh
+		}
+	}
+	for i := range c.Schedules {
+		s, serrs := scheduleFromConfig(c, i, jobs)
+		errs = append(errs, serrs...)
+		out.schedules = append(out.schedules, s)
+	}
+	return out, errs
+}
+
+// jobFromConfig makes job i; skipChecks leaves out the checks of the job as
+// a whole (config.Validate already found it at fault).
+func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, config.Errors) {
+	jc := c.Jobs[i]
+	key := fmt.Sprintf("jobs[%d]", i)
+	var errs config.Errors
+	j := &trainer.Job{
+		Name: jc.Name, Description: jc.Description, Command: jc.Command, Dir: config.ExpandHome(jc.Dir),
+		Env: jc.Env, Lock: jc.Lock, StopGrace: time.Duration(jc.StopGrace), KillGrace: time.Duration(jc.KillGrace),
+		StallAfter: time.Duration(jc.StallAfter), NaNAfter: jc.NaNAfter, StopOnNaN: jc.StopOnNaN,
+		Patterns: jc.Patterns, MaxLogBytes: int64(jc.MaxLogSize), TailLines: jc.TailLines,
+		Params: map[string]trainer.ParamSpec{},
+	}
+	for pi, p := range jc.Patterns {
+		if _, err := logparse.CompilePattern(p); err != nil {
+			errs = append(errs, c.ErrorAt(fmt.Sprintf("%s.patterns[%d]", key, pi), "%v", err))
+		}
+	}
+	if o := jc.OnOOM; o != nil {
+		if o.Retry < 1 || o.Retry > trainer.MaxOOMRetries {
+			errs = append(errs, c.ErrorAt(key+".on_oom.retry", "want 1..%d retries, got %d", trainer.MaxOOMRetries, o.Retry))
+		}
+		j.OnOOM = &trainer.OOMRetry{Retry: o.Retry, Halve: o.Halve}
+	}
+	for n, pc := range jc.Params {
+		spec := trainer.ParamSpec{Type: trainer.ParamType(pc.Type), Min: pc.Min, Max: pc.Max, Env: pc.Env, Help: pc.Help, Choices: pc.ChoicesText()}
+		spec.Default, spec.HasDefault = pc.DefaultText()
+		j.Params[n] = spec
+	}
+	if len(errs) == 0 && !skipChecks {
+		if err := j.Normalize(); err != nil {
+			for _, e := range unwrapAll(err) {
+				errs = append(errs, c.ErrorAt(key, "%v", e))
+			}
+		}
+	}
+	return j, errs
+}
+
+// pushFromConfig makes push channel i's options. Errors never show a URL,
+// key or secret; those of where it sends are config.Validate's.
+func pushFromConfig(c *config.Config, i int) (pushChannel, config.Errors) {
+	p := c.Push[i]
+	var errs config.Errors
+	add := func(sub, format string, args ...any) {
+		errs = append(errs, c.EntryErrorAt("push", i, p.Name, sub, format, args...))
+	}
+	name := p.Name
+	if name == "" {
+		name = p.Kind
+	}
+	ch := pushChannel{progress: p.Progress}
+	ch.opts = push.Options{Kind: p.Kind, Name: name, PerMinute: p.PerMinute, Timeout: time.Duration(p.Timeout)}
+	if ch.opts.Timeout == 0 {
+		ch.opts.Timeout = 10 * time.Second
+	}
+	if !slices.Contains(push.Kinds, p.Kind) {
+		hint := ""
+		if h := push.KindHint(p.Kind); h != "" {
+			hint = " (" + h + ")"
+		}
+		add(".kind", "kind: want %s or %s, got %q%s", strings.Join(push.Kinds[:len(push.Kinds)-1], ", "), push.Kinds[len(push.Kinds)-1], p.Kind, hint)
+		return ch, errs
+	}
+	ep, _ := c.PushEndpoint(i) // its errors are config.Validate's
+	ch.opts.URL, ch.opts.Secret = ep.URL, ep.Secret
+	if ep.Key != "" {
+		u, ok := push.KeyURL(p.Kind, ep.Key)
+		if !ok {
+			add("."+ep.Field, "%s: a webhook has no key: give its url", ep.Field)
+		}
+		ch.opts.URL = u
+	}
+	if ep.Secret != "" && !push.Signs(p.Kind) {
+		add(".secret", "WeCom group robots do not sign messages: remove the secret")
+	}
+	if p.Alerts != nil {
+		ch.alerts = []string{}
+		for j, a := range p.Alerts {
+			if !slices.Contains(chat.AlertKinds, a) {
+				add(fmt.Sprintf(".alerts[%d]", j), "alerts: unknown kind %q; the kinds are %s", a, strings.Join(chat.AlertKinds, ", "))
+				continue
+			}
+			ch.alerts = append(ch.alerts, a)
+		}
+	}
+	q, err := quietHours(p.QuietHours, p.QuietMinSeverity)
+	if err != nil {
+		add(".quiet_hours", "%v", err)
+	}
+	ch.quiet = q
+	if most := push.MaxPerMinute[p.Kind]; p.PerMinute < 0 || p.PerMinute > most {
+		add(".per_minute", "per_minute: want 1..%d for %s (0: the default), got %d", most, p.Kind, p.PerMinute)
+	}
+	return ch, errs
+}
+
+// quietHours reads quiet_hours and quiet_min_severity (default warning).
+func quietHours(span, min string) (deliver.QuietHours, error) {
+	sev := chat.SeverityWarning
+	if min != "" {
+		s, err := chat.ParseSeverity(min)
+		if err != nil {
+			return deliver.QuietHours{}, fmt.Errorf("quiet_min_severity: %v", err)
+		}
+		sev = s
+	}
+	if span == "" {
+		return deliver.QuietHours{}, nil
+	}
+	return deliver.ParseQuietHours(span, sev)
+}
+
+// scheduleFromConfig makes schedule i: its spec, and for a start the job
+// (one of jobs, by index) and the parameters it is started with.
+func scheduleFromConfig(c *config.Config, i int, jobs map[int]*trainer.Job) (scheduleEntry, config.Errors) {
+	sc := c.Schedules[i]
+	var errs config.Errors
+	add := func(sub, format string, args ...any) {
+		errs = append(errs, c.EntryErrorAt("schedules", i, sc.Name, sub, format, args...))
+	}
+	s := scheduleEntry{Name: sc.Name, Spec: sc.Spec, Action: sc.Action, Job: sc.Job, Params: sc.ParamsText()}
+	if _, err := schedule.Parse(sc.Spec); err != nil {
+		reason := err.Error()
+		var se *schedule.SpecError
+		if errors.As(err, &se) {
+			reason = se.Reason
+		}
+		add(".spec", "spec %q: %s", sc.Spec, reason)
+	}
+	if sc.Action != config.ActionStart {
+		return s, errs
+	}
+	job := jobs[c.StartJob(i)]
+	if job == nil {
+		return s, errs // no such job, or one with errors of its own: told there
+	}
+	s.Job = job.Name
+	if _, err := job.ResolveParams(s.Params); err != nil {
+		for _, e := range unwrapAll(err) {
+			add(".params", "params: %v", e)
+		}
+	}
+	return s, errs
+}
+
+func unwrapAll(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

@@ -1,0 +1,136 @@
+// Package units prints the numbers trainbot shows people: byte counts,
+// durations, metric values and compact axis numbers. It is the one
+// implementation of these rules: the chat texts (bot/render re-exports it
+// as render.Format*), the charts' labels (plots) and the supervisor's own
+// detail strings (trainer) all call it, so "1.50 GiB" or "2h04m" reads the
+// same in a message, a chart and a log line.
+package units
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Bytes prints a byte count in binary units with two decimals: "512 B",
+// "1.50 GiB", "80.00 GiB".
+func Bytes(n int64) string {
+	const unit = 1024
+	neg := n < 0
+	a := n
+	if neg {
+		a = -n
+	}
+	if a < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := a / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	v := float64(a) / float64(div)
+	if neg {
+		v = -v
+	}
+	return fmt.Sprintf("%.2f %ciB", v, "KMGTP"[exp])
+}
+
+// Duration prints a duration compactly, leaving out parts that are zero:
+// "45s", "3m05s", "12m", "2h04m", "2h", "1d6h", "-30s". It rounds to the
+// second.
+func Duration(d time.Duration) string {
+	neg := d < 0
+	if neg {
+		d = -d
+	}
+	s := int64(d.Round(time.Second) / time.Second)
+	var out string
+	switch dd, h, m, ss := s/86400, s%86400/3600, s%3600/60, s%60; {
+	case s < 60:
+		out = fmt.Sprintf("%ds", ss)
+	case s < 3600 && ss == 0:
+		out = fmt.Sprintf("%dm", m)
+	case s < 3600:
+		out = fmt.Sprintf("%dm%02ds", m, ss)
+	case s < 86400 && m == 0:
+		out = fmt.Sprintf("%dh", h)
+	case s < 86400:
+		out = fmt.Sprintf("%dh%02dm", h, m)
+	case h == 0:
+		out = fmt.Sprintf("%dd", dd)
+	default:
+		out = fmt.Sprintf("%dd%dh", dd, h)
+	}
+	if neg && s != 0 {
+		out = "-" + out
+	}
+	return out
+}
+
+// Seconds is Duration for a number of seconds (chart axes); "?" for NaN
+// and infinities.
+func Seconds(sec float64) string {
+	if math.IsNaN(sec) || math.IsInf(sec, 0) || math.Abs(sec) > float64(math.MaxInt64/int64(time.Second)) {
+		return "?"
+	}
+	return Duration(time.Duration(math.Round(sec)) * time.Second)
+}
+
+// Value prints a metric value: four decimals, or three significant
+// digits in exponent form when it is very small or very large: "0.0686",
+// "3.000e-05", "NaN".
+func Value(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	case v != 0 && (math.Abs(v) < 1e-3 || math.Abs(v) >= 1e6):
+		return fmt.Sprintf("%.3e", v)
+	default:
+		return fmt.Sprintf("%.4f", v)
+	}
+}
+
+// SI prints a number compactly with an SI suffix: 950, 12k, 1.5M, 0.25,
+// 3e-05 (chart ticks, run counts in titles).
+func SI(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case v == 0:
+		return "0"
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case a >= 1e12:
+		return TrimZeros(fmt.Sprintf("%.2f", v/1e12)) + "T"
+	case a >= 1e9:
+		return TrimZeros(fmt.Sprintf("%.2f", v/1e9)) + "G"
+	case a >= 1e6:
+		return TrimZeros(fmt.Sprintf("%.2f", v/1e6)) + "M"
+	case a >= 1e4:
+		return TrimZeros(fmt.Sprintf("%.1f", v/1e3)) + "k"
+	case a >= 1:
+		return TrimZeros(fmt.Sprintf("%.2f", v))
+	case a >= 1e-3:
+		return TrimZeros(fmt.Sprintf("%.4f", v))
+	default:
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
+}
+
+// TrimZeros drops the zeros after a decimal point, and the point: "1.50"
+// → "1.5", "2.00" → "2", "-0" → "0".
+func TrimZeros(s string) string {
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s
+}

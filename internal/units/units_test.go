@@ -1,0 +1,55 @@
+package units
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestBytes(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{0, "0 B"}, {512, "512 B"}, {1536, "1.50 KiB"}, {1536 << 20, "1.50 GiB"}, {80 << 30, "80.00 GiB"}, {-2048, "-2.00 KiB"}} {
+		if got := Bytes(c.n); got != c.want {
+			t.Errorf("Bytes(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"}, {45 * time.Second, "45s"}, {90 * time.Second, "1m30s"}, {185 * time.Second, "3m05s"},
+		{12 * time.Minute, "12m"}, {7440 * time.Second, "2h04m"}, {2 * time.Hour, "2h"},
+		{30 * time.Hour, "1d6h"}, {48 * time.Hour, "2d"}, {-30 * time.Second, "-30s"}, {1499 * time.Millisecond, "1s"},
+	} {
+		if got := Duration(c.d); got != c.want {
+			t.Errorf("Duration(%s) = %q, want %q", c.d, got, c.want)
+		}
+	}
+	if got := Seconds(5400); got != "1h30m" {
+		t.Errorf("Seconds(5400) = %q", got)
+	}
+	if got := Seconds(math.NaN()); got != "?" {
+		t.Errorf("Seconds(NaN) = %q", got)
+	}
+}
+
+func TestValueAndSI(t *testing.T) {
+	for v, want := range map[float64]string{0.0686: "0.0686", 3e-5: "3.000e-05", 2e6: "2.000e+06", 0: "0.0000"} {
+		if got := Value(v); got != want {
+			t.Errorf("Value(%g) = %q, want %q", v, got, want)
+		}
+	}
+	if Value(math.NaN()) != "NaN" || Value(math.Inf(-1)) != "-Inf" {
+		t.Error("NaN and Inf")
+	}
+	for v, want := range map[float64]string{950: "950", 12000: "12k", 1.5e6: "1.5M", 0.25: "0.25", 3e-5: "3e-05"} {
+		if got := SI(v); got != want {
+			t.Errorf("SI(%g) = %q, want %q", v, got, want)
+		}
+	}
+}
