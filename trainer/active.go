@@ -56,6 +56,7 @@ type active struct {
 	// they rebuild the parser's state but store no point and raise no alert.
 	stored   int64 // log offset up to which points are stored
 	caughtUp bool  // the replay has reached what was not stored
+	ending   bool  // the log has the shim's note that the main process ended
 	metrics  struct {
 		path   string
 		off    int64 // next byte of the metrics file to read
@@ -107,9 +108,10 @@ func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
 
 // Poll intervals of an observed run.
 const (
-	pollEvery    = 100 * time.Millisecond // the log, when it has nothing new
-	controlEvery = time.Second            // the shim's status, the stall watch, the metrics file
-	readBudget   = 4 << 20                // log bytes parsed between two looks at the control channels
+	pollEvery  = 100 * time.Millisecond // the log and the run's owner, when the log has nothing new
+	endingPoll = 5 * time.Millisecond   // ... once the log says the main process ended
+	slowEvery  = time.Second            // the stall watch, the metrics file
+	readBudget = 4 << 20                // log bytes parsed between two looks at the control channels
 )
 
 // observe owns the run from the bot's side until it ends or the bot
@@ -123,9 +125,11 @@ func (a *active) observe() {
 	if a.adopted {
 		a.publishAttached()
 	}
+	watch := watchDir(a.runDir)
+	defer watch.close()
 	poll := time.NewTimer(0)
 	defer poll.Stop()
-	var nextControl time.Time
+	var nextSlow, nextControl time.Time
 	for {
 		select {
 		case <-a.detach:
@@ -134,6 +138,7 @@ func (a *active) observe() {
 		case req := <-a.stopCh:
 			a.requestStop(req)
 		case <-poll.C:
+		case <-watch.C():
 		}
 		if tl == nil {
 			var err error
@@ -157,12 +162,16 @@ func (a *active) observe() {
 			poll.Reset(0) // a backlog: go on at once, after a look at the channels
 			continue
 		}
-		if now.Before(nextControl) {
-			poll.Reset(pollEvery)
+		if !now.Before(nextSlow) {
+			nextSlow = now.Add(slowEvery)
+			a.readMetricsFile()
+			a.checkStall(now)
+		}
+		if now.Before(nextControl) && !a.ending {
+			poll.Reset(nextControl.Sub(now))
 			continue
 		}
-		nextControl = now.Add(controlEvery)
-		a.readMetricsFile()
+		nextControl = now.Add(pollEvery)
 		end, gone := a.control(now)
 		if end != nil || gone {
 			// Everything the shim wrote is in the log: read it to the end.
@@ -182,7 +191,13 @@ func (a *active) observe() {
 			a.finish(end)
 			return
 		}
-		a.checkStall(now)
+		if a.ending && watch == nil {
+			// The shim's last words are in the log: its final state
+			// follows within milliseconds (with a watch, its rename
+			// wakes this loop).
+			poll.Reset(endingPoll)
+			continue
+		}
 		poll.Reset(pollEvery)
 	}
 }
@@ -211,6 +226,8 @@ const notePrefix = "[trainbot] "
 func (a *active) handleOutput(l line, lt *lineTimes) {
 	a.tail.put(shown(l.text), l.cr)
 	if strings.HasPrefix(l.text, notePrefix) {
+		note := l.text[len(notePrefix):]
+		a.ending = a.ending || note == shim.EndNote || strings.HasPrefix(note, shim.EndNote+": ")
 		return
 	}
 	replay := l.end <= a.stored

@@ -522,11 +522,11 @@ func (s *shim) endNote() string {
 	defer s.mu.Unlock()
 	switch {
 	case s.st.ExitCode != nil:
-		return fmt.Sprintf("the main process ended: exit status %d", *s.st.ExitCode)
+		return fmt.Sprintf(EndNote+": exit status %d", *s.st.ExitCode)
 	case s.st.Signal != 0:
-		return "the main process ended: killed by " + unix.SignalName(syscall.Signal(s.st.Signal))
+		return EndNote + ": killed by " + unix.SignalName(syscall.Signal(s.st.Signal))
 	}
-	return "the main process ended"
+	return EndNote
 }
 
 // finishWriter waits for the writer to write everything; a disk that stays

@@ -30,6 +30,10 @@ const (
 	ShimLog    = "shim.log"   // the shim's own stdout and stderr (its errors)
 )
 
+// EndNote starts the shim's last line in the log ("[trainbot] " EndNote
+// ": exit status 0"): its final state follows within milliseconds.
+const EndNote = "the main process ended"
+
 // IndexRecordSize is the size of one output.idx record: the log offset up to
 // which output had been read (int64, little endian), then the time it was
 // read (int64 Unix nanoseconds, little endian). Records are appended in
