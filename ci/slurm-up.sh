@@ -23,10 +23,10 @@ CONF=/etc/slurm/slurm.conf
 RUN=/run/slurm
 STOP_HELP="stop it with: $0 stop"
 
-running() { # running PID: the process is there and not a zombie
+running() { # running PID: the process is there and not a zombie (no procps needed)
 	local st
-	st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-	[ -n "$st" ] && [ "${st#Z}" = "$st" ]
+	st=$(sed -n 's/^[0-9]* (.*) \([A-Za-z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 
 pid_alive() { # pid_alive FILE: the process named in FILE is running
@@ -122,8 +122,11 @@ MpiDefault=none
 MinJobAge=3600
 # A node that was down (e.g. the host restarted) takes jobs again when its slurmd registers.
 ReturnToService=2
-# Small test jobs: let them run as soon as they are submitted, and stop fast.
+# Small test jobs: a submitted batch job is scheduled on slurmctld's next background tick (it
+# runs once a second) instead of after batch_sched_delay (3 s); no 2 s minimum between scheduling
+# passes. Measured: sbatch to RUNNING in 0.3-0.9 s, against 1.8-2.9 s with the defaults.
 SchedulerParameters=sched_min_interval=0,batch_sched_delay=0
+# A cancelled job's processes get SIGKILL 5 s after SIGTERM (default 30 s).
 KillWait=5
 InactiveLimit=0
 SlurmctldDebug=info
