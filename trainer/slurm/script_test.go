@@ -328,19 +328,47 @@ func TestCancelArgs(t *testing.T) {
 		{"SIGTERM", true, []string{"scancel", "--signal=SIGTERM", "--batch", "42"}},
 		{"10", false, []string{"scancel", "--signal=10", "--full", "42"}},
 	} {
-		f := &fakeRunner{answers: map[string]func([]string) ([]byte, error){"scancel": answer("")}}
+		f := &fakeRunner{answers: map[string]func([]string) ([]byte, error){
+			"scancel":  answer(""),
+			"scontrol": answer(readFixture(t, "scontrol-running.txt")),
+		}}
 		if err := cancel(context.Background(), "42", tc.signal, tc.batchOnly, f.run); err != nil {
 			t.Fatal(err)
 		}
-		if len(f.calls) != 1 || !reflect.DeepEqual(f.calls[0], tc.want) {
-			t.Errorf("signal %q batchOnly %v: got %q, want %q", tc.signal, tc.batchOnly, f.calls, tc.want)
+		last := f.calls[len(f.calls)-1]
+		if !reflect.DeepEqual(last, tc.want) {
+			t.Errorf("signal %q batchOnly %v: got %q, want %q", tc.signal, tc.batchOnly, last, tc.want)
+		}
+		if tc.signal != "" && (len(f.calls) != 2 || f.calls[0][0] != "scontrol") {
+			t.Errorf("signal %q: got calls %q, want scontrol, then scancel", tc.signal, f.calls)
 		}
 	}
-	f := &fakeRunner{answers: map[string]func([]string) ([]byte, error){"scancel": failWith("scancel: error: Kill job error on job id 42: Job can not be altered now, try again later")}}
-	if err := cancel(context.Background(), "42", "INT", false, f.run); err == nil || !strings.Contains(err.Error(), "can not be altered") {
+	f := &fakeRunner{answers: map[string]func([]string) ([]byte, error){
+		"scancel":  failWith("scancel: error: Kill job error on job id 42: Access/permission denied"),
+		"scontrol": answer(readFixture(t, "scontrol-running.txt")),
+	}}
+	if err := cancel(context.Background(), "42", "INT", false, f.run); err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Errorf("got %v, want scancel's stderr", err)
 	}
 	if err := cancel(context.Background(), "42", "INT; rm", false, f.run); err == nil {
 		t.Error("a bad signal name was accepted")
+	}
+}
+
+// A signal is not sent to a job that is not running: scancel would retry for
+// 95 s on a pending one.
+func TestCancelWithSignalNeedsARunningJob(t *testing.T) {
+	for _, fixture := range []string{"scontrol-pending-resources.txt", "scontrol-completed.txt", "scontrol-completing.txt"} {
+		f := &fakeRunner{answers: map[string]func([]string) ([]byte, error){
+			"scancel":  answer(""),
+			"scontrol": answer(readFixture(t, fixture)),
+		}}
+		err := cancel(context.Background(), "42", "INT", false, f.run)
+		if !errors.Is(err, ErrNotRunning) {
+			t.Errorf("%s: got %v, want ErrNotRunning", fixture, err)
+		}
+		if len(f.calls) != 1 {
+			t.Errorf("%s: got calls %q, want scontrol only", fixture, f.calls)
+		}
 	}
 }
