@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -22,12 +24,20 @@ const clusterWait = 2 * time.Minute // jobs of other tests may hold the CPUs
 
 func requireCluster(t *testing.T) {
 	t.Helper()
-	if err := Available(); err != nil {
-		t.Skipf("no Slurm here: %v; ci/slurm-up.sh (as root) starts a single-node cluster for these tests", err)
+	if why := clusterMissing(); why != "" {
+		t.Skip(why)
 	}
-	out, err := run(context.Background(), 10*time.Second, "scontrol", "show", "config")
+}
+
+// clusterMissing says why the cluster tests cannot run ("" when they can),
+// asked once: a controller that does not answer takes scontrol ~9 s to say so.
+var clusterMissing = sync.OnceValue(func() string {
+	if err := Available(); err != nil {
+		return fmt.Sprintf("no Slurm here: %v; ci/slurm-up.sh (as root) starts a single-node cluster for these tests", err)
+	}
+	out, err := run(context.Background(), 20*time.Second, "scontrol", "show", "config")
 	if err != nil {
-		t.Skipf("the Slurm controller does not answer (%v); ci/slurm-up.sh (as root) starts one", err)
+		return fmt.Sprintf("the Slurm controller does not answer (%v); ci/slurm-up.sh (as root) starts one", err)
 	}
 	name := ""
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -37,9 +47,10 @@ func requireCluster(t *testing.T) {
 		}
 	}
 	if name != "trainbot" && os.Getenv("TRAINBOT_SLURM_TESTS") != "any" {
-		t.Skipf("cluster %q is not ci/slurm-up.sh's test cluster; set TRAINBOT_SLURM_TESTS=any to submit test jobs to it", name)
+		return fmt.Sprintf("cluster %q is not ci/slurm-up.sh's test cluster; set TRAINBOT_SLURM_TESTS=any to submit test jobs to it", name)
 	}
-}
+	return ""
+})
 
 // submitJob submits spec and cancels the job when the test ends.
 func submitJob(t *testing.T, spec SubmitSpec) string {

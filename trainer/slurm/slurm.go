@@ -19,8 +19,9 @@
 //     step's main process (here the training process itself, thanks to exec)
 //     and not its children; --full signals it and all its descendants (the
 //     equivalent of the SIGINT a local run gets on its process group). On a
-//     pending job scancel --signal fails ("Job can not be altered now"): a
-//     pending job is stopped by a plain cancel.
+//     pending job scancel --signal retries for ~95 s, then fails ("Job can
+//     not be altered now"): Cancel checks the state first and returns
+//     ErrNotRunning; a pending job is stopped by a plain cancel.
 //   - A plain `scancel ID` (Slurm's SIGCONT, SIGTERM, then SIGKILL after the
 //     cluster's KillWait) ends the job as CANCELLED and succeeds silently for
 //     jobs that already ended or that Slurm never knew.
@@ -37,8 +38,8 @@
 // programs not to call its commands in tight loops; nothing here loops.
 //
 // Every command runs with a time limit (CallTimeout, SubmitTimeout) under
-// the caller's context, and with SLURM_TIME_FORMAT=standard so that times
-// parse whatever the user set.
+// the caller's context; scontrol and sacct with SLURM_TIME_FORMAT=standard so
+// that times parse whatever the user set.
 package slurm
 
 import (
@@ -107,7 +108,9 @@ func run(ctx context.Context, timeout time.Duration, argv ...string) ([]byte, er
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "SLURM_TIME_FORMAT=standard")
+	if argv[0] != "sbatch" { // sbatch's environment becomes the job's
+		cmd.Env = append(os.Environ(), "SLURM_TIME_FORMAT=standard")
+	}
 	cmd.WaitDelay = 2 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
