@@ -48,7 +48,15 @@ stop() {
 	stop_daemon /run/munge/munged.pid
 }
 
+ours() { # no slurm.conf yet, or the one this script writes (never a real cluster's)
+	[ ! -s "$CONF" ] || head -n 1 "$CONF" | grep -q '^# Written by ci/slurm-up.sh'
+}
+
 if [ "${1:-}" = stop ]; then
+	if ! ours; then
+		echo "slurm-up: $CONF was not written by this script; not stopping its daemons" >&2
+		exit 1
+	fi
 	stop
 	exit 0
 fi
@@ -134,6 +142,11 @@ SlurmdDebug=info
 $node_line NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
+if ! ours; then
+	rm -f "$new_conf"
+	echo "slurm-up: $CONF was not written by this script (a real cluster's?); not touching it" >&2
+	exit 1
+fi
 conf_changed=0
 if ! cmp -s "$new_conf" "$CONF"; then
 	install -m 0644 "$new_conf" "$CONF"
