@@ -80,6 +80,7 @@ type JobConfig struct {
 	NaNAfter    int                    `toml:"nan_after"`
 	StopOnNaN   bool                   `toml:"stop_on_nan"`
 	Patterns    []string               `toml:"patterns"`
+	AllRanks    bool                   `toml:"all_ranks"`
 	MaxLogSize  ByteSize               `toml:"max_log_size"`
 	TailLines   int                    `toml:"tail_lines"`
 	OnOOM       *OnOOMConfig           `toml:"on_oom"`

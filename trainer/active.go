@@ -84,7 +84,11 @@ type active struct {
 }
 
 func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
-	parser, err := logparse.New(job.Patterns)
+	var popts []logparse.Option
+	if job.AllRanks {
+		popts = append(popts, logparse.AllRanks())
+	}
+	parser, err := logparse.New(job.Patterns, popts...)
 	if err != nil { // Normalize checked the patterns; keep going without them
 		parser = &logparse.Parser{}
 	}

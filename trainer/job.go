@@ -57,6 +57,7 @@ type Job struct {
 	NaNAfter    int           // this many NaN/Inf loss points in a row: a nan alert
 	StopOnNaN   bool          // and stop the run
 	Patterns    []string      // extra regular expressions with named groups for logparse
+	AllRanks    bool          // distributed runs: keep other ranks' metrics as rankN/NAME (default: rank 0's only)
 	MaxLogBytes int64         // cap on the run log file (0: no cap)
 	TailLines   int           // lines kept in memory for the log command
 

@@ -874,3 +874,24 @@ func (h *benchHarness) close() {
 	h.sup.Close(context.Background())
 	h.st.Close()
 }
+
+// A job with all_ranks keeps the other ranks' metrics as rankN/NAME; by
+// default only rank 0's are kept.
+func TestAllRanksReachesTheParser(t *testing.T) {
+	script := `for i in 1 2 3; do echo "[rank0]: step=$i loss=1.$i"; echo "[rank1]: step=$i loss=2.$i"; done`
+	for _, all := range []bool{false, true} {
+		j := job("r", []string{"/bin/sh", "-c", script})
+		j.AllRanks = all
+		h := newHarness(t, j)
+		r := h.start("r", nil)
+		h.wait(r.ID)
+		loss, _ := h.st.Series(context.Background(), r.ID, "loss")
+		rank1, _ := h.st.Series(context.Background(), r.ID, "rank1/loss")
+		if len(loss) != 3 || loss[2].Value != 1.3 {
+			t.Errorf("all_ranks=%v: loss %v, want rank 0's three points", all, loss)
+		}
+		if want := map[bool]int{false: 0, true: 3}[all]; len(rank1) != want {
+			t.Errorf("all_ranks=%v: %d rank1/loss points, want %d", all, len(rank1), want)
+		}
+	}
+}

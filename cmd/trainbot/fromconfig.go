@@ -99,7 +99,7 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 		Name: jc.Name, Description: jc.Description, Command: jc.Command, Dir: config.ExpandHome(jc.Dir),
 		Env: jc.Env, Lock: jc.Lock, StopGrace: time.Duration(jc.StopGrace), KillGrace: time.Duration(jc.KillGrace),
 		StallAfter: time.Duration(jc.StallAfter), NaNAfter: jc.NaNAfter, StopOnNaN: jc.StopOnNaN,
-		Patterns: jc.Patterns, MaxLogBytes: int64(jc.MaxLogSize), TailLines: jc.TailLines,
+		Patterns: jc.Patterns, AllRanks: jc.AllRanks, MaxLogBytes: int64(jc.MaxLogSize), TailLines: jc.TailLines,
 		Params: map[string]trainer.ParamSpec{},
 	}
 	for pi, p := range jc.Patterns {
