@@ -122,7 +122,6 @@ var (
 	notLoopWords   = newWordSet("val", "valid", "validation", "validating", "eval", "evaluation", "evaluating", "test", "testing", "sanity", "predict", "predicting", "prediction", "inference", "warmup", "accumulation", "save", "saving", "saved", "checkpoint", "logging", "log", "per", "every")
 	qualifierWords = newWordSet("train", "training", "val", "valid", "validation", "test", "eval", "evaluation", "dev", "avg", "average", "mean", "running", "total", "best", "final", "top1", "top5")
 	stopWords      = newWordSet("of", "on", "the", "for", "in", "at", "over", "with", "after")
-	countWords     = newWordSet("num", "number")
 )
 
 // wordSet is a small set of lower-case words matched without regard to
