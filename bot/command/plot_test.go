@@ -1,100 +1,28 @@
 package command
 
 import (
-	"bytes"
 	"context"
-	"image"
-	"image/png"
-	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
-	"github.com/trainbot/trainbot/plots"
+	"github.com/trainbot/trainbot/internal/historytest"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
-	"github.com/trainbot/trainbot/trainer/logparse"
 )
 
-var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-
-func openHistory(t *testing.T) *store.Store {
-	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
-// addRun records an ended run of dur with the given parameters.
-func addRun(t *testing.T, st *store.Store, params map[string]string, dur time.Duration, steps int64) *trainer.Run {
-	t.Helper()
-	r := &trainer.Run{Job: "demo", Params: params, State: trainer.StateEnded, Outcome: trainer.OutcomeFinished,
-		StartedAt: t0, EndedAt: t0.Add(dur), Steps: steps, Total: steps}
-	id, err := st.CreateRun(context.Background(), r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.ID = id
-	return r
-}
-
-// addLoss records a metric: value(i) at step (i+1)*every, read at even
-// intervals over the run.
-func addLoss(st *store.Store, r *trainer.Run, name string, n int, every int64, value func(i int) float64) {
-	dur := r.EndedAt.Sub(r.StartedAt)
-	for i := range n {
-		at := r.StartedAt.Add(dur * time.Duration(i+1) / time.Duration(n))
-		st.AddPoints(r.ID, []trainer.TimedPoint{{Point: logparse.Point{Step: int64(i+1) * every, Epoch: math.NaN(), Name: name, Value: value(i)}, At: at}})
-	}
-}
-
-// addMemory records n memory samples over the run; gpu and host may be nil.
-func addMemory(t *testing.T, st *store.Store, r *trainer.Run, n int, gpu, host func(i int) int64, total int64) {
-	t.Helper()
-	dur := r.EndedAt.Sub(r.StartedAt)
-	var ms []store.RunMemory
-	for i := range n {
-		m := store.RunMemory{RunID: r.ID, T: r.StartedAt.Add(dur * time.Duration(i) / time.Duration(n))}
-		if gpu != nil {
-			g, tot := gpu(i), total
-			m.GPUBytes, m.GPUTotal = &g, &tot
-		}
-		if host != nil {
-			h := host(i)
-			m.HostBytes = &h
-		}
-		ms = append(ms, m)
-	}
-	if err := st.AddRunMemory(context.Background(), ms); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func decodePNG(t *testing.T, b []byte) {
-	t.Helper()
-	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("not a PNG: %v", err)
-	}
-	if got := img.Bounds().Size(); got != (image.Point{plots.Width, plots.Height}) {
-		t.Fatalf("size %v, want %dx%d", got, plots.Width, plots.Height)
-	}
-}
-
-func englishPainter(t *testing.T) *plots.Painter {
-	t.Helper()
-	p, err := plots.New(plots.Options{Font: plots.FontNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func decay(i int) float64 { return 2 * math.Exp(-float64(i)/40) }
+// The history fixtures, shared with the other packages that read it.
+var (
+	t0             = historytest.T0
+	openHistory    = historytest.OpenHistory
+	addRun         = historytest.AddRun
+	addLoss        = historytest.AddLoss
+	addMemory      = historytest.AddMemory
+	decodePNG      = historytest.DecodePNG
+	englishPainter = historytest.EnglishPainter
+	decay          = historytest.Decay
+)
 
 // routerFor returns a Router over a real supervisor (no jobs) and store.
 func routerFor(t *testing.T, st *store.Store) *Router {
