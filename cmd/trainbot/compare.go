@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -52,6 +53,18 @@ func xFlag(v string) (xTime bool, err error) {
 func runIDArg(s string) (int64, bool) {
 	id, err := strconv.ParseInt(strings.TrimPrefix(s, "#"), 10, 64)
 	return id, err == nil && id > 0
+}
+
+// oneRunID reads the one run id a command (fs) takes; ok is false after a
+// usage error, reported, with its exit status.
+func oneRunID(fs *flag.FlagSet, e env, pos []string) (id int64, code int, ok bool) {
+	if len(pos) != 1 {
+		return 0, usageError(fs, e, "%s takes one run id", fs.Name()), false
+	}
+	if id, ok = runIDArg(pos[0]); !ok {
+		return 0, usageError(fs, e, "%q is not a run id", pos[0]), false
+	}
+	return id, 0, true
 }
 
 // loadRun reads one run of the history, reporting a missing one.

@@ -36,12 +36,9 @@ func cmdPoints(ctx context.Context, args []string, e env) int {
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		return usageError(fs, e, "points takes one run id")
-	}
-	id, ok := runIDArg(pos[0])
+	id, code, ok := oneRunID(fs, e, pos)
 	if !ok {
-		return usageError(fs, e, "%q is not a run id", pos[0])
+		return code
 	}
 	if *asJSON && *asCSV {
 		return usageError(fs, e, "--json or --csv, not both")

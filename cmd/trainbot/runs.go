@@ -210,12 +210,9 @@ func cmdPlot(ctx context.Context, args []string, e env) int {
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		return usageError(fs, e, "plot takes one run id")
-	}
-	id, ok := runIDArg(pos[0])
+	id, code, ok := oneRunID(fs, e, pos)
 	if !ok {
-		return usageError(fs, e, "%q is not a run id", pos[0])
+		return code
 	}
 	xTime, err := xFlag(*x)
 	if err != nil {
