@@ -16,7 +16,6 @@ import (
 
 // The history fixtures, shared with the other packages that read it.
 var (
-	t0             = historytest.T0
 	openHistory    = historytest.OpenHistory
 	addRun         = historytest.AddRun
 	addLoss        = historytest.AddLoss
