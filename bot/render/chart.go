@@ -271,7 +271,7 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, erro
 		return chat.Image{}, fmt.Errorf("draw memory of run %d: %w", run.ID, err)
 	}
 	var parts []string
-	if peakGPU >= 0 {
+	if peakGPU > 0 { // samples of 0 bytes are no peak (a run that filled the GPU between two samples)
 		s := "peak GPU " + FormatBytes(peakGPU)
 		if total > 0 {
 			s += " of " + FormatBytes(total)
