@@ -207,34 +207,8 @@ func firstSize(re *regexp.Regexp, s string) int64 {
 }
 
 func parseSize(num, unit string) int64 {
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil {
-		return 0
-	}
-	mult := 1.0
-	switch strings.ToUpper(unit) {
-	case "KIB":
-		mult = 1 << 10
-	case "MIB":
-		mult = 1 << 20
-	case "GIB":
-		mult = 1 << 30
-	case "TIB":
-		mult = 1 << 40
-	case "PIB":
-		mult = 1 << 50
-	case "KB":
-		mult = 1e3
-	case "MB":
-		mult = 1e6
-	case "GB":
-		mult = 1e9
-	case "TB":
-		mult = 1e12
-	case "PB":
-		mult = 1e15
-	}
-	return int64(v * mult)
+	v, _ := units.ParseBytes(num, unit)
+	return int64(v)
 }
 
 func tensorBytes(shape, dtype string) int64 {

@@ -134,3 +134,35 @@ func TrimZeros(s string) string {
 	}
 	return s
 }
+
+// byteUnits are the units ParseBytes reads: a decimal one is applied to
+// the number's text (exp), a binary one by a product (mult).
+var byteUnits = map[string]struct {
+	exp  string
+	mult float64
+}{
+	"B": {"", 1}, "BYTES": {"", 1},
+	"K": {"e3", 1e3}, "KB": {"e3", 1e3}, "M": {"e6", 1e6}, "MB": {"e6", 1e6}, "G": {"e9", 1e9}, "GB": {"e9", 1e9},
+	"T": {"e12", 1e12}, "TB": {"e12", 1e12}, "P": {"e15", 1e15}, "PB": {"e15", 1e15},
+	"KIB": {"", 1 << 10}, "MIB": {"", 1 << 20}, "GIB": {"", 1 << 30}, "TIB": {"", 1 << 40}, "PIB": {"", 1 << 50},
+}
+
+// ParseBytes reads a size given as a number and its unit, in bytes: B and
+// "bytes"; K, KB, M, MB, G, GB, T, TB, P, PB are powers of 1000 (as
+// ultralytics and YOLOv5 print memory); KiB, MiB, GiB, TiB, PiB powers of
+// 1024. Units are read without regard to case. A decimal unit is applied
+// to the number's text ("2.61" GB is exactly 2.61e9), not by a product.
+func ParseBytes(num, unit string) (float64, bool) {
+	u, ok := byteUnits[strings.ToUpper(unit)]
+	if !ok {
+		return 0, false
+	}
+	if u.exp != "" && !strings.ContainsAny(num, "eE") {
+		num, u.mult = num+u.exp, 1
+	}
+	x, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, false
+	}
+	return x * u.mult, true
+}

@@ -53,3 +53,18 @@ func TestValueAndSI(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	for _, c := range []struct {
+		num, unit string
+		want      float64
+		ok        bool
+	}{
+		{"2.61", "G", 2.61e9, true}, {"2.00", "GiB", 2 << 30, true}, {"512", "bytes", 512, true},
+		{"1.5", "mb", 1.5e6, true}, {"1e3", "KB", 1e6, true}, {"3", "furlongs", 0, false},
+	} {
+		if got, ok := ParseBytes(c.num, c.unit); got != c.want || ok != c.ok {
+			t.Errorf("ParseBytes(%q, %q) = %v %v, want %v %v", c.num, c.unit, got, ok, c.want, c.ok)
+		}
+	}
+}

@@ -2,8 +2,9 @@ package logparse
 
 import (
 	"math"
-	"strconv"
 	"strings"
+
+	bytesize "github.com/trainbot/trainbot/internal/units"
 )
 
 // Column tables: a header line of names, then rows of values under them.
@@ -412,54 +413,9 @@ func isClock(v string) bool {
 // T are powers of 1000, as ultralytics and YOLOv5 compute them; so are KB,
 // MB, GB, TB), "3.1GiB" (KiB, MiB, GiB, TiB are powers of 1024).
 func byteValue(v string) (float64, bool) {
-	x, j, ok := scanNumber(v, 0)
+	_, j, ok := scanNumber(v, 0)
 	if !ok || j == 0 || j == len(v) {
 		return 0, false
 	}
-	unit := v[j:]
-	mult := 1.0
-	exp := ""
-	if len(unit) > 3 {
-		return 0, false
-	}
-	var buf [3]byte
-	switch string(appendUpper(buf[:0], unit)) {
-	case "B":
-	case "K", "KB":
-		exp = "e3"
-	case "M", "MB":
-		exp = "e6"
-	case "G", "GB":
-		exp = "e9"
-	case "T", "TB":
-		exp = "e12"
-	case "KIB":
-		mult = 1 << 10
-	case "MIB":
-		mult = 1 << 20
-	case "GIB":
-		mult = 1 << 30
-	case "TIB":
-		mult = 1 << 40
-	default:
-		return 0, false
-	}
-	if exp != "" && !strings.ContainsAny(v[:j], "eE") {
-		// 2.61e9 exactly, not 2.61 × 1e9
-		if y, err := strconv.ParseFloat(v[:j]+exp, 64); err == nil {
-			return y, true
-		}
-	}
-	return x * mult, true
-}
-
-func appendUpper(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		b = append(b, c)
-	}
-	return b
+	return bytesize.ParseBytes(v[:j], v[j:])
 }
