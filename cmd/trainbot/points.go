@@ -43,16 +43,12 @@ func cmdPoints(ctx context.Context, args []string, e env) int {
 	if *asJSON && *asCSV {
 		return usageError(fs, e, "--json or --csv, not both")
 	}
-	cfg, _, code := cf.load(e)
-	if cfg == nil {
-		return code
-	}
-	st, code := openStore(e, cfg.DataDir)
+	st, dataDir, code := openHistory(e, cf)
 	if st == nil {
 		return code
 	}
 	defer st.Close()
-	r, code := loadRun(ctx, e, st, cfg.DataDir, id)
+	r, code := loadRun(ctx, e, st, dataDir, id)
 	if r == nil {
 		return code
 	}

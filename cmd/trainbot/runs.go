@@ -104,18 +104,14 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 	default:
 		return usageError(fs, e, "unexpected argument %q", pos[0])
 	}
-	cfg, _, code := cf.load(e)
-	if cfg == nil {
-		return code
-	}
-	st, code := openStore(e, cfg.DataDir)
+	st, dataDir, code := openHistory(e, cf)
 	if st == nil {
 		return code
 	}
 	defer st.Close()
 	now := time.Now()
 	if showID != 0 {
-		r, code := loadRun(ctx, e, st, cfg.DataDir, showID)
+		r, code := loadRun(ctx, e, st, dataDir, showID)
 		if r == nil {
 			return code
 		}
@@ -165,7 +161,7 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 		return printJSON(e, out)
 	}
 	if len(runs) == 0 {
-		fmt.Fprintf(e.stdout, "no runs yet in %s\n", cfg.DataDir)
+		fmt.Fprintf(e.stdout, "no runs yet in %s\n", dataDir)
 	}
 	return exitOK
 }
@@ -187,6 +183,16 @@ func printJSON(e env, v any) int {
 }
 
 // openStore opens the store of an existing data directory.
+// openHistory loads the config of cf and opens its data directory's store.
+func openHistory(e env, cf configFlags) (st *store.Store, dataDir string, code int) {
+	cfg, _, code := cf.load(e)
+	if cfg == nil {
+		return nil, "", code
+	}
+	st, code = openStore(e, cfg.DataDir)
+	return st, cfg.DataDir, code
+}
+
 func openStore(e env, dir string) (*store.Store, int) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, errorf(e, "no data directory %s (no run yet?): %v", dir, err)
