@@ -1,56 +1,26 @@
 package slurm
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/trainbot/trainbot/internal/slurmtest"
 )
 
-// These tests submit real jobs. They need Slurm's commands and a controller
-// that answers; ci/slurm-up.sh (as root) starts a single-node cluster named
-// "trainbot" for them. On any other cluster they skip unless
-// TRAINBOT_SLURM_TESTS=any, so that `go test ./...` on a login node does not
-// queue jobs in a real cluster.
+// These tests submit real jobs: see package slurmtest.
 
 const clusterWait = 2 * time.Minute // jobs of other tests may hold the CPUs
 
 func requireCluster(t *testing.T) {
 	t.Helper()
-	if why := clusterMissing(); why != "" {
-		t.Skip(why)
-	}
+	slurmtest.Require(t)
 }
-
-// clusterMissing says why the cluster tests cannot run ("" when they can),
-// asked once: a controller that does not answer takes scontrol ~9 s to say so.
-var clusterMissing = sync.OnceValue(func() string {
-	if err := Available(); err != nil {
-		return fmt.Sprintf("no Slurm here: %v; ci/slurm-up.sh (as root) starts a single-node cluster for these tests", err)
-	}
-	out, err := run(context.Background(), 20*time.Second, "scontrol", "show", "config")
-	if err != nil {
-		return fmt.Sprintf("the Slurm controller does not answer (%v); ci/slurm-up.sh (as root) starts one", err)
-	}
-	name := ""
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.TrimSpace(k) == "ClusterName" {
-			name = strings.TrimSpace(v)
-		}
-	}
-	if name != "trainbot" && os.Getenv("TRAINBOT_SLURM_TESTS") != "any" {
-		return fmt.Sprintf("cluster %q is not ci/slurm-up.sh's test cluster; set TRAINBOT_SLURM_TESTS=any to submit test jobs to it", name)
-	}
-	return ""
-})
 
 // submitJob submits spec and cancels the job when the test ends.
 func submitJob(t *testing.T, spec SubmitSpec) string {
@@ -259,5 +229,27 @@ func TestClusterSubmitError(t *testing.T) {
 	_, err := Submit(context.Background(), s)
 	if err == nil || !strings.Contains(err.Error(), "invalid partition") {
 		t.Errorf("got %v, want sbatch's error about the partition", err)
+	}
+}
+
+// sstat reports the batch step's MaxRSS of a running job (the test cluster
+// gathers accounting with jobacct_gather/linux).
+func TestClusterMaxRSS(t *testing.T) {
+	requireCluster(t)
+	s := spec(t, "python3", "-c", "import time; x = bytearray(64 << 20); x[::4096] = b'1' * len(x[::4096]); print('ready', flush=True); time.sleep(60)")
+	id := submitJob(t, s)
+	deadline := time.Now().Add(clusterWait)
+	for {
+		n, err := MaxRSS(context.Background(), id)
+		if err == nil && n >= 64<<20 {
+			if n > 1<<30 {
+				t.Errorf("MaxRSS %d bytes: far more than the 64 MiB the job holds", n)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("MaxRSS of job %s: got %d, %v; want ≥ 64 MiB", id, n, err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

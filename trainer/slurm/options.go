@@ -12,6 +12,19 @@ import (
 // ErrInvalidOption is wrapped by every error of Options.Validate.
 var ErrInvalidOption = errors.New("invalid slurm option")
 
+// OptionError is an error of Options.Validate: which option ([jobs.slurm]'s
+// key: "time", "extra_args[1]"), its value, and what is wanted.
+type OptionError struct {
+	Field, Value, Want string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%v: %s %q: %s", ErrInvalidOption, e.Field, e.Value, e.Want)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidOption) true.
+func (e *OptionError) Unwrap() error { return ErrInvalidOption }
+
 // Options are the sbatch options of a job. The zero value asks for nothing:
 // the cluster's defaults apply. Field names in errors are the config's
 // ([jobs.slurm]): partition, time, nodes, ...
@@ -60,7 +73,7 @@ var owned = []struct{ long, short string }{
 // partition or account: sbatch says so at submission).
 func (o Options) Validate() error {
 	bad := func(field, value, want string) error {
-		return fmt.Errorf("%w: %s %q: %s", ErrInvalidOption, field, value, want)
+		return &OptionError{Field: field, Value: value, Want: want}
 	}
 	for _, f := range []struct{ name, value string }{
 		{"partition", o.Partition}, {"account", o.Account}, {"qos", o.QOS},

@@ -262,3 +262,30 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+func TestParseSstat(t *testing.T) {
+	for _, c := range []struct {
+		out  string
+		want int64
+		err  string
+	}{
+		{"86.batch|219812K\n", 219812 << 10, ""},
+		{"86.batch|219812K\n86.0|1.50G\n86.extern|0\n", 3 << 29, ""},
+		{"86.batch|\n", 0, "no step"},
+		{"", 0, "no step"},
+		{"87.batch|5K\n", 0, "no step"}, // another job's line
+		{"86.batch|lots\n", 0, `MaxRSS "lots"`},
+		{"garbage\n", 0, "unexpected line"},
+	} {
+		got, err := parseSstat(c.out, "86")
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: got %d, %v; want an error with %q", c.out, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q: got %d, %v; want %d", c.out, got, err, c.want)
+		}
+	}
+}
