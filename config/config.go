@@ -84,6 +84,26 @@ type JobConfig struct {
 	MaxLogSize  ByteSize               `toml:"max_log_size"`
 	TailLines   int                    `toml:"tail_lines"`
 	OnOOM       *OnOOMConfig           `toml:"on_oom"`
+	// Runner owns the job's runs: "local" (default: a supervisor process
+	// on this host) or "slurm" (sbatch, with the [jobs.slurm] options).
+	Runner string       `toml:"runner"`
+	Slurm  *SlurmConfig `toml:"slurm"`
+}
+
+// SlurmConfig is a job's [jobs.slurm] table: sbatch options. Unset ones
+// are the cluster's defaults.
+type SlurmConfig struct {
+	Partition     string `toml:"partition"`
+	Time          string `toml:"time"` // Slurm's [D-]HH:MM:SS
+	Nodes         int    `toml:"nodes"`
+	NtasksPerNode int    `toml:"ntasks_per_node"`
+	CPUsPerTask   int    `toml:"cpus_per_task"`
+	GPUs          any    `toml:"gpus"` // 2 or "a100:2" (--gpus)
+	Mem           any    `toml:"mem"`  // "32G" (--mem); a number is MB, as sbatch reads it
+	Account       string `toml:"account"`
+	QOS           string `toml:"qos"`
+	// ExtraArgs are passed to sbatch as they are, each one argument.
+	ExtraArgs []string `toml:"extra_args"`
 }
 
 // ParamConfig declares one job parameter.
@@ -341,6 +361,14 @@ func (c *Config) validateJob(i int) Errors {
 		errs = append(errs, c.ErrorAt(key+".tail_lines", "want 1..100000, got %d", jc.TailLines))
 	}
 	errs = append(errs, c.validateOnOOM(i)...)
+	switch jc.Runner {
+	case "", "local", "slurm":
+	default:
+		errs = append(errs, c.ErrorAt(key+".runner", "%q: want \"local\" (this host) or \"slurm\" (sbatch)", jc.Runner))
+	}
+	if jc.Slurm != nil && jc.Runner != "slurm" {
+		errs = append(errs, c.ErrorAt(key+".slurm", "Slurm options apply to a job with runner = \"slurm\""))
+	}
 	names := make([]string, 0, len(jc.Params))
 	for n := range jc.Params {
 		names = append(names, n)

@@ -339,6 +339,12 @@ ALTER TABLE runs ADD COLUMN runner TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN log_offset INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN metrics_offset INTEGER NOT NULL DEFAULT 0;
 `,
+	// 6: runs on a Slurm cluster: the batch job's id (NULL for local runs)
+	// and the nodes it runs on.
+	`
+ALTER TABLE runs ADD COLUMN slurm_job_id TEXT;
+ALTER TABLE runs ADD COLUMN node TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

@@ -52,6 +52,14 @@ func (s *Store) MetricExtremes(ctx context.Context, runID int64) (map[string]Ext
 }
 
 // nullID stores a run id of 0 as NULL.
+// nullText is NULL for "".
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
 func nullID(id int64) any {
 	if id == 0 {
 		return nil

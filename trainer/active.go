@@ -81,6 +81,7 @@ type active struct {
 	oomAtStop   *OOM         // the run had run out of memory when the stop came
 	stopSent    bool         // the shim took the stop request (or the kill, once asked)
 	dropped     int64        // output bytes the shim could not write
+	waiting     string       // the run waits in its owner's queue (Slurm); "" when it runs
 }
 
 func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
@@ -215,7 +216,19 @@ func (a *active) control(now time.Time) (end *runEnd, gone bool) {
 		a.lastOutput = live.lastOutput
 	}
 	a.dropped = max(a.dropped, live.dropped)
+	a.waiting = live.waiting
+	moved := live.node != "" && live.node != a.run.Node
+	if moved {
+		a.run.Node = live.node
+	}
 	a.mu.Unlock()
+	if moved {
+		a.save()
+	}
+	if live.warn != "" {
+		a.log.Warn("run warning", "detail", live.warn)
+		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: live.warn}})
+	}
 	if end == nil && !gone && a.pendingStop() {
 		a.sendStop()
 	}
@@ -757,6 +770,9 @@ type Status struct {
 	FirstMetric time.Duration // from start to the first metric; 0 before it
 	Stopping    bool
 	Dropped     int64 // output bytes the run's supervisor could not write to the log (a stalled or full disk)
+	// Waiting is set while the run waits to run, e.g. "queued in Slurm
+	// (job 4242, reason: Resources, partition gpu)"; "" once it runs.
+	Waiting string
 }
 
 // Metric is a named value.
@@ -783,6 +799,9 @@ func (s Status) Loss() (Metric, bool) {
 
 // Brief is a one-line summary: "step 400/1500, loss 0.4123, 1m20s".
 func (s Status) Brief() string {
+	if s.Waiting != "" {
+		return s.Waiting + " for " + units.Duration(s.Elapsed)
+	}
 	var parts []string
 	if s.Progress.Step > 0 {
 		if s.Progress.TotalSteps > 0 {
@@ -810,6 +829,7 @@ func (a *active) status() Status {
 		Elapsed:  a.run.Duration(now),
 		Stopping: a.stopReq != nil,
 		Dropped:  a.dropped,
+		Waiting:  a.waiting,
 	}
 	if st.Progress == (logparse.Progress{}) {
 		st.Progress = emptyProgress()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/slurm"
 )
 
 // ParamType is the type of a job parameter.
@@ -64,6 +65,12 @@ type Job struct {
 	// OnOOM restarts a run that ran out of memory with a parameter halved;
 	// nil: no automatic retry.
 	OnOOM *OOMRetry
+
+	// Runner owns the job's runs: RunnerLocal (a trainbot shim on this
+	// host; "" means it) or RunnerSlurm (a Slurm batch job submitted with
+	// sbatch, with the Slurm options).
+	Runner string
+	Slurm  slurm.Options
 }
 
 // Job defaults.
@@ -86,6 +93,18 @@ func (j *Job) Normalize() error {
 	}
 	if j.Lock == "" {
 		j.Lock = j.Name
+	}
+	switch j.Runner {
+	case "":
+		j.Runner = RunnerLocal
+	case RunnerLocal, RunnerSlurm:
+	default:
+		errs = append(errs, fmt.Errorf("runner %q: want %q or %q", j.Runner, RunnerLocal, RunnerSlurm))
+	}
+	if j.Runner == RunnerSlurm {
+		if err := j.Slurm.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if j.StopGrace <= 0 {
 		j.StopGrace = DefaultStopGrace

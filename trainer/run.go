@@ -69,7 +69,9 @@ type Run struct {
 	Steps      int64  // latest global step seen
 	Total      int64  // total steps when the output told, else 0
 	Supervisor int    // PID of the run's supervisor process (trainbot shim); before runners, of the trainbot process
-	Runner     string // what owns the run's processes: "local" (a trainbot shim on this host); "" for runs of trainbot before runners
+	Runner     string // what owns the run's processes: "local" (a trainbot shim on this host), "slurm"; "" for runs of trainbot before runners
+	SlurmJobID string // the Slurm job of a "slurm" run; "" otherwise (and before sbatch answered)
+	Node       string // where a "slurm" run runs (Slurm's NodeList), once it does
 
 	// How far the bot has read the run's log and metrics file: points
 	// before are stored. Kept by the Recorder's SetOffsets, in step with

@@ -32,6 +32,9 @@ type runner interface {
 type runLive struct {
 	lastOutput time.Time // when it last printed; zero when not known
 	dropped    int64     // output bytes that could not be written to the log
+	waiting    string    // the run waits, e.g. "queued in Slurm (job 42, reason: Resources, partition gpu)"; "" when it runs
+	node       string    // where it runs, when not on this host
+	warn       string    // a warning to raise once, as a stalled alert
 }
 
 // runEnd is how a run ended, as its owner tells it.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trainbot/trainbot/trainer/logparse"
 	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/slurm"
 )
 
 // Recorder stores runs and their metric points. The store package
@@ -304,11 +305,19 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 			lock.release()
 		}
 	}()
+	if other, err := s.unobservedRun(ctx, job.Lock); err != nil {
+		return nil, fmt.Errorf("look for runs of lock %s: %w", job.Lock, err)
+	} else if other != nil {
+		// A Slurm run's lock is its observer's: between two trainbots
+		// (a restart) nobody holds it, but the run goes on.
+		return nil, &BusyError{Other: fmt.Sprintf("run #%d (%s) is in Slurm (job %s) and no trainbot observes it right now; it is re-attached within seconds",
+			other.ID, other.Job, other.SlurmJobID)}
+	}
 
 	ctx = context.WithoutCancel(ctx)
 	now := time.Now()
 	run := &Run{
-		Job: job.Name, Params: params, State: StateRunning, Outcome: OutcomeRunning, Runner: RunnerLocal,
+		Job: job.Name, Params: params, State: StateRunning, Outcome: OutcomeRunning, Runner: job.Runner,
 		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf,
 	}
 	argv, env := job.Argv(params)
@@ -339,8 +348,26 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		return fail(err)
 	}
 	lock.describe(fmt.Sprintf("run #%d (%s), started %s by trainbot pid %d", id, job.Name, now.Format(time.RFC3339), os.Getpid()))
+	if job.Runner == RunnerSlurm {
+		sid, err := slurm.Submit(ctx, slurm.SubmitSpec{RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir,
+			Env: runEnv(env, id, runDir), BaseEnv: inheritedEnv(), RunDir: runDir, LogPath: run.LogPath, Options: job.Slurm})
+		if err != nil {
+			obs.release()
+			return fail(err)
+		}
+		run.SlurmJobID = sid
+		if err := s.opts.Recorder.UpdateRun(ctx, run); err != nil {
+			log.Error("record the Slurm job id", "slurm_job", sid, "err", err)
+		}
+		handed = true // the run's observer holds the job's lock until the run ends
+		a := newActive(s, job, run, runDir)
+		a.runner = newSlurmRunner(a, lock)
+		a.obs, a.attempt = obs, req.attempt
+		log.Info("run submitted to Slurm", "slurm_job", sid, "argv", shim.QuoteArgv(argv))
+		return s.register(a), nil
+	}
 	spec := shim.Spec{
-		RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir, Env: childEnv(env, id, runDir, filepath.Join(runDir, "metrics.jsonl")),
+		RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir, Env: childEnv(env, id, runDir),
 		RunDir: runDir, StopGrace: job.StopGrace, KillGrace: job.KillGrace, DrainTimeout: s.opts.DrainTimeout,
 		MaxLogBytes: job.MaxLogBytes,
 	}
@@ -361,15 +388,41 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	a := newActive(s, job, run, runDir)
 	a.runner = newShimRunner(a, h)
 	a.obs, a.attempt = obs, req.attempt
+	log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shim.QuoteArgv(argv))
+	return s.register(a), nil
+}
+
+// register makes a started run active, observes it and announces it; from
+// here on, the run belongs to a (read it under a.mu).
+func (s *Supervisor) register(a *active) *Run {
 	s.mu.Lock()
-	s.active[job.Lock] = a
+	s.active[a.job.Lock] = a
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go a.observe()
-	log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shim.QuoteArgv(argv))
-	st := a.status() // from here on, run belongs to a (read it under a.mu)
+	st := a.status()
 	s.publish(Event{Kind: EventStarted, Run: st.Run.Clone(), Status: &st})
-	return st.Run, nil
+	return st.Run
+}
+
+// unobservedRun is a Slurm run of lock that the store says is running and
+// that this trainbot does not observe, nil if none.
+func (s *Supervisor) unobservedRun(ctx context.Context, lock string) (*Run, error) {
+	runs, err := s.opts.Recorder.RunningRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if r.Runner != RunnerSlurm {
+			continue
+		}
+		if j, ok := s.jobs[r.Job]; (ok && j.Lock == lock) || (!ok && r.Job == lock) {
+			if _, err := s.find(r.ID); err != nil {
+				return r, nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 // RunnerLocal is the runner of runs supervised by a trainbot shim on this host.
@@ -377,13 +430,22 @@ const RunnerLocal = "local"
 
 func emptyProgress() logparse.Progress { return logparse.Progress{Epoch: math.NaN()} }
 
-func childEnv(extra []string, id int64, runDir, metricsPath string) []string {
-	env := os.Environ()
-	env = append(env, extra...)
+// childEnv is the environment of a local run's command.
+func childEnv(extra []string, id int64, runDir string) []string {
+	return append(inheritedEnv(), runEnv(extra, id, runDir)...)
+}
+
+// inheritedEnv is what a run inherits of trainbot's own environment.
+func inheritedEnv() []string { return os.Environ() }
+
+// runEnv is what a run's environment adds to the inherited one: the job's
+// env and parameters (extra), and the TRAINBOT_* variables of the run.
+func runEnv(extra []string, id int64, runDir string) []string {
+	env := append([]string(nil), extra...)
 	env = append(env,
 		"TRAINBOT_RUN_ID="+strconv.FormatInt(id, 10),
 		"TRAINBOT_RUN_DIR="+runDir,
-		"TRAINBOT_METRICS_FILE="+metricsPath,
+		"TRAINBOT_METRICS_FILE="+filepath.Join(runDir, "metrics.jsonl"),
 	)
 	if os.Getenv("PYTHONUNBUFFERED") == "" && !hasEnv(extra, "PYTHONUNBUFFERED") {
 		// Python buffers a piped stdout; unbuffered, metrics arrive as printed.
@@ -714,7 +776,19 @@ func (s *Supervisor) adopt(ctx context.Context) error {
 			job.Lock = fmt.Sprintf("%s#run%d", job.Lock, r.ID)
 		}
 		a := newActive(s, job, r, runDir)
-		a.runner = newShimRunner(a, nil)
+		if r.Runner == RunnerSlurm {
+			// The job's lock is the observer's: take it again (the
+			// trainbot that held it is gone; another process that holds
+			// it now is told by its name in the lock file).
+			lock, err := acquireLock(filepath.Join(s.opts.DataDir, "locks", lockFileName(job.Lock)))
+			if err != nil {
+				s.log.Warn("re-attach to a Slurm run without its job's lock", "run", r.ID, "err", err)
+			}
+			lock.describe(fmt.Sprintf("run #%d (%s), Slurm job %s, observed by trainbot pid %d", r.ID, r.Job, r.SlurmJobID, os.Getpid()))
+			a.runner = newSlurmRunner(a, lock)
+		} else {
+			a.runner = newShimRunner(a, nil)
+		}
 		a.obs, a.adopted = obs, true
 		a.attempt = retryAttempt(r.StartedBy)
 		s.mu.Lock()

@@ -15,11 +15,7 @@ import (
 func StatusText(st trainer.Status) string {
 	var b strings.Builder
 	r := st.Run
-	state := "running"
-	if st.Stopping {
-		state = "stopping"
-	}
-	fmt.Fprintf(&b, "run #%d · %s · %s for %s\n", r.ID, r.Job, state, FormatDuration(st.Elapsed))
+	fmt.Fprintf(&b, "run #%d · %s · %s for %s\n", r.ID, r.Job, stateText(st), FormatDuration(st.Elapsed))
 	pr := st.Progress
 	switch {
 	case pr.Step == 0:
@@ -57,6 +53,28 @@ func StatusText(st trainer.Status) string {
 		b.WriteString(strings.Join(speed, " · ") + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// stateText is "running", "stopping", "running on node01 (Slurm job 42)" or
+// "queued in Slurm (job 42, reason: Resources, partition gpu)".
+func stateText(st trainer.Status) string {
+	r := st.Run
+	state := "running"
+	switch {
+	case st.Waiting != "":
+		state = st.Waiting
+	case r.SlurmJobID != "" && r.Node != "":
+		state = fmt.Sprintf("running on %s (Slurm job %s)", r.Node, r.SlurmJobID)
+	case r.SlurmJobID != "":
+		state = fmt.Sprintf("running in Slurm (job %s)", r.SlurmJobID)
+	}
+	switch {
+	case st.Stopping && state == "running":
+		state = "stopping"
+	case st.Stopping:
+		state = "stopping (" + state + ")"
+	}
+	return state
 }
 
 // metricsText prints up to n metrics, losses first: "loss 0.4123 · acc 0.83".

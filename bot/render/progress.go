@@ -19,11 +19,7 @@ import (
 func ProgressText(st trainer.Status, mem *store.RunMemory) string {
 	var b strings.Builder
 	r := st.Run
-	state := "running"
-	if st.Stopping {
-		state = "stopping"
-	}
-	fmt.Fprintf(&b, "▶️ run #%d · %s · %s for %s\n", r.ID, r.Job, state, FormatDuration(st.Elapsed))
+	fmt.Fprintf(&b, "▶️ run #%d · %s · %s for %s\n", r.ID, r.Job, stateText(st), FormatDuration(st.Elapsed))
 	pr := st.Progress
 	var line []string
 	switch {

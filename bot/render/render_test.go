@@ -69,3 +69,25 @@ func TestMetricGoal(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusOfSlurmRuns(t *testing.T) {
+	queued := trainer.Status{Run: &trainer.Run{ID: 5, Job: "big", Runner: "slurm", SlurmJobID: "4242"}, Elapsed: 3 * time.Minute,
+		Waiting: "queued in Slurm (job 4242, reason: Resources, partition gpu)", Progress: logparse.Progress{Epoch: math.NaN()}}
+	running := trainer.Status{Run: &trainer.Run{ID: 5, Job: "big", Runner: "slurm", SlurmJobID: "4242", Node: "gpu01"}, Elapsed: 3 * time.Minute,
+		Progress: logparse.Progress{Epoch: math.NaN()}}
+	for _, c := range []struct {
+		got, want string
+	}{
+		{StatusText(queued), "run #5 · big · queued in Slurm (job 4242, reason: Resources, partition gpu) for 3m"},
+		{ProgressText(queued, nil), "▶️ run #5 · big · queued in Slurm (job 4242, reason: Resources, partition gpu) for 3m"},
+		{StatusText(running), "run #5 · big · running on gpu01 (Slurm job 4242) for 3m"},
+	} {
+		if !strings.HasPrefix(c.got, c.want) {
+			t.Errorf("got %q, want %q…", c.got, c.want)
+		}
+	}
+	running.Stopping = true
+	if got := StatusText(running); !strings.HasPrefix(got, "run #5 · big · stopping (running on gpu01 (Slurm job 4242)) for") {
+		t.Errorf("stopping: %q", got)
+	}
+}

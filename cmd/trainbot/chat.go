@@ -10,6 +10,7 @@ import (
 
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/slurm"
 )
 
 // configFlags are the flags shared by commands that read a config file.
@@ -172,6 +173,15 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 		jobs = fmt.Sprintf("%d job(s): %s", len(names), strings.Join(names, ", "))
 	}
 	fmt.Fprintf(e.stdout, "%s: OK — %s; data_dir %s\n", cf.config, jobs, cfg.DataDir)
+	for _, j := range bc.jobs {
+		if j.Runner != trainer.RunnerSlurm {
+			continue
+		}
+		if err := slurm.Available(); err != nil {
+			fmt.Fprintf(e.stdout, "warning: job %s has runner = \"slurm\", but %v: its runs cannot be submitted from this machine\n", j.Name, err)
+		}
+		fmt.Fprintf(e.stdout, "job %s runs on Slurm: the data directory %s must be on a filesystem its compute nodes share (the runs write their output there)\n", j.Name, cfg.DataDir)
+	}
 	printAlerts(e, bc)
 	return exitOK
 }

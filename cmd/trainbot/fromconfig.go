@@ -14,6 +14,7 @@ import (
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
+	"github.com/trainbot/trainbot/trainer/slurm"
 )
 
 // botConfig is the config turned into each package's options, as
@@ -112,6 +113,21 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 			errs = append(errs, c.ErrorAt(key+".on_oom.retry", "want 1..%d retries, got %d", trainer.MaxOOMRetries, o.Retry))
 		}
 		j.OnOOM = &trainer.OOMRetry{Retry: o.Retry, Halve: o.Halve}
+	}
+	j.Runner = jc.Runner
+	if sc := jc.Slurm; sc != nil {
+		j.Slurm = slurm.Options{Partition: sc.Partition, Time: sc.Time, Nodes: sc.Nodes, NtasksPerNode: sc.NtasksPerNode,
+			CPUsPerTask: sc.CPUsPerTask, Account: sc.Account, QOS: sc.QOS, ExtraArgs: sc.ExtraArgs}
+		if sc.GPUs != nil {
+			j.Slurm.GPUs = config.ScalarText(sc.GPUs)
+		}
+		if sc.Mem != nil {
+			j.Slurm.Mem = config.ScalarText(sc.Mem)
+		}
+		var oe *slurm.OptionError
+		if err := j.Slurm.Validate(); errors.As(err, &oe) {
+			errs = append(errs, c.ErrorAt(key+".slurm."+oe.Field, "%q: %s", oe.Value, oe.Want))
+		}
 	}
 	for n, pc := range jc.Params {
 		spec := trainer.ParamSpec{Type: trainer.ParamType(pc.Type), Min: pc.Min, Max: pc.Max, Env: pc.Env, Help: pc.Help, Choices: pc.ChoicesText()}

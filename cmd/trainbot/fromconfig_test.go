@@ -292,3 +292,64 @@ func TestTransportsDoNotImportTheRouter(t *testing.T) {
 		}
 	}
 }
+
+func TestSlurmJobsConvert(t *testing.T) {
+	bc, err := convert(t, `[[jobs]]
+name = "big"
+command = ["python3", "train.py", "--bs", "{bs}"]
+runner = "slurm"
+[jobs.params.bs]
+type = "int"
+default = 64
+[jobs.slurm]
+partition = "gpu"
+time = "1-00:00:00"
+nodes = 1
+ntasks_per_node = 4
+cpus_per_task = 8
+gpus = 4
+mem = "64G"
+account = "lab"
+qos = "normal"
+extra_args = ["--constraint=a100", "--exclusive"]
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := bc.jobs[0]
+	o := j.Slurm
+	if j.Runner != "slurm" || o.Partition != "gpu" || o.Time != "1-00:00:00" || o.Nodes != 1 || o.NtasksPerNode != 4 ||
+		o.CPUsPerTask != 8 || o.GPUs != "4" || o.Mem != "64G" || o.Account != "lab" || o.QOS != "normal" || len(o.ExtraArgs) != 2 {
+		t.Errorf("got runner %q, %+v", j.Runner, o)
+	}
+
+	_, err = convert(t, `[[jobs]]
+name = "a"
+command = ["x"]
+runner = "cluster"
+
+[[jobs]]
+name = "b"
+command = ["x"]
+[jobs.slurm]
+partition = "gpu"
+
+[[jobs]]
+name = "c"
+command = ["x"]
+runner = "slurm"
+[jobs.slurm]
+time = "2 hours"
+extra_args = ["--output=/tmp/x"]
+`)
+	text := errText(err)
+	for _, want := range []string{
+		`test.toml:4: jobs[0].runner: "cluster": want "local" (this host) or "slurm" (sbatch)`,
+		`test.toml:9: jobs[1].slurm: Slurm options apply to a job with runner = "slurm"`,
+		`test.toml:17: jobs[2].slurm.time: "2 hours": want Slurm's [D-]HH:MM:SS`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("errors lack %q:\n%s", want, text)
+		}
+	}
+}

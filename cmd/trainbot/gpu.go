@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/internal/procfs"
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/slurm"
 )
 
 // gpuJSON is `trainbot gpu --json`. Field names are a contract.
@@ -193,11 +197,39 @@ func gpuAlertReply(a gpu.Alert) chat.Reply {
 }
 
 // gpuChatReply answers 显卡: a fresh sample, as a table.
-func gpuChatReply(ctx context.Context, m *gpu.Monitor) chat.Reply {
+func gpuChatReply(ctx context.Context, m *gpu.Monitor, sup *trainer.Supervisor) chat.Reply {
 	snap, err := m.Collect(ctx)
 	text := gpu.Format(snap)
 	if err != nil {
 		text += "\n(some figures could not be read: " + err.Error() + ")"
 	}
+	if notes := slurmGPUNotes(ctx, sup.Active(), slurm.MaxRSS); notes != "" {
+		text += "\n" + notes
+	}
 	return chat.Reply{Text: text}
+}
+
+// slurmGPUNotes says, for each active Slurm run, that its GPUs are on its
+// nodes (not in this host's figures) and, where sstat can tell, its MaxRSS.
+func slurmGPUNotes(ctx context.Context, active []trainer.Status, maxRSS func(context.Context, string) (int64, error)) string {
+	var lines []string
+	for _, st := range active {
+		r := st.Run
+		if r.SlurmJobID == "" {
+			continue
+		}
+		line := fmt.Sprintf("run #%d (%s) is Slurm job %s", r.ID, r.Job, r.SlurmJobID)
+		if r.Node == "" {
+			lines = append(lines, line+", not running yet: its GPUs will be those of its node, not this host's")
+			continue
+		}
+		line += " on " + r.Node + ": its GPUs are that node's, not in the figures above"
+		if n, err := maxRSS(ctx, r.SlurmJobID); err == nil {
+			line += "; MaxRSS (sstat) " + units.Bytes(n)
+		} else {
+			line += "; sstat cannot tell its memory (" + err.Error() + ")"
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
 }

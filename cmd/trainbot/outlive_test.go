@@ -131,6 +131,9 @@ func TestRunOutlivesAKilledTrainbot(t *testing.T) {
 		t.Fatal("the second trainbot did not end with the run")
 	}
 	r = runJSONOf(t, data, "1")
+	if v, ok := r["slurm_job_id"]; !ok || v != nil {
+		t.Errorf("runs show of a local run: slurm_job_id %v (present %v), want null", v, ok)
+	}
 	if r["outcome"] != "finished" || r["steps"] != float64(steps) || r["runner"] != "local" {
 		t.Fatalf("run: outcome %v steps %v runner %v (%v), want finished at step %d by the local runner", r["outcome"], r["steps"], r["runner"], r["detail"], steps)
 	}

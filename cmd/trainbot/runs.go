@@ -40,8 +40,10 @@ type runJSON struct {
 	Command          []string            `json:"command"`
 	LogPath          string              `json:"log_path"`
 	RetryOf          *int64              `json:"retry_of"`           // the run this one retried after out-of-memory (on_oom); null if none
-	Runner           string              `json:"runner"`             // "local": a trainbot shim on this host owns the run's processes
-	SupervisorPID    int                 `json:"supervisor_pid"`     // that shim's pid
+	Runner           string              `json:"runner"`             // "local": a trainbot shim on this host owns the run's processes; "slurm": a Slurm batch job
+	SupervisorPID    int                 `json:"supervisor_pid"`     // that shim's pid (0 for Slurm runs)
+	SlurmJobID       *string             `json:"slurm_job_id"`       // the Slurm job; null for local runs
+	Node             string              `json:"node"`               // where a Slurm run runs (Slurm's NodeList); "" for local runs and before it starts
 	Attached         *bool               `json:"attached,omitempty"` // runs show, a running run: a trainbot observes it now
 }
 
@@ -52,7 +54,11 @@ func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 		Params: r.Params, Steps: r.Steps, TotalSteps: r.Total, Last: map[string]*float64{},
 		PeakGPUMemBytes: r.PeakGPUMem, PeakHostMemBytes: r.PeakHostMem,
 		StartedBy: r.StartedBy, StoppedBy: r.StoppedBy, PID: r.PID, Command: r.Command, LogPath: r.LogPath,
-		Runner: def(r.Runner, trainer.RunnerLocal), SupervisorPID: r.Supervisor,
+		Runner: def(r.Runner, trainer.RunnerLocal), SupervisorPID: r.Supervisor, Node: r.Node,
+	}
+	if r.SlurmJobID != "" {
+		id := r.SlurmJobID
+		j.SlurmJobID = &id
 	}
 	if j.Params == nil {
 		j.Params = map[string]string{}
@@ -131,6 +137,9 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 		fmt.Fprintf(e.stdout, "started %s by %s\ncommand %s\nlog %s\n", r.StartedAt.Format(time.RFC3339), def(r.StartedBy, "?"), strings.Join(r.Command, " "), r.LogPath)
 		if r.Supervisor > 0 && r.Runner != "" {
 			fmt.Fprintf(e.stdout, "runner %s · supervisor pid %d\n", r.Runner, r.Supervisor)
+		}
+		if r.SlurmJobID != "" {
+			fmt.Fprintf(e.stdout, "runner slurm · Slurm job %s · node %s\n", r.SlurmJobID, def(r.Node, "(not started)"))
 		}
 		if r.State == trainer.StateRunning {
 			if attached {

@@ -105,11 +105,19 @@ type runner func(ctx context.Context, timeout time.Duration, argv ...string) ([]
 
 // run is the runner that executes Slurm's commands.
 func run(ctx context.Context, timeout time.Duration, argv ...string) ([]byte, error) {
+	return runIn(ctx, timeout, nil, argv...)
+}
+
+// runIn runs one command; sbatch in env (nil: this process's environment),
+// since sbatch's environment becomes the job's.
+func runIn(ctx context.Context, timeout time.Duration, env []string, argv ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	if argv[0] != "sbatch" { // sbatch's environment becomes the job's
+	if argv[0] != "sbatch" {
 		cmd.Env = append(os.Environ(), "SLURM_TIME_FORMAT=standard")
+	} else if env != nil {
+		cmd.Env = env
 	}
 	cmd.WaitDelay = 2 * time.Second
 	var stdout, stderr bytes.Buffer

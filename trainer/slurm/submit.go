@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ScriptFile is the batch script Submit writes in the run's directory.
@@ -24,7 +25,11 @@ type SubmitSpec struct {
 	// inherits the environment sbatch runs in (Slurm's --export=ALL default),
 	// so trainbot's own environment must not be passed here: it would be
 	// written into the script.
-	Env     []string
+	Env []string
+	// BaseEnv is the environment sbatch runs in, which the job inherits
+	// (Slurm's --export=ALL); nil: trainbot's own. trainbot passes its own
+	// without its secrets.
+	BaseEnv []string
 	RunDir  string // where ScriptFile is written
 	LogPath string // the job's stdout and stderr, appended; must be on storage the nodes share
 	Options Options
@@ -39,7 +44,9 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // If Submit fails with a timeout, sbatch may still have queued the job:
 // `squeue --name trainbot-RUNID-JOB` finds it.
 func Submit(ctx context.Context, spec SubmitSpec) (string, error) {
-	return submit(ctx, spec, run)
+	return submit(ctx, spec, func(ctx context.Context, timeout time.Duration, argv ...string) ([]byte, error) {
+		return runIn(ctx, timeout, spec.BaseEnv, argv...)
+	})
 }
 
 func submit(ctx context.Context, spec SubmitSpec, run runner) (string, error) {
