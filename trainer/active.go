@@ -453,6 +453,9 @@ func (a *active) finish(end *runEnd) {
 	var oom *OOM
 	if outcome == OutcomeOOM {
 		oom = e.oom
+		if oom == nil && end != nil {
+			oom = end.oom
+		}
 	}
 	a.sup.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom})
 	a.sup.retryAfterOOM(st2.Run, a.job, retry)

@@ -44,6 +44,7 @@ type runEnd struct {
 	detail  string    // with outcome
 	endedAt time.Time // when its main process ended
 	extra   []string  // notes for the end's detail
+	oom     *OOM      // the owner says it ran out of memory (Slurm's OUT_OF_MEMORY); the output's OOM comes first
 }
 
 // shimRunner is the local runner: the run's trainbot shim, reached on its

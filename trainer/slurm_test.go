@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -223,4 +224,114 @@ func TestSlurmRunReattaches(t *testing.T) {
 	if err != nil || len(pts) != 40 {
 		t.Errorf("got %d loss points (%v), want 40, each once", len(pts), err)
 	}
+}
+
+// BenchmarkSlurmFirstMetric is the time from Start of a Slurm run to its
+// first metric in trainbot (first-metric-ms/op) and to trainbot knowing it
+// RUNNING on its node (running-ms/op), next to the baseline measured in the
+// same run: a plain `sbatch --wrap` of the same command, until its first
+// line is in its output file (sbatch-first-line-ms/op). bench/slurm.sh runs
+// it and prints the ratio.
+func BenchmarkSlurmFirstMetric(b *testing.B) {
+	slurmtest.Require(b)
+	const cmd = `echo "step=1 loss=1.0"; sleep 30`
+	var first, running, base time.Duration
+	for i := 0; i < b.N; i++ {
+		// The baseline: Slurm alone, on an idle cluster as trainbot's.
+		waitIdleCluster(b)
+		dir := b.TempDir()
+		out := filepath.Join(dir, "plain.out")
+		t0 := time.Now()
+		id, err := exec.Command("sbatch", "--parsable", "--output="+out, "--wrap", cmd).Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for deadline := time.Now().Add(slurmWait); ; {
+			if data, _ := os.ReadFile(out); strings.Contains(string(data), "loss") {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatal("the plain job never printed")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		base += time.Since(t0)
+		exec.Command("scancel", strings.TrimSpace(string(id))).Run()
+
+		waitIdleCluster(b)
+		h := newBenchHarnessJob(b, b.TempDir(), &trainer.Job{Name: "sl", Command: []string{"sh", "-c", cmd}, Runner: trainer.RunnerSlurm})
+		t0 = time.Now()
+		r, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "sl"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var gotFirst, gotRunning time.Duration
+		for deadline := time.Now().Add(slurmWait); gotFirst == 0 || gotRunning == 0; {
+			st, err := h.sup.Status(r.ID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if gotFirst == 0 && len(st.Last) > 0 {
+				gotFirst = time.Since(t0)
+			}
+			if gotRunning == 0 && st.Run.Node != "" && st.Waiting == "" {
+				gotRunning = time.Since(t0)
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("run %d: no first metric or not running: %+v", r.ID, st)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		first += gotFirst
+		running += gotRunning
+		h.sup.Stop(r.ID, "bench")
+		h.sup.WaitRun(context.Background(), r.ID)
+		h.close()
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(first.Milliseconds())/n, "first-metric-ms/op")
+	b.ReportMetric(float64(running.Milliseconds())/n, "running-ms/op")
+	b.ReportMetric(float64(base.Milliseconds())/n, "sbatch-first-line-ms/op")
+}
+
+// waitIdleCluster waits (up to a minute) until squeue lists no job.
+func waitIdleCluster(b *testing.B) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if out, err := exec.Command("squeue", "-h").Output(); err == nil && strings.TrimSpace(string(out)) == "" {
+			return
+		}
+	}
+}
+
+// BenchmarkSlurmWatchCost counts the calls to Slurm's commands that
+// watching one running Slurm run makes per minute (calls/min), over 30 s of
+// a run that prints a metric line every 100 ms.
+func BenchmarkSlurmWatchCost(b *testing.B) {
+	slurmtest.Require(b)
+	const watch = 30 * time.Second
+	var perMin float64
+	for i := 0; i < b.N; i++ {
+		h := newBenchHarnessJob(b, b.TempDir(), &trainer.Job{Name: "sl", Runner: trainer.RunnerSlurm,
+			Command: []string{"sh", "-c", `i=0; while :; do i=$((i+1)); echo "step=$i loss=1.0"; sleep 0.1; done`}})
+		r, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "sl"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for deadline := time.Now().Add(slurmWait); ; {
+			if st, err := h.sup.Status(r.ID); err == nil && st.Run.Node != "" && st.Waiting == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatal("the run never ran")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		before := trainer.SlurmCalls.Load()
+		time.Sleep(watch)
+		perMin += float64(trainer.SlurmCalls.Load()-before) / watch.Minutes()
+		h.sup.Stop(r.ID, "bench")
+		h.sup.WaitRun(context.Background(), r.ID)
+		h.close()
+	}
+	b.ReportMetric(perMin/float64(b.N), "calls/min")
 }

@@ -68,16 +68,15 @@ type slurmRunner struct {
 	query  func(ctx context.Context, id string) (slurm.Job, error)
 	cancel func(ctx context.Context, id, signal string, batchOnly bool) error
 
-	polls    int
-	next     time.Time
-	job      slurm.Job // Slurm's last answer
-	known    bool
-	unknown  int // ErrUnknownJob answers in a row
-	lastErr  string
-	stopRec  *slurmStop
-	warned   bool // the no-output warning was given
-	goneWhy  string
-	lastSeen time.Time // the log's modification time, when last looked at
+	polls   int
+	next    time.Time
+	job     slurm.Job // Slurm's last answer
+	known   bool
+	unknown int // ErrUnknownJob answers in a row
+	lastErr string
+	stopRec *slurmStop
+	warned  bool // the no-output warning was given
+	goneWhy string
 }
 
 func newSlurmRunner(a *active, lock *fileLock) *slurmRunner {
@@ -239,6 +238,11 @@ func (r *slurmRunner) end(j slurm.Job, outcome, detail string) *runEnd {
 		outcome, detail = slurm.Stopped, "cancelled outside trainbot"
 	}
 	end.outcome, end.detail = Outcome(outcome), detail
+	if j.State == "OUT_OF_MEMORY" {
+		// The node's memory cgroup killed it: host memory, as the
+		// kernel's OOM killer does.
+		end.oom = &OOM{Kind: "oom-killer", Line: "Slurm state OUT_OF_MEMORY", GPU: -1, FreeBytes: -1}
+	}
 	if j.Signal != 0 || j.State != "FAILED" {
 		e.exitCode = -1 // no exit status to record
 	}

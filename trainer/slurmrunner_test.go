@@ -58,6 +58,9 @@ func TestSlurmEndsFromRecordedStates(t *testing.T) {
 		if end.outcome != c.outcome || !strings.Contains(end.detail, c.detail) || end.e.exitCode != c.exit {
 			t.Errorf("%s: got %q %q exit %d; want %q %q… exit %d", c.fixture, end.outcome, end.detail, end.e.exitCode, c.outcome, c.detail, c.exit)
 		}
+		if (end.oom != nil) != (c.outcome == OutcomeOOM) {
+			t.Errorf("%s: OOM %+v", c.fixture, end.oom)
+		}
 		if c.outcome == "" {
 			if o, _ := classify(end.e); (c.exit == 0) != (o == OutcomeFinished) {
 				t.Errorf("%s: classified %s", c.fixture, o)
