@@ -87,6 +87,8 @@ func (j *Job) Normalize() error {
 	var errs []error
 	if !validName.MatchString(j.Name) {
 		errs = append(errs, fmt.Errorf("name %q: want letters, digits, '-', '_' or '.'", j.Name))
+	} else if ReadsAsValue(j.Name) {
+		errs = append(errs, fmt.Errorf("name %q reads as a number: 开始 %s would not be taken for the job; give it a name with a letter that is not a number", j.Name, j.Name))
 	}
 	if len(j.Command) == 0 || strings.TrimSpace(j.Command[0]) == "" {
 		errs = append(errs, errors.New("command: must name a program"))
@@ -141,14 +143,38 @@ func (j *Job) Normalize() error {
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
-var placeholderRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+// ReadsAsValue reports whether a word reads as a number ("32", "1e-3",
+// "nan", "inf"): such a word after 开始 is not taken for a job name.
+func ReadsAsValue(word string) bool {
+	_, err := strconv.ParseFloat(word, 64)
+	return err == nil || errors.Is(err, strconv.ErrRange)
+}
+
+// placeholderRE finds "{name}", and "{{" and "}}", which are literal braces.
+var placeholderRE = regexp.MustCompile(`\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 func placeholders(s string) []string {
 	var out []string
 	for _, m := range placeholderRE.FindAllStringSubmatch(s, -1) {
-		out = append(out, m[1])
+		if m[1] != "" {
+			out = append(out, m[1])
+		}
 	}
 	return out
+}
+
+// expand replaces each "{name}" in item with value(name), "{{" with "{" and
+// "}}" with "}".
+func expand(item string, value func(name string) string) string {
+	return placeholderRE.ReplaceAllStringFunc(item, func(m string) string {
+		switch m {
+		case "{{":
+			return "{"
+		case "}}":
+			return "}"
+		}
+		return value(m[1 : len(m)-1])
+	})
 }
 
 func (p ParamSpec) check(name string) error {
@@ -187,6 +213,9 @@ func (p ParamSpec) canonical(v string) (string, error) {
 	switch p.Type {
 	case ParamInt:
 		n, err := strconv.ParseInt(v, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return "", fmt.Errorf("out of range for a 64-bit integer")
+		}
 		if err != nil {
 			return "", fmt.Errorf("not an integer")
 		}
@@ -194,6 +223,9 @@ func (p ParamSpec) canonical(v string) (string, error) {
 		v = strconv.FormatInt(n, 10)
 	case ParamFloat:
 		f, err := strconv.ParseFloat(v, 64)
+		if errors.Is(err, strconv.ErrRange) && !strings.ContainsAny(v, "_xXpP") {
+			return "", fmt.Errorf("out of range for a 64-bit float")
+		}
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || strings.ContainsAny(v, "_xXpP") {
 			return "", fmt.Errorf("not a number")
 		}
@@ -245,14 +277,17 @@ type ParamError struct {
 	Job    string
 	Param  string
 	Value  string
-	Reason string
+	Given  bool   // the value was given (it may be "")
+	Reason string // a predicate: "is not an integer (int 1..4096, default 64)"
 }
 
+// Error reads `batch_size: "1;rm" is not an integer (int 1..4096, default
+// 64)`, or `batch_size is required (…)` for a missing value.
 func (e *ParamError) Error() string {
-	if e.Value == "" && e.Reason == "" {
-		return fmt.Sprintf("parameter %s", e.Param)
+	if e.Value == "" && !e.Given {
+		return fmt.Sprintf("%s %s", e.Param, e.Reason)
 	}
-	return fmt.Sprintf("parameter %s=%q: %s", e.Param, e.Value, e.Reason)
+	return fmt.Sprintf("%s: %q %s", e.Param, e.Value, e.Reason)
 }
 
 // ErrBadParam is wrapped by every ParamError.
@@ -274,18 +309,18 @@ func (j *Job) ResolveParams(given map[string]string) (map[string]string, error) 
 	for _, k := range keys {
 		spec, ok := j.Params[k]
 		if !ok {
-			reason := "unknown parameter"
+			reason := "is an unknown parameter"
 			if names := j.ParamNames(); len(names) > 0 {
 				reason += "; " + j.Name + " takes " + strings.Join(names, ", ")
 			} else {
 				reason += "; " + j.Name + " takes no parameters"
 			}
-			errs = append(errs, &ParamError{Job: j.Name, Param: k, Value: given[k], Reason: reason})
+			errs = append(errs, &ParamError{Job: j.Name, Param: k, Value: given[k], Given: true, Reason: reason})
 			continue
 		}
 		v, err := spec.canonical(given[k])
 		if err != nil {
-			errs = append(errs, &ParamError{Job: j.Name, Param: k, Value: given[k], Reason: err.Error() + " (" + spec.Describe() + ")"})
+			errs = append(errs, &ParamError{Job: j.Name, Param: k, Value: given[k], Given: true, Reason: "is " + err.Error() + " (" + spec.Describe() + ")"})
 			continue
 		}
 		out[k] = v
@@ -347,9 +382,7 @@ func (p ParamSpec) Describe() string {
 func (j *Job) Argv(params map[string]string) (argv []string, env []string) {
 	argv = make([]string, len(j.Command))
 	for i, item := range j.Command {
-		argv[i] = placeholderRE.ReplaceAllStringFunc(item, func(m string) string {
-			return params[m[1:len(m)-1]]
-		})
+		argv[i] = expand(item, func(name string) string { return params[name] })
 	}
 	for _, name := range j.ParamNames() {
 		v, ok := params[name]

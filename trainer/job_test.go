@@ -39,8 +39,10 @@ func TestResolveParams(t *testing.T) {
 		{"defaults", nil, map[string]string{"batch_size": "64", "lr": "0.001", "optimizer": "adam", "amp": "false"}, nil},
 		{"given", map[string]string{"batch_size": "32", "lr": "3e-4", "optimizer": "sgd", "amp": "yes"},
 			map[string]string{"batch_size": "32", "lr": "3e-4", "optimizer": "sgd", "amp": "true"}, nil},
-		{"unknown key", map[string]string{"bs": "32"}, nil, []string{"parameter bs", "unknown parameter", "amp, batch_size, lr, optimizer"}},
-		{"not an int", map[string]string{"batch_size": "1; rm -rf /"}, nil, []string{"batch_size", "not an integer"}},
+		{"unknown key", map[string]string{"bs": "32"}, nil, []string{`bs: "32" is an unknown parameter`, "amp, batch_size, lr, optimizer"}},
+		{"not an int", map[string]string{"batch_size": "1;rm"}, nil, []string{`batch_size: "1;rm" is not an integer`}},
+		{"int out of range", map[string]string{"batch_size": "99999999999999999999"}, nil, []string{"out of range for a 64-bit integer"}},
+		{"float out of range", map[string]string{"lr": "1e400"}, nil, []string{`lr: "1e400" is out of range for a 64-bit float`}},
 		{"float for int", map[string]string{"batch_size": "3.5"}, nil, []string{"not an integer"}},
 		{"out of range", map[string]string{"batch_size": "0"}, nil, []string{"below the minimum 1"}},
 		{"above max", map[string]string{"lr": "2"}, nil, []string{"above the maximum 1"}},
@@ -94,6 +96,20 @@ func TestArgvNeverUsesAShell(t *testing.T) {
 	}
 }
 
+// "{{" and "}}" are literal braces: sh -c 'echo ${HOME}', f-strings.
+func TestLiteralBraces(t *testing.T) {
+	j := &Job{Name: "a", Command: []string{"sh", "-c", "echo ${{HOME}} {{x}} {n} }}{{", `print(f"{{n}}={n}")`},
+		Params: map[string]ParamSpec{"n": {Type: ParamInt, Default: "3", HasDefault: true}}}
+	if err := j.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	argv, _ := j.Argv(map[string]string{"n": "7"})
+	want := []string{"sh", "-c", "echo ${HOME} {x} 7 }{", `print(f"{n}=7")`}
+	if !slices.Equal(argv, want) {
+		t.Errorf("argv %q, want %q", argv, want)
+	}
+}
+
 func TestNormalizeRejectsBadJobs(t *testing.T) {
 	cases := []struct {
 		job  Job
@@ -102,6 +118,9 @@ func TestNormalizeRejectsBadJobs(t *testing.T) {
 		{Job{Name: "a b", Command: []string{"x"}}, "name"},
 		{Job{Name: "a"}, "command"},
 		{Job{Name: "a", Command: []string{"x", "{nope}"}}, "{nope}"},
+		{Job{Name: "nan", Command: []string{"x"}}, `name "nan" reads as a number`},
+		{Job{Name: "inf", Command: []string{"x"}}, `reads as a number`},
+		{Job{Name: "42", Command: []string{"x"}}, `reads as a number`},
 		{Job{Name: "a", Command: []string{"x"}, Params: map[string]ParamSpec{"p": {Type: "complex"}}}, "params.p.type"},
 		{Job{Name: "a", Command: []string{"x"}, Params: map[string]ParamSpec{"p": {Type: ParamInt, Min: fp(5), Max: fp(1)}}}, "min 5 is above max 1"},
 		{Job{Name: "a", Command: []string{"x"}, Params: map[string]ParamSpec{"p": {Type: ParamInt, Default: "x", HasDefault: true}}}, "params.p.default"},

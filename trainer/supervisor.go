@@ -258,6 +258,9 @@ func (s *Supervisor) Job(name string) (*Job, error) {
 		return nil, fmt.Errorf("%w: name one of %s", ErrUnknownJob, strings.Join(names, ", "))
 	}
 	j, ok := s.jobs[name]
+	if !ok && len(s.jobs) == 0 {
+		return nil, fmt.Errorf("%w %q: no jobs are configured", ErrUnknownJob, name)
+	}
 	if !ok {
 		names := make([]string, 0, len(s.jobs))
 		for _, j := range s.Jobs() {

@@ -221,7 +221,7 @@ func HelpText() string {
 func (r *Router) train(ctx context.Context, m chat.Message, args []string) chat.Reply {
 	jobName := ""
 	params := map[string]string{}
-	var bad []string
+	var bad, twice []string
 	for i, a := range args {
 		k, v, ok := strings.Cut(a, "=")
 		if !ok {
@@ -237,15 +237,30 @@ func (r *Router) train(ctx context.Context, m chat.Message, args []string) chat.
 			bad = append(bad, a)
 			continue
 		}
+		if prev, dup := params[k]; dup {
+			twice = append(twice, fmt.Sprintf("%s is given twice (%q and %q): give it once", k, prev, v))
+			continue
+		}
 		params[k] = v
 	}
-	if len(bad) > 0 {
-		return chat.Reply{Text: fmt.Sprintf("I could not read %s: parameters are written name=value, e.g. 开始 batch_size=32. Send 任务 (/jobs) for the parameters.", strings.Join(bad, " "))}
-	}
-	if jobName != "" {
-		if _, err := strconv.ParseFloat(jobName, 64); err == nil {
-			return chat.Reply{Text: fmt.Sprintf("%q is not a job name. Send 任务 (/jobs) for the jobs.", jobName)}
+	if len(bad) > 0 || len(twice) > 0 {
+		// Say first what is wrong with the values read ("1;rm" of
+		// batch_size=1;rm -rf /), then what could not be read at all.
+		var problems []string
+		if job := r.job(jobName); job != nil {
+			if _, err := job.ResolveParams(params); err != nil {
+				for _, e := range unwrapJoined(err) {
+					if pe := (*trainer.ParamError)(nil); errors.As(e, &pe) && pe.Given {
+						problems = append(problems, e.Error())
+					}
+				}
+			}
 		}
+		problems = append(problems, twice...)
+		if len(bad) > 0 {
+			problems = append(problems, fmt.Sprintf("I could not read %s: parameters are written name=value without spaces, e.g. 开始 batch_size=32", strings.Join(bad, " ")))
+		}
+		return chat.Reply{Text: "Not started: " + strings.Join(problems, "; ") + ".\nSend 任务 (/jobs) for the parameters."}
 	}
 	run, err := r.Trainer.Start(ctx, trainer.StartRequest{Job: jobName, Params: params, By: who(m), Origin: m.ChatKey().String()})
 	var busy *trainer.BusyError
@@ -275,20 +290,43 @@ func (r *Router) train(ctx context.Context, m chat.Message, args []string) chat.
 	if len(run.Params) > 0 {
 		text += " " + render.ParamsText(run.Params)
 	}
-	text += fmt.Sprintf("\npid %d · log %s", run.PID, run.LogPath)
+	if run.SlurmJobID != "" {
+		text += fmt.Sprintf("\nSlurm job %s · log %s", run.SlurmJobID, run.LogPath)
+	} else {
+		text += fmt.Sprintf("\npid %d · log %s", run.PID, run.LogPath)
+	}
 	return chat.Reply{Text: text, Buttons: render.StartButtons(), RunID: run.ID}
 }
 
 func joinErrors(err error) string {
 	var parts []string
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			parts = append(parts, e.Error())
-		}
-	} else {
-		parts = append(parts, err.Error())
+	for _, e := range unwrapJoined(err) {
+		parts = append(parts, e.Error())
 	}
 	return strings.Join(parts, "; ")
+}
+
+// unwrapJoined is the errors joined in err (err itself when it joins none).
+func unwrapJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// job is the job a start names ("" for the only one), nil when there is no
+// such job.
+func (r *Router) job(name string) *trainer.Job {
+	jobs := r.Trainer.Jobs()
+	if name == "" && len(jobs) == 1 {
+		return jobs[0]
+	}
+	for _, j := range jobs {
+		if j.Name == name {
+			return j
+		}
+	}
+	return nil
 }
 
 func who(m chat.Message) string {

@@ -186,6 +186,12 @@ func TestBadParametersStartNothing(t *testing.T) {
 	mustContain(t, e.say(operator, "开始 bs=3"), "unknown parameter", "takes steps")
 	mustContain(t, e.say(operator, "开始 nosuchjob"), "unknown job", "train")
 	mustContain(t, e.say(operator, "开始 train steps"), "could not read steps", "name=value")
+	// What is wrong with a value comes first, then what could not be read.
+	got := e.say(operator, "开始 train steps=1;rm -rf /")
+	mustContain(t, got, `steps: "1;rm" is not an integer`, "could not read -rf /")
+	mustContain(t, e.say(operator, "开始 train steps=99999999999999999999"), `steps: "99999999999999999999" is out of range`)
+	mustContain(t, e.say(operator, "开始 train steps=10 steps=20"), `steps is given twice ("10" and "20")`)
+	mustContain(t, e.say(operator, "开始 32"), `unknown job "32"`, "the jobs are train")
 	if len(e.runs()) != 0 {
 		t.Fatal("a bad start recorded a run")
 	}
