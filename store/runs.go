@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/trainbot/trainbot/trainer"
@@ -60,11 +61,7 @@ func (s *Store) UpdateRun(ctx context.Context, r *trainer.Run) error {
 }
 
 func encodeRun(r *trainer.Run) (params, command string, err error) {
-	p := r.Params
-	if p == nil {
-		p = map[string]string{}
-	}
-	pb, err := json.Marshal(p)
+	pb, err := json.Marshal(r.TypedParams())
 	if err != nil {
 		return "", "", err
 	}
@@ -88,6 +85,37 @@ func nullTime(r *trainer.Run) any {
 
 type scanner interface{ Scan(dest ...any) error }
 
+// decodeParams reads the params column: an object of strings (runs
+// recorded before parameter types), numbers and booleans.
+func decodeParams(text string, r *trainer.Run) error {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return err
+	}
+	r.Params = make(map[string]string, len(m))
+	for k, v := range m {
+		switch x := v.(type) {
+		case string:
+			r.Params[k] = x
+		case json.Number:
+			r.Params[k] = string(x)
+		case bool:
+			r.Params[k] = strconv.FormatBool(x)
+		default:
+			return fmt.Errorf("parameter %s: unexpected value %v", k, v)
+		}
+		if _, typed := v.(string); !typed {
+			if r.ParamTypes == nil {
+				r.ParamTypes = map[string]trainer.ParamType{}
+			}
+			r.ParamTypes[k] = trainer.ParamTypeOf(v)
+		}
+	}
+	return nil
+}
+
 func scanRun(sc scanner) (*trainer.Run, error) {
 	var (
 		r               trainer.Run
@@ -108,7 +136,7 @@ func scanRun(sc scanner) (*trainer.Run, error) {
 	}
 	r.SlurmJobID = slurmJob.String
 	r.State, r.Outcome = trainer.State(state), trainer.Outcome(outcome)
-	if err := json.Unmarshal([]byte(params), &r.Params); err != nil {
+	if err := decodeParams(params, &r); err != nil {
 		return nil, fmt.Errorf("run %d params: %w", r.ID, err)
 	}
 	if err := json.Unmarshal([]byte(command), &r.Command); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,43 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 	if err := s.UpdateRun(ctx, &trainer.Run{ID: 999}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("got %v, want ErrNotFound", err)
+	}
+}
+
+// Parameters are stored as JSON numbers and booleans per their declared
+// types, and read back as the same text; rows of earlier versions (strings)
+// read as they are.
+func TestTypedParams(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	r := &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning, StartedAt: time.Now(),
+		Params:     map[string]string{"bs": "32", "lr": "3e-4", "half": ".5", "amp": "true", "opt": "adam", "tag": "007"},
+		ParamTypes: map[string]trainer.ParamType{"bs": "int", "lr": "float", "half": "float", "amp": "bool", "opt": "string", "tag": "string"}}
+	id, err := s.CreateRun(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw string
+	if err := s.r.QueryRow(`SELECT params FROM runs WHERE id = ?`, id).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw != `{"amp":true,"bs":32,"half":0.5,"lr":3e-4,"opt":"adam","tag":"007"}` {
+		t.Errorf("stored params %s", raw)
+	}
+	got, err := s.Run(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"bs": "32", "lr": "3e-4", "half": "0.5", "amp": "true", "opt": "adam", "tag": "007"}
+	if !maps.Equal(got.Params, want) || got.ParamTypes["bs"] != "int" || got.ParamTypes["lr"] != "float" || got.ParamTypes["amp"] != "bool" || got.ParamTypes["tag"] != "" {
+		t.Errorf("got %v %v, want %v", got.Params, got.ParamTypes, want)
+	}
+	if _, err := s.w.Exec(`UPDATE runs SET params = '{"bs":"64"}' WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Run(ctx, id)
+	if err != nil || got.Params["bs"] != "64" || got.ParamTypes != nil || got.TypedParams()["bs"] != "64" {
+		t.Errorf("an earlier row: %v %v %v", got.Params, got.ParamTypes, err)
 	}
 }
 

@@ -343,6 +343,15 @@ func (j *Job) ResolveParams(given map[string]string) (map[string]string, error) 
 	return out, errors.Join(errs...)
 }
 
+// paramTypes is the declared type of each parameter.
+func (j *Job) paramTypes() map[string]ParamType {
+	out := make(map[string]ParamType, len(j.Params))
+	for n, p := range j.Params {
+		out[n] = p.Type
+	}
+	return out
+}
+
 // ParamNames returns the declared parameter names, sorted.
 func (j *Job) ParamNames() []string {
 	names := make([]string, 0, len(j.Params))

@@ -13,7 +13,11 @@
 package trainer
 
 import (
+	"encoding/json"
 	"maps"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/trainbot/trainbot/trainer/logparse"
@@ -51,10 +55,14 @@ const (
 
 // Run is one execution of a job.
 type Run struct {
-	ID         int64
-	Job        string
-	Params     map[string]string // validated parameter values, as given or defaulted
-	Command    []string          // the argv actually executed
+	ID     int64
+	Job    string
+	Params map[string]string // validated parameter values, as given or defaulted
+	// ParamTypes is the declared type of each parameter (the store keeps
+	// numbers and booleans as JSON numbers and booleans); nil for runs
+	// recorded without them, whose values are strings.
+	ParamTypes map[string]ParamType
+	Command    []string // the argv actually executed
 	State      State
 	Outcome    Outcome
 	Detail     string // a human explanation of the outcome
@@ -93,6 +101,7 @@ func (r *Run) Clone() *Run {
 	}
 	c := *r
 	c.Params = maps.Clone(r.Params)
+	c.ParamTypes = maps.Clone(r.ParamTypes)
 	c.Command = append([]string(nil), r.Command...)
 	if r.ExitCode != nil {
 		v := *r.ExitCode
@@ -107,6 +116,47 @@ func (r *Run) Clone() *Run {
 		c.PeakHostMem = &v
 	}
 	return &c
+}
+
+// TypedParams is the parameters as JSON values: numbers and booleans per
+// their declared type (a value that is not valid as one stays a string).
+func (r *Run) TypedParams() map[string]any {
+	out := make(map[string]any, len(r.Params))
+	for k, v := range r.Params {
+		out[k] = typedParam(r.ParamTypes[k], v)
+	}
+	return out
+}
+
+func typedParam(t ParamType, v string) any {
+	switch t {
+	case ParamInt, ParamFloat:
+		if json.Valid([]byte(v)) && strings.TrimLeft(v, "-0123456789.eE+") == "" {
+			return json.Number(v)
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+		}
+	case ParamBool:
+		if b, err := strconv.ParseBool(v); err == nil {
+			return b
+		}
+	}
+	return v
+}
+
+// ParamTypeOf is the type a JSON parameter value was stored as.
+func ParamTypeOf(v any) ParamType {
+	switch x := v.(type) {
+	case bool:
+		return ParamBool
+	case json.Number:
+		if strings.ContainsAny(string(x), ".eE") {
+			return ParamFloat
+		}
+		return ParamInt
+	}
+	return ParamString
 }
 
 // Duration is how long the run ran (until now while it runs).

@@ -846,6 +846,12 @@ func TestUnknownJobAndRequiredParam(t *testing.T) {
 	if _, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "a"}); !errors.Is(err, trainer.ErrBadParam) || !strings.Contains(err.Error(), "required") {
 		t.Fatalf("got %v, want lr required", err)
 	}
+	none := newHarness(t)
+	for _, name := range []string{"", "zzz"} {
+		if _, err := none.sup.Start(context.Background(), trainer.StartRequest{Job: name}); !errors.Is(err, trainer.ErrUnknownJob) || !strings.Contains(err.Error(), "no jobs are configured") {
+			t.Errorf("no jobs, start %q: got %v", name, err)
+		}
+	}
 	_ = syscall.Getpid
 }
 

@@ -169,6 +169,18 @@ func TestDemoAcceptance(t *testing.T) {
 	if _, ok := r["last"].(map[string]any)["loss"]; !ok {
 		t.Errorf("last has no loss: %v", r["last"])
 	}
+	// Parameters are JSON numbers per their declared types; nothing is
+	// HTML-escaped.
+	params, _ := r["params"].(map[string]any)
+	if _, ok := params["steps"].(float64); !ok {
+		t.Errorf("params.steps is %T %v, want a number", params["steps"], params["steps"])
+	}
+	if _, ok := params["lr"].(float64); !ok {
+		t.Errorf("params.lr is %T %v, want a number", params["lr"], params["lr"])
+	}
+	if strings.Contains(stdout, `\u00`) {
+		t.Errorf("runs --json escapes HTML:\n%s", stdout)
+	}
 }
 
 func TestDemoRunsToTheEndAtEOF(t *testing.T) {

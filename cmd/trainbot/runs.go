@@ -28,7 +28,7 @@ type runJSON struct {
 	StartedAt        time.Time           `json:"started_at"`
 	EndedAt          *time.Time          `json:"ended_at"`
 	DurationS        float64             `json:"duration_s"`
-	Params           map[string]string   `json:"params"`
+	Params           map[string]any      `json:"params"` // numbers and booleans per the parameters' declared types
 	Steps            int64               `json:"steps"`
 	TotalSteps       int64               `json:"total_steps"`
 	Last             map[string]*float64 `json:"last"` // null for NaN/Inf
@@ -51,7 +51,7 @@ func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 	j := runJSON{
 		ID: r.ID, Job: r.Job, State: string(r.State), Outcome: string(r.Outcome), Detail: r.Detail,
 		ExitCode: r.ExitCode, StartedAt: r.StartedAt.UTC(), DurationS: math.Round(r.Duration(now).Seconds()*1000) / 1000,
-		Params: r.Params, Steps: r.Steps, TotalSteps: r.Total, Last: map[string]*float64{},
+		Params: r.TypedParams(), Steps: r.Steps, TotalSteps: r.Total, Last: map[string]*float64{},
 		PeakGPUMemBytes: r.PeakGPUMem, PeakHostMemBytes: r.PeakHostMem,
 		StartedBy: r.StartedBy, StoppedBy: r.StoppedBy, PID: r.PID, Command: r.Command, LogPath: r.LogPath,
 		Runner: def(r.Runner, trainer.RunnerLocal), SupervisorPID: r.Supervisor, Node: r.Node,
@@ -59,9 +59,6 @@ func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 	if r.SlurmJobID != "" {
 		id := r.SlurmJobID
 		j.SlurmJobID = &id
-	}
-	if j.Params == nil {
-		j.Params = map[string]string{}
 	}
 	if r.RetryOf != 0 {
 		id := r.RetryOf
@@ -185,6 +182,7 @@ func def(s, d string) string {
 func printJSON(e env, v any) int {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // a command's "&&" stays "&&"
 	if err := enc.Encode(v); err != nil {
 		return errorf(e, "encode json: %v", err)
 	}
