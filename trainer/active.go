@@ -408,7 +408,11 @@ func (a *active) finish(end *runEnd) {
 		}
 	}
 	if a.full {
-		extra = append(extra, fmt.Sprintf("the output named more than %d metrics: points of further metric names were not recorded (the log has them)", maxMetricNames))
+		where := "the log has them"
+		if end != nil && end.logCut {
+			where = "the log has those max_log_bytes did not free"
+		}
+		extra = append(extra, fmt.Sprintf("the output named more than %d metrics: points of further metric names were not recorded (%s)", maxMetricNames, where))
 	}
 	if len(extra) > 0 {
 		detail += "; " + strings.Join(extra, "; ")

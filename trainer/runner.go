@@ -45,6 +45,7 @@ type runEnd struct {
 	endedAt time.Time // when its main process ended
 	extra   []string  // notes for the end's detail
 	oom     *OOM      // the owner says it ran out of memory (Slurm's OUT_OF_MEMORY); the output's OOM comes first
+	logCut  bool      // max_log_bytes freed part of the log
 }
 
 // shimRunner is the local runner: the run's trainbot shim, reached on its
@@ -120,6 +121,7 @@ func (r *shimRunner) end(st *shim.State) *runEnd {
 		end.extra = append(end.extra, fmt.Sprintf("%s of output were not written to the log (%s)", units.Bytes(st.BytesDropped), reason))
 	}
 	if st.FreedTo > st.FreedFrom {
+		end.logCut = true
 		end.extra = append(end.extra, fmt.Sprintf("the log passed max_log_bytes (%s): %s of older output after its first %s were freed", units.Bytes(r.maxLog), units.Bytes(st.FreedTo-st.FreedFrom), units.Bytes(st.FreedFrom)))
 	}
 	if st.Survivors > 0 {

@@ -901,3 +901,19 @@ func TestAllRanksReachesTheParser(t *testing.T) {
 		}
 	}
 }
+
+// When max_log_bytes freed part of the log, the end does not claim the log
+// has every ignored metric.
+func TestIgnoredNamesOfACutLog(t *testing.T) {
+	j := job("n", childCommand("names", "450000"))
+	j.MaxLogBytes = 4 << 20
+	h := newHarness(t, j)
+	r := h.start("n", nil)
+	got := h.wait(r.ID)
+	if log, _ := os.ReadFile(got.LogPath); strings.Contains(string(log), "cannot free older output") {
+		t.Skip("this filesystem cannot punch holes")
+	}
+	if !strings.Contains(got.Detail, "max_log_bytes") || !strings.Contains(got.Detail, "the log has those max_log_bytes did not free") || strings.Contains(got.Detail, "(the log has them)") {
+		t.Errorf("detail: %s", got.Detail)
+	}
+}

@@ -61,6 +61,7 @@ type queue struct {
 	writeErr   error  // the writer's last write error, nil after a success
 	refuse     string // output is no longer written at all (the log cap cannot be kept)
 	lastOutput time.Time
+	midLine    bool // the last byte queued was not a newline (a last line without one)
 
 	wake chan struct{} // cap 1: the writer has something to do
 }
@@ -112,11 +113,20 @@ func (q *queue) drop(n int, reason string) {
 
 // note queues a "[trainbot] " line; notes are never dropped.
 func (q *queue) note(format string, args ...any) {
-	line := "[trainbot] " + fmt.Sprintf(format, args...) + "\n"
 	q.mu.Lock()
 	q.markDropsLocked()
-	q.appendLocked([]byte(line), time.Now().UnixNano())
+	q.noteLocked(fmt.Sprintf(format, args...))
 	q.mu.Unlock()
+}
+
+// noteLocked queues a "[trainbot] " line on a line of its own: after a last
+// output line without a newline, a newline first.
+func (q *queue) noteLocked(text string) {
+	line := "[trainbot] " + text + "\n"
+	if q.midLine {
+		line = "\n" + line
+	}
+	q.appendLocked([]byte(line), time.Now().UnixNano())
 }
 
 // markDropsLocked queues the marker line for output dropped since the
@@ -125,12 +135,15 @@ func (q *queue) markDropsLocked() {
 	if q.unmarked == 0 {
 		return
 	}
-	line := fmt.Sprintf("[trainbot] %d bytes of output were dropped: %s\n", q.unmarked, q.reason)
+	text := fmt.Sprintf("%d bytes of output were dropped: %s", q.unmarked, q.reason)
 	q.unmarked = 0
-	q.appendLocked([]byte(line), time.Now().UnixNano())
+	q.noteLocked(text)
 }
 
 func (q *queue) appendLocked(p []byte, read int64) {
+	if len(p) > 0 {
+		q.midLine = p[len(p)-1] != '\n'
+	}
 	q.pending = append(q.pending, p...)
 	q.marks = append(q.marks, mark{end: len(q.pending), read: read})
 	q.buffered += int64(len(p))
@@ -143,7 +156,7 @@ func (q *queue) close(lastNote string) {
 	q.mu.Lock()
 	q.markDropsLocked()
 	if lastNote != "" {
-		q.appendLocked([]byte("[trainbot] "+lastNote+"\n"), time.Now().UnixNano())
+		q.noteLocked(lastNote)
 	}
 	q.closed = true
 	q.signal()

@@ -99,3 +99,20 @@ func TestQueueMarksTheGap(t *testing.T) {
 		t.Errorf("got %q (buffered %d), want %q", out.String(), q.stats().buffered, want)
 	}
 }
+
+// A note after a last line without a newline starts a line of its own.
+func TestNoteAfterAnUnendedLine(t *testing.T) {
+	q := newQueue(1 << 20)
+	q.put([]byte("epoch 3 loss 0.1"), time.Now())
+	q.close("the command exited with status 0")
+	var w writer
+	w.q, w.errf = q, func(string, error) {}
+	var out bytes.Buffer
+	for w.take() {
+		out.Write(w.cur)
+		w.wrote(len(w.cur), nil)
+	}
+	if want := "epoch 3 loss 0.1\n[trainbot] the command exited with status 0\n"; out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
