@@ -232,9 +232,13 @@ func child(mode string, args []string) int {
 		w.Flush()
 		time.Sleep(time.Duration(atoi(arg(0, "5000"))) * time.Millisecond)
 		return 0
-	case "fitbatch": // run out of CUDA memory when the batch (arg 0) is above arg 1; else train for arg 2 ms
-		if atoi(arg(0, "0")) > atoi(arg(1, "0")) {
-			fmt.Fprintln(os.Stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 7.79 GiB of which 1.00 GiB is free.")
+	case "fitbatch": // run out of CUDA memory when the batch (arg 0) is above arg 1 (asking 2 GiB per 64 examples, or 8 GiB whatever the batch with arg 3 "fixed"); else train for arg 2 ms
+		if bs := atoi(arg(0, "0")); bs > atoi(arg(1, "0")) {
+			tried := 2 * float64(bs) / 64
+			if arg(3, "") == "fixed" {
+				tried = 8
+			}
+			fmt.Fprintf(os.Stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %.2f GiB. GPU 0 has a total capacity of 7.79 GiB of which 1.00 GiB is free.\n", tried)
 			return 1
 		}
 		fmt.Fprintf(w, "step 1 loss=0.5 batch=%s\n", arg(0, ""))

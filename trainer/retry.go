@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+
+	"github.com/trainbot/trainbot/internal/units"
 )
 
 // OOMRetry is a job's on_oom policy: when a run ends out of memory, start
@@ -68,6 +70,8 @@ func (a *active) retryPlan(r *Run) *Retry {
 		rt.Refused = fmt.Sprintf("on_oom gives up after %d retries (retry = %d)", a.attempt, o.Retry)
 	case err != nil:
 		rt.Refused = fmt.Sprintf("%s=%q is not an integer", o.Halve, rt.Value)
+	case a.sameFailure(r):
+		rt.Refused = fmt.Sprintf("halving %s did not change the failed allocation (%s): not retrying", o.Halve, units.Bytes(a.oom.TriedBytes))
 	case v/2 < 1:
 		rt.Refused = fmt.Sprintf("%s=%d cannot be halved", o.Halve, v)
 	case spec.Min != nil && float64(v/2) < *spec.Min:
@@ -76,6 +80,14 @@ func (a *active) retryPlan(r *Run) *Retry {
 		rt.Next = strconv.FormatInt(v/2, 10)
 	}
 	return rt
+}
+
+// sameFailure reports whether this retry ran out of memory exactly as the
+// run it retries did: the same allocation at the same step, so halving did
+// not touch what fails (a model too big, a fixed buffer).
+func (a *active) sameFailure(r *Run) bool {
+	p, o := a.prevOOM, a.oom
+	return p != nil && o != nil && o.TriedBytes > 0 && o.TriedBytes == p.TriedBytes && r.Steps == a.prevSteps
 }
 
 // planRetry is retryPlan, with a retry to start counted as pending until
@@ -116,7 +128,7 @@ func (s *Supervisor) pendingRetries() chan struct{} {
 // retryAfterOOM starts the retry that retryPlan decided on, with the same
 // parameters but the halved one, linked to run r. A retry that cannot be
 // started is reported as an alert about r.
-func (s *Supervisor) retryAfterOOM(r *Run, job *Job, rt *Retry) {
+func (s *Supervisor) retryAfterOOM(r *Run, job *Job, rt *Retry, oom *OOM) {
 	if rt == nil || rt.Next == "" {
 		return
 	}
@@ -124,7 +136,7 @@ func (s *Supervisor) retryAfterOOM(r *Run, job *Job, rt *Retry) {
 	params := maps.Clone(r.Params)
 	params[rt.Param] = rt.Next
 	req := StartRequest{
-		Job: job.Name, Params: params, Origin: r.Origin, RetryOf: r.ID, attempt: rt.Attempt + 1,
+		Job: job.Name, Params: params, Origin: r.Origin, RetryOf: r.ID, attempt: rt.Attempt + 1, prevOOM: oom, prevSteps: r.Steps,
 		By: fmt.Sprintf("on_oom, retry %d/%d of run #%d", rt.Attempt+1, rt.Limit, r.ID),
 	}
 	next, err := s.Start(context.Background(), req)

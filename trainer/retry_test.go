@@ -243,3 +243,21 @@ func TestCloseDuringAnOnOOMRetryStopsTheRetry(t *testing.T) {
 		t.Errorf("retry: %s %s by %q (%s), want ended stopped by trainbot shutdown", r.State, r.Outcome, r.StoppedBy, r.Detail)
 	}
 }
+
+// A retry that fails allocating the same bytes at the same step is not
+// retried again: halving did not touch what fails.
+func TestOnOOMStopsWhenHalvingChangesNothing(t *testing.T) {
+	j := batchJob("0", 3)
+	j.Command = append(j.Command, "0", "fixed")
+	h := newHarness(t, j)
+	h.start("fit", nil)
+	chain := h.endedChain(5)
+	if len(chain) != 2 {
+		t.Fatalf("%d runs ended, want 2 (64, then 32 failing the same 8 GiB)", len(chain))
+	}
+	last := chain[1]
+	if last.Run.Outcome != trainer.OutcomeOOM || last.Retry.Next != "" ||
+		last.Retry.Refused != "halving batch_size did not change the failed allocation (8.00 GiB): not retrying" {
+		t.Errorf("last end %s %+v", last.Run.Outcome, last.Retry)
+	}
+}

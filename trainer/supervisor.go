@@ -124,8 +124,10 @@ type StartRequest struct {
 	Origin string            // the chat that asked ("telegram:123"), for notices
 
 	// RetryOf is the run that ran out of memory and is retried (on_oom).
-	RetryOf int64
-	attempt int // the how-manieth on_oom retry this is
+	RetryOf   int64
+	attempt   int   // the how-manieth on_oom retry this is
+	prevOOM   *OOM  // what the run it retries failed to allocate
+	prevSteps int64 // and at which step
 }
 
 // Options configure a Supervisor.
@@ -365,7 +367,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		handed = true // the run's observer holds the job's lock until the run ends
 		a := newActive(s, job, run, runDir)
 		a.runner = newSlurmRunner(a, lock)
-		a.obs, a.attempt = obs, req.attempt
+		a.obs, a.attempt, a.prevOOM, a.prevSteps = obs, req.attempt, req.prevOOM, req.prevSteps
 		log.Info("run submitted to Slurm", "slurm_job", sid, "argv", shim.QuoteArgv(argv))
 		return s.register(a), nil
 	}
@@ -390,7 +392,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	}
 	a := newActive(s, job, run, runDir)
 	a.runner = newShimRunner(a, h)
-	a.obs, a.attempt = obs, req.attempt
+	a.obs, a.attempt, a.prevOOM, a.prevSteps = obs, req.attempt, req.prevOOM, req.prevSteps
 	log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shim.QuoteArgv(argv))
 	return s.register(a), nil
 }
