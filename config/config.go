@@ -285,6 +285,9 @@ func setFromString(f reflect.Value, s string) error {
 	return nil
 }
 
+// File is the config file's name as given ("" before one is parsed).
+func (c *Config) File() string { return c.file }
+
 // ErrorAt returns an error for key ("jobs[0].command"), with its file and
 // line when the file has the key (or the table around it).
 func (c *Config) ErrorAt(key, format string, args ...any) *FieldError {

@@ -173,6 +173,10 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 		jobs = fmt.Sprintf("%d job(s): %s", len(names), strings.Join(names, ", "))
 	}
 	fmt.Fprintf(e.stdout, "%s: OK — %s; data_dir %s\n", cf.config, jobs, cfg.DataDir)
+	raw, _ := os.ReadFile(cf.config)
+	for _, w := range configWarnings(cfg, raw) {
+		fmt.Fprintln(e.stdout, w)
+	}
 	for _, j := range bc.jobs {
 		if j.Runner != trainer.RunnerSlurm {
 			continue

@@ -314,3 +314,59 @@ default = "hi"
 		t.Fatalf("serve: %d %s", code, stderr)
 	}
 }
+
+// check believes no placeholder: the example's values, a program not on
+// PATH and a parameter inside a shell script are warned about (exit 0).
+func TestCheckWarnsAboutLikelyMistakes(t *testing.T) {
+	example := filepath.Join("..", "..", "config.example.toml")
+	code, out, stderr := trainbot(t, "", "check", "--config", example)
+	if code != 0 {
+		t.Fatalf("example: %d %s %s", code, out, stderr)
+	}
+	for _, want := range []string{
+		example + `:131: [[push]] key: still the example's placeholder REPLACE-WITH-THE-ROBOT-KEY`,
+		example + `:51: auth.operators: 123456789 is the example's user id`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check of the example lacks %q:\n%s", want, out)
+		}
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.toml")
+	os.WriteFile(path, []byte(`[[jobs]]
+name = "a"
+command = ["no-such-program-here", "{lr}"]
+[jobs.params.lr]
+type = "float"
+default = 0.1
+
+[[jobs]]
+name = "b"
+command = ["sh", "-c", "python3 train.py --lr {lr} && echo ${{HOME}}"]
+[jobs.params.lr]
+type = "float"
+default = 0.1
+
+[[jobs]]
+name = "c"
+command = ["./train.sh"]
+dir = "`+dir+`"
+`), 0o644)
+	code, out, stderr = trainbot(t, "", "check", "--config", path)
+	if code != 0 {
+		t.Fatalf("check: %d %s %s", code, out, stderr)
+	}
+	for _, want := range []string{
+		path + `:3: jobs[0].command: program "no-such-program-here" is not on PATH here`,
+		path + `:10: jobs[1].command: the shell script after -c puts {lr} into shell code`,
+		`"$TRAINBOT_PARAM_LR"`,
+		path + `:17: jobs[2].command: program "./train.sh": stat ` + filepath.Join(dir, "train.sh") + `: no such file or directory`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "shell code") != 1 {
+		t.Errorf("${{HOME}} is a literal brace, not a parameter:\n%s", out)
+	}
+}
