@@ -49,10 +49,10 @@ type active struct {
 	detachOnce sync.Once
 	done       chan struct{} // closed when the run has ended (or the bot detached)
 	log        *slog.Logger
-	attempt    int  // on_oom: this run is the attempt-th retry (0: not a retry)
+	attempt    int   // on_oom: this run is the attempt-th retry (0: not a retry)
 	prevOOM    *OOM  // on_oom: what the run this one retries failed to allocate (nil: unknown)
 	prevSteps  int64 // and at which step
-	nanWatch   bool // a loss is NaN: lines without points count toward nan_after too
+	nanWatch   bool  // a loss is NaN: lines without points count toward nan_after too
 
 	// The replay of lines the bot had already stored before a restart:
 	// they rebuild the parser's state but store no point and raise no alert.
