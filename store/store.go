@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/trainer"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
@@ -138,6 +139,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := migrate(w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	// Files an earlier version created 0644 get the mode the umask gives
+	// new ones (0600 under trainbot's, see internal/private); SQLite
+	// creates the WAL and shared-memory files with the database's mode.
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		if err := private.Tighten(f); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("open store: %w", err)
+		}
 	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {
@@ -338,6 +348,12 @@ ALTER TABLE runs ADD COLUMN retry_of INTEGER;
 ALTER TABLE runs ADD COLUMN runner TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN log_offset INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN metrics_offset INTEGER NOT NULL DEFAULT 0;
+`,
+	// 6: the audit names the run a command touched (审计, trainbot audit);
+	// NULL for none and for entries of earlier versions.
+	`
+ALTER TABLE audit ADD COLUMN run_id INTEGER;
+CREATE INDEX audit_user ON audit(user_id, id);
 `,
 }
 
