@@ -75,6 +75,7 @@ func (c *configFlags) load(e env) (*config.Config, *botConfig, int) {
 	if len(all) > 0 {
 		return nil, nil, reportConfig(e, all.Sorted())
 	}
+	bc.configPath = c.config
 	return cfg, bc, exitOK
 }
 
@@ -172,6 +173,12 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 		jobs = fmt.Sprintf("%d job(s): %s", len(names), strings.Join(names, ", "))
 	}
 	fmt.Fprintf(e.stdout, "%s: OK — %s; data_dir %s\n", cf.config, jobs, cfg.DataDir)
+	if bc.sharing.shared() {
+		fmt.Fprintln(e.stdout, sharingNote(cfg.DataDir, bc.sharing))
+	}
+	for _, x := range exposures(cfg, cf.config, bc.sharing) {
+		fmt.Fprintln(e.stdout, "warning: "+x.String())
+	}
 	printAlerts(e, bc)
 	return exitOK
 }
