@@ -2,7 +2,6 @@ package trainer
 
 import (
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -20,34 +19,12 @@ const (
 // MetricsFile is the file in a run's directory that EnvMetricsFile names.
 const MetricsFile = "metrics.jsonl"
 
-// envPrefix starts trainbot's own variables (config.EnvPrefix, which
-// trainer does not import).
-const envPrefix = "TRAINBOT_"
-
-// inheritedEnv is environ without trainbot's secrets: every TRAINBOT_
-// variable (trainbot's settings, TRAINBOT_TELEGRAM_TOKEN among them; a run's
-// own are set afresh) and every variable named in secret (the config's
-// push channels' key_env, secret_env…). What is left is the environment
-// trainbot was started with: PATH, HOME, CUDA_VISIBLE_DEVICES, a conda
-// environment. A job that needs one of the removed variables names it in
-// its own env.
-func inheritedEnv(environ, secret []string) []string {
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, envPrefix) || slices.Contains(secret, name) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
 // childEnv is a run's whole environment: trainbot's own without its
-// secrets, then extra (the job's env and parameters), then the run's
-// TRAINBOT_ variables.
+// secrets (private.WithoutSecrets), then extra (the job's env and
+// parameters: a job that needs one of those secrets sets it there), then
+// the run's TRAINBOT_ variables.
 func childEnv(secret, extra []string, id int64, runDir, metricsPath string) []string {
-	env := inheritedEnv(os.Environ(), secret)
+	env := private.WithoutSecrets(os.Environ(), secret)
 	env = append(env, extra...)
 	env = append(env,
 		EnvRunID+"="+strconv.FormatInt(id, 10),

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/trainer/logparse"
 	"github.com/trainbot/trainbot/trainer/shim"
 )
@@ -355,7 +356,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	lock.describe(fmt.Sprintf("run #%d (%s), started %s by trainbot pid %d", id, job.Name, now.Format(time.RFC3339), os.Getpid()))
 	spec := shim.Spec{
 		RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir, Env: childEnv(s.opts.SecretEnv, env, id, runDir, metricsPath),
-		ShimEnv: inheritedEnv(os.Environ(), s.opts.SecretEnv), Umask: childUmask(),
+		ShimEnv: private.WithoutSecrets(os.Environ(), s.opts.SecretEnv), Umask: childUmask(),
 		RunDir: runDir, StopGrace: job.StopGrace, KillGrace: job.KillGrace, DrainTimeout: s.opts.DrainTimeout,
 		MaxLogBytes: job.MaxLogBytes,
 	}

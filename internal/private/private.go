@@ -1,6 +1,7 @@
-// Package private keeps what trainbot writes to its user: on a server
-// shared by many Unix users, its data directory, database, logs, charts,
-// state files, locks and sockets are no one else's to read.
+// Package private keeps trainbot's secrets and files to its user: on a
+// server shared by many Unix users, the training it starts does not
+// inherit its secrets (WithoutSecrets), and its data directory, database,
+// logs, charts, state files, locks and sockets are no one else's to read.
 //
 // The one mechanism is the process umask, set once at start (Restrict):
 // 077, or 027 when the data directory is shared with a group, so every
@@ -19,6 +20,7 @@ package private
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,4 +142,27 @@ func Exposed(fi os.FileInfo, allowed os.FileMode) string {
 		return "others"
 	}
 	return ""
+}
+
+// EnvPrefix starts the names of trainbot's own environment variables.
+const EnvPrefix = "TRAINBOT_"
+
+// WithoutSecrets is environ without trainbot's secrets, for a process that
+// runs someone's training (the run's supervisor, the run, sbatch whose
+// environment becomes a Slurm job's): without every TRAINBOT_ variable
+// (trainbot's settings, TRAINBOT_TELEGRAM_TOKEN among them; a run's own are
+// set afresh) and without every variable named in secret (the config's
+// push channels' key_env, secret_env…). What is left is the environment
+// trainbot was started with: PATH, HOME, CUDA_VISIBLE_DEVICES, a conda
+// environment.
+func WithoutSecrets(environ, secret []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, EnvPrefix) || slices.Contains(secret, name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }

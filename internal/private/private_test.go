@@ -3,6 +3,7 @@ package private
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -101,4 +102,13 @@ func TestExposed(t *testing.T) {
 		}
 	}
 	os.Chmod(dir, 0o700)
+}
+
+func TestWithoutSecrets(t *testing.T) {
+	environ := []string{"PATH=/usr/bin", "TRAINBOT_TELEGRAM_TOKEN=1:x", "TRAINBOT_RUN_ID=7", "FEISHU_SECRET=s", "FEISHU_SECRET_OTHER=o", "HOME=/home/me", "WEIRD"}
+	got := WithoutSecrets(environ, []string{"FEISHU_SECRET"})
+	want := []string{"PATH=/usr/bin", "FEISHU_SECRET_OTHER=o", "HOME=/home/me", "WEIRD"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("WithoutSecrets = %q, want %q", got, want)
+	}
 }

@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/trainbot/trainbot/internal/private"
 )
 
 // ScriptFile is the batch script Submit writes in the run's directory.
@@ -24,10 +27,15 @@ type SubmitSpec struct {
 	// inherits the environment sbatch runs in (Slurm's --export=ALL default),
 	// so trainbot's own environment must not be passed here: it would be
 	// written into the script.
-	Env     []string
-	RunDir  string // where ScriptFile is written
-	LogPath string // the job's stdout and stderr, appended; must be on storage the nodes share
-	Options Options
+	Env []string
+	// SecretEnv names the variables of trainbot's environment that hold
+	// its secrets (the config's push channels' key_env, secret_env…):
+	// sbatch, whose environment becomes the job's, runs without them and
+	// without any TRAINBOT_ variable (private.WithoutSecrets).
+	SecretEnv []string
+	RunDir    string // where ScriptFile is written
+	LogPath   string // the job's stdout and stderr, appended; must be on storage the nodes share
+	Options   Options
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -39,7 +47,10 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // If Submit fails with a timeout, sbatch may still have queued the job:
 // `squeue --name trainbot-RUNID-JOB` finds it.
 func Submit(ctx context.Context, spec SubmitSpec) (string, error) {
-	return submit(ctx, spec, run)
+	env := private.WithoutSecrets(os.Environ(), spec.SecretEnv)
+	return submit(ctx, spec, func(ctx context.Context, timeout time.Duration, argv ...string) ([]byte, error) {
+		return runEnv(ctx, timeout, env, argv...)
+	})
 }
 
 func submit(ctx context.Context, spec SubmitSpec, run runner) (string, error) {
