@@ -181,13 +181,9 @@ func (r *Router) audit(ctx context.Context, e store.AuditEntry) int64 {
 
 // auditLog answers 审计 [n]: the newest n entries (20; at most 50).
 func (r *Router) auditLog(ctx context.Context, args []string) chat.Reply {
-	n := 20
-	if len(args) > 0 {
-		v, err := strconv.Atoi(args[0])
-		if err != nil || v < 1 {
-			return chat.Reply{Text: fmt.Sprintf("审计 takes a number of entries, e.g. 审计 50; %q is not one.", args[0])}
-		}
-		n = min(v, 50)
+	n, bad := countArg(args, 20, 50, "审计 takes a number of entries, e.g. 审计 50")
+	if bad != nil {
+		return *bad
 	}
 	entries, err := r.History.AuditLog(ctx, store.AuditFilter{Limit: n})
 	if err != nil {
@@ -552,13 +548,9 @@ func (r *Router) plot(ctx context.Context, args []string) chat.Reply {
 }
 
 func (r *Router) logTail(ctx context.Context, args []string) chat.Reply {
-	n := 20
-	if len(args) > 0 {
-		v, err := strconv.Atoi(args[0])
-		if err != nil || v < 1 {
-			return chat.Reply{Text: fmt.Sprintf("日志 takes a number of lines, e.g. 日志 50; %q is not one.", args[0])}
-		}
-		n = min(v, 200)
+	n, bad := countArg(args, 20, 200, "日志 takes a number of lines, e.g. 日志 50")
+	if bad != nil {
+		return *bad
 	}
 	if active := r.Trainer.Active(); len(active) > 0 {
 		id := active[0].Run.ID
@@ -578,6 +570,19 @@ func (r *Router) logTail(ctx context.Context, args []string) chat.Reply {
 	return chat.Reply{Text: logText(run.ID, lines), RunID: run.ID}
 }
 
+// countArg reads the optional count of 日志, 历史 and 审计: def without one,
+// at most most; anything but a positive number is answered with usage.
+func countArg(args []string, def, most int, usage string) (int, *chat.Reply) {
+	if len(args) == 0 {
+		return def, nil
+	}
+	v, err := strconv.Atoi(args[0])
+	if err != nil || v < 1 {
+		return 0, &chat.Reply{Text: fmt.Sprintf("%s; %q is not one.", usage, args[0])}
+	}
+	return min(v, most), nil
+}
+
 func logText(id int64, lines []string) string {
 	if len(lines) == 0 {
 		return fmt.Sprintf("Run #%d has printed nothing yet.", id)
@@ -586,13 +591,9 @@ func logText(id int64, lines []string) string {
 }
 
 func (r *Router) runs(ctx context.Context, args []string) chat.Reply {
-	n := 10
-	if len(args) > 0 {
-		v, err := strconv.Atoi(args[0])
-		if err != nil || v < 1 {
-			return chat.Reply{Text: fmt.Sprintf("历史 takes a number of runs, e.g. 历史 20; %q is not one.", args[0])}
-		}
-		n = min(v, 50)
+	n, bad := countArg(args, 10, 50, "历史 takes a number of runs, e.g. 历史 20")
+	if bad != nil {
+		return *bad
 	}
 	runs, err := r.History.Runs(ctx, store.RunFilter{Limit: n})
 	if err != nil {

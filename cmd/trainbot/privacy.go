@@ -24,15 +24,6 @@ type sharing struct {
 
 func (s sharing) shared() bool { return s.gid >= 0 }
 
-// dirMode is the data directory's mode: 0700, or 2750 shared (the setgid
-// bit gives what is created inside to the group).
-func (s sharing) dirMode() os.FileMode {
-	if s.shared() {
-		return 0o750 | os.ModeSetgid
-	}
-	return 0o700
-}
-
 // sharingFromConfig resolves shared_group: the group must exist, and
 // trainbot's user must be in it (or be root) to give it the directory.
 func sharingFromConfig(c *config.Config) (sharing, config.Errors) {

@@ -59,19 +59,7 @@ env = { DECLARED = "by-the-job" }
 	done := make(chan int, 1)
 	e := env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, environ: os.Environ(), exe: os.Args[0]}
 	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, e) }()
-	await := func(chat int64, want string) {
-		t.Helper()
-		if !fake.Await(time.Minute, func() bool {
-			for _, m := range fake.Messages(chat) {
-				if strings.Contains(telegramtest.Plain(m.Text), want) {
-					return true
-				}
-			}
-			return false
-		}) {
-			t.Fatalf("chat %d: no reply with %q; stderr:\n%s", chat, want, stderr.String())
-		}
-	}
+	await := func(chat int64, want string) { t.Helper(); awaitReply(t, fake, chat, want, &stderr) }
 	fake.UserSays(111, "开始")
 	await(111, "run #1 started")
 	await(111, "finished")
