@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -33,17 +34,41 @@ func (c *Config) validateStore() Errors {
 }
 
 // SecretEnv returns the names of the environment variables that hold this
-// config's secrets: TRAINBOT_TELEGRAM_TOKEN and every [[push]] entry's
-// url_env, key_env and secret_env. Runs must not inherit them.
+// config's secrets: TRAINBOT_TELEGRAM_TOKEN and the value of every key
+// named *_env (a [[push]] entry's url_env, key_env, secret_env, and those
+// of sections to come), in the order of the file. Runs must not inherit
+// them.
 func (c *Config) SecretEnv() []string {
 	names := []string{EnvPrefix + "TELEGRAM_TOKEN"}
-	for _, p := range c.Push {
-		for _, n := range []string{p.URLEnv, p.KeyEnv, p.SecretEnv} {
-			if n != "" && !slices.Contains(names, n) {
-				names = append(names, n)
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Struct:
+			t := v.Type()
+			for i := range t.NumField() {
+				f := v.Field(i)
+				tag := t.Field(i).Tag.Get("toml")
+				if f.Kind() == reflect.String && strings.HasSuffix(tag, "_env") {
+					if n := f.String(); n != "" && !slices.Contains(names, n) {
+						names = append(names, n)
+					}
+					continue
+				}
+				if t.Field(i).IsExported() {
+					walk(f)
+				}
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.Pointer:
+			if !v.IsNil() {
+				walk(v.Elem())
 			}
 		}
 	}
+	walk(reflect.ValueOf(c).Elem())
 	return names
 }
 
