@@ -27,7 +27,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/trainer"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
@@ -139,15 +138,6 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := migrate(w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	// Files an earlier version created 0644 get the mode the umask gives
-	// new ones (0600 under trainbot's, see internal/private); SQLite
-	// creates the WAL and shared-memory files with the database's mode.
-	for _, f := range []string{path, path + "-wal", path + "-shm"} {
-		if err := private.Tighten(f); err != nil {
-			w.Close()
-			return nil, fmt.Errorf("open store: %w", err)
-		}
 	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {

@@ -8,14 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
@@ -336,41 +334,6 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 			if err := <-errs; err != nil {
 				t.Fatalf("open %d: %v", j, err)
 			}
-		}
-	}
-}
-
-// A database an earlier version left 0644 (as it left everything) is
-// made private when a trainbot under the private umask opens it, with its
-// WAL and shared-memory files.
-func TestOpenMakesAnOldDatabasePrivate(t *testing.T) {
-	private.Restrict(false)
-	dir := t.TempDir()
-	s := open(t, dir)
-	s.Close()
-	path := filepath.Join(dir, DBName)
-	db, err := sql.Open("sqlite", dsn(path, false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`DROP INDEX audit_user; ALTER TABLE audit DROP COLUMN run_id; PRAGMA user_version = 5`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	if err := os.Chmod(path, 0o644); err != nil { // as an earlier version left it
-		t.Fatal(err)
-	}
-	s = open(t, dir)
-	if v, err := s.SchemaVersion(context.Background()); err != nil || v != len(migrations) {
-		t.Fatalf("schema %d %v, want %d", v, err, len(migrations))
-	}
-	for _, f := range []string{path, path + "-wal", path + "-shm"} {
-		fi, err := os.Stat(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s is %#o after the migration, want 0600", filepath.Base(f), fi.Mode().Perm())
 		}
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
-	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -58,9 +57,9 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
-	// Private by default: everything trainbot writes from here on is its
-	// user's (0600, directories 0700), or its group's with shared_group.
-	private.Restrict(o.bc.sharing.shared())
+	// Private by default: everything trainbot writes is its user's (0600,
+	// directories 0700), or its group's with shared_group (the umask is
+	// set as the config is loaded); so is what it wrote before.
 	if err := makeDataDir(cfg.DataDir, o.bc.sharing); err != nil {
 		return errorf(e, "%v", err)
 	}

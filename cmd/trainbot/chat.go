@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -76,6 +77,9 @@ func (c *configFlags) load(e env) (*config.Config, *botConfig, int) {
 		return nil, nil, reportConfig(e, all.Sorted())
 	}
 	bc.configPath = c.config
+	// What this command writes (the database's WAL, a chart) is as
+	// private as the data directory: its user's, or shared_group's too.
+	private.Restrict(bc.sharing.shared())
 	return cfg, bc, exitOK
 }
 

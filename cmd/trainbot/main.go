@@ -96,7 +96,8 @@ func run(ctx context.Context, args []string, e env) int {
 			if !c.hidden {
 				// What trainbot writes is its user's alone (internal/private);
 				// the shim inherits this, the demo child keeps the user's.
-				// A command that reads [store] shared_group widens it to the group.
+				// Loading a config with [store] shared_group widens it to the
+				// group.
 				private.Restrict(false)
 			}
 			return c.run(ctx, args[1:], e)

@@ -61,8 +61,9 @@ func sharingFromConfig(c *config.Config) (sharing, config.Errors) {
 // group's), and takes from what an earlier version wrote inside it the
 // bits the umask would not give now (0644 files become 0600; shared, they
 // become the group's and 0640). An existing private directory's own mode
-// is left as the user set it: privacyWarnings tells when it shows too
-// much.
+// is left as the user set it: exposures tells when it shows too much.
+// Files an earlier version created 0644 — trainbot.db, its -wal and -shm
+// included, before the store opens and migrates it — become 0600.
 func makeDataDir(dir string, s sharing) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
