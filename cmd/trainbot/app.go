@@ -60,12 +60,16 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	// Private by default: everything trainbot writes is its user's (0600,
 	// directories 0700), or its group's with shared_group (the umask is
 	// set as the config is loaded); so is what it wrote before.
-	if err := makeDataDir(cfg.DataDir, o.bc.sharing); err != nil {
+	skipped, err := makeDataDir(cfg.DataDir, o.bc.sharing)
+	if err != nil {
 		return errorf(e, "%v", err)
 	}
 	logger, closeLog, err := openLogger(e, o)
 	if err != nil {
 		return errorf(e, "log: %v", err)
+	}
+	if len(skipped) > 0 {
+		logger.Warn("could not change the mode of some files in the data directory", "count", len(skipped), "first", skipped[0])
 	}
 	if o.bc.sharing.shared() {
 		logger.Info(sharingNote(cfg.DataDir, o.bc.sharing))

@@ -64,25 +64,29 @@ func sharingFromConfig(c *config.Config) (sharing, config.Errors) {
 // is left as the user set it: exposures tells when it shows too much.
 // Files an earlier version created 0644 — trainbot.db, its -wal and -shm
 // included, before the store opens and migrates it — become 0600.
-func makeDataDir(dir string, s sharing) error {
+//
+// A path it cannot change (another user's file) does not stop trainbot:
+// the failures come back in skipped, to be logged.
+func makeDataDir(dir string, s sharing) (skipped []error, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
+		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink != 0 {
+			return nil // gone meanwhile, unreadable, or a link: nothing to change
+		}
+		switch {
+		case s.shared():
+			err = share(path, d.IsDir(), s.gid)
+		case path != dir:
+			err = private.Tighten(path)
+		}
 		if err != nil {
-			return nil // gone meanwhile, or unreadable: nothing to change
+			skipped = append(skipped, err)
 		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		if s.shared() {
-			return share(path, d.IsDir(), s.gid)
-		}
-		if path == dir {
-			return nil
-		}
-		return private.Tighten(path)
+		return nil
 	})
+	return skipped, nil
 }
 
 // share gives path to the group: readable (and, a directory, enterable
