@@ -32,9 +32,11 @@ type Config struct {
 	DataDir  string        `toml:"data_dir"`
 	LogLevel string        `toml:"log_level"`
 	Console  ConsoleConfig `toml:"console"`
-	Plots    PlotsConfig   `toml:"plots"`
-	GPU      GPUConfig     `toml:"gpu"`
-	Jobs     []JobConfig   `toml:"jobs"`
+	// Store is the data directory's privacy (store.go).
+	Store StoreConfig `toml:"store"`
+	Plots PlotsConfig `toml:"plots"`
+	GPU   GPUConfig   `toml:"gpu"`
+	Jobs  []JobConfig `toml:"jobs"`
 	// Push channels (push.go), quiet hours of chats, and schedules (schedule.go).
 	Push      []PushConfig     `toml:"push"`
 	Quiet     []QuietConfig    `toml:"quiet"`
@@ -305,6 +307,7 @@ func (c *Config) Validate() error {
 	if _, err := ParseLevel(c.LogLevel); err != nil {
 		add(c.ErrorAt("log_level", "%v", err))
 	}
+	errs = append(errs, c.validateStore()...)
 	errs = append(errs, c.validatePlots()...)
 	errs = append(errs, c.validateGPU()...)
 	errs = append(errs, c.validateTelegram()...)

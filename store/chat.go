@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"time"
@@ -9,8 +10,9 @@ import (
 
 // AuditEntry is one command somebody sent, allowed or not.
 type AuditEntry struct {
+	ID        int64
 	T         time.Time
-	Transport string
+	Transport string // the messenger: telegram, console…
 	Chat      int64
 	User      int64
 	UserName  string
@@ -18,34 +20,60 @@ type AuditEntry struct {
 	Command   string // canonical command name, "" when not a command
 	Allowed   bool
 	Reason    string // why it was refused
+	Run       int64  // the run it touched (started, stopped, looked at); 0: none
 }
 
-// Audit records a command.
-func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
+// Audit records a command and returns the entry's id (for AuditRun).
+func (s *Store) Audit(ctx context.Context, e AuditEntry) (int64, error) {
 	if e.T.IsZero() {
 		e.T = time.Now()
 	}
 	if len(e.Text) > 4096 {
 		e.Text = e.Text[:4096]
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO audit(t, transport, chat_id, user_id, user_name, text, command, allowed, reason)
-		VALUES(?,?,?,?,?,?,?,?,?)`, ms(e.T), e.Transport, strconv.FormatInt(e.Chat, 10), strconv.FormatInt(e.User, 10),
-		e.UserName, e.Text, e.Command, e.Allowed, e.Reason)
+	res, err := s.w.ExecContext(ctx, `INSERT INTO audit(t, transport, chat_id, user_id, user_name, text, command, allowed, reason, run_id)
+		VALUES(?,?,?,?,?,?,?,?,?,?)`, ms(e.T), e.Transport, strconv.FormatInt(e.Chat, 10), strconv.FormatInt(e.User, 10),
+		e.UserName, e.Text, e.Command, e.Allowed, e.Reason, nullID(e.Run))
 	if err != nil {
+		return 0, fmt.Errorf("audit: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("audit: %w", err)
+	}
+	return id, nil
+}
+
+// AuditRun records the run an audited command touched, once the command
+// has told (a start knows its run only when it has started).
+func (s *Store) AuditRun(ctx context.Context, id, runID int64) error {
+	if _, err := s.w.ExecContext(ctx, `UPDATE audit SET run_id = ? WHERE id = ?`, nullID(runID), id); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	return nil
 }
 
+// AuditFilter selects audit entries.
+type AuditFilter struct {
+	Limit int    // newest first; 0: 100
+	User  *int64 // only this user's; nil: everyone's
+}
+
 // AuditLog returns the newest audit entries, newest first.
-func (s *Store) AuditLog(ctx context.Context, limit int) ([]AuditEntry, error) {
-	if limit <= 0 {
-		limit = 100
+func (s *Store) AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT t, transport, chat_id, user_id, user_name, text, command, allowed, reason
-		FROM audit ORDER BY id DESC LIMIT ?`, limit)
+	q := `SELECT id, t, transport, chat_id, user_id, user_name, text, command, allowed, reason, run_id FROM audit`
+	args := []any{}
+	if f.User != nil {
+		q += ` WHERE user_id = ?`
+		args = append(args, strconv.FormatInt(*f.User, 10))
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	rows, err := s.r.QueryContext(ctx, q, append(args, f.Limit)...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read the audit: %w", err)
 	}
 	defer rows.Close()
 	var out []AuditEntry
@@ -53,12 +81,14 @@ func (s *Store) AuditLog(ctx context.Context, limit int) ([]AuditEntry, error) {
 		var e AuditEntry
 		var t int64
 		var chat, user string
-		if err := rows.Scan(&t, &e.Transport, &chat, &user, &e.UserName, &e.Text, &e.Command, &e.Allowed, &e.Reason); err != nil {
-			return nil, err
+		var run sql.NullInt64
+		if err := rows.Scan(&e.ID, &t, &e.Transport, &chat, &user, &e.UserName, &e.Text, &e.Command, &e.Allowed, &e.Reason, &run); err != nil {
+			return nil, fmt.Errorf("read the audit: %w", err)
 		}
 		e.T = fromMS(t)
 		e.Chat, _ = strconv.ParseInt(chat, 10, 64)
 		e.User, _ = strconv.ParseInt(user, 10, 64)
+		e.Run = run.Int64
 		out = append(out, e)
 	}
 	return out, rows.Err()

@@ -345,6 +345,12 @@ ALTER TABLE runs ADD COLUMN metrics_offset INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN slurm_job_id TEXT;
 ALTER TABLE runs ADD COLUMN node TEXT NOT NULL DEFAULT '';
 `,
+	// 7: the audit names the run a command touched (审计, trainbot audit);
+	// NULL for none and for entries of earlier versions.
+	`
+ALTER TABLE audit ADD COLUMN run_id INTEGER;
+CREATE INDEX audit_user ON audit(user_id, id);
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

@@ -223,12 +223,32 @@ func TestRunsNewestFirstAndRunning(t *testing.T) {
 func TestAuditSubscriptionsAndKV(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, t.TempDir())
-	if err := s.Audit(ctx, AuditEntry{Transport: "telegram", Chat: -100, User: 7, UserName: "eve", Text: "开始", Command: "train", Reason: "not allowed"}); err != nil {
+	if _, err := s.Audit(ctx, AuditEntry{Transport: "telegram", Chat: -100, User: 7, UserName: "eve", Text: "停止 3", Command: "stop", Reason: "not allowed", Run: 3}); err != nil {
 		t.Fatal(err)
 	}
-	log, _ := s.AuditLog(ctx, 10)
-	if len(log) != 1 || log[0].User != 7 || log[0].Chat != -100 || log[0].Allowed || log[0].Text != "开始" {
-		t.Fatalf("audit %+v", log)
+	id, err := s.Audit(ctx, AuditEntry{Transport: "telegram", Chat: 5, User: 5, UserName: "ann", Text: "开始", Command: "train", Allowed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AuditRun(ctx, id, 4); err != nil { // the run it started
+		t.Fatal(err)
+	}
+	log, err := s.AuditLog(ctx, AuditFilter{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 2 || log[0].User != 5 || log[0].Run != 4 || !log[0].Allowed || log[0].ID != id {
+		t.Fatalf("audit, newest first: %+v", log)
+	}
+	if e := log[1]; e.User != 7 || e.Chat != -100 || e.Allowed || e.Text != "停止 3" || e.Run != 3 || e.Reason != "not allowed" || e.UserName != "eve" {
+		t.Fatalf("audit of the stranger: %+v", e)
+	}
+	eve := int64(7)
+	if log, _ := s.AuditLog(ctx, AuditFilter{User: &eve}); len(log) != 1 || log[0].UserName != "eve" {
+		t.Fatalf("audit of user 7: %+v", log)
+	}
+	if log, _ := s.AuditLog(ctx, AuditFilter{Limit: 1}); len(log) != 1 || log[0].UserName != "ann" {
+		t.Fatalf("audit, limit 1: %+v", log)
 	}
 	s.SetSubscribed(ctx, "telegram", 5, true)
 	s.SetSubscribed(ctx, "telegram", 5, false)

@@ -107,7 +107,7 @@ func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
 		log:    s.log.With("run", run.ID, "job", job.Name),
 		stored: run.LogOffset,
 	}
-	a.metrics.path = filepath.Join(runDir, "metrics.jsonl")
+	a.metrics.path = filepath.Join(runDir, MetricsFile)
 	a.metrics.stored = run.MetricsOffset
 	a.lastOutput = time.Now()
 	return a

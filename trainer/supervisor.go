@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/trainer/logparse"
 	"github.com/trainbot/trainbot/trainer/shim"
 	"github.com/trainbot/trainbot/trainer/slurm"
@@ -147,6 +148,12 @@ type Options struct {
 	// AdoptEvery is how often Resume's watch looks for runs that no
 	// trainbot observes (their trainbot died). Default 5 s.
 	AdoptEvery time.Duration
+	// SecretEnv names the environment variables that hold trainbot's
+	// secrets (the config's push channels' key_env, secret_env…): neither
+	// a run's supervisor nor the run inherit them, nor any TRAINBOT_
+	// variable but the run's own (EnvRunID…). A job that needs one sets
+	// it in its Env.
+	SecretEnv []string
 }
 
 // Supervisor starts, watches and stops runs. At most one run holds each
@@ -348,6 +355,14 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return fail(err)
 	}
+	// The script appends to it: created here, it has trainbot's private
+	// mode rather than the one the script's umask would give it.
+	metricsPath := filepath.Join(runDir, MetricsFile)
+	f, err := os.OpenFile(metricsPath, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fail(err)
+	}
+	f.Close()
 	obs, err := acquireObserver(runDir)
 	if err != nil {
 		return fail(err)
@@ -355,7 +370,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	lock.describe(fmt.Sprintf("run #%d (%s), started %s by trainbot pid %d", id, job.Name, now.Format(time.RFC3339), os.Getpid()))
 	if job.Runner == RunnerSlurm {
 		sid, err := slurm.Submit(ctx, slurm.SubmitSpec{RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir,
-			Env: runEnv(env, id, runDir), BaseEnv: inheritedEnv(), RunDir: runDir, LogPath: run.LogPath, Options: job.Slurm})
+			Env: runAdditions(env, id, runDir, metricsPath), SecretEnv: s.opts.SecretEnv, Umask: childUmask(), RunDir: runDir, LogPath: run.LogPath, Options: job.Slurm})
 		if err != nil {
 			obs.release()
 			return fail(err)
@@ -372,7 +387,8 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		return s.register(a), nil
 	}
 	spec := shim.Spec{
-		RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir, Env: childEnv(env, id, runDir),
+		RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir, Env: childEnv(s.opts.SecretEnv, env, id, runDir, metricsPath),
+		ShimEnv: private.WithoutSecrets(os.Environ(), s.opts.SecretEnv), Umask: childUmask(),
 		RunDir: runDir, StopGrace: job.StopGrace, KillGrace: job.KillGrace, DrainTimeout: s.opts.DrainTimeout,
 		MaxLogBytes: job.MaxLogBytes,
 	}
@@ -434,39 +450,6 @@ func (s *Supervisor) unobservedRun(ctx context.Context, lock string) (*Run, erro
 const RunnerLocal = "local"
 
 func emptyProgress() logparse.Progress { return logparse.Progress{Epoch: math.NaN()} }
-
-// childEnv is the environment of a local run's command.
-func childEnv(extra []string, id int64, runDir string) []string {
-	return append(inheritedEnv(), runEnv(extra, id, runDir)...)
-}
-
-// inheritedEnv is what a run inherits of trainbot's own environment.
-func inheritedEnv() []string { return os.Environ() }
-
-// runEnv is what a run's environment adds to the inherited one: the job's
-// env and parameters (extra), and the TRAINBOT_* variables of the run.
-func runEnv(extra []string, id int64, runDir string) []string {
-	env := append([]string(nil), extra...)
-	env = append(env,
-		"TRAINBOT_RUN_ID="+strconv.FormatInt(id, 10),
-		"TRAINBOT_RUN_DIR="+runDir,
-		"TRAINBOT_METRICS_FILE="+filepath.Join(runDir, "metrics.jsonl"),
-	)
-	if os.Getenv("PYTHONUNBUFFERED") == "" && !hasEnv(extra, "PYTHONUNBUFFERED") {
-		// Python buffers a piped stdout; unbuffered, metrics arrive as printed.
-		env = append(env, "PYTHONUNBUFFERED=1")
-	}
-	return env
-}
-
-func hasEnv(env []string, key string) bool {
-	for _, e := range env {
-		if strings.HasPrefix(e, key+"=") {
-			return true
-		}
-	}
-	return false
-}
 
 // Stop asks a run to stop: SIGINT to its process group, then SIGTERM after
 // the job's StopGrace, then SIGKILL after KillGrace. runID 0 means the only

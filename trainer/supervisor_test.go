@@ -34,11 +34,19 @@ func newHarness(t *testing.T, jobs ...*trainer.Job) *harness {
 
 func newHarnessIn(t *testing.T, dir string, jobs ...*trainer.Job) *harness {
 	t.Helper()
+	return newHarnessWith(t, dir, trainer.Options{}, jobs...)
+}
+
+// newHarnessWith is newHarnessIn with more options (Jobs, Recorder,
+// DataDir and DrainTimeout are the harness's).
+func newHarnessWith(t *testing.T, dir string, opts trainer.Options, jobs ...*trainer.Job) *harness {
+	t.Helper()
 	st, err := store.Open(dir, store.Options{FlushEvery: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: jobs, Recorder: st, DataDir: dir, DrainTimeout: 500 * time.Millisecond})
+	opts.Jobs, opts.Recorder, opts.DataDir, opts.DrainTimeout = jobs, st, dir, 500*time.Millisecond
+	sup, err := trainer.New(context.Background(), opts)
 	if err != nil {
 		st.Close()
 		t.Fatal(err)

@@ -27,6 +27,7 @@ var Commands = []Command{
 	{Name: "runs", Chinese: "历史", Args: "[n]", Help: "recent runs with outcome and final loss", HelpZH: "历史记录"},
 	{Name: "compare", Chinese: "对比", Args: "A B [C…] [metric]", Help: "compare runs: table and overlaid curves", HelpZH: "对比训练"},
 	{Name: "jobs", Chinese: "任务", Help: "configured jobs and their parameters", HelpZH: "任务列表"},
+	{Name: "audit", Chinese: "审计", Args: "[n]", Help: "who sent which command, allowed or refused, and the run it touched", HelpZH: "操作审计记录", Operator: true},
 	{Name: "subscribe", Chinese: "订阅", Help: "progress pushes on for this chat", HelpZH: "订阅进度推送"},
 	{Name: "mute", Chinese: "静音", Help: "progress pushes off for this chat", HelpZH: "关闭进度推送"},
 	{Name: "help", Chinese: "帮助", Help: "this table", HelpZH: "帮助"},

@@ -38,7 +38,9 @@ type History interface {
 	MetricNames(ctx context.Context, runID int64) ([]string, error)
 	Series(ctx context.Context, runID int64, name string) ([]store.Point, error)
 	Flush(ctx context.Context) error
-	Audit(ctx context.Context, e store.AuditEntry) error
+	Audit(ctx context.Context, e store.AuditEntry) (int64, error)
+	AuditRun(ctx context.Context, id, runID int64) error
+	AuditLog(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error)
 	SetSubscribed(ctx context.Context, transport string, chat int64, on bool) error
 }
 
@@ -132,6 +134,9 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 	entry := store.AuditEntry{Transport: m.Transport, Chat: m.Chat, User: m.User.ID, UserName: m.User.Name, Text: text}
 	if p.Cmd != nil {
 		entry.Command = p.Cmd.Name
+		if strings.HasPrefix(p.Cmd.Args, "[run]") {
+			entry.Run, _, _ = runArg(p.Args) // the run it names; a start's is known once started
+		}
 	}
 	refuse := func(reason, reply string) chat.Reply {
 		entry.Reason = reason
@@ -147,21 +152,45 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 		return refuse("viewer", fmt.Sprintf("Viewers can look but not %s. Your user id is %d: the owner can add it to [auth] operators.", p.Cmd.Help, m.User.ID))
 	}
 	entry.Allowed = true
-	r.audit(ctx, entry)
+	// Recorded before it is carried out, so a command that never returns
+	// is in the audit too; the run it touched is added after.
+	id := r.audit(ctx, entry)
 	reply := r.dispatch(ctx, m, p)
 	if reply.Empty() {
 		reply.Text = "OK"
 	}
+	if id != 0 && reply.RunID != 0 && reply.RunID != entry.Run {
+		if err := r.History.AuditRun(context.WithoutCancel(ctx), id, reply.RunID); err != nil {
+			r.log().Warn("audit", "err", err)
+		}
+	}
 	return reply
 }
 
-func (r *Router) audit(ctx context.Context, e store.AuditEntry) {
+// audit records an entry and returns its id (0 when it could not).
+func (r *Router) audit(ctx context.Context, e store.AuditEntry) int64 {
 	if r.History == nil {
-		return
+		return 0
 	}
-	if err := r.History.Audit(context.WithoutCancel(ctx), e); err != nil {
+	id, err := r.History.Audit(context.WithoutCancel(ctx), e)
+	if err != nil {
 		r.log().Warn("audit", "err", err)
 	}
+	return id
+}
+
+// auditLog answers 审计 [n]: the newest n entries (20; at most 50).
+func (r *Router) auditLog(ctx context.Context, args []string) chat.Reply {
+	n, bad := countArg(args, 20, 50, "审计 takes a number of entries, e.g. 审计 50")
+	if bad != nil {
+		return *bad
+	}
+	entries, err := r.History.AuditLog(ctx, store.AuditFilter{Limit: n})
+	if err != nil {
+		r.log().Error("read the audit", "err", err)
+		return chat.Reply{Text: "Could not read the audit: " + err.Error()}
+	}
+	return chat.Reply{Text: render.AuditText(entries)}
 }
 
 func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed) chat.Reply {
@@ -199,6 +228,8 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed) ch
 		return chat.Reply{Text: "显卡 (/gpu) is not available in this version yet: GPU telemetry through NVML is still being built."}
 	case "compare":
 		return r.compare(ctx, p.Args)
+	case "audit":
+		return r.auditLog(ctx, p.Args)
 	}
 	return chat.Reply{Text: HelpText()}
 }
@@ -555,13 +586,9 @@ func (r *Router) plot(ctx context.Context, args []string) chat.Reply {
 }
 
 func (r *Router) logTail(ctx context.Context, args []string) chat.Reply {
-	n := 20
-	if len(args) > 0 {
-		v, err := strconv.Atoi(args[0])
-		if err != nil || v < 1 {
-			return chat.Reply{Text: fmt.Sprintf("日志 takes a number of lines, e.g. 日志 50; %q is not one.", args[0])}
-		}
-		n = min(v, 200)
+	n, bad := countArg(args, 20, 200, "日志 takes a number of lines, e.g. 日志 50")
+	if bad != nil {
+		return *bad
 	}
 	if active := r.Trainer.Active(); len(active) > 0 {
 		id := active[0].Run.ID
@@ -581,6 +608,19 @@ func (r *Router) logTail(ctx context.Context, args []string) chat.Reply {
 	return chat.Reply{Text: logText(run.ID, lines), RunID: run.ID}
 }
 
+// countArg reads the optional count of 日志, 历史 and 审计: def without one,
+// at most most; anything but a positive number is answered with usage.
+func countArg(args []string, def, most int, usage string) (int, *chat.Reply) {
+	if len(args) == 0 {
+		return def, nil
+	}
+	v, err := strconv.Atoi(args[0])
+	if err != nil || v < 1 {
+		return 0, &chat.Reply{Text: fmt.Sprintf("%s; %q is not one.", usage, args[0])}
+	}
+	return min(v, most), nil
+}
+
 func logText(id int64, lines []string) string {
 	if len(lines) == 0 {
 		return fmt.Sprintf("Run #%d has printed nothing yet.", id)
@@ -589,13 +629,9 @@ func logText(id int64, lines []string) string {
 }
 
 func (r *Router) runs(ctx context.Context, args []string) chat.Reply {
-	n := 10
-	if len(args) > 0 {
-		v, err := strconv.Atoi(args[0])
-		if err != nil || v < 1 {
-			return chat.Reply{Text: fmt.Sprintf("历史 takes a number of runs, e.g. 历史 20; %q is not one.", args[0])}
-		}
-		n = min(v, 50)
+	n, bad := countArg(args, 10, 50, "历史 takes a number of runs, e.g. 历史 20")
+	if bad != nil {
+		return *bad
 	}
 	runs, err := r.History.Runs(ctx, store.RunFilter{Limit: n})
 	if err != nil {

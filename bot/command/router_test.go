@@ -91,12 +91,34 @@ func TestStrangerIsRefusedAndAudited(t *testing.T) {
 	if len(e.runs()) != 0 {
 		t.Fatal("a stranger started a run")
 	}
-	log, _ := e.st.AuditLog(context.Background(), 10)
+	log, _ := e.st.AuditLog(context.Background(), store.AuditFilter{Limit: 10})
 	if len(log) != 1 || log[0].Allowed || log[0].User != stranger || log[0].Command != "train" {
 		t.Fatalf("audit %+v", log)
 	}
 	// Even help is refused: a stranger learns nothing but their id.
 	mustContain(t, e.say(stranger, "帮助"), "not allowed")
+}
+
+// 审计 reads the audit back to operators: who sent what, allowed or
+// refused, and the run it touched (named, or started).
+func TestAuditIsReadByOperatorsOnly(t *testing.T) {
+	e := newEnv(t)
+	mustContain(t, e.say(stranger, "停止 5"), "not allowed")
+	r := e.say(operator, "开始 steps=5")
+	mustContain(t, r, "run #1 started")
+	mustContain(t, e.say(viewer, "/audit"), "Viewers can look but not who sent which command")
+	mustContain(t, e.say(operator, "审计 x"), `"x" is not one`)
+	got := e.say(operator, "审计")
+	mustContain(t, got, "Last 5 command(s), newest first:",
+		"telegram chat 300 · u (300) · 停止 5 · refused: not an allowed user · run #5",
+		"telegram chat 100 · u (100) · 开始 steps=5 · allowed · run #1",
+		"telegram chat 200 · u (200) · /audit · refused: viewer",
+		`审计 x · allowed`)
+	if lines := strings.Count(e.say(operator, "审计 2").Text, "\n"); lines != 2 {
+		t.Errorf("审计 2 answered %d entries, want 2", lines)
+	}
+	e.sup.Stop(r.RunID, "test")
+	e.sup.WaitRun(context.Background(), r.RunID)
 }
 
 func TestViewerLooksButCannotStart(t *testing.T) {

@@ -330,13 +330,13 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	}) {
 		t.Errorf("outbox: %+v", items)
 	}
-	audit, err := s.st.AuditLog(ctx, 100)
+	audit, err := s.st.AuditLog(ctx, store.AuditFilter{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cmds []string
 	for _, e := range audit {
-		if !e.Allowed || e.User != operator || e.Transport != "telegram" {
+		if !e.Allowed || e.User != operator || e.Transport != "telegram" || e.Run != 1 {
 			t.Errorf("audit: %+v", e)
 		}
 		cmds = append([]string{e.Command}, cmds...)
@@ -382,7 +382,7 @@ func TestStrangersAndViewersAreRefused(t *testing.T) {
 	if n := len(s.sup.Active()); n != 0 {
 		t.Errorf("%d runs active", n)
 	}
-	audit, err := s.st.AuditLog(ctx, 10)
+	audit, err := s.st.AuditLog(ctx, store.AuditFilter{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

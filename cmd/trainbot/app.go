@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -56,12 +57,25 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return errorf(e, "data directory: %v", err)
+	// Private by default: everything trainbot writes is its user's (0600,
+	// directories 0700), or its group's with shared_group (the umask is
+	// set as the config is loaded); so is what it wrote before.
+	skipped, err := makeDataDir(cfg.DataDir, o.bc.sharing)
+	if err != nil {
+		return errorf(e, "%v", err)
 	}
 	logger, closeLog, err := openLogger(e, o)
 	if err != nil {
 		return errorf(e, "log: %v", err)
+	}
+	if len(skipped) > 0 {
+		logger.Warn("could not change the mode of some files in the data directory", "count", len(skipped), "first", skipped[0])
+	}
+	if o.bc.sharing.shared() {
+		logger.Info(sharingNote(cfg.DataDir, o.bc.sharing))
+	}
+	for _, x := range exposures(cfg, o.bc.configPath, o.bc.sharing) {
+		logger.Warn(x.what+" readable by "+x.who, "path", x.path, "mode", fmt.Sprintf("%04o", x.mode.Perm()), "secrets", strings.Join(x.keys, ","), "fix", x.fix)
 	}
 	life := &lifecycle{log: logger}
 	defer life.closeAll()
@@ -125,7 +139,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	life.opened("post the queued notices", within(15*time.Second, notifier.Close))
 	health.attach(notifier.Push)
 
-	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger})
+	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger, SecretEnv: cfg.SecretEnv()})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}

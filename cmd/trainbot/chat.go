@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/slurm"
 )
@@ -76,6 +77,10 @@ func (c *configFlags) load(e env) (*config.Config, *botConfig, int) {
 	if len(all) > 0 {
 		return nil, nil, reportConfig(e, all.Sorted())
 	}
+	bc.configPath = c.config
+	// What this command writes (the database's WAL, a chart) is as
+	// private as the data directory: its user's, or shared_group's too.
+	private.Restrict(bc.sharing.shared())
 	return cfg, bc, exitOK
 }
 
@@ -185,6 +190,12 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 			fmt.Fprintf(e.stdout, "warning: job %s has runner = \"slurm\", but %v: its runs cannot be submitted from this machine\n", j.Name, err)
 		}
 		fmt.Fprintf(e.stdout, "job %s runs on Slurm: the data directory %s must be on a filesystem its compute nodes share (the runs write their output there)\n", j.Name, cfg.DataDir)
+	}
+	if bc.sharing.shared() {
+		fmt.Fprintln(e.stdout, sharingNote(cfg.DataDir, bc.sharing))
+	}
+	for _, x := range exposures(cfg, cf.config, bc.sharing) {
+		fmt.Fprintln(e.stdout, "warning: "+x.String())
 	}
 	printAlerts(e, bc)
 	return exitOK

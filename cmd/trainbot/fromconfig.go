@@ -28,6 +28,10 @@ type botConfig struct {
 	// have theirs in pushChannel).
 	quiet     map[chat.ChatKey]deliver.QuietHours
 	schedules []scheduleEntry
+	// sharing is [store] shared_group resolved; configPath the file read
+	// ("" for none), whose mode is checked when it holds a secret.
+	sharing    sharing
+	configPath string
 }
 
 // pushChannel is a [[push]] entry: the channel to make, and what it wants.
@@ -82,6 +86,9 @@ func fromConfig(c *config.Config, invalid config.Errors) (*botConfig, config.Err
 			out.quiet[k] = qh
 		}
 	}
+	var serrs config.Errors
+	out.sharing, serrs = sharingFromConfig(c)
+	errs = append(errs, serrs...)
 	for i := range c.Schedules {
 		s, serrs := scheduleFromConfig(c, i, jobs)
 		errs = append(errs, serrs...)

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/trainer/shim"
 )
 
@@ -67,6 +68,7 @@ func subcommands() []subcommand {
 		{name: "plot", summary: "draw a run's loss, memory or utilisation chart to a PNG file", run: cmdPlot},
 		{name: "points", summary: "print a run's stored metric points (step, time, name, value) as a table, --csv or --json", run: cmdPoints},
 		{name: "compare", summary: "compare runs: a table and their loss curves overlaid", run: cmdCompare},
+		{name: "audit", summary: "who sent which command to the chats, allowed or refused, and the run it touched", run: cmdAudit},
 		{name: "gpu", summary: "GPUs and which runs hold their memory (host memory without a GPU)", run: cmdGPU},
 		{name: "parse", summary: "show the metrics trainbot reads from a log: parse [--json] < LOG", run: cmdParse},
 		{name: "version", summary: "print the version", run: cmdVersion},
@@ -91,6 +93,13 @@ func run(ctx context.Context, args []string, e env) int {
 	}
 	for _, c := range subcommands() {
 		if c.name == name {
+			if !c.hidden {
+				// What trainbot writes is its user's alone (internal/private);
+				// the shim inherits this, the demo child keeps the user's.
+				// Loading a config with [store] shared_group widens it to the
+				// group.
+				private.Restrict(false)
+			}
 			return c.run(ctx, args[1:], e)
 		}
 	}

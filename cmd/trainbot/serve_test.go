@@ -34,19 +34,7 @@ func TestServeTelegram(t *testing.T) {
 
 	fake.UserSays(111, "帮助")
 	fake.UserSays(999, "开始")
-	await := func(chat int64, want string) {
-		t.Helper()
-		if !fake.Await(time.Minute, func() bool {
-			for _, m := range fake.Messages(chat) {
-				if strings.Contains(telegramtest.Plain(m.Text), want) {
-					return true
-				}
-			}
-			return false
-		}) {
-			t.Fatalf("chat %d: no reply with %q; stderr:\n%s", chat, want, stderr.String())
-		}
-	}
+	await := func(chat int64, want string) { t.Helper(); awaitReply(t, fake, chat, want, &stderr) }
 	await(111, "trainbot commands")
 	await(999, "Your user id is 999")
 	if !fake.Await(time.Minute, func() bool { return len(fake.Commands()) > 0 }) {
@@ -159,5 +147,21 @@ command = ["/bin/sh", "-c", %q]
 	}
 	if n := len(fake.Requests("getMe")); n != 1 {
 		t.Errorf("getMe called %d times: a refused token must not be tried again", n)
+	}
+}
+
+// awaitReply waits (a minute at most) for a message in chat whose text has
+// want.
+func awaitReply(t *testing.T, fake *telegramtest.Server, chat int64, want string, stderr *syncBuffer) {
+	t.Helper()
+	if !fake.Await(time.Minute, func() bool {
+		for _, m := range fake.Messages(chat) {
+			if strings.Contains(telegramtest.Plain(m.Text), want) {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("chat %d: no reply with %q; stderr:\n%s", chat, want, stderr.String())
 	}
 }

@@ -305,7 +305,7 @@ func (m *mlp) save(path string, step int) error {
 		return err
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o600); err != nil { // in trainbot's private run directory
 		return err
 	}
 	return os.Rename(tmp, path)

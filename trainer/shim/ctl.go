@@ -192,14 +192,18 @@ func (s *server) serve(c *net.UnixConn) {
 }
 
 func (s *server) answer(c *net.UnixConn) Response {
-	uid, err := peerUID(c)
-	if err != nil {
-		return Response{Error: "cannot check the caller: " + err.Error()}
-	}
-	if uid != s.uid && uid != 0 {
+	uid, uidErr := peerUID(c)
+	// The request is read (bounded, under the connection's deadline) even
+	// from a caller who is refused: a refusal sent before the caller has
+	// written would break its write, and it would see "broken pipe"
+	// instead of why.
+	line, err := bufio.NewReader(io.LimitReader(c, maxRequest)).ReadBytes('\n')
+	switch {
+	case uidErr != nil:
+		return Response{Error: "cannot check the caller: " + uidErr.Error()}
+	case uid != s.uid && uid != 0:
 		return Response{Error: fmt.Sprintf("uid %d may not control this run (its owner is uid %d)", uid, s.uid)}
 	}
-	line, err := bufio.NewReader(io.LimitReader(c, maxRequest)).ReadBytes('\n')
 	if len(line) == 0 {
 		return Response{Error: fmt.Sprintf("no request: %v", err)}
 	}

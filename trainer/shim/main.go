@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/internal/procfs"
 )
 
@@ -254,7 +255,7 @@ func (s *shim) run(ready *os.File) int {
 	cmd.Dir, cmd.Env = spec.Dir, spec.Env
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	err = startWithUmask(cmd, spec.Umask)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -695,7 +696,7 @@ func writeFileAtomic(path string, data []byte) error {
 	tmp := f.Name()
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Chmod(0o644)
+		err = f.Chmod(private.Mode(0o644)) // what a create would give: 0600 under trainbot's umask
 	}
 	if err == nil {
 		err = f.Sync()
@@ -729,4 +730,18 @@ func QuoteArgv(argv []string) string {
 		}
 	}
 	return strings.Join(q, " ")
+}
+
+// startWithUmask starts cmd with umask (nil: the shim's own): the files
+// the training writes are its user's business, not private to trainbot.
+// The umask is the process's, so it is switched only for the fork; no
+// other goroutine of the shim creates a file meanwhile (the output writer
+// writes to files already open, the socket is bound before).
+func startWithUmask(cmd *exec.Cmd, umask *int) error {
+	if umask == nil {
+		return cmd.Start()
+	}
+	old := syscall.Umask(*umask)
+	defer syscall.Umask(old)
+	return cmd.Start()
 }

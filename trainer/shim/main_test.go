@@ -123,6 +123,14 @@ func child(mode string, args []string) int {
 		}
 	}
 	switch mode {
+	case "ctlcall": // ask the run in RUN_DIR arg 0 for its status; print the answer or the error
+		resp, err := Call(arg(0, ""), Request{Op: "status"}, 5*time.Second)
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Println("ok pid", resp.State.PID)
+		return 0
 	case "steps": // N stdout lines, a stderr line every 7th, one write each; then wait for RUN_DIR/finish
 		n := atoi(arg(0, "1000"))
 		for i := 1; i <= n; i++ {

@@ -65,6 +65,12 @@ type Spec struct {
 	DrainTimeout time.Duration `json:"drain_timeout"` // after the main process exits, for the rest to close the output
 	MaxLogBytes  int64         `json:"max_log_bytes"` // disk the log may take; 0: no cap (see State.FreedFrom)
 	BufferBytes  int64         `json:"buffer_bytes"`  // 0: DefaultBufferBytes
+	// Umask is the umask the child starts with (the shim's own stays, for
+	// the run's files); nil: the shim's.
+	Umask *int `json:"umask,omitempty"`
+	// ShimEnv is the environment of the shim process itself, which Start
+	// sets (it is not sent to the shim); nil: the caller's.
+	ShimEnv []string `json:"-"`
 }
 
 // State is the one source of truth for how the run's process lives and ends

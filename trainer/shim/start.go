@@ -101,6 +101,7 @@ func Start(shimArgv []string, spec Spec, lock *os.File, timeout time.Duration) (
 
 	cmd := exec.Command(shimArgv[0], shimArgv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = specR, logF, logF
+	cmd.Env = spec.ShimEnv
 	cmd.ExtraFiles = []*os.File{readyW, lock} // descriptors 3 and 4
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()

@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -103,21 +104,22 @@ func (e *commandError) Unwrap() error { return e.err }
 // *commandError. Query takes one so its fallback can be tested without Slurm.
 type runner func(ctx context.Context, timeout time.Duration, argv ...string) ([]byte, error)
 
-// run is the runner that executes Slurm's commands.
+// run is the runner that executes Slurm's commands, in trainbot's
+// environment.
 func run(ctx context.Context, timeout time.Duration, argv ...string) ([]byte, error) {
-	return runIn(ctx, timeout, nil, argv...)
+	return runEnv(ctx, timeout, os.Environ(), argv...)
 }
 
-// runIn runs one command; sbatch in env (nil: this process's environment),
-// since sbatch's environment becomes the job's.
-func runIn(ctx context.Context, timeout time.Duration, env []string, argv ...string) ([]byte, error) {
+// runEnv runs one of Slurm's commands with env, plus SLURM_TIME_FORMAT
+// for those that print times (not sbatch: its environment becomes the
+// job's).
+func runEnv(ctx context.Context, timeout time.Duration, env []string, argv ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
 	if argv[0] != "sbatch" {
-		cmd.Env = append(os.Environ(), "SLURM_TIME_FORMAT=standard")
-	} else if env != nil {
-		cmd.Env = env
+		cmd.Env = append(slices.Clip(env), "SLURM_TIME_FORMAT=standard")
 	}
 	cmd.WaitDelay = 2 * time.Second
 	var stdout, stderr bytes.Buffer

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/trainbot/trainbot/internal/private"
 )
 
 // ScriptFile is the batch script Submit writes in the run's directory.
@@ -26,10 +28,14 @@ type SubmitSpec struct {
 	// so trainbot's own environment must not be passed here: it would be
 	// written into the script.
 	Env []string
-	// BaseEnv is the environment sbatch runs in, which the job inherits
-	// (Slurm's --export=ALL); nil: trainbot's own. trainbot passes its own
-	// without its secrets.
-	BaseEnv []string
+	// SecretEnv names the variables of trainbot's environment that hold
+	// its secrets (the config's push channels' key_env, secret_env…):
+	// sbatch, whose environment becomes the job's, runs without them and
+	// without any TRAINBOT_ variable (private.WithoutSecrets).
+	SecretEnv []string
+	// Umask is the job's umask (sbatch's SLURM_UMASK); nil: the one sbatch
+	// runs with, which is trainbot's own private one.
+	Umask   *int
 	RunDir  string // where ScriptFile is written
 	LogPath string // the job's stdout and stderr, appended; must be on storage the nodes share
 	Options Options
@@ -44,8 +50,12 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // If Submit fails with a timeout, sbatch may still have queued the job:
 // `squeue --name trainbot-RUNID-JOB` finds it.
 func Submit(ctx context.Context, spec SubmitSpec) (string, error) {
+	env := private.WithoutSecrets(os.Environ(), spec.SecretEnv)
+	if spec.Umask != nil {
+		env = append(env, fmt.Sprintf("SLURM_UMASK=%04o", *spec.Umask))
+	}
 	return submit(ctx, spec, func(ctx context.Context, timeout time.Duration, argv ...string) ([]byte, error) {
-		return runIn(ctx, timeout, spec.BaseEnv, argv...)
+		return runEnv(ctx, timeout, env, argv...)
 	})
 }
 

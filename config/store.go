@@ -1,0 +1,111 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// StoreConfig is the [store] section: the data directory's privacy.
+type StoreConfig struct {
+	// SharedGroup, when set, shares the data directory with a Unix group
+	// (a name or a numeric gid): the directory belongs to the group with
+	// mode 2750 and trainbot's files are 0640, so the group's members can
+	// read the history, run logs and charts; no one else can. Empty: the
+	// directory is 0700 and every file 0600.
+	SharedGroup string `toml:"shared_group"`
+}
+
+var groupName = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]{0,31}\$?|[0-9]{1,10})$`)
+
+// validateStore checks the shape of [store]; whether the group exists and
+// trainbot's user is in it is checked where the directory is made
+// (cmd/trainbot).
+func (c *Config) validateStore() Errors {
+	g := strings.TrimSpace(c.Store.SharedGroup)
+	c.Store.SharedGroup = g
+	if g != "" && !groupName.MatchString(g) {
+		return Errors{c.ErrorAt("store.shared_group", "want a Unix group name (letters, digits, '_', '-', '.') or a numeric gid, got %q", g)}
+	}
+	return nil
+}
+
+// SecretEnv returns the names of the environment variables that hold this
+// config's secrets: TRAINBOT_TELEGRAM_TOKEN and the value of every key
+// named *_env (a [[push]] entry's url_env, key_env, secret_env, and those
+// of sections to come), in the order of the file. Runs must not inherit
+// them.
+func (c *Config) SecretEnv() []string {
+	names := []string{EnvPrefix + "TELEGRAM_TOKEN"}
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Struct:
+			t := v.Type()
+			for i := range t.NumField() {
+				f := v.Field(i)
+				tag := t.Field(i).Tag.Get("toml")
+				if f.Kind() == reflect.String && strings.HasSuffix(tag, "_env") {
+					if n := f.String(); n != "" && !slices.Contains(names, n) {
+						names = append(names, n)
+					}
+					continue
+				}
+				if t.Field(i).IsExported() {
+					walk(f)
+				}
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.Pointer:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		}
+	}
+	walk(reflect.ValueOf(c).Elem())
+	return names
+}
+
+// secretName is the shape of an environment variable that holds a
+// credential (HF_TOKEN, WANDB_API_KEY, AWS_SECRET_ACCESS_KEY…).
+var secretName = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(^|_)KEY$)`)
+
+// SecretsInFile returns the keys of the config file that hold a secret
+// written in the file itself: telegram.token, a push entry's url, key or
+// secret (a robot's URL carries its key), and a job's env entry that looks
+// like a credential (jobs[0].env.WANDB_API_KEY) or is one of SecretEnv's.
+// Secrets from the environment do not count: the file does not hold them.
+func (c *Config) SecretsInFile() []string {
+	var keys []string
+	has := func(k string) bool { _, ok := c.lines[k]; return ok }
+	if has("telegram.token") && c.Telegram.Token != "" {
+		keys = append(keys, "telegram.token")
+	}
+	for i := range c.Push {
+		for _, f := range []string{"url", "key", "secret"} {
+			if k := fmt.Sprintf("push[%d].%s", i, f); has(k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	secret := c.SecretEnv()
+	for i, j := range c.Jobs {
+		var names []string
+		for name := range j.Env {
+			if secretName.MatchString(name) || slices.Contains(secret, name) {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			keys = append(keys, fmt.Sprintf("jobs[%d].env.%s", i, name))
+		}
+	}
+	return keys
+}
