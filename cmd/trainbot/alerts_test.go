@@ -44,8 +44,9 @@ func (h *hookServer) got() []push.WebhookMessage {
 	return append([]push.WebhookMessage(nil), h.msgs...)
 }
 
-// oomScript runs out of "CUDA memory" when its batch ($0) is above 16.
-const oomScript = `if [ "$0" -gt 16 ]; then echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 7.79 GiB of which 1.00 GiB is free." >&2; exit 1; fi; echo "step 1 loss=0.5"; echo "step 2 loss=0.25"`
+// oomScript runs out of "CUDA memory" when its batch ($0) is above 16,
+// asking for 1 GiB per 32 examples (a batch of 64: 2 GiB).
+const oomScript = `if [ "$0" -gt 16 ]; then echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate $(($0 / 32)).00 GiB. GPU 0 has a total capacity of 7.79 GiB of which 1.00 GiB is free." >&2; exit 1; fi; echo "step 1 loss=0.5"; echo "step 2 loss=0.25"`
 
 func TestOnOOMRetriesReportAndPush(t *testing.T) {
 	dir := t.TempDir()
@@ -122,7 +123,7 @@ alerts = ["oom", "finished"]
 		t.Fatal(err)
 	}
 	if len(runs) != 3 || runs[0].RetryOf == nil || *runs[0].RetryOf != 2 || *runs[1].RetryOf != 1 || runs[2].RetryOf != nil ||
-		runs[0].Params["bs"] != "16" || runs[2].Outcome != "oom" {
+		runs[0].Params["bs"] != float64(16) || runs[2].Outcome != "oom" {
 		t.Errorf("runs %+v", runs)
 	}
 	if !strings.Contains(out, `"retry_of": null`) {

@@ -263,7 +263,7 @@ action = "report"
 	text := errText(err)
 	for _, want := range []string{
 		`test.toml:17: schedules[1] (nightly): spec "61 * * * *": end of range (61) above maximum (59): 61`,
-		`test.toml:20: schedules[1] (nightly): params: parameter bs="0": below the minimum 1`,
+		`test.toml:20: schedules[1] (nightly): params: bs: "0" is below the minimum 1`,
 		`test.toml:24: schedules[2] (tz): spec "CRON_TZ=": CRON_TZ= names no time zone`,
 	} {
 		if !strings.Contains(text, want) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"io"
 	"os"
@@ -323,9 +324,19 @@ func TestCheckWarnsAboutLikelyMistakes(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("example: %d %s %s", code, out, stderr)
 	}
+	lineOf := func(prefix string) int {
+		raw, _ := os.ReadFile(example)
+		for i, l := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(l, prefix) {
+				return i + 1
+			}
+		}
+		t.Fatalf("the example has no line %q", prefix)
+		return 0
+	}
 	for _, want := range []string{
-		example + `:131: [[push]] key: still the example's placeholder REPLACE-WITH-THE-ROBOT-KEY`,
-		example + `:51: auth.operators: 123456789 is the example's user id`,
+		fmt.Sprintf("%s:%d: [[push]] key: still the example's placeholder REPLACE-WITH-THE-ROBOT-KEY", example, lineOf(`key = "REPLACE-WITH`)),
+		fmt.Sprintf("%s:%d: auth.operators: 123456789 is the example's user id", example, lineOf("operators = [123456789]")),
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("check of the example lacks %q:\n%s", want, out)
