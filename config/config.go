@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,8 +47,9 @@ type Config struct {
 	Telegram TelegramConfig `toml:"telegram"`
 	Auth     AuthConfig     `toml:"auth"`
 
-	file  string
-	lines map[string]int
+	file   string
+	lines  map[string]int
+	failed map[string]bool // keys that could not be decoded
 }
 
 // ConsoleConfig is the terminal transport.
@@ -179,9 +181,25 @@ func (c *Config) Parse(name string, r io.Reader) error {
 	d := &decoder{file: name, lines: lines, errs: unknownKeys(name, data, lines)}
 	d.decodeStruct("", doc, reflect.ValueOf(c).Elem())
 	if len(d.errs) > 0 {
+		c.failed = map[string]bool{}
+		for _, e := range d.errs {
+			c.failed[e.Key] = true
+		}
 		return d.errs
 	}
 	return nil
+}
+
+// shadowed reports whether key, or an item of it, could not be decoded:
+// what Validate would say of its value (a zero left by the failure) is a
+// consequence, not another problem.
+func (c *Config) shadowed(key string) bool {
+	for k := range c.failed {
+		if k == key || strings.HasPrefix(k, key+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // EnvPrefix starts every environment variable trainbot reads.
@@ -316,7 +334,7 @@ func (c *Config) Validate() error {
 	seen := map[string]int{}
 	for i, jc := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d]", i)
-		if jc.Name == "" {
+		if jc.Name == "" && !c.shadowed(key+".name") {
 			add(c.ErrorAt(key, "a job needs a name"))
 		} else if prev, dup := seen[jc.Name]; dup {
 			add(c.ErrorAt(key+".name", "job %q is already defined at jobs[%d]", jc.Name, prev))
@@ -325,6 +343,7 @@ func (c *Config) Validate() error {
 		}
 		errs = append(errs, c.validateJob(i)...)
 	}
+	errs = slices.DeleteFunc(errs, func(e *FieldError) bool { return c.shadowed(e.Key) })
 	if len(errs) > 0 {
 		return errs
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -144,12 +145,21 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 	if len(errs) == 0 && !skipChecks {
 		if err := j.Normalize(); err != nil {
 			for _, e := range unwrapAll(err) {
-				errs = append(errs, c.ErrorAt(key, "%v", e))
+				// "params.bs.default: …" is told at that key's line.
+				k, msg := key, e.Error()
+				if field, rest, ok := strings.Cut(msg, ": "); ok && fieldPath.MatchString(field) {
+					k, msg = key+"."+field, rest
+				}
+				errs = append(errs, c.ErrorAt(k, "%s", msg))
 			}
 		}
 	}
 	return j, errs
 }
+
+// fieldPath is a job's key path as Normalize's errors start with it:
+// "params.bs.default", "on_oom.halve", "command".
+var fieldPath = regexp.MustCompile(`^[a-z_]+(\.[A-Za-z0-9_]+)*$`)
 
 // pushFromConfig makes push channel i's options. Errors never show a URL,
 // key or secret; those of where it sends are config.Validate's.

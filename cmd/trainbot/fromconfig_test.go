@@ -120,8 +120,46 @@ type = "int"
 		}
 	}
 	_, err = convert(t, "[[jobs]]\nname = \"b\"\ncommand = [\"x\", \"{missing}\"]\n")
-	if text := errText(err); !strings.Contains(text, `test.toml:1: jobs[0]: command: "{missing}" refers to {missing}`) {
+	if text := errText(err); !strings.Contains(text, `test.toml:3: jobs[0].command: "{missing}" refers to {missing}`) {
 		t.Errorf("errors lack the command's placeholder:\n%s", text)
+	}
+}
+
+// Every config error is told at its own key's line, once: nothing that
+// follows from a value that could not be read.
+func TestConfigErrorsDoNotCascade(t *testing.T) {
+	_, err := convert(t, `[auth]
+operators = ["me", 5]
+
+[[jobs]]
+name = 3
+command = "x"
+
+[[jobs]]
+name = "b"
+command = ["x"]
+[jobs.params.bs]
+type = "int"
+default = "abc"
+`)
+	text := errText(err)
+	for _, want := range []string{
+		`test.toml:2: auth.operators[0]: want an integer, got string "me"`,
+		`test.toml:5: jobs[0].name: want a string, got integer 3`,
+		`test.toml:6: jobs[0].command: want an array, got string "x"`,
+		`test.toml:13: jobs[1].params.bs.default: "abc": not an integer`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("errors lack %q:\n%s", want, text)
+		}
+	}
+	for _, not := range []string{"is not a user id", "a job needs a name", "a job needs a command"} {
+		if strings.Contains(text, not) {
+			t.Errorf("errors cascade (%q):\n%s", not, text)
+		}
+	}
+	if n := strings.Count(text, "\n") + 1; n != 4 {
+		t.Errorf("%d errors, want 4:\n%s", n, text)
 	}
 }
 
