@@ -130,6 +130,7 @@ func DefaultConfig() *Config {
 		Plots:    PlotsConfig{Smoothing: 0.6},
 		GPU:      DefaultGPUConfig(),
 		Telegram: DefaultTelegramConfig(),
+		Store:    StoreConfig{KeepSamples: DefaultKeepSamples, KeepAudit: DefaultKeepAudit},
 	}
 }
 

@@ -186,3 +186,20 @@ func TestLoadMissingFile(t *testing.T) {
 		t.Fatalf("got %v, want not-exist", err)
 	}
 }
+
+func TestRetention(t *testing.T) {
+	c, err := parse(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Store.RetentionText(); !strings.Contains(got, "samples kept 30 days, the audit 365 days") {
+		t.Errorf("defaults: %s", got)
+	}
+	c, err = parse(t, "[store]\nkeep_samples = \"7d\"\nkeep_audit = \"0\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Store.RetentionText(); !strings.Contains(got, "samples kept 7 days, the audit forever") {
+		t.Errorf("7d and 0: %s", got)
+	}
+}

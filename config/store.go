@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // StoreConfig is the [store] section: the data directory's privacy.
@@ -17,6 +18,34 @@ type StoreConfig struct {
 	// read the history, run logs and charts; no one else can. Empty: the
 	// directory is 0700 and every file 0600.
 	SharedGroup string `toml:"shared_group"`
+	// KeepSamples is how long GPU samples and runs' memory samples are
+	// kept (default 30 days; "0": forever). Runs, their points and their
+	// peak memory are kept forever.
+	KeepSamples Duration `toml:"keep_samples"`
+	// KeepAudit is how long the audit keeps commands (default 365 days;
+	// "0": forever).
+	KeepAudit Duration `toml:"keep_audit"`
+}
+
+// Retention defaults.
+const (
+	DefaultKeepSamples = Duration(30 * 24 * time.Hour)
+	DefaultKeepAudit   = Duration(365 * 24 * time.Hour)
+)
+
+// RetentionText describes what the store keeps, for trainbot check.
+func (s StoreConfig) RetentionText() string {
+	keep := func(d Duration) string {
+		if d == 0 {
+			return "forever"
+		}
+		if d%Duration(24*time.Hour) == 0 {
+			return fmt.Sprintf("%d days", time.Duration(d)/(24*time.Hour))
+		}
+		return time.Duration(d).String()
+	}
+	return fmt.Sprintf("store: GPU and run memory samples kept %s, the audit %s; runs, their metric points and peak memory forever",
+		keep(s.KeepSamples), keep(s.KeepAudit))
 }
 
 var groupName = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]{0,31}\$?|[0-9]{1,10})$`)

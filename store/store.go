@@ -51,6 +51,8 @@ type Store struct {
 	series        map[seriesKey]*sampleCount // time series of samples seen by this process
 	sampleBuckets int64
 
+	keepSamples, keepAudit time.Duration // Options.KeepSamples, KeepAudit
+
 	pmu        sync.Mutex
 	pending    []pendingPoint
 	queued     int64         // points ever queued
@@ -103,6 +105,13 @@ type Options struct {
 	// is once it holds 5 rows per bucket (a run's memory: 7). Default
 	// trainer.MaxBuckets (10,000), as for metric points.
 	SampleBuckets int
+	// KeepSamples is how long device samples and runs' memory samples are
+	// kept (0: forever); KeepAudit the same for the audit. Runs, their
+	// points and their peak memory are kept forever. Older rows are
+	// deleted in the background, at PruneEvery (default 1 h) from a first
+	// pass 30 s after Open.
+	KeepSamples, KeepAudit time.Duration
+	PruneEvery             time.Duration
 }
 
 // Open opens (creating if needed) the database in dir, migrates it and
@@ -153,10 +162,17 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{w: writeDB{DB: w, h: h}, r: r, log: opts.Logger, health: h, maxPending: opts.MaxPending, runNames: map[[2]int64]bool{},
-		sampleBuckets: int64(opts.SampleBuckets), seq: time.Now().UnixNano(),
+		sampleBuckets: int64(opts.SampleBuckets), seq: time.Now().UnixNano(), keepSamples: opts.KeepSamples, keepAudit: opts.KeepAudit,
 		kick: make(chan struct{}, 1), flushes: make(chan chan error), stopped: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)
 	go s.writer(ctx, opts.FlushEvery)
+	if opts.KeepSamples > 0 || opts.KeepAudit > 0 {
+		if opts.PruneEvery <= 0 {
+			opts.PruneEvery = time.Hour
+		}
+		s.wg.Add(1)
+		go s.pruner(ctx, min(30*time.Second, opts.PruneEvery), opts.PruneEvery)
+	}
 	s.wg.Go(func() { h.watch(ctx, opts.CheckEvery) })
 	return s, nil
 }

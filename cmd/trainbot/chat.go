@@ -197,6 +197,7 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 	for _, x := range exposures(cfg, cf.config, bc.sharing) {
 		fmt.Fprintln(e.stdout, "warning: "+x.String())
 	}
+	fmt.Fprintln(e.stdout, cfg.Store.RetentionText())
 	printAlerts(e, bc)
 	return exitOK
 }

@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// Samples and audit entries older than their keep are pruned, in batches;
+// runs and their peaks stay.
+func TestPruneKeepsRecentRowsAndRunPeaks(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), Options{FlushEvery: 20 * time.Millisecond, KeepSamples: 30 * 24 * time.Hour, KeepAudit: 365 * 24 * time.Hour, PruneEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	old := now.Add(-40 * 24 * time.Hour)
+	peak := int64(5 << 30)
+	id, err := s.CreateRun(ctx, &trainer.Run{Job: "j", State: trainer.StateEnded, Outcome: trainer.OutcomeFinished, StartedAt: old, EndedAt: old.Add(time.Hour), PeakHostMem: &peak})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dev []DeviceSample
+	var mem []RunMemory
+	const n = 12000 // more than two delete batches of each
+	for i := 0; i < n; i++ {
+		at := old.Add(time.Duration(i) * time.Second)
+		if i >= n-100 {
+			at = now.Add(-time.Duration(n-i) * time.Second)
+		}
+		dev = append(dev, DeviceSample{T: at, MemUsed: int64(i), MemTotal: 1 << 30, Util: -1, TempC: -1})
+		h := int64(i)
+		mem = append(mem, RunMemory{RunID: id, T: at, HostBytes: &h})
+	}
+	// Stored directly: AddDeviceSamples would thin them first.
+	for _, d := range dev {
+		if _, err := s.w.Exec(`INSERT INTO device_samples(t, device, mem_used, mem_total) VALUES(?,0,?,?)`, ms(d.T), d.MemUsed, d.MemTotal); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range mem {
+		if _, err := s.w.Exec(`INSERT INTO run_memory(run_id, t, host_bytes) VALUES(?,?,?)`, m.RunID, ms(m.T), *m.HostBytes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, at := range []time.Time{now.Add(-400 * 24 * time.Hour), now.Add(-time.Hour)} {
+		if _, err := s.w.Exec(`INSERT INTO audit(t, transport, chat_id, user_id, text, allowed) VALUES(?, 'tg', '1', '2', '开始', 1)`, ms(at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	p, err := s.Prune(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pruned %+v in %v", p, time.Since(start))
+	if p.DeviceSamples != n-100 || p.RunMemory != n-100 || p.Audit != 1 {
+		t.Errorf("pruned %+v, want %d, %d and 1", p, n-100, n-100)
+	}
+	count := func(table string) (k int) {
+		s.r.QueryRow(`SELECT count(*) FROM ` + table).Scan(&k)
+		return k
+	}
+	if count("device_samples") != 100 || count("run_memory") != 100 || count("audit") != 1 {
+		t.Errorf("left %d, %d, %d rows", count("device_samples"), count("run_memory"), count("audit"))
+	}
+	r, err := s.Run(ctx, id)
+	if err != nil || r.PeakHostMem == nil || *r.PeakHostMem != peak {
+		t.Errorf("the run's peak: %+v %v", r, err)
+	}
+	if p, _ := s.Prune(ctx, now); p != (Pruned{}) {
+		t.Errorf("a second prune deleted %+v", p)
+	}
+}
+
+// The store prunes in the background.
+func TestPrunerRunsInTheBackground(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{KeepSamples: time.Hour, PruneEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.w.Exec(`INSERT INTO device_samples(t, device, mem_used, mem_total) VALUES(?,0,1,1)`, ms(time.Now().Add(-2*time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var k int
+		s.r.QueryRow(`SELECT count(*) FROM device_samples`).Scan(&k)
+		if k == 0 {
+			return
+		}
+	}
+	t.Fatal("the old sample is still there")
+}
