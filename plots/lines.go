@@ -1,9 +1,11 @@
 package plots
 
 import (
+	"cmp"
 	"image"
 	"image/color"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -309,6 +311,60 @@ func (a *annotation) Plot(c draw.Canvas, plt *plot.Plot) {
 	c.SetColor(color.White)
 	c.Fill(box.Path())
 	c.FillText(sty, tp, a.label)
+}
+
+// edgeLabels marks the latest point of each series and writes its value at
+// the plot's right edge, level with the point where it can be, the labels
+// moved apart so that none hides another.
+type edgeLabels struct{ items []edgeLabel }
+
+type edgeLabel struct {
+	x, y  float64
+	label string
+	text  text.Style
+	glyph draw.GlyphStyle
+}
+
+func (e *edgeLabels) Plot(c draw.Canvas, plt *plot.Plot) {
+	trX, trY := plt.Transforms(&c)
+	type placed struct {
+		l        edgeLabel
+		pt       vg.Point
+		top, hgt vg.Length
+	}
+	gap := vg.Points(6)
+	ps := make([]placed, len(e.items))
+	for i, l := range e.items {
+		pt := vg.Point{X: trX(l.x), Y: trY(l.y)}
+		hgt := l.text.Height(l.label)
+		ps[i] = placed{l: l, pt: pt, hgt: hgt, top: pt.Y + gap + hgt}
+	}
+	// Highest first; each label sits below the one above it.
+	slices.SortStableFunc(ps, func(a, b placed) int { return cmp.Compare(b.top, a.top) })
+	limit := c.Max.Y
+	for i := range ps {
+		ps[i].top = min(ps[i].top, limit)
+		if ps[i].top-ps[i].hgt < c.Min.Y {
+			ps[i].top = c.Min.Y + ps[i].hgt
+		}
+		limit = ps[i].top - ps[i].hgt - vg.Points(4)
+	}
+	pad := vg.Points(3)
+	for _, p := range ps {
+		c.DrawGlyph(p.l.glyph, p.pt)
+		sty := p.l.text
+		sty.XAlign, sty.YAlign = draw.XRight, draw.YTop
+		tp := vg.Point{X: c.Max.X - pad, Y: p.top}
+		// A white box behind the label keeps it legible over the lines.
+		box := sty.Rectangle(p.l.label).Add(tp)
+		box.Min.X -= pad
+		box.Min.Y -= pad
+		box.Max.X += pad
+		box.Max.Y += pad
+		c.SetColor(color.NRGBA{255, 255, 255, 215})
+		c.Fill(box.Path())
+		c.FillText(sty, tp, p.l.label)
+	}
 }
 
 // strokeLine is a gonum line, for the few straight lines (ceilings) that

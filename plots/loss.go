@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -58,11 +59,13 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		col      int
 		raw, sm  []XY
 		nanXs    []float64
+		last     XY // the latest finite point, labelled at the line's end
 		finite   int
 		nonFin   int
 		original int
 	}
 	var series []prepared
+	smoothed := false
 	ymin, ymax := math.Inf(1), math.Inf(-1)
 	for i, s := range c.Series {
 		pts := sortedByX(s.Points)
@@ -74,7 +77,8 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		}
 		raw := newReducer(x0, x1, Width)
 		sm := newReducer(x0, x1, Width)
-		e := ema{weight: c.Smoothing}
+		weight := SmoothingFor(c.Smoothing, finiteCount(pts))
+		e := ema{weight: weight}
 		lastNaN := -1
 		for _, q := range pts {
 			if !isFinite(q.X) {
@@ -90,14 +94,16 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 				continue
 			}
 			p.finite++
+			p.last = q
 			raw.add(q)
-			if c.Smoothing > 0 {
+			if weight > 0 {
 				sm.add(XY{q.X, e.add(q.Y)})
 			}
 		}
 		p.raw = raw.points()
-		if c.Smoothing > 0 {
+		if weight > 0 {
 			p.sm = sm.points()
+			smoothed = true
 		}
 		for _, q := range p.raw {
 			ymin, ymax = math.Min(ymin, q.Y), math.Max(ymax, q.Y)
@@ -134,21 +140,32 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 	var legend []legendEntry
 	var marks []float64
 	nonFinite := 0
-	rawWidth, smWidth := vg.Points(1.2), vg.Points(2.8)
+	latest := &edgeLabels{}
+	rawWidth, smWidth := vg.Points(1.8), vg.Points(3)
 	for _, s := range series {
 		col := toRGBA(c.Series[s.col].Color, s.col)
 		if s.finite > 0 {
 			if s.sm != nil {
-				p.Add(&spanLine{pts: s.raw, color: lighter(col, 0.55), width: rawWidth})
+				p.Add(&spanLine{pts: s.raw, color: lighter(col, 0.5), width: rawWidth})
 				p.Add(&spanLine{pts: s.sm, color: col, width: smWidth})
 			} else {
-				p.Add(&spanLine{pts: s.raw, color: col, width: vg.Points(2)})
+				p.Add(&spanLine{pts: s.raw, color: col, width: vg.Points(2.4)})
 			}
 			if s.finite < markersBelow {
 				if sc := dots(s.raw, col); sc != nil {
 					p.Add(sc)
 				}
 			}
+			// The latest value, written at the line's end: what the run
+			// is at now, whatever the smoothing draws.
+			y := s.last.Y
+			if logY {
+				y = math.Log10(y)
+			}
+			sty, label := pt.style(formatLatest(s.last.Y), sizeTick, true)
+			sty.Color = col
+			latest.items = append(latest.items, edgeLabel{x: s.last.X, y: y, label: label, text: sty,
+				glyph: draw.GlyphStyle{Color: col, Radius: vg.Points(4), Shape: draw.CircleGlyph{}}})
 		}
 		label := s.name
 		if s.finite == 0 {
@@ -158,21 +175,97 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		marks = append(marks, s.nanXs...)
 		nonFinite += s.nonFin
 	}
+	if len(latest.items) > 0 {
+		p.Add(latest)
+	}
 	if len(marks) > 0 {
 		slices.Sort(marks)
-		glyph := draw.GlyphStyle{Color: colAlert, Radius: vg.Points(5), Shape: draw.CrossGlyph{}}
+		glyph := draw.GlyphStyle{Color: colAlert, Radius: vg.Points(7), Shape: boldCross{width: vg.Points(2.5)}}
 		p.Add(&edgeMarks{xs: marks, style: glyph})
 		legend = append(legend, legendEntry{label: fmt.Sprintf("NaN/Inf ×%d (skipped)", nonFinite), glyph: &glyph})
 	}
 	note := ""
-	if c.Smoothing > 0 {
-		note = fmt.Sprintf("light: raw values · bold: smoothed (EMA %.2g)", c.Smoothing)
+	if smoothed {
+		note = fmt.Sprintf("light: raw values · bold: smoothed (EMA %.2g, less on short series) · label: latest value", c.Smoothing)
 	}
-	kind := pt.bilingual("损失", "Loss")
-	if c.KindEN != "" {
-		kind = pt.bilingual(c.KindZH, c.KindEN)
+	return pt.render(frame{title: joinTitle(pt.lossKind(c), c.Title), legend: legend, note: note, plots: []*plot.Plot{p}})
+}
+
+// lossKind is what the chart's title says it shows: "损失 Loss", the
+// chart's own kind, or the metrics drawn when none is a loss ("acc", not
+// "Loss").
+func (pt *Painter) lossKind(c LossChart) string {
+	switch {
+	case c.KindEN != "" && c.KindZH != "":
+		return pt.bilingual(c.KindZH, c.KindEN)
+	case c.KindEN != "":
+		return c.KindEN
+	case !anyLoss(c.Series):
+		var names []string
+		for _, s := range c.Series {
+			names = append(names, s.Name)
+		}
+		return strings.Join(names, ", ")
 	}
-	return pt.render(frame{title: joinTitle(kind, c.Title), legend: legend, note: note, plots: []*plot.Plot{p}})
+	return pt.bilingual("损失", "Loss")
+}
+
+// SmoothingFor is the EMA weight a series of n finite points is smoothed
+// with: none under minSmoothed points (a few values are shown as they are),
+// and at most the weight whose window (1/(1-w) points) is a tenth of the
+// series, so that the bold line of a short series ends near its last value
+// (4 points of val_loss with weight 0.6 ended at 0.113 where the last value
+// was 0.0756).
+func SmoothingFor(weight float64, n int) float64 {
+	if weight <= 0 || n < minSmoothed {
+		return 0
+	}
+	return min(weight, 1-10/float64(n))
+}
+
+// minSmoothed is the fewest points a smoothed line is drawn for.
+const minSmoothed = 20
+
+func finiteCount(pts []XY) int {
+	n := 0
+	for _, p := range pts {
+		if isFinite(p.X) && isFinite(p.Y) {
+			n++
+		}
+	}
+	return n
+}
+
+// anyLoss reports whether a series is named like a loss.
+func anyLoss(series []Series) bool {
+	for _, s := range series {
+		if strings.Contains(strings.ToLower(s.Name), "loss") {
+			return true
+		}
+	}
+	return len(series) == 0
+}
+
+// formatLatest writes a latest value with 4 significant digits.
+func formatLatest(v float64) string {
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// boldCross is a cross glyph drawn with a line width of its own (gonum's
+// CrossGlyph uses 0.5 pt, a hairline at phone size).
+type boldCross struct{ width vg.Length }
+
+func (b boldCross) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: b.width})
+	r := sty.Radius * 0.7071
+	var p vg.Path
+	p.Move(vg.Point{X: pt.X - r, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y + r})
+	c.Stroke(p)
+	p = p[:0]
+	p.Move(vg.Point{X: pt.X - r, Y: pt.Y + r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y - r})
+	c.Stroke(p)
 }
 
 // log10Y maps Y to log10(Y) in place (min and max per column survive a

@@ -72,6 +72,7 @@ var Palette = []color.RGBA{
 var (
 	colGrey  = color.RGBA{110, 110, 110, 255}
 	colAlert = color.RGBA{200, 0, 0, 255}
+	colNote  = color.RGBA{70, 70, 70, 255} // the note under the legend: read at phone size
 	colGrid  = color.RGBA{225, 225, 225, 255}
 )
 
@@ -281,7 +282,7 @@ func (pt *Painter) render(f frame) ([]byte, error) {
 		top -= rowH + vg.Points(6)
 	}
 	if f.note != "" {
-		l := pt.line(f.note, sizeNote, false, colGrey)
+		l := pt.line(f.note, sizeTick, false, colNote)
 		l.draw(dc, vg.Point{X: indent, Y: top}, draw.XLeft, draw.YTop)
 		top -= l.height() + vg.Points(4)
 	}
