@@ -34,6 +34,7 @@ type Config struct {
 	Console  ConsoleConfig `toml:"console"`
 	Plots    PlotsConfig   `toml:"plots"`
 	GPU      GPUConfig     `toml:"gpu"`
+	HTTP     HTTPConfig    `toml:"http"`
 	Jobs     []JobConfig   `toml:"jobs"`
 	// Push channels (push.go), quiet hours of chats, and schedules (schedule.go).
 	Push      []PushConfig     `toml:"push"`
@@ -284,6 +285,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validatePlots()...)
 	errs = append(errs, c.validateGPU()...)
+	errs = append(errs, c.validateHTTP()...)
 	errs = append(errs, c.validateTelegram()...)
 	errs = append(errs, c.validatePush()...)
 	errs = append(errs, c.validateSchedules()...)

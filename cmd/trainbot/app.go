@@ -21,6 +21,7 @@ import (
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/web"
 )
 
 // botOptions say what to wire.
@@ -49,7 +50,8 @@ type botOptions struct {
 //	supervisor                       serve detaches (runs go on), terminal chats stop the runs
 //	progress publisher               stops first of the run watchers
 //	schedules, GPU telemetry         no more reports, starts, samples
-//	receivers                        closed first: no message is taken any more
+//	receivers                        no message is taken any more
+//	HTTP (/metrics, /healthz)        closed first
 func runBot(ctx context.Context, e env, o botOptions) int {
 	cfg := o.cfg
 	painter, err := newPainter(cfg.Plots)
@@ -119,8 +121,9 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	life.opened("deliver what is due (the rest waits in the outbox)", within(15*time.Second, pipeline.Close))
 
 	charts := &render.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
+	alerts := web.NewAlerts(chat.AlertKinds)
 	notifier := notify.New(notify.Options{Post: pipeline.Post, Always: always, Subscriptions: st, Channels: pushed.channels,
-		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, Logger: logger})
+		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, OnAlert: alerts.Inc, Logger: logger})
 	notifier.Start()
 	life.opened("post the queued notices", within(15*time.Second, notifier.Close))
 	health.attach(notifier.Push)
@@ -217,6 +220,22 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		}
 		return nil
 	}))
+
+	// HTTP ([http] listen): /metrics and /healthz, opened last so that it
+	// is closed first; it only reads what the parts above expose.
+	if cfg.HTTP.Listen != "" {
+		metrics := web.NewMetrics(web.Sources{Active: sup.Active, GPU: monitor.Last, EndedRuns: st.EndedRuns,
+			OutboxPending: st.OutboxPending, Alerts: alerts, Logger: logger})
+		checks := []web.Check{{Name: "store", Up: func(c context.Context) error { return health.up(c, st) }}}
+		if len(receivers) > 0 {
+			checks = append(checks, web.Check{Name: "transports", Up: rcv.Up})
+		}
+		srv := web.New(web.Options{Listen: cfg.HTTP.Listen, Metrics: metrics, Checks: checks, Logger: logger.With("component", "http")})
+		if err := srv.Start(); err != nil {
+			return errorf(e, "[http] listen %q: %v", cfg.HTTP.Listen, err)
+		}
+		life.opened("stop the HTTP server", within(5*time.Second, srv.Close))
+	}
 
 	for {
 		select {
