@@ -68,6 +68,10 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	life := &lifecycle{log: logger}
 	defer life.closeAll()
 	life.opened("log", func() error { closeLog(); return nil })
+	if o.telegram { // serve: a daemon
+		stopHangup := ignoreHangup(logger)
+		life.opened("stop catching SIGHUP", func() error { stopHangup(); return nil })
+	}
 	// Each step's deadline starts when it is closed; a second signal of a
 	// terminal chat cuts the stop of the runs short (see below).
 	shutdown := context.WithoutCancel(ctx)
@@ -272,13 +276,17 @@ func lastMemory(st *store.Store, logger *slog.Logger) func(context.Context, int6
 
 // openLogger logs to DATA/trainbot.log in terminal-chat modes (the
 // terminal is the chat; only warnings go to stderr), and to stderr
-// otherwise.
+// otherwise: in the journal's format when stderr is the journal (serve
+// under systemd).
 func openLogger(e env, o botOptions) (*slog.Logger, func(), error) {
 	level, err := config.ParseLevel(o.cfg.LogLevel)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !o.console {
+		if underJournal(e.environ) {
+			return slog.New(journalHandler(e.stderr, level)), func() {}, nil
+		}
 		return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), func() {}, nil
 	}
 	f, err := os.OpenFile(filepath.Join(o.cfg.DataDir, "trainbot.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
