@@ -40,13 +40,20 @@ func (p *patternFlags) Set(s string) error {
 }
 
 func cmdParse(ctx context.Context, args []string, e env) int {
-	fs := newFlags("parse", "[--json] [--pattern RE]… [FILE] < LOG", e)
+	fs := newFlags("parse", "[--json] [--pattern RE]… [FILE] < LOG | parse [--json] --tfevents DIR", e)
 	asJSON := fs.Bool("json", false, `print one JSON object per point: {"step":100,"epoch":1,"name":"loss","value":0.6123}`)
 	var patterns patternFlags
 	fs.Var(&patterns, "pattern", "a Go regular expression (`RE`) with named groups, as in a job's patterns; repeatable")
+	tfevents := fs.String("tfevents", "", "read the TensorBoard event files (events.out.tfevents.*) in `DIR` (and its subdirectories) instead of a log")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
+	}
+	if *tfevents != "" {
+		if len(pos) > 0 || len(patterns) > 0 {
+			return usageError(fs, e, "--tfevents DIR takes no FILE and no --pattern")
+		}
+		return parseTFEvents(ctx, *tfevents, *asJSON, e)
 	}
 	if len(pos) > 1 {
 		return usageError(fs, e, "unexpected argument %q", pos[1])
@@ -146,6 +153,12 @@ func formatValue(v float64) string {
 
 func writeSummary(w io.Writer, lines, points int, names []string, stat func(string) (int, float64), pr logparse.Progress) {
 	fmt.Fprintf(w, "-- %d lines read, %d points found\n", lines, points)
+	writeMetrics(w, names, stat)
+	fmt.Fprintf(w, "progress: %s\n", formatProgress(pr))
+}
+
+// writeMetrics prints each metric's count and last value, by name.
+func writeMetrics(w io.Writer, names []string, stat func(string) (int, float64)) {
 	if len(names) > 0 {
 		sorted := append([]string(nil), names...)
 		sort.Strings(sorted)
@@ -156,7 +169,6 @@ func writeSummary(w io.Writer, lines, points int, names []string, stat func(stri
 		}
 		fmt.Fprintf(w, "metrics: %s\n", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(w, "progress: %s\n", formatProgress(pr))
 }
 
 func formatProgress(pr logparse.Progress) string {
