@@ -85,6 +85,9 @@ type JobConfig struct {
 	MaxLogSize  ByteSize               `toml:"max_log_size"`
 	TailLines   int                    `toml:"tail_lines"`
 	OnOOM       *OnOOMConfig           `toml:"on_oom"`
+	// TensorBoard is a directory of TensorBoard event files the run
+	// writes, relative to Dir; parameters expand ("runs/{run_name}").
+	TensorBoard string `toml:"tensorboard"`
 }
 
 // ParamConfig declares one job parameter.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // FilePrefix starts the name of every event file
@@ -117,6 +118,11 @@ type Dir struct {
 	// Offsets are where files seen by an earlier reader were read to
 	// (stored by the bot): records before them are replayed (Record.Replay).
 	Offsets map[string]int64
+	// Since, when set, leaves out the files last written before it: those
+	// of earlier runs logging to the same directory (a writer always
+	// starts a file of its own).
+	Since time.Time
+	old   map[string]bool // files left out for Since
 }
 
 // MaxDepth is how deep under Root event files are looked for.
@@ -206,9 +212,19 @@ func (d *Dir) scan() {
 			case e.IsDir() && depth < MaxDepth:
 				walk(filepath.Join(dir, name), r, depth+1)
 			case e.Type().IsRegular() && strings.HasPrefix(name, FilePrefix):
-				if _, ok := d.Files[r]; !ok && len(d.Files) < maxFiles {
-					d.Files[r] = NewFile(filepath.Join(dir, name), r)
+				if _, ok := d.Files[r]; ok || d.old[r] || len(d.Files) >= maxFiles {
+					continue
 				}
+				if _, stored := d.Offsets[r]; !stored && !d.Since.IsZero() {
+					if fi, err := e.Info(); err != nil || fi.ModTime().Before(d.Since) {
+						if d.old == nil {
+							d.old = map[string]bool{}
+						}
+						d.old[r] = err == nil
+						continue
+					}
+				}
+				d.Files[r] = NewFile(filepath.Join(dir, name), r)
 			}
 		}
 	}
