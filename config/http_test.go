@@ -10,16 +10,7 @@ func TestHTTPConfig(t *testing.T) {
 	if DefaultConfig().HTTP.Listen != "" {
 		t.Error("[http] must be off by default")
 	}
-	f, err := os.Open("../config.example.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c := DefaultConfig()
-	if err := c.Parse("config.example.toml", f); err != nil {
-		t.Fatal(err)
-	}
-	if c.HTTP.Listen != "" {
+	if c := parseExample(t); c.HTTP.Listen != "" {
 		t.Errorf("the example turns [http] on: %q", c.HTTP.Listen)
 	}
 	for _, tc := range []struct{ listen, err string }{
@@ -42,4 +33,20 @@ func TestHTTPConfig(t *testing.T) {
 			t.Errorf("listen %q: error %v, want one with %q", tc.listen, err, tc.err)
 		}
 	}
+}
+
+// parseExample parses config.example.toml over the defaults (not
+// validated: each test checks what it is about).
+func parseExample(t *testing.T) *Config {
+	t.Helper()
+	f, err := os.Open("../config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := DefaultConfig()
+	if err := c.Parse("config.example.toml", f); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

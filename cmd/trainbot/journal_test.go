@@ -22,27 +22,20 @@ func TestServeUnderSystemd(t *testing.T) {
 	defer fake.Close()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "trainbot.toml")
-	text := fmt.Sprintf("data_dir = %q\n[telegram]\napi_endpoint = %q\npoll_timeout = \"1s\"\n[auth]\noperators = [111]\n", filepath.Join(dir, "data"), fake.URL)
-	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("data_dir = %q\n", filepath.Join(dir, "data"))+telegramSection(fake)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan int, 1)
-	e := env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, exe: os.Args[0],
-		environ: []string{"TRAINBOT_TELEGRAM_TOKEN=" + testToken, "JOURNAL_STREAM=8:123456"}}
-	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, e) }()
-	waitFor(t, &stderr, 0, `(?m)^<6>msg=\S*connected`)
+	done, _, stderr := startServe(ctx, cfg, "JOURNAL_STREAM=8:123456")
+	waitFor(t, stderr, 0, `(?m)^<6>msg=\S*connected`)
 
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, &stderr, 0, `(?m)^<4>msg="SIGHUP ignored`)
+	waitFor(t, stderr, 0, `(?m)^<4>msg="SIGHUP ignored`)
 	fake.UserSays(111, "帮助")
-	if !fake.Await(time.Minute, func() bool { return len(fake.Messages(111)) > 0 }) {
-		t.Fatalf("serve stopped answering after SIGHUP:\n%s", stderr.String())
-	}
+	awaitMessage(t, fake, 111, "trainbot commands", stderr)
 	cancel()
 	select {
 	case code := <-done:

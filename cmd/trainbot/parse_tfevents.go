@@ -42,12 +42,7 @@ func parseTFEvents(ctx context.Context, dir string, asJSON bool, e env) int {
 	out := bufio.NewWriterSize(e.stdout, 64<<10)
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	type summary struct {
-		count int
-		last  float64
-	}
-	metrics := map[string]*summary{}
-	var order []string
+	var metrics metricTally
 	points, records := 0, 0
 	var bytesRead int64
 	var writeErr error
@@ -61,14 +56,7 @@ func parseTFEvents(ctx context.Context, dir string, asJSON bool, e env) int {
 			for _, s := range r.Scalars {
 				name := tfevents.MetricName(r.File.Sub(), s.Tag)
 				points++
-				m := metrics[name]
-				if m == nil {
-					m = &summary{}
-					metrics[name] = m
-					order = append(order, name)
-				}
-				m.count++
-				m.last = s.Value
+				metrics.add(name, s.Value)
 				if writeErr != nil {
 					continue
 				}
@@ -89,7 +77,7 @@ func parseTFEvents(ctx context.Context, dir string, asJSON bool, e env) int {
 	if !asJSON && writeErr == nil {
 		fmt.Fprintf(out, "-- %d event files, %d records with scalars, %d points found (%s read in %s)\n",
 			len(d.Files), records, points, units.Bytes(bytesRead), elapsed.Round(time.Millisecond))
-		writeMetrics(out, order, func(n string) (int, float64) { return metrics[n].count, metrics[n].last })
+		metrics.write(out)
 		for _, rel := range slices.Sorted(maps.Keys(d.Files)) {
 			f := d.Files[rel]
 			if f.Corrupt > 0 {

@@ -243,46 +243,21 @@ w.close()
 	}
 	cfgPath := filepath.Join(dir, "tb.toml")
 	cfg := fmt.Sprintf(`data_dir = %q
-[telegram]
-api_endpoint = %q
-poll_timeout = "1s"
-[auth]
-operators = [111]
+%s
 [[jobs]]
 name = "tbsteps"
 command = [%q, %q]
 dir = %q
 tensorboard = "tb/run-{run_id}"
 env = { TBWRITER_DIR = %q }
-`, data, fake.URL, py, script, dir, tbwriterDir(t))
+`, data, telegramSection(fake), py, script, dir, tbwriterDir(t))
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
-	serve := func(ctx context.Context) chan int {
-		var stdout syncBuffer
-		e := env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, environ: []string{"TRAINBOT_TELEGRAM_TOKEN=" + testToken}, exe: os.Args[0]}
-		done := make(chan int, 1)
-		go func() { done <- run(ctx, []string{"serve", "--config", cfgPath}, e) }()
-		return done
-	}
-	await := func(want string) {
-		t.Helper()
-		if !fake.Await(time.Minute, func() bool {
-			for _, m := range fake.Messages(111) {
-				if strings.Contains(telegramtest.Plain(m.Text), want) {
-					return true
-				}
-			}
-			return false
-		}) {
-			t.Fatalf("no message with %q; stderr:\n%s", want, stderr.String())
-		}
-	}
 	ctx1, cancel1 := context.WithCancel(context.Background())
-	done1 := serve(ctx1)
+	done1, _, stderr := startServe(ctx1, cfgPath)
 	fake.UserSays(111, "开始")
-	await("run #1 started")
+	awaitMessage(t, fake, 111, "run #1 started", stderr)
 	// Leave once some points are stored.
 	for deadline := time.Now().Add(time.Minute); len(storedLoss(t, data, "loss")) < 10; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -293,9 +268,9 @@ env = { TBWRITER_DIR = %q }
 	<-done1
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	done2 := serve(ctx2)
-	await("re-attached to run #1 (tbsteps)")
-	await("run #1 (tbsteps) finished")
+	done2, _, stderr := startServe(ctx2, cfgPath)
+	awaitMessage(t, fake, 111, "re-attached to run #1 (tbsteps)", stderr)
+	awaitMessage(t, fake, 111, "run #1 (tbsteps) finished", stderr)
 	cancel2()
 	<-done2
 	for _, metric := range []string{"loss", "acc"} {

@@ -259,26 +259,18 @@ func simpleValue(tag string, v float32) []byte {
 // newStyleValue is PyTorch's new_style scalar: a float tensor with an
 // empty shape and the scalars plugin.
 func newStyleValue(tag string, v float32) []byte {
-	var tensor []byte
-	tensor = protowire.AppendTag(tensor, tensorDtype, protowire.VarintType)
-	tensor = protowire.AppendVarint(tensor, dtFloat)
-	tensor = protowire.AppendTag(tensor, tensorShape, protowire.BytesType)
-	tensor = protowire.AppendBytes(tensor, nil)
-	tensor = protowire.AppendTag(tensor, tensorFloat, protowire.BytesType)
-	tensor = protowire.AppendBytes(tensor, protowire.AppendFixed32(nil, math.Float32bits(v)))
-	var plugin []byte
-	plugin = protowire.AppendTag(plugin, pluginName, protowire.BytesType)
-	plugin = protowire.AppendString(plugin, ScalarsPlugin)
-	var meta []byte
-	meta = protowire.AppendTag(meta, metadataPluginData, protowire.BytesType)
-	meta = protowire.AppendBytes(meta, plugin)
-	var b []byte
-	b = protowire.AppendTag(b, valueTag, protowire.BytesType)
-	b = protowire.AppendString(b, tag)
-	b = protowire.AppendTag(b, valueTensor, protowire.BytesType)
-	b = protowire.AppendBytes(b, tensor)
-	b = protowire.AppendTag(b, valueMetadata, protowire.BytesType)
-	return protowire.AppendBytes(b, meta)
+	tensor := protowire.AppendVarint(protowire.AppendTag(nil, tensorDtype, protowire.VarintType), dtFloat)
+	tensor = bytesField(tensor, tensorShape, nil)
+	tensor = bytesField(tensor, tensorFloat, protowire.AppendFixed32(nil, math.Float32bits(v)))
+	meta := bytesField(nil, metadataPluginData, bytesField(nil, pluginName, []byte(ScalarsPlugin)))
+	b := bytesField(nil, valueTag, []byte(tag))
+	b = bytesField(b, valueTensor, tensor)
+	return bytesField(b, valueMetadata, meta)
+}
+
+// bytesField appends a length-delimited field.
+func bytesField(b []byte, num protowire.Number, v []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
 }
 
 // TestWriterScriptFollowsTheSpec checks tbwriter.py, the writer side of
