@@ -193,7 +193,7 @@ func (a *active) observe() {
 			a.checkStall(now)
 		}
 		if !now.Before(nextControl) {
-			a.readEvents()
+			a.readEvents(false)
 		}
 		if now.Before(nextControl) && !a.ending {
 			poll.Reset(nextControl.Sub(now))
@@ -216,7 +216,7 @@ func (a *active) observe() {
 			}
 			a.readMetricsFile()
 			a.finishMetricsFile()
-			a.readEvents()
+			a.readEvents(true)
 			a.reportTorn()
 			a.finish(end)
 			return
@@ -285,16 +285,26 @@ func (a *active) storeOffsets(logOff int64) {
 	a.sup.opts.Recorder.SetOffsets(a.run.ID, a.stored, a.metrics.stored)
 }
 
-// eventsRounds bounds the reads of one readEvents (readBudget each).
-const eventsRounds = 16
+// Bounds on the reads of one readEvents, readBudget each: while the run
+// goes on (the loop looks at its control channels between two), and at its
+// end (everything the files have: 16 GiB).
+const (
+	eventsRounds    = 16
+	eventsEndRounds = 4096
+)
 
 // readEvents reads what the run's event files gained, and queues the
-// offsets they are read to after the points read from them.
-func (a *active) readEvents() {
+// offsets they are read to after the points read from them; at the end
+// of the run (final), all of it.
+func (a *active) readEvents(final bool) {
 	if a.events == nil {
 		return
 	}
-	for range eventsRounds {
+	rounds := eventsRounds
+	if final {
+		rounds = eventsEndRounds
+	}
+	for range rounds {
 		n := a.events.Poll(readBudget, a.handleEventRecord)
 		for rel, f := range a.events.Files {
 			if f.Off > a.eventOff[rel] {
