@@ -284,7 +284,7 @@ func openLogger(e env, o botOptions) (*slog.Logger, func(), error) {
 		return nil, nil, err
 	}
 	if !o.console {
-		if underJournal(e.environ) {
+		if underJournal(e.environ, e.stderr) {
 			return slog.New(journalHandler(e.stderr, level)), func() {}, nil
 		}
 		return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), func() {}, nil

@@ -7,20 +7,39 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 )
 
 // underJournal reports whether stderr goes to systemd's journal: systemd
-// sets JOURNAL_STREAM for a service whose output is the journal.
-func underJournal(environ []string) bool {
+// sets JOURNAL_STREAM=DEV:INODE for a service whose output is the journal
+// stream with that device and inode (systemd.exec(5)). A stderr that is a
+// file of another device or inode was redirected (trainbot run by hand
+// from inside a service): not the journal. A stderr that is no file
+// (tests) is taken at the variable's word.
+func underJournal(environ []string, stderr io.Writer) bool {
+	var v string
 	for _, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, "JOURNAL_STREAM="); ok && v != "" {
-			return true
+		if s, ok := strings.CutPrefix(kv, "JOURNAL_STREAM="); ok {
+			v = s
 		}
 	}
-	return false
+	dev, ino, ok := strings.Cut(v, ":")
+	if !ok {
+		return false
+	}
+	f, isFile := stderr.(*os.File)
+	if !isFile {
+		return true
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && strconv.FormatUint(uint64(st.Dev), 10) == dev && strconv.FormatUint(st.Ino, 10) == ino
 }
 
 // journalHandler logs for the journal: no time (the journal stamps each
