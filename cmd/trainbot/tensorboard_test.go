@@ -108,7 +108,7 @@ func TestTorchTensorBoardOnly(t *testing.T) {
 	}
 	script, _ := filepath.Abs(filepath.Join("testdata", "torch_tensorboard.py"))
 	ledger := filepath.Join(dir, "ledger.txt")
-	const steps = 120
+	const steps = 200 // ~10 s of training after the import: the check runs while it writes
 	cfgPath := filepath.Join(dir, "tb.toml")
 	cfg := fmt.Sprintf(`data_dir = %q
 [[jobs]]
@@ -228,7 +228,7 @@ func TestServeReattachesToEventFilesWithoutDuplicates(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	script := filepath.Join(dir, "tb_steps.py")
-	const steps = 120
+	const steps = 200 // ~6 s: the second serve attaches before the end
 	if err := os.WriteFile(script, []byte(`import os, sys, time
 sys.path.insert(0, os.environ["TBWRITER_DIR"]); import tbwriter
 w = tbwriter.EventWriter("tb/run-" + os.environ["TRAINBOT_RUN_ID"])
