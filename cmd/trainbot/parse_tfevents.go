@@ -47,7 +47,9 @@ func parseTFEvents(ctx context.Context, dir string, asJSON bool, e env) int {
 	var bytesRead int64
 	var writeErr error
 	began := time.Now()
-	for ctx.Err() == nil {
+	// Until the files have nothing more (a writer still adding to them is
+	// read until it pauses; 64 MiB a round, 2¹⁶ rounds at most).
+	for round := 0; round < 1<<16 && ctx.Err() == nil; round++ {
 		n := d.Poll(64<<20, func(r tfevents.DirRecord) {
 			if only != "" && r.File.Rel != only {
 				return
