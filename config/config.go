@@ -33,10 +33,11 @@ type Config struct {
 	DataDir  string        `toml:"data_dir"`
 	LogLevel string        `toml:"log_level"`
 	Console  ConsoleConfig `toml:"console"`
-	// Store is the data directory's privacy (store.go).
+	// Store is the data directory's privacy and retention (store.go).
 	Store StoreConfig `toml:"store"`
 	Plots PlotsConfig `toml:"plots"`
 	GPU   GPUConfig   `toml:"gpu"`
+	HTTP  HTTPConfig  `toml:"http"`
 	Jobs  []JobConfig `toml:"jobs"`
 	// Push channels (push.go), quiet hours of chats, and schedules (schedule.go).
 	Push      []PushConfig     `toml:"push"`
@@ -88,6 +89,9 @@ type JobConfig struct {
 	MaxLogSize  ByteSize               `toml:"max_log_size"`
 	TailLines   int                    `toml:"tail_lines"`
 	OnOOM       *OnOOMConfig           `toml:"on_oom"`
+	// TensorBoard is a directory of TensorBoard event files the run
+	// writes, relative to Dir; parameters expand ("runs/{run_name}").
+	TensorBoard string `toml:"tensorboard"`
 	// Runner owns the job's runs: "local" (default: a supervisor process
 	// on this host) or "slurm" (sbatch, with the [jobs.slurm] options).
 	Runner string       `toml:"runner"`
@@ -329,6 +333,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateStore()...)
 	errs = append(errs, c.validatePlots()...)
 	errs = append(errs, c.validateGPU()...)
+	errs = append(errs, c.validateHTTP()...)
 	errs = append(errs, c.validateTelegram()...)
 	errs = append(errs, c.validatePush()...)
 	errs = append(errs, c.validateSchedules()...)

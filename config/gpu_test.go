@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,15 +12,7 @@ func TestGPUExampleAndDefaults(t *testing.T) {
 	if time.Duration(d.Interval) != 2*time.Second || d.MemoryAlert != 95 || d.TempAlert != 85 {
 		t.Errorf("defaults = %+v", d)
 	}
-	f, err := os.Open("../config.example.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c := DefaultConfig()
-	if err := c.Parse("config.example.toml", f); err != nil {
-		t.Fatal(err)
-	}
+	c := parseExample(t)
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -50,15 +50,7 @@ func TestPlotsSection(t *testing.T) {
 
 // TestExamplePlots checks the [plots] keys of config.example.toml.
 func TestExamplePlots(t *testing.T) {
-	f, err := os.Open("../config.example.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cfg := DefaultConfig()
-	if err := cfg.Parse("config.example.toml", f); err != nil {
-		t.Fatal(err)
-	}
+	cfg := parseExample(t)
 	if errs := cfg.validatePlots(); len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -2,22 +2,13 @@ package config
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestExampleTelegramSection(t *testing.T) {
-	f, err := os.Open("../config.example.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c := DefaultConfig()
-	if err := c.Parse("config.example.toml", f); err != nil {
-		t.Fatal(err)
-	}
+	c := parseExample(t)
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

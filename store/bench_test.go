@@ -11,7 +11,20 @@ import (
 
 // BenchmarkWritePoints measures how fast queued metric points reach the
 // database (points/s), two metrics per step.
-func BenchmarkWritePoints(b *testing.B) {
+func BenchmarkWritePoints(b *testing.B) { benchmarkWritePoints(b, trainer.SourceOutput) }
+
+// BenchmarkWriteEventPoints is BenchmarkWritePoints for points of event
+// files: each deletes the output's points of its metric and step.
+func BenchmarkWriteEventPoints(b *testing.B) { benchmarkWritePoints(b, trainer.SourceEvents) }
+
+// BenchmarkWritePointsBehindEvents is BenchmarkWritePoints for output
+// points of metrics the event files report too: each looks for an event
+// point of its step.
+func BenchmarkWritePointsBehindEvents(b *testing.B) {
+	benchmarkWritePoints(b, trainer.SourceOutputBehindEvents)
+}
+
+func benchmarkWritePoints(b *testing.B, src trainer.Source) {
 	ctx := context.Background()
 	s, err := Open(b.TempDir(), Options{FlushEvery: time.Hour})
 	if err != nil {
@@ -22,7 +35,11 @@ func BenchmarkWritePoints(b *testing.B) {
 	now := time.Now()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s.AddPoints(id, timed(now, logparse.Point{Step: int64(i), Name: "loss", Value: 0.5}, logparse.Point{Step: int64(i), Name: "acc", Value: 0.9}))
+		pts := timed(now, logparse.Point{Step: int64(i), Name: "loss", Value: 0.5}, logparse.Point{Step: int64(i), Name: "acc", Value: 0.9})
+		for j := range pts {
+			pts[j].Source = src
+		}
+		s.AddPoints(id, pts)
 		if i%100000 == 99999 {
 			s.Flush(ctx)
 		}

@@ -23,6 +23,10 @@ type pendingPoint struct {
 	// the points queued before it.
 	offsets bool
 	logOff  int64
+	// eventFile, with offsets, marks how far an event file of the run is
+	// read (logOff) instead.
+	eventFile string
+	src       trainer.Source
 }
 
 // droppedMsg is logged when points start to be dropped.
@@ -47,7 +51,7 @@ func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 			s.dropping = true
 			continue
 		}
-		s.pending = append(s.pending, pendingPoint{run: runID, t: ms(p.At), p: p.Point})
+		s.pending = append(s.pending, pendingPoint{run: runID, t: ms(p.At), p: p.Point, src: p.Source})
 		s.queued++
 	}
 	n := len(s.pending)
@@ -72,6 +76,36 @@ func (s *Store) SetOffsets(runID, logOffset, metricsOffset int64) {
 	s.pending = append(s.pending, pendingPoint{run: runID, offsets: true, logOff: logOffset, t: metricsOffset})
 	s.queued++ // an entry of the queue like a point: thinnings count it
 	s.pmu.Unlock()
+}
+
+// SetEventOffset queues how far an event file of the run (its path under
+// the run's TensorBoard directory) has been read, written in the same
+// transaction as the points queued before it, as SetOffsets.
+func (s *Store) SetEventOffset(runID int64, file string, off int64) {
+	s.pmu.Lock()
+	s.pending = append(s.pending, pendingPoint{run: runID, offsets: true, eventFile: file, logOff: off})
+	s.queued++
+	s.pmu.Unlock()
+}
+
+// EventOffsets returns how far each event file of a run was read, by its
+// path under the run's TensorBoard directory.
+func (s *Store) EventOffsets(ctx context.Context, runID int64) (map[string]int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT path, offset FROM event_files WHERE run_id = ?`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var p string
+		var off int64
+		if err := rows.Scan(&p, &off); err != nil {
+			return nil, err
+		}
+		out[p] = off
+	}
+	return out, rows.Err()
 }
 
 // DroppedPoints returns how many points were dropped because the queue was full.
@@ -292,6 +326,9 @@ func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 		return err
 	}
 	defer tx.Rollback()
+	if batch, ids, err = mergeSources(ctx, tx, batch, ids); err != nil {
+		return err
+	}
 	for i, pp := range batch {
 		key := [2]int64{pp.run, ids[i]}
 		if s.runNames[key] {
@@ -308,7 +345,7 @@ func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 	}
 	// Many rows per statement: the per-statement cost dominates otherwise.
 	var full *sql.Stmt
-	args := make([]any, 0, rowsPerInsert*7)
+	args := make([]any, 0, rowsPerInsert*8)
 	for start := 0; start < len(batch); start += rowsPerInsert {
 		end := min(start+rowsPerInsert, len(batch))
 		args = args[:0]
@@ -322,7 +359,11 @@ func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 				value = pp.p.Value
 			}
 			s.seq++
-			args = append(args, pp.run, ids[i], pp.p.Step, s.seq, epoch, value, pp.t)
+			src := 0
+			if pp.src == trainer.SourceEvents {
+				src = 1
+			}
+			args = append(args, pp.run, ids[i], pp.p.Step, s.seq, epoch, value, pp.t, src)
 		}
 		n := end - start
 		if n == rowsPerInsert {
@@ -341,6 +382,13 @@ func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 		}
 	}
 	for _, o := range offsets {
+		if o.eventFile != "" {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO event_files(run_id, path, offset) VALUES(?, ?, ?)
+				ON CONFLICT(run_id, path) DO UPDATE SET offset = excluded.offset`, o.run, o.eventFile, o.logOff); err != nil {
+				return fmt.Errorf("record event file offset: %w", err)
+			}
+			continue
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET log_offset = ?, metrics_offset = ? WHERE id = ?`, o.logOff, o.t, o.run); err != nil {
 			return fmt.Errorf("record read offsets: %w", err)
 		}
@@ -354,14 +402,70 @@ const rowsPerInsert = 200
 
 func insertMetrics(rows int) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO metrics(run_id, name_id, step, seq, epoch, value, t) VALUES ")
+	b.WriteString("INSERT INTO metrics(run_id, name_id, step, seq, epoch, value, t, src) VALUES ")
 	for i := 0; i < rows; i++ {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?,?,?,?,?,?,?)")
+		b.WriteString("(?,?,?,?,?,?,?,?)")
 	}
 	return b.String()
+}
+
+// pointKey is a metric's step in a run.
+type pointKey struct{ run, name, step int64 }
+
+// mergeSources applies "event files win" to a batch, in its transaction:
+// an event file's point deletes the output's points of its metric and
+// step stored before, and drops those of the batch; an output point of a
+// metric the event files report too (SourceOutputBehindEvents) is dropped
+// where an event file's point of its step is stored or in the batch.
+// Output points of metrics without event files cost nothing here.
+func mergeSources(ctx context.Context, tx *sql.Tx, batch []pendingPoint, ids []int64) ([]pendingPoint, []int64, error) {
+	events := map[pointKey]bool{}
+	for i, pp := range batch {
+		if pp.src == trainer.SourceEvents {
+			events[pointKey{pp.run, ids[i], pp.p.Step}] = true
+		}
+	}
+	var check *sql.Stmt
+	keepP, keepIDs := batch[:0:0], ids[:0:0]
+	for i, pp := range batch {
+		k := pointKey{pp.run, ids[i], pp.p.Step}
+		if pp.src != trainer.SourceEvents && events[k] {
+			continue
+		}
+		if pp.src == trainer.SourceOutputBehindEvents {
+			if check == nil {
+				var err error
+				if check, err = tx.PrepareContext(ctx, `SELECT EXISTS(SELECT 1 FROM metrics WHERE run_id = ? AND name_id = ? AND step = ? AND src = 1)`); err != nil {
+					return nil, nil, err
+				}
+				defer check.Close()
+			}
+			var shadowed bool
+			if err := check.QueryRowContext(ctx, k.run, k.name, k.step).Scan(&shadowed); err != nil {
+				return nil, nil, fmt.Errorf("merge points: %w", err)
+			}
+			if shadowed {
+				continue
+			}
+		}
+		keepP, keepIDs = append(keepP, pp), append(keepIDs, ids[i])
+	}
+	if len(events) > 0 {
+		del, err := tx.PrepareContext(ctx, `DELETE FROM metrics WHERE run_id = ? AND name_id = ? AND step = ? AND src = 0`)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer del.Close()
+		for k := range events {
+			if _, err := del.ExecContext(ctx, k.run, k.name, k.step); err != nil {
+				return nil, nil, fmt.Errorf("merge points: %w", err)
+			}
+		}
+	}
+	return keepP, keepIDs, nil
 }
 
 // nameID returns the id of a metric name, creating it.

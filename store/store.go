@@ -367,6 +367,19 @@ ALTER TABLE runs ADD COLUMN node TEXT NOT NULL DEFAULT '';
 ALTER TABLE audit ADD COLUMN run_id INTEGER;
 CREATE INDEX audit_user ON audit(user_id, id);
 `,
+	// 8: TensorBoard event files as a metric source: where each point was
+	// read (0 the output or the metrics file, 1 an event file, which wins
+	// at the same metric and step), and how far each event file of a run
+	// is read (written in the transaction of the points read from it).
+	`
+ALTER TABLE metrics ADD COLUMN src INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE event_files (
+	run_id INTEGER NOT NULL,
+	path TEXT NOT NULL,
+	offset INTEGER NOT NULL,
+	PRIMARY KEY (run_id, path)
+) WITHOUT ROWID;
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

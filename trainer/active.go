@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer/logparse"
 	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/tfevents"
 )
 
 type stopRequest struct {
@@ -65,6 +67,12 @@ type active struct {
 		stored int64
 		part   []byte
 	}
+	// The run's TensorBoard event files (nil: the job has none), the
+	// metrics they report (the output's points of those yield to theirs),
+	// and the offset of each file last queued for the store.
+	events     *tfevents.Dir
+	eventNames map[string]bool
+	eventOff   map[string]int64
 
 	mu          sync.Mutex
 	run         *Run
@@ -75,6 +83,7 @@ type active struct {
 	firstMetric time.Time
 	lastMetric  time.Time
 	lastOutput  time.Time          // when the run last printed (the shim's clock, or the log's index)
+	eventStep   int64              // the highest step of the event files' points
 	nan         map[string]*nanRun // loss metrics whose latest value is NaN or Inf
 	nanText     string             // the NaN alert, "" before one
 	oom         *OOM
@@ -110,6 +119,18 @@ func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
 	a.metrics.path = filepath.Join(runDir, MetricsFile)
 	a.metrics.stored = run.MetricsOffset
 	a.lastOutput = time.Now()
+	if dir := job.TensorBoardDir(run); dir != "" {
+		offsets, err := s.opts.Recorder.EventOffsets(context.Background(), run.ID)
+		if err != nil {
+			a.log.Warn("read the event files' offsets: points read before are stored again", "err", err)
+		}
+		a.events = tfevents.NewDir(dir, offsets, a.log.With("tensorboard", dir))
+		a.events.Since = run.StartedAt.Add(-time.Second) // files of earlier runs in the same directory are not this run's
+		a.eventNames, a.eventOff = map[string]bool{}, maps.Clone(offsets)
+		if a.eventOff == nil {
+			a.eventOff = map[string]int64{}
+		}
+	}
 	return a
 }
 
@@ -174,6 +195,9 @@ func (a *active) observe() {
 			a.readMetricsFile()
 			a.checkStall(now)
 		}
+		if !now.Before(nextControl) {
+			a.readEvents(false)
+		}
 		if now.Before(nextControl) && !a.ending {
 			poll.Reset(nextControl.Sub(now))
 			continue
@@ -195,6 +219,8 @@ func (a *active) observe() {
 			}
 			a.readMetricsFile()
 			a.finishMetricsFile()
+			a.readEvents(true)
+			a.reportTorn()
 			a.finish(end)
 			return
 		}
@@ -272,6 +298,82 @@ func (a *active) storeOffsets(logOff int64) {
 	a.stored = max(a.stored, logOff)
 	a.metrics.stored = max(a.metrics.stored, a.metrics.off)
 	a.sup.opts.Recorder.SetOffsets(a.run.ID, a.stored, a.metrics.stored)
+}
+
+// Bounds on the reads of one readEvents, readBudget each: while the run
+// goes on (the loop looks at its control channels between two), and at its
+// end (everything the files have: 16 GiB).
+const (
+	eventsRounds    = 16
+	eventsEndRounds = 4096
+)
+
+// readEvents reads what the run's event files gained, and queues the
+// offsets they are read to after the points read from them; at the end
+// of the run (final), all of it.
+func (a *active) readEvents(final bool) {
+	if a.events == nil {
+		return
+	}
+	rounds := eventsRounds
+	if final {
+		rounds = eventsEndRounds
+	}
+	for range rounds {
+		n := a.events.Poll(readBudget, a.handleEventRecord)
+		for rel, f := range a.events.Files {
+			if f.Off > a.eventOff[rel] {
+				a.eventOff[rel] = f.Off
+				a.sup.opts.Recorder.SetEventOffset(a.run.ID, rel, f.Off)
+			}
+		}
+		if n < readBudget {
+			return
+		}
+	}
+}
+
+// reportTorn logs, at the end of a run, the event files whose last record
+// was never completed (their writer died mid-record).
+func (a *active) reportTorn() {
+	if a.events == nil {
+		return
+	}
+	for _, f := range a.events.TornAtEnd() {
+		a.log.Warn("event file ends with an incomplete record: left out", "file", f.Path, "bytes", f.Torn)
+	}
+}
+
+// handleEventRecord takes the scalars of one event file record.
+func (a *active) handleEventRecord(r tfevents.DirRecord) {
+	pts := make([]logparse.Point, 0, len(r.Scalars))
+	var step int64
+	for _, s := range r.Scalars {
+		pts = append(pts, logparse.Point{Step: s.Step, Epoch: math.NaN(), Name: tfevents.MetricName(r.File.Sub(), s.Tag), Value: s.Value})
+		step = max(step, s.Step)
+	}
+	pts = a.limitNames(pts, r.Replay)
+	if len(pts) == 0 {
+		return
+	}
+	for _, p := range pts {
+		a.eventNames[p.Name] = true
+	}
+	at := time.Now()
+	if w := r.Scalars[0].WallTime; w > 0 {
+		at = time.Unix(0, int64(w*1e9))
+	}
+	a.mu.Lock()
+	a.eventStep = max(a.eventStep, step)
+	a.mu.Unlock()
+	keep, thin := a.thin.keepFrom(at, pts, SourceEvents)
+	if !r.Replay {
+		a.addPoints(keep)
+		for _, name := range thin {
+			a.sup.opts.Recorder.ThinPoints(a.run.ID, name, a.thin.width(name))
+		}
+	}
+	a.observePoints(at, pts, "", r.Replay)
 }
 
 // requestStop records a stop request and forwards it to the run's owner.
@@ -536,11 +638,18 @@ func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay b
 	a.observePoints(at, pts, text, replay)
 }
 
-// addPoints queues points for the store.
+// addPoints queues points for the store. Output points of a metric the
+// event files report too yield to theirs (SourceOutputBehindEvents).
 func (a *active) addPoints(pts []TimedPoint) {
-	if len(pts) > 0 {
-		a.sup.opts.Recorder.AddPoints(a.run.ID, pts)
+	if len(pts) == 0 {
+		return
 	}
+	for i := range pts {
+		if pts[i].Source == SourceOutput && a.eventNames[pts[i].Name] {
+			pts[i].Source = SourceOutputBehindEvents
+		}
+	}
+	a.sup.opts.Recorder.AddPoints(a.run.ID, pts)
 }
 
 // Bounds on the metric names a run records. A script that prints a name
@@ -586,7 +695,7 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 		}
 		a.lastMetric = now
 	}
-	step := a.progress.Step
+	step := max(a.progress.Step, a.eventStep)
 	a.run.Steps = step
 	a.run.Total = a.progress.TotalSteps
 	a.rate.add(now, step)
@@ -843,6 +952,7 @@ func (a *active) status() Status {
 	if st.Progress == (logparse.Progress{}) {
 		st.Progress = emptyProgress()
 	}
+	st.Progress.Step = max(st.Progress.Step, a.eventStep)
 	for _, n := range a.lastOrder {
 		st.Last = append(st.Last, Metric{n, a.last[n]})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -61,6 +62,11 @@ type Job struct {
 	AllRanks    bool          // distributed runs: keep other ranks' metrics as rankN/NAME (default: rank 0's only)
 	MaxLogBytes int64         // cap on the run log file (0: no cap)
 	TailLines   int           // lines kept in memory for the log command
+	// TensorBoard is a directory where the run writes TensorBoard event
+	// files ("runs/{run_name}"), relative to Dir; "{name}" is replaced by
+	// a parameter's value, "{run_id}" by the run's id. Its scalars are
+	// metric points too. "": none.
+	TensorBoard string
 
 	// OnOOM restarts a run that ran out of memory with a parameter halved;
 	// nil: no automatic retry.
@@ -138,7 +144,42 @@ func (j *Job) Normalize() error {
 			}
 		}
 	}
+	for _, ref := range placeholders(j.TensorBoard) {
+		if _, ok := j.Params[ref]; !ok && ref != runIDPlaceholder {
+			errs = append(errs, fmt.Errorf("tensorboard: %q refers to {%s}, which is not a declared parameter (nor {%s})", j.TensorBoard, ref, runIDPlaceholder))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// runIDPlaceholder is the run's id in TensorBoard.
+const runIDPlaceholder = "run_id"
+
+// TensorBoardDir is the directory of a run's event files: TensorBoard
+// with the run's parameters and id, relative to the job's Dir (or to
+// trainbot's working directory, where the run starts without a Dir).
+// "" when the job has none.
+func (j *Job) TensorBoardDir(r *Run) string {
+	if j.TensorBoard == "" {
+		return ""
+	}
+	dir := placeholderRE.ReplaceAllStringFunc(j.TensorBoard, func(m string) string {
+		name := m[1 : len(m)-1]
+		if v, ok := r.Params[name]; ok {
+			return v
+		}
+		if name == runIDPlaceholder {
+			return strconv.FormatInt(r.ID, 10)
+		}
+		return m
+	})
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(j.Dir, dir)
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return dir
 }
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)

@@ -241,3 +241,27 @@ func TestRingReplacesCarriageReturnLines(t *testing.T) {
 		t.Fatalf("last(1) = %q", got)
 	}
 }
+
+func TestTensorBoardDir(t *testing.T) {
+	j := &Job{Name: "j", Command: []string{"python3"}, Dir: "/srv/exp", TensorBoard: "runs/{run_name}-{run_id}",
+		Params: map[string]ParamSpec{"run_name": {Type: ParamString, Default: "a", HasDefault: true}}}
+	if err := j.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	r := &Run{ID: 12, Params: map[string]string{"run_name": "bert"}}
+	if got := j.TensorBoardDir(r); got != "/srv/exp/runs/bert-12" {
+		t.Errorf("TensorBoardDir = %q", got)
+	}
+	j.TensorBoard = "/abs/{run_name}"
+	if got := j.TensorBoardDir(r); got != "/abs/bert" {
+		t.Errorf("an absolute directory: %q", got)
+	}
+	j.TensorBoard = ""
+	if got := j.TensorBoardDir(r); got != "" {
+		t.Errorf("no tensorboard: %q", got)
+	}
+	bad := &Job{Name: "j", Command: []string{"python3"}, TensorBoard: "runs/{nope}"}
+	if err := bad.Normalize(); err == nil || !strings.Contains(err.Error(), `tensorboard: "runs/{nope}" refers to {nope}`) {
+		t.Errorf("an undeclared parameter: %v", err)
+	}
+}

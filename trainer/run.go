@@ -27,7 +27,26 @@ import (
 type TimedPoint struct {
 	logparse.Point
 	At time.Time
+	// Source is where the point was read: where a TensorBoard event file
+	// and the output report the same metric at the same step, the event
+	// file's point is kept.
+	Source Source
 }
+
+// Source says where a metric point was read.
+type Source uint8
+
+// Sources of points.
+const (
+	// SourceOutput is the run's output or its metrics file.
+	SourceOutput Source = iota
+	// SourceOutputBehindEvents is the output, for a metric the run's event
+	// files report too: the store drops it where they have its step.
+	SourceOutputBehindEvents
+	// SourceEvents is a TensorBoard event file: it replaces output points
+	// of its metric and step.
+	SourceEvents
+)
 
 // State is whether a run is still going.
 type State string

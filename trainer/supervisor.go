@@ -40,6 +40,12 @@ type Recorder interface {
 	// stored with the points queued before it (Run.LogOffset,
 	// Run.MetricsOffset).
 	SetOffsets(runID, logOffset, metricsOffset int64)
+	// SetEventOffset queues how far an event file of the run's TensorBoard
+	// directory (file: its path under it) is read, stored with the points
+	// queued before it.
+	SetEventOffset(runID int64, file string, off int64)
+	// EventOffsets returns the stored offsets of SetEventOffset.
+	EventOffsets(ctx context.Context, runID int64) (map[string]int64, error)
 	// Flush writes every queued point.
 	Flush(ctx context.Context) error
 	// RunningRuns returns the runs recorded as running.

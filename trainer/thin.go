@@ -110,6 +110,11 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // to store now, and the names of the metrics whose stored points the store
 // must thin to width(name) (after storing out).
 func (t *thinner) keep(at time.Time, pts []logparse.Point) (out []TimedPoint, thin []string) {
+	return t.keepFrom(at, pts, SourceOutput)
+}
+
+// keepFrom is keep for points read from src.
+func (t *thinner) keepFrom(at time.Time, pts []logparse.Point, src Source) (out []TimedPoint, thin []string) {
 	if t.metrics == nil {
 		t.metrics = map[string]*thinSeries{}
 	}
@@ -119,7 +124,7 @@ func (t *thinner) keep(at time.Time, pts []logparse.Point) (out []TimedPoint, th
 			s = &thinSeries{width: 1, lo: p.Step, hi: p.Step}
 			t.metrics[p.Name] = s
 		}
-		tp := TimedPoint{Point: p, At: at}
+		tp := TimedPoint{Point: p, At: at, Source: src}
 		var mustThin bool
 		out, mustThin = s.add(out, tp)
 		if mustThin && !slices.Contains(thin, p.Name) {

@@ -69,7 +69,10 @@ type Options struct {
 	// run (default 3 s): a run that dies of it gets one message, its end
 	// report, with what to try once.
 	OOMGrace time.Duration
-	Logger   *slog.Logger
+	// OnAlert, when set, hears of each alert posted, once whatever the
+	// number of chats and channels it goes to (the /metrics counter).
+	OnAlert func(kind string)
+	Logger  *slog.Logger
 }
 
 // Notifier turns run events and pushed notices into envelopes, in the
@@ -325,6 +328,9 @@ func (n *Notifier) postHeld(ctx context.Context, h heldAlert) {
 func (n *Notifier) post(ctx context.Context, e trainer.Event, r chat.Reply, except string) {
 	if n.opts.Post == nil {
 		return
+	}
+	if r.Kind == chat.KindAlert && n.opts.OnAlert != nil {
+		n.opts.OnAlert(r.Alert)
 	}
 	durable := r.Kind != chat.KindProgress
 	for _, to := range n.targets(ctx, e, r.Kind) {

@@ -131,11 +131,12 @@ func TestPushExceptSkipsTheTransport(t *testing.T) {
 func TestChannelsGetAlertsByKind(t *testing.T) {
 	p := &posts{}
 	oom, all, prog := chat.ChatKey{Transport: "wecom:oom"}, chat.ChatKey{Transport: "feishu:all"}, chat.ChatKey{Transport: "webhook:progress"}
+	var counted []string // OnAlert runs on the notifier's goroutine; read after Close
 	n := New(Options{Post: p.post, Channels: []Channel{
 		{Name: oom.Transport, Alerts: []string{chat.AlertOOM}},
 		{Name: all.Transport},
 		{Name: prog.Transport, Alerts: []string{}, Progress: true},
-	}})
+	}, OnAlert: func(kind string) { counted = append(counted, kind) }})
 	n.Start()
 	n.Push(chat.Reply{Text: "oom", Kind: chat.KindAlert, Alert: chat.AlertOOM, Key: "a1"})
 	n.Push(chat.Reply{Text: "gpu hot", Kind: chat.KindAlert, Alert: chat.AlertGPU, Key: "a2"})
@@ -153,6 +154,10 @@ func TestChannelsGetAlertsByKind(t *testing.T) {
 	}
 	if got := p.to(prog); len(got) != 2 || got[0] != "report" || !strings.Contains(got[1], "run #4 started") {
 		t.Errorf("progress channel got %q, want the report and the started notice", got)
+	}
+	// Each alert counted once (for /metrics), whatever the channels it went to.
+	if want := []string{"oom", "gpu", "finished"}; !slices.Equal(counted, want) {
+		t.Errorf("OnAlert heard %q, want %q", counted, want)
 	}
 }
 

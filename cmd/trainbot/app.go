@@ -22,6 +22,7 @@ import (
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/web"
 )
 
 // botOptions say what to wire.
@@ -50,7 +51,8 @@ type botOptions struct {
 //	supervisor                       serve detaches (runs go on), terminal chats stop the runs
 //	progress publisher               stops first of the run watchers
 //	schedules, GPU telemetry         no more reports, starts, samples
-//	receivers                        closed first: no message is taken any more
+//	receivers                        no message is taken any more
+//	HTTP (/metrics, /healthz)        closed first
 func runBot(ctx context.Context, e env, o botOptions) int {
 	cfg := o.cfg
 	painter, err := newPainter(cfg.Plots)
@@ -80,6 +82,10 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	life := &lifecycle{log: logger}
 	defer life.closeAll()
 	life.opened("log", func() error { closeLog(); return nil })
+	if o.telegram { // serve: a daemon
+		stopHangup := ignoreHangup(logger)
+		life.opened("stop catching SIGHUP", func() error { stopHangup(); return nil })
+	}
 	// Each step's deadline starts when it is closed; a second signal of a
 	// terminal chat cuts the stop of the runs short (see below).
 	shutdown := context.WithoutCancel(ctx)
@@ -134,8 +140,9 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	life.opened("deliver what is due (the rest waits in the outbox)", within(15*time.Second, pipeline.Close))
 
 	charts := &render.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
+	alerts := web.NewAlerts(chat.AlertKinds)
 	notifier := notify.New(notify.Options{Post: pipeline.Post, Always: always, Subscriptions: st, Channels: pushed.channels,
-		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, Logger: logger})
+		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, OnAlert: alerts.Inc, Logger: logger})
 	notifier.Start()
 	life.opened("post the queued notices", within(15*time.Second, notifier.Close))
 	health.attach(notifier.Push)
@@ -233,6 +240,22 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		return nil
 	}))
 
+	// HTTP ([http] listen): /metrics and /healthz, opened last so that it
+	// is closed first; it only reads what the parts above expose.
+	if cfg.HTTP.Listen != "" {
+		metrics := web.NewMetrics(web.Sources{Active: sup.Active, GPU: monitor.Last, EndedRuns: st.EndedRuns,
+			OutboxPending: st.OutboxPending, Alerts: alerts, Logger: logger})
+		checks := []web.Check{{Name: "store", Up: func(c context.Context) error { return health.up(c, st) }}}
+		if len(receivers) > 0 {
+			checks = append(checks, web.Check{Name: "transports", Up: rcv.Up})
+		}
+		srv := web.New(web.Options{Listen: cfg.HTTP.Listen, Metrics: metrics, Checks: checks, Logger: logger.With("component", "http")})
+		if err := srv.Start(); err != nil {
+			return errorf(e, "[http] listen %q: %v", cfg.HTTP.Listen, err)
+		}
+		life.opened("stop the HTTP server", within(5*time.Second, srv.Close))
+	}
+
 	for {
 		select {
 		case <-ctx.Done():
@@ -268,13 +291,17 @@ func lastMemory(st *store.Store, logger *slog.Logger) func(context.Context, int6
 
 // openLogger logs to DATA/trainbot.log in terminal-chat modes (the
 // terminal is the chat; only warnings go to stderr), and to stderr
-// otherwise.
+// otherwise: in the journal's format when stderr is the journal (serve
+// under systemd).
 func openLogger(e env, o botOptions) (*slog.Logger, func(), error) {
 	level, err := config.ParseLevel(o.cfg.LogLevel)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !o.console {
+		if underJournal(e.environ, e.stderr) {
+			return slog.New(journalHandler(e.stderr, level)), func() {}, nil
+		}
 		return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), func() {}, nil
 	}
 	f, err := os.OpenFile(filepath.Join(o.cfg.DataDir, "trainbot.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

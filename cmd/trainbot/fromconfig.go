@@ -109,7 +109,7 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 		Env: jc.Env, Lock: jc.Lock, StopGrace: time.Duration(jc.StopGrace), KillGrace: time.Duration(jc.KillGrace),
 		StallAfter: time.Duration(jc.StallAfter), NaNAfter: jc.NaNAfter, StopOnNaN: jc.StopOnNaN,
 		Patterns: jc.Patterns, AllRanks: jc.AllRanks, MaxLogBytes: int64(jc.MaxLogSize), TailLines: jc.TailLines,
-		Params: map[string]trainer.ParamSpec{},
+		TensorBoard: config.ExpandHome(jc.TensorBoard), Params: map[string]trainer.ParamSpec{},
 	}
 	for pi, p := range jc.Patterns {
 		if _, err := logparse.CompilePattern(p); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ type storeHealth struct {
 	mu    sync.Mutex
 	push  func(chat.Reply)
 	early []chat.Reply
+	down  *store.HealthEvent // the store cannot write (for /healthz); nil when it can
 }
 
 // on is store.Options.OnHealth.
@@ -24,6 +26,16 @@ func (h *storeHealth) on(e store.HealthEvent) {
 	r := healthReply(e)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	switch e.Kind {
+	case store.HealthFailing, store.HealthReplaced:
+		if h.down == nil || h.down.Kind != store.HealthReplaced { // replaced stays
+			h.down = &e
+		}
+	case store.HealthRecovered:
+		if h.down != nil && h.down.Kind == store.HealthFailing {
+			h.down = nil
+		}
+	}
 	if h.push == nil {
 		h.early = append(h.early, r)
 		return
@@ -62,4 +74,24 @@ func healthReply(e store.HealthEvent) chat.Reply {
 		text = fmt.Sprintf("trainbot's database on %s: %s", e.Dir, e.Kind)
 	}
 	return chat.Reply{Text: text, Kind: chat.KindAlert, Alert: chat.AlertTrainbot, Key: fmt.Sprintf("store:%s:%d", e.Kind, time.Now().UnixNano())}
+}
+
+// up is /healthz's check of the store: it writes (no full disk, the
+// database file not replaced) and it reads.
+func (h *storeHealth) up(ctx context.Context, st *store.Store) error {
+	h.mu.Lock()
+	down := h.down
+	h.mu.Unlock()
+	if down != nil {
+		switch down.Kind {
+		case store.HealthReplaced:
+			return fmt.Errorf("%s on %s was deleted or replaced: history is not being saved; restart trainbot", store.DBName, down.Dir)
+		default:
+			return fmt.Errorf("writes fail on %s (disk full or failing): %v", down.Dir, down.Err)
+		}
+	}
+	if _, err := st.SchemaVersion(ctx); err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	return nil
 }

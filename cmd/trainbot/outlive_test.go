@@ -168,34 +168,13 @@ func TestServeLeavesRunsRunningAndReattaches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := fmt.Sprintf("[telegram]\napi_endpoint = %q\npoll_timeout = \"1s\"\n[auth]\noperators = [111]\n", fake.URL)
-	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(b), "[[jobs]]", text+"[[jobs]]", 1)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(b), "[[jobs]]", telegramSection(fake)+"[[jobs]]", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	serve := func(ctx context.Context) (chan int, *syncBuffer) {
-		var stdout, stderr syncBuffer
-		e := env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, environ: []string{"TRAINBOT_TELEGRAM_TOKEN=" + testToken}, exe: os.Args[0]}
-		done := make(chan int, 1)
-		go func() { done <- run(ctx, []string{"serve", "--config", cfgPath}, e) }()
-		return done, &stderr
-	}
-	await := func(want string, stderr *syncBuffer) {
-		t.Helper()
-		if !fake.Await(time.Minute, func() bool {
-			for _, m := range fake.Messages(111) {
-				if strings.Contains(telegramtest.Plain(m.Text), want) {
-					return true
-				}
-			}
-			return false
-		}) {
-			t.Fatalf("no message with %q; stderr:\n%s", want, stderr.String())
-		}
-	}
 	ctx1, cancel1 := context.WithCancel(context.Background())
-	done1, stderr1 := serve(ctx1)
+	done1, _, stderr1 := startServe(ctx1, cfgPath)
 	fake.UserSays(111, "开始")
-	await("run #1 started", stderr1)
+	awaitMessage(t, fake, 111, "run #1 started", stderr1)
 	cancel1() // what SIGTERM does
 	select {
 	case <-done1:
@@ -208,9 +187,9 @@ func TestServeLeavesRunsRunningAndReattaches(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	done2, stderr2 := serve(ctx2)
-	await("re-attached to run #1 (steps)", stderr2)
-	await("run #1 (steps) finished", stderr2)
+	done2, _, stderr2 := startServe(ctx2, cfgPath)
+	awaitMessage(t, fake, 111, "re-attached to run #1 (steps)", stderr2)
+	awaitMessage(t, fake, 111, "run #1 (steps) finished", stderr2)
 	cancel2()
 	<-done2
 	r = runJSONOf(t, data, "1")

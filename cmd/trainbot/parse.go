@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,13 +41,20 @@ func (p *patternFlags) Set(s string) error {
 }
 
 func cmdParse(ctx context.Context, args []string, e env) int {
-	fs := newFlags("parse", "[--json] [--pattern RE]… [FILE] < LOG", e)
+	fs := newFlags("parse", "[--json] [--pattern RE]… [FILE] < LOG | parse [--json] --tfevents DIR", e)
 	asJSON := fs.Bool("json", false, `print one JSON object per point: {"step":100,"epoch":1,"name":"loss","value":0.6123}`)
 	var patterns patternFlags
 	fs.Var(&patterns, "pattern", "a Go regular expression (`RE`) with named groups, as in a job's patterns; repeatable")
+	tfevents := fs.String("tfevents", "", "read the TensorBoard event files (events.out.tfevents.*) in `DIR` (and its subdirectories) instead of a log")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
+	}
+	if *tfevents != "" {
+		if len(pos) > 0 || len(patterns) > 0 {
+			return usageError(fs, e, "--tfevents DIR takes no FILE and no --pattern")
+		}
+		return parseTFEvents(ctx, *tfevents, *asJSON, e)
 	}
 	if len(pos) > 1 {
 		return usageError(fs, e, "unexpected argument %q", pos[1])
@@ -68,25 +76,13 @@ func cmdParse(ctx context.Context, args []string, e env) int {
 	out := bufio.NewWriterSize(e.stdout, 64<<10)
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	type metricSummary struct {
-		count int
-		last  float64
-	}
-	metrics := map[string]*metricSummary{}
-	var order []string
+	var metrics metricTally
 	points := 0
 	var writeErr error
 	lines, readErr := splitSegments(ctx, in, func(lineNo int, seg []byte) {
 		for _, pt := range p.Line(string(seg)) {
 			points++
-			m := metrics[pt.Name]
-			if m == nil {
-				m = &metricSummary{}
-				metrics[pt.Name] = m
-				order = append(order, pt.Name)
-			}
-			m.count++
-			m.last = pt.Value
+			metrics.add(pt.Name, pt.Value)
 			if writeErr != nil {
 				continue
 			}
@@ -102,7 +98,7 @@ func cmdParse(ctx context.Context, args []string, e env) int {
 		}
 	})
 	if !*asJSON && writeErr == nil {
-		writeSummary(out, lines, points, order, func(n string) (int, float64) { return metrics[n].count, metrics[n].last }, p.Progress())
+		writeSummary(out, lines, points, &metrics, p.Progress())
 	}
 	if err := out.Flush(); err != nil && writeErr == nil {
 		writeErr = err
@@ -144,19 +140,38 @@ func formatValue(v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
-func writeSummary(w io.Writer, lines, points int, names []string, stat func(string) (int, float64), pr logparse.Progress) {
+func writeSummary(w io.Writer, lines, points int, metrics *metricTally, pr logparse.Progress) {
 	fmt.Fprintf(w, "-- %d lines read, %d points found\n", lines, points)
-	if len(names) > 0 {
-		sorted := append([]string(nil), names...)
-		sort.Strings(sorted)
-		parts := make([]string, len(sorted))
-		for i, n := range sorted {
-			c, last := stat(n)
-			parts[i] = fmt.Sprintf("%s (%d, last %s)", n, c, formatValue(last))
-		}
-		fmt.Fprintf(w, "metrics: %s\n", strings.Join(parts, ", "))
-	}
+	metrics.write(w)
 	fmt.Fprintf(w, "progress: %s\n", formatProgress(pr))
+}
+
+// metricTally counts the points of each metric and keeps its last value,
+// for the summary of parse.
+type metricTally struct {
+	count map[string]int
+	last  map[string]float64
+}
+
+func (m *metricTally) add(name string, v float64) {
+	if m.count == nil {
+		m.count, m.last = map[string]int{}, map[string]float64{}
+	}
+	m.count[name]++
+	m.last[name] = v
+}
+
+// write prints each metric's count and last value, by name.
+func (m *metricTally) write(w io.Writer) {
+	if len(m.count) == 0 {
+		return
+	}
+	names := slices.Sorted(maps.Keys(m.count))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s (%d, last %s)", n, m.count[n], formatValue(m.last[n]))
+	}
+	fmt.Fprintf(w, "metrics: %s\n", strings.Join(parts, ", "))
 }
 
 func formatProgress(pr logparse.Progress) string {

@@ -59,7 +59,7 @@ env = { DECLARED = "by-the-job" }
 	done := make(chan int, 1)
 	e := env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, environ: os.Environ(), exe: os.Args[0]}
 	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, e) }()
-	await := func(chat int64, want string) { t.Helper(); awaitReply(t, fake, chat, want, &stderr) }
+	await := func(chat int64, want string) { t.Helper(); awaitMessage(t, fake, chat, want, &stderr) }
 	fake.UserSays(111, "开始")
 	await(111, "run #1 started")
 	await(111, "finished")
@@ -183,7 +183,7 @@ func downgrade(t *testing.T, data string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`DROP INDEX audit_user; ALTER TABLE audit DROP COLUMN run_id; ALTER TABLE runs DROP COLUMN slurm_job_id; ALTER TABLE runs DROP COLUMN node; PRAGMA user_version = 5`); err != nil {
+	if _, err := db.Exec(`DROP INDEX audit_user; ALTER TABLE audit DROP COLUMN run_id; ALTER TABLE runs DROP COLUMN slurm_job_id; ALTER TABLE runs DROP COLUMN node; ALTER TABLE metrics DROP COLUMN src; DROP TABLE event_files; PRAGMA user_version = 5`); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -15,28 +15,58 @@ import (
 
 const testToken = "123456789:AAE-ServeTest_secretValue0123456789"
 
+// telegramSection is the config of the fake Telegram server, with user
+// 111 an operator.
+func telegramSection(fake *telegramtest.Server) string {
+	return fmt.Sprintf("[telegram]\napi_endpoint = %q\npoll_timeout = \"1s\"\n[auth]\noperators = [111]\n", fake.URL)
+}
+
+// startServe runs `trainbot serve --config cfg` with the test token (from
+// the environment, with environ added) until ctx ends; done gets its exit
+// status.
+func startServe(ctx context.Context, cfg string, environ ...string) (done chan int, stdout, stderr *syncBuffer) {
+	stdout, stderr = &syncBuffer{}, &syncBuffer{}
+	e := env{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, exe: os.Args[0],
+		environ: append([]string{"TRAINBOT_TELEGRAM_TOKEN=" + testToken}, environ...)}
+	done = make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, e) }()
+	return done, stdout, stderr
+}
+
+// awaitMessage waits up to a minute for a message to chat with want in
+// its text.
+func awaitMessage(t *testing.T, fake *telegramtest.Server, chat int64, want string, stderr *syncBuffer) {
+	t.Helper()
+	if !fake.Await(time.Minute, func() bool {
+		for _, m := range fake.Messages(chat) {
+			if strings.Contains(telegramtest.Plain(m.Text), want) {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("chat %d: no message with %q; stderr:\n%s", chat, want, stderr.String())
+	}
+}
+
 func TestServeTelegram(t *testing.T) {
 	fake := telegramtest.NewServer(testToken)
 	defer fake.Close()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "trainbot.toml")
 	// The token comes from the environment, not the file.
-	text := fmt.Sprintf("data_dir = %q\n[telegram]\napi_endpoint = %q\npoll_timeout = \"1s\"\n[auth]\noperators = [111]\n", filepath.Join(dir, "data"), fake.URL)
+	text := fmt.Sprintf("data_dir = %q\n", filepath.Join(dir, "data")) + telegramSection(fake)
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan int, 1)
-	e := env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, environ: []string{"TRAINBOT_TELEGRAM_TOKEN=" + testToken}, exe: os.Args[0]}
-	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, e) }()
+	done, stdout, stderr := startServe(ctx, cfg)
 
 	fake.UserSays(111, "帮助")
 	fake.UserSays(999, "开始")
-	await := func(chat int64, want string) { t.Helper(); awaitReply(t, fake, chat, want, &stderr) }
-	await(111, "trainbot commands")
-	await(999, "Your user id is 999")
+	awaitMessage(t, fake, 111, "trainbot commands", stderr)
+	awaitMessage(t, fake, 999, "Your user id is 999", stderr)
 	if !fake.Await(time.Minute, func() bool { return len(fake.Commands()) > 0 }) {
 		t.Error("the command menu was not registered")
 	}
@@ -150,18 +180,3 @@ command = ["/bin/sh", "-c", %q]
 	}
 }
 
-// awaitReply waits (a minute at most) for a message in chat whose text has
-// want.
-func awaitReply(t *testing.T, fake *telegramtest.Server, chat int64, want string, stderr *syncBuffer) {
-	t.Helper()
-	if !fake.Await(time.Minute, func() bool {
-		for _, m := range fake.Messages(chat) {
-			if strings.Contains(telegramtest.Plain(m.Text), want) {
-				return true
-			}
-		}
-		return false
-	}) {
-		t.Fatalf("chat %d: no reply with %q; stderr:\n%s", chat, want, stderr.String())
-	}
-}

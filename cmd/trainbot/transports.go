@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +32,9 @@ type transportOptions struct {
 	// (default 5 min). A Receive that lasted Stable (default 1 min) was
 	// fine: the next failure starts over, and is reported again.
 	MinBackoff, MaxBackoff, Stable time.Duration
+	// UpAfter is how long a transport started again after a failure must
+	// run before /healthz counts it as up (default 10 s).
+	UpAfter time.Duration
 }
 
 // transports runs the receivers of runBot, so that nothing a transport
@@ -49,6 +55,15 @@ type transports struct {
 	mu      sync.Mutex
 	live    int // transports not gone for good
 	running int // Receive loops not returned
+	down    map[string]*transportDown
+}
+
+// transportDown is a transport that failed: it is up again once a
+// Receive started after the failure has run for UpAfter.
+type transportDown struct {
+	err       error
+	gone      bool      // stopped for good
+	restarted time.Time // zero until started again
 }
 
 // runTransports starts every receiver's Receive with deliver until ctx ends.
@@ -65,7 +80,11 @@ func runTransports(ctx context.Context, ts []chat.Receiver, deliver func(context
 	if o.Stable <= 0 {
 		o.Stable = time.Minute
 	}
-	r := &transports{opts: o, log: o.Logger, ended: make(chan string, len(ts)), live: len(ts), running: len(ts)}
+	if o.UpAfter <= 0 {
+		o.UpAfter = 10 * time.Second
+	}
+	r := &transports{opts: o, log: o.Logger, ended: make(chan string, len(ts)), live: len(ts), running: len(ts),
+		down: map[string]*transportDown{}}
 	for _, t := range ts {
 		r.wg.Go(func() { r.keep(ctx, t, deliver) })
 	}
@@ -103,6 +122,7 @@ func (r *transports) keep(ctx context.Context, t chat.Receiver, deliver func(con
 	failures := 0 // in a row: the backoff grows with them
 	for {
 		began := time.Now()
+		r.mark(name, func(d *transportDown) { d.restarted = began })
 		err := receiveOnce(ctx, t, deliver, log)
 		if ctx.Err() != nil {
 			return
@@ -116,6 +136,7 @@ func (r *transports) keep(ctx context.Context, t chat.Receiver, deliver func(con
 		if time.Since(began) >= r.opts.Stable {
 			failures = 0
 		}
+		r.mark(name, func(d *transportDown) { d.err, d.gone, d.restarted = err, chat.IsPermanent(err), time.Time{} })
 		if chat.IsPermanent(err) {
 			log.Error("transport stopped for good: trainbot goes on without it; fix the config and restart trainbot", "err", err)
 			r.report(name, fmt.Sprintf("⚠️ %s stopped: %v\ntrainbot goes on without it, and runs go on; fix the config and restart trainbot.", name, err))
@@ -132,6 +153,42 @@ func (r *transports) keep(ctx context.Context, t chat.Receiver, deliver func(con
 			return
 		}
 	}
+}
+
+// mark changes what /healthz knows of a transport that failed (nothing
+// for one that never did).
+func (r *transports) mark(name string, f func(d *transportDown)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.down[name]
+	if d == nil {
+		d = &transportDown{}
+	}
+	f(d)
+	if d.err != nil {
+		r.down[name] = d
+	}
+}
+
+// Up is /healthz's check of the transports: nil when none is down, else
+// which are and why. A transport is down from its failure until a Receive
+// started again has run for UpAfter; one stopped for good stays down.
+func (r *transports) Up(context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for name, d := range r.down {
+		switch {
+		case d.gone:
+			errs = append(errs, fmt.Errorf("%s stopped for good: %w", name, d.err))
+		case d.restarted.IsZero() || time.Since(d.restarted) < r.opts.UpAfter:
+			errs = append(errs, fmt.Errorf("%s failed, starting again: %w", name, d.err))
+		default:
+			delete(r.down, name)
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
 }
 
 // receiveOnce is t.Receive, with a panic turned into an error.

@@ -174,6 +174,9 @@ func TestTransportsLastingErrorLeavesTheOthersRunning(t *testing.T) {
 		t.Errorf("log:\n%s", logs.String())
 	}
 	await(t, "the console to run", func() bool { return con.started() == 1 })
+	if err := ts.Up(ctx); err == nil || !strings.Contains(err.Error(), "telegram stopped for good: ") || strings.Contains(err.Error(), "console") {
+		t.Errorf("Up = %v, want telegram down for good, and only it", err)
+	}
 	cancel()
 	if n := ts.Wait(context.Background()); n != 0 {
 		t.Fatalf("%d still running", n)
@@ -181,6 +184,25 @@ func TestTransportsLastingErrorLeavesTheOthersRunning(t *testing.T) {
 	if tg.started() != 1 {
 		t.Errorf("telegram started %d times, want 1", tg.started())
 	}
+}
+
+// TestTransportsUpForHealthz: /healthz's check says a transport is down
+// from its failure until it has run again for UpAfter.
+func TestTransportsUpForHealthz(t *testing.T) {
+	tr := &scriptedTransport{name: "telegram", results: []error{errors.New("getUpdates: connection refused")}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ts := runTransports(ctx, []chat.Receiver{tr}, nil, transportOptions{MinBackoff: 200 * time.Millisecond, UpAfter: 300 * time.Millisecond})
+	await(t, "the failure", func() bool { return ts.Up(ctx) != nil })
+	if err := ts.Up(ctx); !strings.Contains(err.Error(), "telegram failed, starting again: getUpdates: connection refused") {
+		t.Errorf("Up = %v", err)
+	}
+	await(t, "the transport to be up again", func() bool { return ts.Up(ctx) == nil })
+	if tr.started() != 2 {
+		t.Errorf("started %d times, want 2", tr.started())
+	}
+	cancel()
+	ts.Wait(context.Background())
 }
 
 func TestBackoffDoublesToItsCap(t *testing.T) {

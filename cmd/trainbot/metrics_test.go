@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/web/webtest"
+)
+
+// TestMetricsDuringARun is the acceptance of /metrics: a console with
+// [http] listen starts a real run (a Python script printing step and
+// loss); /metrics, scraped while it runs and read with the Prometheus
+// text parser, has its step and loss, passes promlint, and /healthz is
+// 200.
+func TestMetricsDuringARun(t *testing.T) {
+	cfgPath, data := writeStepsJob(t, 200, 25*time.Millisecond)
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(b), "[[jobs]]", "[http]\nlisten = \"127.0.0.1:0\"\n[[jobs]]", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, typed := io.Pipe()
+	defer typed.Close()
+	e, stdout, stderr := testEnv(t, in)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"console", "--config", cfgPath}, e) }()
+	if _, err := io.WriteString(typed, "开始\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, stdout, 0, `run #1 started`)
+
+	// The terminal chat logs to DATA/trainbot.log: the port is there.
+	addr := ""
+	rx := regexp.MustCompile(`msg="http listening: /metrics, /healthz" .*addr=(127\.0\.0\.1:\d+)`)
+	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(data, "trainbot.log"))
+		if m := rx.FindSubmatch(b); m != nil {
+			addr = string(m[1])
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no http address in the log; stderr:\n%s", stderr.String())
+	}
+
+	// Scrape until the run has a loss and is past step 20 (it prints for ~5 s).
+	var body string
+	var step, loss float64
+	var scrape time.Duration
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		began := time.Now()
+		code, b := webtest.Get(t, "http://"+addr+"/metrics")
+		scrape = time.Since(began)
+		if code != http.StatusOK {
+			t.Fatalf("GET /metrics: %d\n%s", code, b)
+		}
+		fams := webtest.Parse(t, b)
+		var ok1, ok2 bool
+		step, ok1 = webtest.Value(fams, "trainbot_run_step", map[string]string{"run": "1", "job": "steps"})
+		loss, ok2 = webtest.Value(fams, "trainbot_run_metric", map[string]string{"run": "1", "job": "steps", "name": "loss"})
+		body = b
+		if ok1 && ok2 && step >= 20 {
+			break
+		}
+	}
+	if step < 20 || step >= 200 {
+		t.Fatalf("trainbot_run_step = %g, want a step of the running run (20..199):\n%s", step, body)
+	}
+	// The script prints loss = 1/step; the scrape may fall between the
+	// step's point and the loss's, so allow one step either way.
+	if want := 1 / step; loss > 1/(step-1) || loss < 1/(step+1) {
+		t.Errorf("loss = %g at step %g, want about %g", loss, step, want)
+	}
+	t.Logf("scrape of a live run: %d bytes in %s", len(body), scrape)
+	for _, name := range []string{"trainbot_run_start_time_seconds", "trainbot_outbox_pending", "trainbot_alerts_total", "go_goroutines", "process_cpu_seconds_total"} {
+		if !strings.Contains(body, "\n"+name) {
+			t.Errorf("no %s in the scrape", name)
+		}
+	}
+	webtest.Lint(t, body)
+	if code, b := webtest.Get(t, "http://"+addr+"/healthz"); code != http.StatusOK || b != "ok\n" {
+		t.Errorf("/healthz: %d %q, want 200 ok", code, b)
+	}
+
+	// End of input: the run goes on to its end; then it is counted.
+	typed.Close()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the console did not end")
+	}
+}

@@ -1,0 +1,131 @@
+// Package web serves trainbot's HTTP endpoints on [http] listen:
+// /metrics for Prometheus (client_golang's registry over the runs, the
+// GPUs, the history and the outbox) and /healthz (200 when the store and
+// the chat transports are up, 503 with the reasons otherwise).
+//
+// It only reads: what it shows comes from functions cmd/trainbot passes
+// in, so nothing here can hold up a run, the store's writer or a chat.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check is one part of /healthz: its name ("store", "telegram") and a
+// function that returns nil when the part is up, or why it is not.
+type Check struct {
+	Name string
+	Up   func(context.Context) error
+}
+
+// Options configure a Server.
+type Options struct {
+	// Listen is the address ("127.0.0.1:9464"; port 0 picks one: Addr
+	// tells which).
+	Listen  string
+	Metrics *Metrics
+	Checks  []Check
+	Logger  *slog.Logger
+}
+
+// Server is the HTTP server. Start listens and serves in a goroutine that
+// Close stops and waits for.
+type Server struct {
+	opts Options
+	ln   net.Listener
+	srv  *http.Server
+	wg   sync.WaitGroup
+}
+
+// New returns a server that is not listening yet.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Metrics.reg, promhttp.HandlerOpts{
+			ErrorLog:      slogPrinter{o.Logger},
+			ErrorHandling: promhttp.ContinueOnError, // a bad series never hides the others
+			Timeout:       30 * time.Second,
+		}))
+	}
+	s := &Server{opts: o}
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "trainbot: /metrics (Prometheus), /healthz")
+	})
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return s
+}
+
+// Start listens on the address and serves until Close.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	s.ln = ln
+	s.opts.Logger.Info("http listening: /metrics, /healthz", "addr", ln.Addr().String())
+	s.wg.Go(func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.opts.Logger.Error("http server stopped", "err", err)
+		}
+	})
+	return nil
+}
+
+// Addr is the address listened on (after Start).
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops taking connections, lets the requests in flight finish
+// until ctx ends, and waits for the server's goroutine.
+func (s *Server) Close(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		err = errors.Join(err, s.srv.Close())
+	}
+	s.wg.Wait()
+	return err
+}
+
+// healthTimeout bounds each check of one /healthz.
+const healthTimeout = 5 * time.Second
+
+// healthz answers 200 "ok" when every check is up, else 503 with one line
+// per part that is not.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+	defer cancel()
+	var bad []string
+	for _, c := range s.opts.Checks {
+		if err := c.Up(ctx); err != nil {
+			bad = append(bad, c.Name+": "+err.Error())
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if len(bad) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, strings.Join(bad, "\n"))
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// slogPrinter is promhttp's error log on slog.
+type slogPrinter struct{ log *slog.Logger }
+
+func (p slogPrinter) Println(v ...any) {
+	p.log.Warn("metrics: " + strings.TrimSpace(fmt.Sprintln(v...)))
+}
