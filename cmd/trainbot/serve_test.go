@@ -179,4 +179,3 @@ command = ["/bin/sh", "-c", %q]
 		t.Errorf("getMe called %d times: a refused token must not be tried again", n)
 	}
 }
-
