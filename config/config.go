@@ -25,12 +25,16 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is the whole configuration.
 type Config struct {
 	// DataDir holds the SQLite database, run logs and charts.
-	DataDir  string        `toml:"data_dir"`
+	DataDir string `toml:"data_dir"`
+	// TimeZone is the zone dates are shown in (历史, runs): an IANA name
+	// such as "Asia/Shanghai"; "" is the process's (TZ).
+	TimeZone string        `toml:"time_zone"`
 	LogLevel string        `toml:"log_level"`
 	Console  ConsoleConfig `toml:"console"`
 	// Store is the data directory's privacy and retention (store.go).
@@ -330,6 +334,11 @@ func (c *Config) Validate() error {
 	if _, err := ParseLevel(c.LogLevel); err != nil {
 		add(c.ErrorAt("log_level", "%v", err))
 	}
+	if c.TimeZone != "" {
+		if _, err := time.LoadLocation(c.TimeZone); err != nil {
+			add(c.ErrorAt("time_zone", "%q is not a time zone: want an IANA name such as \"Asia/Shanghai\" (%v)", c.TimeZone, err))
+		}
+	}
 	errs = append(errs, c.validateStore()...)
 	errs = append(errs, c.validatePlots()...)
 	errs = append(errs, c.validateGPU()...)
@@ -354,6 +363,16 @@ func (c *Config) Validate() error {
 		return errs
 	}
 	return nil
+}
+
+// Location is the time zone dates are shown in (time_zone, else TZ).
+func (c *Config) Location() *time.Location {
+	if c.TimeZone != "" {
+		if loc, err := time.LoadLocation(c.TimeZone); err == nil {
+			return loc
+		}
+	}
+	return time.Local
 }
 
 // ParseLevel reads a log level: debug, info, warn, error.

@@ -18,7 +18,7 @@ var _ trainer.Recorder = (*Store)(nil)
 
 const runColumns = `id, job, params, command, state, outcome, detail, exit_code, pid, supervisor_pid,
 	started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-	peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, log_offset, metrics_offset, slurm_job_id, node`
+	peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, log_offset, metrics_offset, slurm_job_id, node, note`
 
 // CreateRun inserts a run and returns its id.
 func (s *Store) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
@@ -28,18 +28,30 @@ func (s *Store) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO runs(job, params, command, state, outcome, detail, exit_code, pid,
 		supervisor_pid, started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node, note) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
-		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node)
+		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.Note)
 	if err != nil {
 		return 0, fmt.Errorf("create run: %w", err)
 	}
 	return res.LastInsertId()
 }
 
+// SetNote sets a run's note ("" removes it).
+func (s *Store) SetNote(ctx context.Context, id int64, note string) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET note = ? WHERE id = ?`, note, id)
+	if err != nil {
+		return fmt.Errorf("note run %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("note run %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
 // UpdateRun writes every field of an existing run but its read offsets
-// (SetOffsets keeps those, in step with the points).
+// (SetOffsets keeps those, in step with the points) and its note (SetNote).
 func (s *Store) UpdateRun(ctx context.Context, r *trainer.Run) error {
 	params, command, err := encodeRun(r)
 	if err != nil {
@@ -130,7 +142,7 @@ func scanRun(sc scanner) (*trainer.Run, error) {
 	)
 	err := sc.Scan(&r.ID, &r.Job, &params, &command, &state, &outcome, &r.Detail, &exit, &r.PID, &r.Supervisor,
 		&started, &ended, &r.LogPath, &r.StartedBy, &r.Origin, &r.StoppedBy, &r.Steps, &r.Total, &peakGPU, &peakH, &retryOf,
-		&r.Runner, &r.LogOffset, &r.MetricsOffset, &slurmJob, &r.Node)
+		&r.Runner, &r.LogOffset, &r.MetricsOffset, &slurmJob, &r.Node, &r.Note)
 	if err != nil {
 		return nil, err
 	}

@@ -380,6 +380,21 @@ CREATE TABLE event_files (
 	PRIMARY KEY (run_id, path)
 ) WITHOUT ROWID;
 `,
+	// 9: what a daily user misses: a note per run, and the queue of
+	// start requests waiting for their job's lock (开始 while it is held).
+	`
+ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT '';
+CREATE TABLE queue (
+	id INTEGER PRIMARY KEY,
+	job TEXT NOT NULL,
+	params TEXT NOT NULL DEFAULT '{}',
+	note TEXT NOT NULL DEFAULT '',
+	requested_by TEXT NOT NULL,
+	user_id TEXT NOT NULL DEFAULT '',
+	origin TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL
+);
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

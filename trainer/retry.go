@@ -136,7 +136,7 @@ func (s *Supervisor) retryAfterOOM(r *Run, job *Job, rt *Retry, oom *OOM) {
 	params := maps.Clone(r.Params)
 	params[rt.Param] = rt.Next
 	req := StartRequest{
-		Job: job.Name, Params: params, Origin: r.Origin, RetryOf: r.ID, attempt: rt.Attempt + 1, prevOOM: oom, prevSteps: r.Steps,
+		Job: job.Name, Params: params, Origin: r.Origin, RetryOf: r.ID, Note: r.Note, attempt: rt.Attempt + 1, prevOOM: oom, prevSteps: r.Steps,
 		By: fmt.Sprintf("on_oom, retry %d/%d of run #%d", rt.Attempt+1, rt.Limit, r.ID),
 	}
 	next, err := s.Start(context.Background(), req)

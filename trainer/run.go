@@ -108,6 +108,10 @@ type Run struct {
 	PeakGPUMem  *int64 // bytes; nil when no GPU was sampled
 	PeakHostMem *int64 // bytes; nil when not sampled
 
+	// Note is what the user wrote about the run (开始 … 备注 text, 备注 N
+	// text); set by CreateRun and SetNote only.
+	Note string
+
 	// RetryOf is the run this one retries after it ran out of memory
 	// (the job's on_oom), 0 if none.
 	RetryOf int64

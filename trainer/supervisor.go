@@ -129,6 +129,7 @@ type StartRequest struct {
 	Params map[string]string // name=value as typed by the user
 	By     string            // who asked, for the record
 	Origin string            // the chat that asked ("telegram:123"), for notices
+	Note   string            // the run's note, "" for none
 
 	// RetryOf is the run that ran out of memory and is retried (on_oom).
 	RetryOf   int64
@@ -336,7 +337,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	now := time.Now()
 	run := &Run{
 		Job: job.Name, Params: params, ParamTypes: job.paramTypes(), State: StateRunning, Outcome: OutcomeRunning, Runner: job.Runner,
-		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf,
+		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf, Note: req.Note,
 	}
 	argv, env := job.Argv(params)
 	run.Command = argv

@@ -26,6 +26,7 @@ var Commands = []Command{
 	{Name: "log", Chinese: "日志", Args: "[n]", Help: "last n lines of output", HelpZH: "最近的输出"},
 	{Name: "runs", Chinese: "历史", Args: "[n]", Help: "recent runs with outcome and final loss", HelpZH: "历史记录"},
 	{Name: "compare", Chinese: "对比", Args: "A B [C…] [metric]", Help: "compare runs: table and overlaid curves", HelpZH: "对比训练"},
+	{Name: "note", Chinese: "备注", Args: "N text", Help: "note on run N (shown in 历史, runs and 对比); 开始 … 备注 text notes a new run", HelpZH: "给训练加备注", Operator: true},
 	{Name: "jobs", Chinese: "任务", Help: "configured jobs and their parameters", HelpZH: "任务列表"},
 	{Name: "audit", Chinese: "审计", Args: "[n]", Help: "who sent which command, allowed or refused, and the run it touched", HelpZH: "操作审计记录", Operator: true},
 	{Name: "subscribe", Chinese: "订阅", Help: "progress pushes on for this chat", HelpZH: "订阅进度推送"},

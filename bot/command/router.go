@@ -42,6 +42,7 @@ type History interface {
 	AuditRun(ctx context.Context, id, runID int64) error
 	AuditLog(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error)
 	SetSubscribed(ctx context.Context, transport string, chat int64, on bool) error
+	SetNote(ctx context.Context, id int64, note string) error
 }
 
 var (
@@ -103,12 +104,24 @@ type Router struct {
 	// ConfirmStop, for a transport name, makes 停止 ask for confirmation with
 	// buttons before stopping (transports with buttons).
 	ConfirmStop map[string]bool
+	// Location is the time zone dates are shown in; nil: the process's
+	// (TZ).
+	Location *time.Location
 	// GPU answers 显卡 when set; without it the command says so.
 	GPU func(ctx context.Context) chat.Reply
 }
 
 // maxText is the longest message the router reads.
 const maxText = 4096
+
+// now is the time in the configured zone (Location), which dates are
+// shown in.
+func (r *Router) now() time.Time {
+	if r.Location != nil {
+		return time.Now().In(r.Location)
+	}
+	return time.Now()
+}
 
 func (r *Router) log() *slog.Logger {
 	if r.Logger == nil {
@@ -230,6 +243,8 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed) ch
 		return r.compare(ctx, p.Args)
 	case "audit":
 		return r.auditLog(ctx, p.Args)
+	case "note":
+		return r.note(ctx, p.Args)
 	}
 	return chat.Reply{Text: HelpText()}
 }
@@ -249,7 +264,62 @@ func HelpText() string {
 	return b.String()
 }
 
+// noteWords start a run's note in 开始's arguments: the rest of the line
+// is the note ("开始 mlp bs=32 备注 checkpointing on", "备注:…", "note: …",
+// "-- …").
+var noteWords = []string{"备注", "备注:", "备注：", "note", "note:", "--"}
+
+// splitNote separates a note from 开始's arguments.
+func splitNote(args []string) (rest []string, note string) {
+	for i, a := range args {
+		low := strings.ToLower(a)
+		if slices.Contains(noteWords, low) {
+			return args[:i], cleanNote(strings.Join(args[i+1:], " "))
+		}
+		for _, w := range []string{"备注:", "备注：", "note:"} {
+			if strings.HasPrefix(low, w) {
+				return args[:i], cleanNote(a[len(w):] + " " + strings.Join(args[i+1:], " "))
+			}
+		}
+	}
+	return args, ""
+}
+
+// maxNote bounds a note (runes).
+const maxNote = 500
+
+func cleanNote(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.Trim(s, `"'“”「」`)
+	if r := []rune(s); len(r) > maxNote {
+		s = string(r[:maxNote]) + "…"
+	}
+	return strings.TrimSpace(s)
+}
+
+// note answers 备注 N text.
+func (r *Router) note(ctx context.Context, args []string) chat.Reply {
+	if len(args) < 1 {
+		return chat.Reply{Text: "备注 takes a run and a text, e.g. 备注 12 checkpointing on (备注 12 alone removes the note)."}
+	}
+	id, err := strconv.ParseInt(strings.TrimPrefix(args[0], "#"), 10, 64)
+	if err != nil || id <= 0 {
+		return chat.Reply{Text: fmt.Sprintf("%q is not a run number: 备注 N text, e.g. 备注 12 checkpointing on.", args[0])}
+	}
+	text := cleanNote(strings.Join(args[1:], " "))
+	if err := r.History.SetNote(ctx, id, text); errors.Is(err, store.ErrNotFound) {
+		return chat.Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
+	} else if err != nil {
+		return chat.Reply{Text: "Could not save the note: " + err.Error()}
+	}
+	if text == "" {
+		return chat.Reply{Text: fmt.Sprintf("📝 run #%d has no note now.", id), RunID: id}
+	}
+	return chat.Reply{Text: fmt.Sprintf("📝 run #%d: %s", id, text), RunID: id}
+}
+
 func (r *Router) train(ctx context.Context, m chat.Message, args []string) chat.Reply {
+	args, note := splitNote(args)
 	jobName := ""
 	params := map[string]string{}
 	var bad, twice []string
@@ -293,7 +363,7 @@ func (r *Router) train(ctx context.Context, m chat.Message, args []string) chat.
 		}
 		return chat.Reply{Text: "Not started: " + strings.Join(problems, "; ") + ".\nSend 任务 (/jobs) for the parameters."}
 	}
-	run, err := r.Trainer.Start(ctx, trainer.StartRequest{Job: jobName, Params: params, By: who(m), Origin: m.ChatKey().String()})
+	run, err := r.Trainer.Start(ctx, trainer.StartRequest{Job: jobName, Params: params, By: who(m), Origin: m.ChatKey().String(), Note: note})
 	var busy *trainer.BusyError
 	var startErr *trainer.StartError
 	switch {
@@ -320,6 +390,9 @@ func (r *Router) train(ctx context.Context, m chat.Message, args []string) chat.
 	text := fmt.Sprintf("▶️ run #%d started: %s", run.ID, run.Job)
 	if len(run.Params) > 0 {
 		text += " " + render.ParamsText(run.Params)
+	}
+	if run.Note != "" {
+		text += "\n📝 " + run.Note
 	}
 	if run.SlurmJobID != "" {
 		text += fmt.Sprintf("\nSlurm job %s · log %s", run.SlurmJobID, run.LogPath)
@@ -644,7 +717,7 @@ func (r *Router) runs(ctx context.Context, args []string) chat.Reply {
 	b.WriteString("Recent runs:\n")
 	for _, run := range runs {
 		last, _ := r.History.LastValues(ctx, run.ID)
-		b.WriteString(render.RunLine(run, last, time.Now()) + "\n")
+		b.WriteString(render.RunLine(run, last, r.now()) + "\n")
 	}
 	return chat.Reply{Text: strings.TrimRight(b.String(), "\n")}
 }

@@ -291,3 +291,37 @@ func TestScheduledReportAndStart(t *testing.T) {
 		t.Errorf("%d runs, want 1", n)
 	}
 }
+
+// A run's note: given with 开始, changed with 备注, shown in 历史, 状态 of an
+// ended run and 对比; dates in the configured zone.
+func TestNotesAndDates(t *testing.T) {
+	e := newEnv(t)
+	shanghai, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Skip("no tzdata:", err)
+	}
+	e.r.Location = shanghai
+	got := e.say(operator, "开始 train steps=3 备注 checkpointing on")
+	mustContain(t, got, "run #1 started", "📝 checkpointing on")
+	if _, err := e.sup.WaitRun(context.Background(), 1); err != nil && !errors.Is(err, trainer.ErrNotRunning) {
+		t.Fatal(err)
+	}
+	r, err := e.st.Run(context.Background(), 1)
+	if err != nil || r.Note != "checkpointing on" || r.Params["steps"] != "3" {
+		t.Fatalf("stored %+v %v", r, err)
+	}
+	e.say(operator, `开始 train steps=2 note: "no checkpointing"`)
+	if _, err := e.sup.WaitRun(context.Background(), 2); err != nil && !errors.Is(err, trainer.ErrNotRunning) {
+		t.Fatal(err)
+	}
+	hist := e.say(operator, "历史")
+	date := r.StartedAt.In(shanghai).Format("01-02 15:04")
+	mustContain(t, hist, "#1 train finished", date, "📝 checkpointing on", "📝 no checkpointing")
+	mustContain(t, e.say(operator, "备注 2 baseline, batch 64"), "📝 run #2: baseline, batch 64")
+	mustContain(t, e.say(operator, "状态 2"), "📝 baseline, batch 64")
+	mustContain(t, e.say(operator, "对比 1 2"), "📝 checkpointing on", "📝 baseline, batch 64")
+	mustContain(t, e.say(operator, "备注 9 x"), "no run #9")
+	mustContain(t, e.say(operator, "备注 x y"), `"x" is not a run number`)
+	mustContain(t, e.say(operator, "备注 2"), "run #2 has no note now")
+	mustContain(t, e.say(viewer, "备注 1 mine"), "operator")
+}

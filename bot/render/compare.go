@@ -149,7 +149,11 @@ func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric str
 		if jobsDiffer {
 			label += " " + r.Job
 		}
-		if len(differs[i]) > 0 {
+		switch {
+		case r.Note != "":
+			// The note says what the run was: the column head.
+			label += " " + Clip(r.Note, 40)
+		case len(differs[i]) > 0:
 			label += " " + Clip(strings.Join(differs[i], " "), 40)
 		}
 		series = append(series, plots.Series{Name: label, Points: toXY(pts, r.StartedAt, xTime)})
@@ -282,6 +286,9 @@ func (c Comparison) Text() string {
 	for i, s := range c.Runs {
 		r := s.Run
 		fmt.Fprintf(&b, "%s #%d %s · %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome)
+		if r.Note != "" {
+			b.WriteString(" · 📝 " + r.Note)
+		}
 		if len(s.Differs) > 0 {
 			b.WriteString(" · " + strings.Join(s.Differs, " "))
 		}

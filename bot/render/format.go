@@ -164,6 +164,9 @@ func OutcomeIcon(o trainer.Outcome) string {
 func EndedText(r *trainer.Run, last map[string]float64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s run #%d · %s · %s after %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, FormatDuration(r.Duration(time.Now())))
+	if r.Note != "" {
+		b.WriteString("\n📝 " + r.Note)
+	}
 	if r.Steps > 0 {
 		if r.Total > 0 {
 			fmt.Fprintf(&b, " · step %d/%d", r.Steps, r.Total)
@@ -184,8 +187,11 @@ func EndedText(r *trainer.Run, last map[string]float64) string {
 }
 
 // RunLine is one line of the history: "✅ #12 demo finished 30s 1500 steps loss 0.0172".
+//
+// The start is shown in now's time zone: "12-01 09:30" (with the year when
+// it is not now's).
 func RunLine(r *trainer.Run, last map[string]float64, now time.Time) string {
-	s := fmt.Sprintf("%s #%d %s %s %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, FormatDuration(r.Duration(now)))
+	s := fmt.Sprintf("%s #%d %s %s %s · %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, FormatDuration(r.Duration(now)), StartedText(r.StartedAt, now))
 	if r.Steps > 0 {
 		s += fmt.Sprintf(" · %d steps", r.Steps)
 	}
@@ -200,7 +206,20 @@ func RunLine(r *trainer.Run, last map[string]float64, now time.Time) string {
 	if r.RetryOf != 0 {
 		s += fmt.Sprintf(" · retry of #%d", r.RetryOf)
 	}
+	if r.Note != "" {
+		s += " · 📝 " + r.Note
+	}
 	return s
+}
+
+// StartedText is when a run started, in now's time zone: "12-01 09:30", or
+// "2025-12-01 09:30" in another year.
+func StartedText(t, now time.Time) string {
+	t = t.In(now.Location())
+	if t.Year() != now.Year() {
+		return t.Format("2006-01-02 15:04")
+	}
+	return t.Format("01-02 15:04")
 }
 
 // JobsText lists the jobs and their parameters.

@@ -52,7 +52,7 @@ func cmdAudit(ctx context.Context, args []string, e env) int {
 		}
 		f.User = &id
 	}
-	st, dataDir, code := openHistory(e, cf)
+	st, cfg, code := openHistory(e, cf)
 	if st == nil {
 		return code
 	}
@@ -74,7 +74,7 @@ func cmdAudit(ctx context.Context, args []string, e env) int {
 		return printJSON(e, out)
 	}
 	if len(entries) == 0 {
-		fmt.Fprintf(e.stdout, "no commands recorded in %s\n", dataDir)
+		fmt.Fprintf(e.stdout, "no commands recorded in %s\n", cfg.DataDir)
 		return exitOK
 	}
 	for _, a := range entries {

@@ -159,7 +159,7 @@ func TestDemoAcceptance(t *testing.T) {
 		t.Fatalf("got %d runs, want 1", len(runs))
 	}
 	r := runs[0]
-	for _, k := range []string{"id", "job", "state", "outcome", "exit_code", "started_at", "ended_at", "params", "steps", "last"} {
+	for _, k := range []string{"id", "job", "state", "outcome", "exit_code", "started_at", "ended_at", "params", "steps", "last", "note"} {
 		if _, ok := r[k]; !ok {
 			t.Errorf("run JSON lacks %q", k)
 		}

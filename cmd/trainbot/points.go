@@ -43,12 +43,12 @@ func cmdPoints(ctx context.Context, args []string, e env) int {
 	if *asJSON && *asCSV {
 		return usageError(fs, e, "--json or --csv, not both")
 	}
-	st, dataDir, code := openHistory(e, cf)
+	st, cfg, code := openHistory(e, cf)
 	if st == nil {
 		return code
 	}
 	defer st.Close()
-	r, code := loadRun(ctx, e, st, dataDir, id)
+	r, code := loadRun(ctx, e, st, cfg.DataDir, id)
 	if r == nil {
 		return code
 	}

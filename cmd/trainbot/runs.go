@@ -13,6 +13,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -39,11 +40,12 @@ type runJSON struct {
 	PID              int                 `json:"pid"`
 	Command          []string            `json:"command"`
 	LogPath          string              `json:"log_path"`
-	RetryOf          *int64              `json:"retry_of"`           // the run this one retried after out-of-memory (on_oom); null if none
-	Runner           string              `json:"runner"`             // "local": a trainbot shim on this host owns the run's processes; "slurm": a Slurm batch job
-	SupervisorPID    int                 `json:"supervisor_pid"`     // that shim's pid (0 for Slurm runs)
-	SlurmJobID       *string             `json:"slurm_job_id"`       // the Slurm job; null for local runs
-	Node             string              `json:"node"`               // where a Slurm run runs (Slurm's NodeList); "" for local runs and before it starts
+	RetryOf          *int64              `json:"retry_of"`       // the run this one retried after out-of-memory (on_oom); null if none
+	Runner           string              `json:"runner"`         // "local": a trainbot shim on this host owns the run's processes; "slurm": a Slurm batch job
+	SupervisorPID    int                 `json:"supervisor_pid"` // that shim's pid (0 for Slurm runs)
+	SlurmJobID       *string             `json:"slurm_job_id"`   // the Slurm job; null for local runs
+	Node             string              `json:"node"`
+	Note             string              `json:"note"`               // what the user wrote about the run ("" for none)               // where a Slurm run runs (Slurm's NodeList); "" for local runs and before it starts
 	Attached         *bool               `json:"attached,omitempty"` // runs show, a running run: a trainbot observes it now
 }
 
@@ -54,7 +56,7 @@ func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 		Params: r.TypedParams(), Steps: r.Steps, TotalSteps: r.Total, Last: map[string]*float64{},
 		PeakGPUMemBytes: r.PeakGPUMem, PeakHostMemBytes: r.PeakHostMem,
 		StartedBy: r.StartedBy, StoppedBy: r.StoppedBy, PID: r.PID, Command: r.Command, LogPath: r.LogPath,
-		Runner: def(r.Runner, trainer.RunnerLocal), SupervisorPID: r.Supervisor, Node: r.Node,
+		Runner: def(r.Runner, trainer.RunnerLocal), SupervisorPID: r.Supervisor, Node: r.Node, Note: r.Note,
 	}
 	if r.SlurmJobID != "" {
 		id := r.SlurmJobID
@@ -107,12 +109,13 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 	default:
 		return usageError(fs, e, "unexpected argument %q", pos[0])
 	}
-	st, dataDir, code := openHistory(e, cf)
+	st, cfg, code := openHistory(e, cf)
 	if st == nil {
 		return code
 	}
 	defer st.Close()
-	now := time.Now()
+	dataDir := cfg.DataDir
+	now := time.Now().In(cfg.Location())
 	if showID != 0 {
 		r, code := loadRun(ctx, e, st, dataDir, showID)
 		if r == nil {
@@ -191,13 +194,13 @@ func printJSON(e env, v any) int {
 
 // openStore opens the store of an existing data directory.
 // openHistory loads the config of cf and opens its data directory's store.
-func openHistory(e env, cf configFlags) (st *store.Store, dataDir string, code int) {
-	cfg, _, code := cf.load(e)
+func openHistory(e env, cf configFlags) (st *store.Store, cfg *config.Config, code int) {
+	cfg, _, code = cf.load(e)
 	if cfg == nil {
-		return nil, "", code
+		return nil, nil, code
 	}
 	st, code = openStore(e, cfg.DataDir)
-	return st, cfg.DataDir, code
+	return st, cfg, code
 }
 
 func openStore(e env, dir string) (*store.Store, int) {
