@@ -93,6 +93,9 @@ type JobConfig struct {
 	MaxLogSize  ByteSize               `toml:"max_log_size"`
 	TailLines   int                    `toml:"tail_lines"`
 	OnOOM       *OnOOMConfig           `toml:"on_oom"`
+	// MaxQueue bounds the start requests of the job waiting in the queue
+	// (排队); default 10.
+	MaxQueue int `toml:"max_queue"`
 	// TensorBoard is a directory of TensorBoard event files the run
 	// writes, relative to Dir; parameters expand ("runs/{run_name}").
 	TensorBoard string `toml:"tensorboard"`
@@ -406,6 +409,9 @@ func (c *Config) validateJob(i int) Errors {
 	}
 	if jc.NaNAfter < 0 {
 		errs = append(errs, c.ErrorAt(key+".nan_after", "cannot be negative"))
+	}
+	if jc.MaxQueue < 0 || jc.MaxQueue > 1000 {
+		errs = append(errs, c.ErrorAt(key+".max_queue", "want 1..1000 (default 10), got %d", jc.MaxQueue))
 	}
 	if jc.TailLines < 0 || jc.TailLines > 100000 {
 		errs = append(errs, c.ErrorAt(key+".tail_lines", "want 1..100000, got %d", jc.TailLines))

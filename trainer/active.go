@@ -51,10 +51,11 @@ type active struct {
 	detachOnce sync.Once
 	done       chan struct{} // closed when the run has ended (or the bot detached)
 	log        *slog.Logger
-	attempt    int   // on_oom: this run is the attempt-th retry (0: not a retry)
-	prevOOM    *OOM  // on_oom: what the run this one retries failed to allocate (nil: unknown)
-	prevSteps  int64 // and at which step
-	nanWatch   bool  // a loss is NaN: lines without points count toward nan_after too
+	attempt    int         // on_oom: this run is the attempt-th retry (0: not a retry)
+	prevOOM    *OOM        // on_oom: what the run this one retries failed to allocate (nil: unknown)
+	prevSteps  int64       // and at which step
+	queued     *QueueEntry // the queue entry this run was started from
+	nanWatch   bool        // a loss is NaN: lines without points count toward nan_after too
 
 	// The replay of lines the bot had already stored before a restart:
 	// they rebuild the parser's state but store no point and raise no alert.
@@ -567,6 +568,7 @@ func (a *active) finish(end *runEnd) {
 	}
 	a.sup.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom})
 	a.sup.retryAfterOOM(st2.Run, a.job, retry, oom)
+	a.sup.StartQueued(context.Background())
 }
 
 // oomSoFar is the out-of-memory error the run has printed, nil if none.

@@ -77,6 +77,10 @@ type Job struct {
 	// sbatch, with the Slurm options).
 	Runner string
 	Slurm  slurm.Options
+
+	// MaxQueue bounds the start requests of this job waiting in the queue
+	// (排队); 0: DefaultMaxQueue.
+	MaxQueue int
 }
 
 // Job defaults.
@@ -125,6 +129,9 @@ func (j *Job) Normalize() error {
 	}
 	if j.TailLines <= 0 {
 		j.TailLines = DefaultTailLines
+	}
+	if j.MaxQueue <= 0 {
+		j.MaxQueue = DefaultMaxQueue
 	}
 	if j.MaxLogBytes == 0 {
 		j.MaxLogBytes = DefaultMaxLogBytes

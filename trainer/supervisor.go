@@ -97,6 +97,7 @@ const (
 	EventAttached EventKind = "attached" // a trainbot observes a run again that an earlier one started
 	EventAlert    EventKind = "alert"
 	EventEnded    EventKind = "ended"
+	EventQueue    EventKind = "queue" // a queued start request was dropped (Event.Queue says why)
 )
 
 // Event is published to listeners when a run starts, raises an alert while
@@ -110,6 +111,10 @@ type Event struct {
 	Job    *Job   // the run's job (shared: read only); set by the supervisor
 	Retry  *Retry // EventEnded of a job with on_oom: what it did; nil otherwise
 	OOM    *OOM   // EventEnded out of memory: what the output said; nil when it said nothing
+	// Queued is the queue entry a run was started from (EventStarted: its
+	// requester has had no answer yet); nil for a run started at once.
+	Queued *QueueEntry
+	Queue  *QueueNotice // EventQueue
 }
 
 // Alert is raised while a run is still going.
@@ -133,9 +138,10 @@ type StartRequest struct {
 
 	// RetryOf is the run that ran out of memory and is retried (on_oom).
 	RetryOf   int64
-	attempt   int   // the how-manieth on_oom retry this is
-	prevOOM   *OOM  // what the run it retries failed to allocate
-	prevSteps int64 // and at which step
+	attempt   int         // the how-manieth on_oom retry this is
+	queued    *QueueEntry // the queue entry this start comes from
+	prevOOM   *OOM        // what the run it retries failed to allocate
+	prevSteps int64       // and at which step
 }
 
 // Options configure a Supervisor.
@@ -161,6 +167,9 @@ type Options struct {
 	// variable but the run's own (EnvRunID…). A job that needs one sets
 	// it in its Env.
 	SecretEnv []string
+	// Queue keeps start requests waiting for their job's lock (排队); nil:
+	// no queue.
+	Queue QueueStore
 }
 
 // Supervisor starts, watches and stops runs. At most one run holds each
@@ -172,6 +181,7 @@ type Supervisor struct {
 	log  *slog.Logger
 
 	startMu   sync.Mutex // serialises Start
+	queueMu   sync.Mutex // serialises changes of the queue
 	mu        sync.Mutex
 	active    map[string]*active // by lock name
 	closing   bool
@@ -389,7 +399,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		handed = true // the run's observer holds the job's lock until the run ends
 		a := newActive(s, job, run, runDir)
 		a.runner = newSlurmRunner(a, lock)
-		a.obs, a.attempt, a.prevOOM, a.prevSteps = obs, req.attempt, req.prevOOM, req.prevSteps
+		a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
 		log.Info("run submitted to Slurm", "slurm_job", sid, "argv", shim.QuoteArgv(argv))
 		return s.register(a), nil
 	}
@@ -415,7 +425,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	}
 	a := newActive(s, job, run, runDir)
 	a.runner = newShimRunner(a, h)
-	a.obs, a.attempt, a.prevOOM, a.prevSteps = obs, req.attempt, req.prevOOM, req.prevSteps
+	a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
 	log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shim.QuoteArgv(argv))
 	return s.register(a), nil
 }
@@ -429,7 +439,7 @@ func (s *Supervisor) register(a *active) *Run {
 	s.wg.Add(1)
 	go a.observe()
 	st := a.status()
-	s.publish(Event{Kind: EventStarted, Run: st.Run.Clone(), Status: &st})
+	s.publish(Event{Kind: EventStarted, Run: st.Run.Clone(), Status: &st, Queued: a.queued})
 	return st.Run
 }
 
@@ -702,6 +712,7 @@ func (s *Supervisor) Resume(ctx context.Context) error {
 	if err := s.adopt(ctx); err != nil {
 		return fmt.Errorf("find runs left running: %w", err)
 	}
+	s.StartQueued(ctx) // requests queued before a restart
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -715,6 +726,7 @@ func (s *Supervisor) Resume(ctx context.Context) error {
 				if err := s.adopt(context.Background()); err != nil {
 					s.log.Warn("look for runs left running", "err", err)
 				}
+				s.StartQueued(context.Background())
 			}
 		}
 	}()

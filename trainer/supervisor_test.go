@@ -45,7 +45,7 @@ func newHarnessWith(t *testing.T, dir string, opts trainer.Options, jobs ...*tra
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Jobs, opts.Recorder, opts.DataDir, opts.DrainTimeout = jobs, st, dir, 500*time.Millisecond
+	opts.Jobs, opts.Recorder, opts.DataDir, opts.DrainTimeout, opts.Queue = jobs, st, dir, 500*time.Millisecond, st
 	sup, err := trainer.New(context.Background(), opts)
 	if err != nil {
 		st.Close()

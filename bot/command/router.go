@@ -27,6 +27,9 @@ type Trainer interface {
 	Active() []trainer.Status
 	Status(runID int64) (trainer.Status, error)
 	Tail(runID int64, n int) ([]string, error)
+	Enqueue(ctx context.Context, req trainer.StartRequest, userID string) (trainer.QueueEntry, int, error)
+	Queued(ctx context.Context) ([]trainer.QueueEntry, error)
+	CancelQueued(ctx context.Context, id int64, userID string, operator bool) (trainer.QueueEntry, error)
 }
 
 // History is what the router needs of the store.
@@ -245,6 +248,18 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed) ch
 		return r.auditLog(ctx, p.Args)
 	case "note":
 		return r.note(ctx, p.Args)
+	case "queue":
+		if len(p.Args) == 0 && p.Word != "排队" {
+			return r.queueList(ctx)
+		}
+		if r.Access.Role(m) < RoleOperator {
+			return chat.Reply{Text: fmt.Sprintf("Viewers can look at the queue (队列) but not add to it. Your user id is %d: the owner can add it to [auth] operators.", m.User.ID)}
+		}
+		return r.enqueue(ctx, m, p.Args)
+	case "queued":
+		return r.queueList(ctx)
+	case "cancel":
+		return r.cancelQueued(ctx, m, p.Args)
 	}
 	return chat.Reply{Text: HelpText()}
 }
@@ -318,10 +333,15 @@ func (r *Router) note(ctx context.Context, args []string) chat.Reply {
 	return chat.Reply{Text: fmt.Sprintf("📝 run #%d: %s", id, text), RunID: id}
 }
 
-func (r *Router) train(ctx context.Context, m chat.Message, args []string) chat.Reply {
-	args, note := splitNote(args)
-	jobName := ""
-	params := map[string]string{}
+// maxButtonData is the most bytes a button's data may have (Telegram's
+// callback_data limit).
+const maxButtonData = 64
+
+// startArgs reads 开始's (and 排队's) arguments: [job] [k=v…] [备注 text].
+// problem is the refusal when they cannot be read.
+func (r *Router) startArgs(args []string) (jobName string, params map[string]string, note, problem string) {
+	args, note = splitNote(args)
+	params = map[string]string{}
 	var bad, twice []string
 	for i, a := range args {
 		k, v, ok := strings.Cut(a, "=")
@@ -344,37 +364,51 @@ func (r *Router) train(ctx context.Context, m chat.Message, args []string) chat.
 		}
 		params[k] = v
 	}
-	if len(bad) > 0 || len(twice) > 0 {
-		// Say first what is wrong with the values read ("1;rm" of
-		// batch_size=1;rm -rf /), then what could not be read at all.
-		var problems []string
-		if job := r.job(jobName); job != nil {
-			if _, err := job.ResolveParams(params); err != nil {
-				for _, e := range unwrapJoined(err) {
-					if pe := (*trainer.ParamError)(nil); errors.As(e, &pe) && pe.Given {
-						problems = append(problems, e.Error())
-					}
+	if len(bad) == 0 && len(twice) == 0 {
+		return jobName, params, note, ""
+	}
+	// Say first what is wrong with the values read ("1;rm" of
+	// batch_size=1;rm -rf /), then what could not be read at all.
+	var problems []string
+	if job := r.job(jobName); job != nil {
+		if _, err := job.ResolveParams(params); err != nil {
+			for _, e := range unwrapJoined(err) {
+				if pe := (*trainer.ParamError)(nil); errors.As(e, &pe) && pe.Given {
+					problems = append(problems, e.Error())
 				}
 			}
 		}
-		problems = append(problems, twice...)
-		if len(bad) > 0 {
-			problems = append(problems, fmt.Sprintf("I could not read %s: parameters are written name=value without spaces, e.g. 开始 batch_size=32", strings.Join(bad, " ")))
-		}
-		return chat.Reply{Text: "Not started: " + strings.Join(problems, "; ") + ".\nSend 任务 (/jobs) for the parameters."}
+	}
+	problems = append(problems, twice...)
+	if len(bad) > 0 {
+		problems = append(problems, fmt.Sprintf("I could not read %s: parameters are written name=value without spaces, e.g. 开始 batch_size=32", strings.Join(bad, " ")))
+	}
+	return "", nil, "", "Not started: " + strings.Join(problems, "; ") + ".\nSend 任务 (/jobs) for the parameters."
+}
+
+func (r *Router) train(ctx context.Context, m chat.Message, rawArgs []string) chat.Reply {
+	jobName, params, note, problem := r.startArgs(rawArgs)
+	if problem != "" {
+		return chat.Reply{Text: problem}
 	}
 	run, err := r.Trainer.Start(ctx, trainer.StartRequest{Job: jobName, Params: params, By: who(m), Origin: m.ChatKey().String(), Note: note})
 	var busy *trainer.BusyError
 	var startErr *trainer.StartError
 	switch {
 	case errors.As(err, &busy):
+		queue := "排队 " + strings.Join(rawArgs, " ")
+		hint := fmt.Sprintf(" Send 停止 to stop it first, or %s to start this when it ends.", strings.TrimSpace(queue))
+		var buttons [][]chat.Button
+		if data := "/queue " + strings.Join(rawArgs, " "); len(data) <= maxButtonData {
+			buttons = [][]chat.Button{{{Label: "排队 Queue", Data: strings.TrimSpace(data)}}}
+		}
 		if busy.Active != nil {
 			return chat.Reply{
-				Text:    fmt.Sprintf("Not started: run #%d (%s) is already running — %s. Send 停止 to stop it first.", busy.Active.Run.ID, busy.Active.Run.Job, busy.Active.Brief()),
-				Buttons: render.StartButtons(), RunID: busy.Active.Run.ID,
+				Text:    fmt.Sprintf("Not started: run #%d (%s) is already running — %s.", busy.Active.Run.ID, busy.Active.Run.Job, busy.Active.Brief()) + hint,
+				Buttons: append(buttons, render.StartButtons()...), RunID: busy.Active.Run.ID,
 			}
 		}
-		return chat.Reply{Text: "Not started: " + busy.Other}
+		return chat.Reply{Text: "Not started: " + busy.Other + "." + hint, Buttons: buttons}
 	case errors.As(err, &startErr):
 		return chat.Reply{Text: fmt.Sprintf("❌ run #%d could not start: %v", startErr.Run.ID, startErr.Err), RunID: startErr.Run.ID}
 	case errors.Is(err, trainer.ErrBadParam):

@@ -47,7 +47,7 @@ func newEnv(t *testing.T) *env {
 		Params:    map[string]trainer.ParamSpec{"steps": {Type: trainer.ParamInt, Default: "100", HasDefault: true, Min: &min1}},
 		StopGrace: time.Second, KillGrace: time.Second,
 	}
-	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: []*trainer.Job{j}, Recorder: st, DataDir: dir})
+	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: []*trainer.Job{j}, Recorder: st, DataDir: dir, Queue: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,4 +324,51 @@ func TestNotesAndDates(t *testing.T) {
 	mustContain(t, e.say(operator, "备注 x y"), `"x" is not a run number`)
 	mustContain(t, e.say(operator, "备注 2"), "run #2 has no note now")
 	mustContain(t, e.say(viewer, "备注 1 mine"), "operator")
+}
+
+// 开始 while the job runs offers to queue; queued starts run in order when
+// the lock frees, each telling nobody twice; viewers look, operators and
+// owners cancel.
+func TestQueue(t *testing.T) {
+	e := newEnv(t)
+	mustContain(t, e.say(operator, "开始 train steps=400"), "run #1 started")
+	busy := e.say(operator, "开始 train steps=3")
+	mustContain(t, busy, "already running", "排队 train steps=3")
+	if len(busy.Buttons) == 0 || busy.Buttons[0][0].Data != "/queue train steps=3" {
+		t.Errorf("busy reply's buttons %+v, want [排队 Queue] first", busy.Buttons)
+	}
+	mustContain(t, e.say(operator, "/queue train steps=3"), "queued #1: train steps=3", "position 1")
+	mustContain(t, e.say(operator, "排队 train steps=4 备注 second"), "queued #2", "position 2")
+	mustContain(t, e.say(operator, "排队 train steps=0"), "Not queued", "below the minimum 1")
+	mustContain(t, e.say(viewer, "排队 train"), "Viewers can look at the queue")
+	list := e.say(viewer, "队列")
+	mustContain(t, list, "#1 · train steps=3 · position 1", "#2 · train steps=4 · position 2", "📝 second")
+	mustContain(t, e.say(viewer, "/queue"), "#1 · train steps=3")
+	mustContain(t, e.say(viewer, "取消 2"), "only they or an operator")
+	mustContain(t, e.say(operator, "取消 9"), "no queue entry #9")
+	mustContain(t, e.say(operator, "排队 train steps=5"), "queued #3")
+	mustContain(t, e.say(operator, "取消 3"), "queue entry #3 (train) removed")
+
+	// The end of run 1 starts #1, whose end starts #2.
+	mustContain(t, e.say(operator, "/stop 1 confirm"), "stopping run #1")
+	for id := int64(2); id <= 3; id++ {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if r, err := e.st.Run(context.Background(), id); err == nil && r.State == trainer.StateEnded {
+				want := map[int64]string{2: "3", 3: "4"}[id]
+				if r.Params["steps"] != want || r.Outcome != trainer.OutcomeFinished {
+					t.Errorf("run %d has steps=%s and ended %s, want %s and finished", id, r.Params["steps"], r.Outcome, want)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("queued run %d never ended", id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if r, _ := e.st.Run(context.Background(), 3); r.Note != "second" {
+		t.Errorf("run 3's note %q, want the queued one", r.Note)
+	}
+	mustContain(t, e.say(operator, "队列"), "The queue is empty")
 }

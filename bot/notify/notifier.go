@@ -355,7 +355,8 @@ func (n *Notifier) targets(ctx context.Context, e trainer.Event, kind chat.Kind)
 	}
 	origin, hasOrigin := chat.ParseChatKey(e.Run.Origin)
 	// The starter already got the answer to 开始; an on_oom retry it did not ask for.
-	startReplied := e.Kind == trainer.EventStarted && e.Run.RetryOf == 0
+	// A start from the queue was asked for long ago: the requester is told.
+	startReplied := e.Kind == trainer.EventStarted && e.Run.RetryOf == 0 && e.Queued == nil
 	for _, k := range n.opts.Always {
 		if startReplied && hasOrigin && k == origin {
 			continue
@@ -396,10 +397,15 @@ func EventReply(e trainer.Event) (chat.Reply, bool) {
 		if len(r.Params) > 0 {
 			text += " " + render.ParamsText(r.Params)
 		}
+		if q := e.Queued; q != nil {
+			text += fmt.Sprintf(", from the queue (request #%d, queued %s ago)", q.ID, render.FormatDuration(e.At.Sub(q.At)))
+		}
 		if r.StartedBy != "" {
 			text += " (by " + r.StartedBy + ")"
 		}
 		return chat.Reply{Text: text, Kind: chat.KindNotice, RunID: r.ID, Buttons: render.StartButtons(), Key: fmt.Sprintf("run:%d:started", r.ID)}, true
+	case trainer.EventQueue:
+		return chat.Reply{Text: "🗑 " + e.Queue.Text, Kind: chat.KindNotice, Key: fmt.Sprintf("queue:%d:dropped", e.Queue.Entry.ID)}, true
 	case trainer.EventAttached:
 		text := fmt.Sprintf("🔗 re-attached to run #%d (%s) — running for %s", r.ID, r.Job, render.FormatDuration(r.Duration(e.At)))
 		return chat.Reply{Text: text, Kind: chat.KindNotice, RunID: r.ID, Buttons: render.StartButtons(), Key: fmt.Sprintf("run:%d:attached:%d", r.ID, e.At.Unix())}, true

@@ -122,7 +122,7 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 		}
 		j.OnOOM = &trainer.OOMRetry{Retry: o.Retry, Halve: o.Halve}
 	}
-	j.Runner = jc.Runner
+	j.Runner, j.MaxQueue = jc.Runner, jc.MaxQueue
 	if sc := jc.Slurm; sc != nil {
 		j.Slurm = slurm.Options{Partition: sc.Partition, Time: sc.Time, Nodes: sc.Nodes, NtasksPerNode: sc.NtasksPerNode,
 			CPUsPerTask: sc.CPUsPerTask, Account: sc.Account, QOS: sc.QOS, ExtraArgs: sc.ExtraArgs}

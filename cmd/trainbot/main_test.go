@@ -14,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
 )
 
 // TestMain lets the test binary play trainbot's demo child and its run
@@ -379,5 +382,37 @@ dir = "`+dir+`"
 	}
 	if strings.Count(out, "shell code") != 1 {
 		t.Errorf("${{HOME}} is a literal brace, not a parameter:\n%s", out)
+	}
+}
+
+// trainbot queue lists the waiting start requests, with positions per lock.
+func TestQueueCommand(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfgPath := filepath.Join(dir, "c.toml")
+	os.WriteFile(cfgPath, []byte(`data_dir = "`+data+`"
+[[jobs]]
+name = "a"
+command = ["true"]
+max_queue = 3
+`), 0o600)
+	st, err := store.Open(data, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, note := range []string{"one", "two"} {
+		if _, err := st.AddQueued(context.Background(), trainer.QueueEntry{Job: "a", Params: map[string]string{"x": "1"}, Note: note, By: "ann", Origin: "telegram:1", At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	code, out, stderr := trainbot(t, "", "queue", "--config", cfgPath)
+	if code != 0 || !strings.Contains(out, "#1 · a x=1 · position 1 · by ann") || !strings.Contains(out, "#2 · a x=1 · position 2") {
+		t.Errorf("queue: %d %q %s", code, out, stderr)
+	}
+	code, out, _ = trainbot(t, "", "queue", "--json", "--config", cfgPath)
+	var q []map[string]any
+	if err := json.Unmarshal([]byte(out), &q); err != nil || code != 0 || len(q) != 2 || q[1]["position"] != float64(2) || q[0]["note"] != "one" || q[0]["chat"] != "telegram:1" {
+		t.Errorf("queue --json: %d %v %s", code, err, out)
 	}
 }

@@ -1,0 +1,207 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// QueueEntry is a start request waiting for its job's lock (排队).
+type QueueEntry struct {
+	ID     int64
+	Job    string
+	Params map[string]string // as the user typed them (validated when queued, again when started)
+	Note   string
+	By     string // who asked, for the record ("ann (telegram 42)")
+	UserID string // who may cancel it besides operators ("telegram:42")
+	Origin string // the chat to tell when it starts
+	At     time.Time
+}
+
+// QueueStore keeps the queue (the store package implements it).
+type QueueStore interface {
+	// AddQueued stores an entry and returns its id.
+	AddQueued(ctx context.Context, e QueueEntry) (int64, error)
+	// Queued returns the entries, oldest first.
+	Queued(ctx context.Context) ([]QueueEntry, error)
+	// RemoveQueued removes an entry; false when it was not there.
+	RemoveQueued(ctx context.Context, id int64) (bool, error)
+}
+
+// DefaultMaxQueue is a job's max_queue when not set.
+const DefaultMaxQueue = 10
+
+// Queue errors.
+var (
+	ErrNoQueue     = errors.New("this trainbot keeps no queue")
+	ErrQueueFull   = errors.New("the queue of this job is full")
+	ErrNotQueued   = errors.New("no such queue entry")
+	ErrNotYourTurn = errors.New("only the one who queued it or an operator may cancel it")
+)
+
+// QueueNotice is what happened to a queue entry that did not become a run
+// (EventQueue): dropped because its job is no longer configured or its
+// parameters are no longer valid.
+type QueueNotice struct {
+	Entry QueueEntry
+	Text  string
+}
+
+// Enqueue validates a start request and puts it in the queue; it returns
+// the entry and its position among the job lock's entries (1: next).
+func (s *Supervisor) Enqueue(ctx context.Context, req StartRequest, userID string) (QueueEntry, int, error) {
+	if s.opts.Queue == nil {
+		return QueueEntry{}, 0, ErrNoQueue
+	}
+	job, err := s.Job(req.Job)
+	if err != nil {
+		return QueueEntry{}, 0, err
+	}
+	if _, err := job.ResolveParams(req.Params); err != nil {
+		return QueueEntry{}, 0, err
+	}
+	s.queueMu.Lock()
+	defer s.queueMu.Unlock()
+	all, err := s.opts.Queue.Queued(ctx)
+	if err != nil {
+		return QueueEntry{}, 0, err
+	}
+	n, pos := 0, 1
+	for _, e := range all {
+		if e.Job == job.Name {
+			n++
+		}
+		if j, ok := s.jobs[e.Job]; ok && j.Lock == job.Lock {
+			pos++
+		}
+	}
+	if n >= job.MaxQueue {
+		return QueueEntry{}, 0, fmt.Errorf("%w: %d request(s) of %s wait already (max_queue %d)", ErrQueueFull, n, job.Name, job.MaxQueue)
+	}
+	e := QueueEntry{Job: job.Name, Params: maps.Clone(req.Params), Note: req.Note, By: req.By, UserID: userID, Origin: req.Origin, At: time.Now()}
+	if e.Params == nil {
+		e.Params = map[string]string{}
+	}
+	if e.ID, err = s.opts.Queue.AddQueued(ctx, e); err != nil {
+		return QueueEntry{}, 0, err
+	}
+	s.log.Info("start request queued", "entry", e.ID, "job", e.Job, "by", e.By, "position", pos)
+	go s.StartQueued(context.WithoutCancel(ctx)) // the lock may have freed meanwhile
+	return e, pos, nil
+}
+
+// Queued returns the queue, oldest first.
+func (s *Supervisor) Queued(ctx context.Context) ([]QueueEntry, error) {
+	if s.opts.Queue == nil {
+		return nil, nil
+	}
+	return s.opts.Queue.Queued(ctx)
+}
+
+// CancelQueued removes entry id: userID must be the one who queued it,
+// unless operator.
+func (s *Supervisor) CancelQueued(ctx context.Context, id int64, userID string, operator bool) (QueueEntry, error) {
+	if s.opts.Queue == nil {
+		return QueueEntry{}, ErrNoQueue
+	}
+	s.queueMu.Lock()
+	defer s.queueMu.Unlock()
+	all, err := s.opts.Queue.Queued(ctx)
+	if err != nil {
+		return QueueEntry{}, err
+	}
+	for _, e := range all {
+		if e.ID != id {
+			continue
+		}
+		if !operator && e.UserID != userID {
+			return e, ErrNotYourTurn
+		}
+		if ok, err := s.opts.Queue.RemoveQueued(ctx, id); err != nil {
+			return e, err
+		} else if !ok {
+			return e, ErrNotQueued
+		}
+		s.log.Info("queue entry cancelled", "entry", id, "job", e.Job)
+		return e, nil
+	}
+	return QueueEntry{}, ErrNotQueued
+}
+
+// StartQueued starts the oldest queued request of every job lock that is
+// free. It is called when a run ends, when a request is queued, and with
+// the watch for runs left behind (so that a restart picks the queue up).
+func (s *Supervisor) StartQueued(ctx context.Context) {
+	if s.opts.Queue == nil {
+		return
+	}
+	s.queueMu.Lock()
+	defer s.queueMu.Unlock()
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		return // the next trainbot takes the queue up
+	}
+	all, err := s.opts.Queue.Queued(ctx)
+	if err != nil {
+		s.log.Warn("read the queue", "err", err)
+		return
+	}
+	tried := map[string]bool{} // locks whose head was tried: later entries wait
+	for _, e := range all {
+		job, ok := s.jobs[e.Job]
+		if !ok {
+			s.dropQueued(ctx, e, fmt.Sprintf("job %s is no longer configured", e.Job))
+			continue
+		}
+		if tried[job.Lock] {
+			continue
+		}
+		tried[job.Lock] = true
+		s.mu.Lock()
+		busy, closing := s.active[job.Lock] != nil, s.closing
+		s.mu.Unlock()
+		if busy || closing {
+			continue
+		}
+		req := StartRequest{Job: e.Job, Params: e.Params, By: e.By, Origin: e.Origin, Note: e.Note, queued: &e}
+		_, err := s.Start(ctx, req)
+		var busyErr *BusyError
+		switch {
+		case errors.As(err, &busyErr), errors.Is(err, ErrClosed):
+			continue // its turn comes at the next end
+		case errors.Is(err, ErrBadParam), errors.Is(err, ErrUnknownJob):
+			s.dropQueued(ctx, e, "its parameters are no longer valid: "+err.Error())
+			continue
+		}
+		// Started, or recorded as a run that could not start (its end
+		// says why): either way the entry is done.
+		if _, rerr := s.opts.Queue.RemoveQueued(ctx, e.ID); rerr != nil {
+			s.log.Error("remove a started queue entry", "entry", e.ID, "err", rerr)
+		}
+	}
+}
+
+func (s *Supervisor) dropQueued(ctx context.Context, e QueueEntry, why string) {
+	if _, err := s.opts.Queue.RemoveQueued(ctx, e.ID); err != nil {
+		s.log.Error("drop a queue entry", "entry", e.ID, "err", err)
+		return
+	}
+	s.log.Warn("queue entry dropped", "entry", e.ID, "job", e.Job, "why", why)
+	text := fmt.Sprintf("queued request #%d (%s %s, by %s) was dropped: %s", e.ID, e.Job, strings.TrimSpace(paramsText(e.Params)), e.By, why)
+	s.publish(Event{Kind: EventQueue, Run: &Run{Job: e.Job, Origin: e.Origin}, Queue: &QueueNotice{Entry: e, Text: text}})
+}
+
+// paramsText is "a=1 b=2", sorted.
+func paramsText(p map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		parts = append(parts, k+"="+p[k])
+	}
+	return strings.Join(parts, " ")
+}
