@@ -134,7 +134,15 @@ type spanLine struct {
 	pts   []XY
 	color color.RGBA
 	width vg.Length
+	// dash, when > 0, draws dash pixel columns and leaves the next dash
+	// columns out: a dashed line, for a series drawn over one it
+	// coincides with, so both stay visible.
+	dash int
 }
+
+// dashPixels is the dash (and gap) length of a dashed spanLine, in pixel
+// columns.
+const dashPixels = 14
 
 var _ plot.DataRanger = (*spanLine)(nil)
 
@@ -163,6 +171,9 @@ func (l *spanLine) Plot(c draw.Canvas, plt *plot.Plot) {
 		}
 		if ln, err := plotter.NewLine(xys); err == nil {
 			ln.Color, ln.Width = l.color, l.width
+			if l.dash > 0 {
+				ln.Dashes = []vg.Length{vg.Points(float64(l.dash)), vg.Points(float64(l.dash))}
+			}
 			ln.Plot(c, plt)
 		}
 		return
@@ -226,6 +237,9 @@ func (l *spanLine) Plot(c draw.Canvas, plt *plot.Plot) {
 			continue
 		}
 		x := col0 + k
+		if l.dash > 0 && (x/l.dash)%2 == 1 {
+			continue
+		}
 		if x < img.Rect.Min.X || x >= img.Rect.Max.X || float64(x)+1 <= left || float64(x) >= right {
 			continue
 		}

@@ -345,6 +345,12 @@ ALTER TABLE runs ADD COLUMN metrics_offset INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN slurm_job_id TEXT;
 ALTER TABLE runs ADD COLUMN node TEXT NOT NULL DEFAULT '';
 `,
+	// 7: how a run's peak host memory was measured (trainer.Run.PeakHostHow):
+	// '' sampled, 'main' the high-water mark of its one process, 'tree-sum'
+	// the sum of its processes' high-water marks, 'cgroup' memory.peak.
+	`
+ALTER TABLE runs ADD COLUMN peak_host_how TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

@@ -377,6 +377,9 @@ func (a *active) finish(end *runEnd) {
 	e.oom = a.oom
 	e.nanSeen = a.nanText
 	e.nanRecovered = a.nanText != "" && len(a.nan) == 0
+	if end != nil {
+		a.run.raisePeakHost(end.maxRSS, PeakMain)
+	}
 	e.peakMemText = peakText(a.run)
 	var outcome Outcome
 	var detail string
@@ -477,8 +480,8 @@ func peakText(r *Run) string {
 	if r.PeakGPUMem != nil {
 		parts = append(parts, "peak GPU memory "+units.Bytes(*r.PeakGPUMem))
 	}
-	if r.PeakHostMem != nil {
-		parts = append(parts, "peak host memory "+units.Bytes(*r.PeakHostMem))
+	if t := peakHostText(r); t != "" {
+		parts = append(parts, t)
 	}
 	return strings.Join(parts, ", ")
 }

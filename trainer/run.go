@@ -80,6 +80,9 @@ type Run struct {
 
 	PeakGPUMem  *int64 // bytes; nil when no GPU was sampled
 	PeakHostMem *int64 // bytes; nil when not sampled
+	// PeakHostHow says how PeakHostMem was measured: PeakSampled,
+	// PeakMain, PeakTreeSum or PeakCgroup.
+	PeakHostHow string
 
 	// RetryOf is the run this one retries after it ran out of memory
 	// (the job's on_oom), 0 if none.

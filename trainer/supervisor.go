@@ -590,10 +590,22 @@ func (s *Supervisor) ObserveMemory(runID int64, gpuBytes, hostBytes *int64) {
 		v := *gpuBytes
 		a.run.PeakGPUMem = &v
 	}
-	if hostBytes != nil && (a.run.PeakHostMem == nil || *hostBytes > *a.run.PeakHostMem) {
-		v := *hostBytes
-		a.run.PeakHostMem = &v
+	if hostBytes != nil {
+		a.run.raisePeakSampled(*hostBytes)
 	}
+}
+
+// ObserveHostPeak raises the peak host memory of an active run from a
+// kernel high-water mark measured in a way (how: PeakMain, PeakTreeSum,
+// PeakCgroup); it replaces the samples of ObserveMemory.
+func (s *Supervisor) ObserveHostPeak(runID int64, bytes int64, how string) {
+	a, err := s.find(runID)
+	if err != nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.run.raisePeakHost(bytes, how)
 }
 
 // Wait blocks until no run is active (or ctx ends).
