@@ -73,7 +73,7 @@ type Monitor struct {
 	alerter *alerter
 	// hwm is, per active run, the high-water mark of every process of its
 	// tree seen so far (also of those that have ended since).
-	hwm map[int64]map[procfs.ProcID]int64
+	hwm     map[int64]map[procfs.ProcID]int64
 	last    Snapshot
 	stats   Stats
 	failing bool
