@@ -177,6 +177,16 @@ func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*trainer.Run, error) {
 	return s.queryRuns(ctx, q, args...)
 }
 
+// fitRuns is how many of a job's latest runs JobRuns returns.
+const fitRuns = 200
+
+// JobRuns returns a job's latest runs, newest first (for the memory fit).
+func (s *Store) JobRuns(ctx context.Context, job string) ([]*trainer.Run, error) {
+	return s.Runs(ctx, RunFilter{Job: job, Limit: fitRuns})
+}
+
+var _ trainer.JobHistory = (*Store)(nil)
+
 // RunningRuns returns the runs recorded as running.
 func (s *Store) RunningRuns(ctx context.Context) ([]*trainer.Run, error) {
 	return s.queryRuns(ctx, `SELECT `+runColumns+` FROM runs WHERE state = ? ORDER BY id`, string(trainer.StateRunning))

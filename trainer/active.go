@@ -450,17 +450,19 @@ func (a *active) finish(end *runEnd) {
 	st2 := a.status()
 	// A retry (on_oom) counts as activity from here, so that Wait does not
 	// return between this run and its retry.
-	retry := a.sup.planRetry(a, st2.Run)
-	a.unregister()
-	a.log.Info("run ended", "outcome", outcome, "detail", firstLine(detail))
 	var oom *OOM
+	var fit *MemoryFit
 	if outcome == OutcomeOOM {
 		oom = e.oom
 		if oom == nil && end != nil {
 			oom = end.oom
 		}
+		fit = a.sup.MemoryFit(a.job, oom)
 	}
-	a.sup.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom})
+	retry := a.sup.planRetry(a, st2.Run, fit)
+	a.unregister()
+	a.log.Info("run ended", "outcome", outcome, "detail", firstLine(detail))
+	a.sup.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom, Fit: fit})
 	a.sup.retryAfterOOM(st2.Run, a.job, retry)
 }
 
@@ -512,7 +514,8 @@ func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay b
 			}
 			a.mu.Unlock()
 			if first && !replay {
-				a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeOOM, Text: o.Summary(), OOM: o}})
+				a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeOOM, Text: o.Summary(), OOM: o},
+					Fit: a.sup.MemoryFit(a.job, o)})
 			}
 		}
 	}

@@ -103,6 +103,9 @@ type Event struct {
 	Job    *Job   // the run's job (shared: read only); set by the supervisor
 	Retry  *Retry // EventEnded of a job with on_oom: what it did; nil otherwise
 	OOM    *OOM   // EventEnded out of memory: what the output said; nil when it said nothing
+	// Fit is the memory fit of the job's runs over its batch parameter,
+	// for out-of-memory alerts and ends; nil when there is no history.
+	Fit *MemoryFit
 }
 
 // Alert is raised while a run is still going.
@@ -145,6 +148,17 @@ type Options struct {
 	// AdoptEvery is how often Resume's watch looks for runs that no
 	// trainbot observes (their trainbot died). Default 5 s.
 	AdoptEvery time.Duration
+	// HostAvailable returns the host's available memory in bytes
+	// (MemAvailable), the limit of a memory fit of a CPU job; nil: unknown.
+	HostAvailable func() int64
+}
+
+// JobHistory is what the supervisor reads of a job's past runs: a
+// Recorder that has it (the store does) makes the OOM advice and on_oom
+// use the memory fit of the job's runs (FitMemory).
+type JobHistory interface {
+	// JobRuns returns the job's recent runs, newest first.
+	JobRuns(ctx context.Context, job string) ([]*Run, error)
 }
 
 // Supervisor starts, watches and stops runs. At most one run holds each
@@ -853,4 +867,32 @@ func (s *Supervisor) interruptedBeforeRunners(ctx context.Context, r *Run) error
 	}
 	s.log.Warn("run interrupted", "run", r.ID, "detail", r.Detail)
 	return nil
+}
+
+// MemoryFit fits the peak memory of a job's past runs against its batch
+// parameter (BatchParam) for the OOM advice and on_oom; nil when the
+// Recorder keeps no history or the job has no batch parameter. The limit
+// is the device's capacity the out-of-memory error gave (oom, may be nil)
+// for GPU peaks, the host's available memory for host peaks.
+func (s *Supervisor) MemoryFit(job *Job, oom *OOM) *MemoryFit {
+	h, ok := s.opts.Recorder.(JobHistory)
+	param := BatchParam(job)
+	if !ok || job == nil || param == "" {
+		return nil
+	}
+	runs, err := h.JobRuns(context.Background(), job.Name)
+	if err != nil {
+		s.log.Warn("memory fit: read the job's runs", "job", job.Name, "err", err)
+		return nil
+	}
+	f := FitMemory(runs, job, job.Name, param, 0)
+	var limit int64
+	switch {
+	case f.GPU && oom != nil && oom.TotalBytes > 0:
+		limit = oom.TotalBytes
+	case !f.GPU && s.opts.HostAvailable != nil:
+		limit = s.opts.HostAvailable()
+	}
+	f = FitMemory(runs, job, job.Name, param, limit)
+	return &f
 }

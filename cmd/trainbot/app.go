@@ -125,7 +125,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	life.opened("post the queued notices", within(15*time.Second, notifier.Close))
 	health.attach(notifier.Push)
 
-	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger})
+	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger, HostAvailable: hostAvailable})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
@@ -181,7 +181,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 
 	router := &command.Router{Trainer: sup, History: st, Logger: logger, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
-		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}}
+		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}, HostAvailable: hostAvailable}
 	sched, err := startSchedules(o.bc.schedules, sup, st, notifier, chartsHook(charts, logger), logger)
 	if err != nil {
 		return errorf(e, "%v", err)
