@@ -295,6 +295,12 @@ type annotation struct {
 	glyph draw.GlyphStyle
 }
 
+// DataRange is the marked point: a peak above every line (a high-water
+// mark the samples missed) still gets room on the chart.
+func (a *annotation) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return a.x, a.x, a.y, a.y
+}
+
 func (a *annotation) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
 	pt := vg.Point{X: trX(a.x), Y: trY(a.y)}

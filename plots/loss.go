@@ -214,6 +214,14 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		p.Add(&edgeMarks{xs: marks, style: glyph})
 		legend = append(legend, legendEntry{label: fmt.Sprintf("NaN/Inf ×%d (skipped)", nonFinite), glyph: &glyph})
 	}
+	if c.Peaks && c.YBytes {
+		// Room above the highest peak for its label.
+		top := ymax
+		for _, s := range c.Series {
+			top = math.Max(top, s.Peak)
+		}
+		p.Y.Max = top * 1.08
+	}
 	if c.Ceiling > 0 {
 		x0, x1 := math.Inf(1), math.Inf(-1)
 		for _, s := range series {
@@ -227,7 +235,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 				p.Add(l)
 			}
 			legend = append(legend, lineEntry(cmpOr(c.CeilingLabel, "total "+units.Bytes(int64(c.Ceiling))), colGrey, vg.Points(2), grey...))
-			p.Y.Max = math.Max(ymax, c.Ceiling) * 1.04
+			p.Y.Max = math.Max(p.Y.Max, c.Ceiling*1.04)
 		}
 	}
 	note := ""

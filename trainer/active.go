@@ -457,7 +457,7 @@ func (a *active) finish(end *runEnd) {
 		if oom == nil && end != nil {
 			oom = end.oom
 		}
-		fit = a.sup.MemoryFit(a.job, oom)
+		fit = a.sup.MemoryFit(a.job, st2.Run, oom)
 	}
 	retry := a.sup.planRetry(a, st2.Run, fit)
 	a.unregister()
@@ -515,7 +515,7 @@ func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay b
 			a.mu.Unlock()
 			if first && !replay {
 				a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeOOM, Text: o.Summary(), OOM: o},
-					Fit: a.sup.MemoryFit(a.job, o)})
+					Fit: a.sup.MemoryFit(a.job, a.snapshot(), o)})
 			}
 		}
 	}

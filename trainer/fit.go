@@ -33,6 +33,9 @@ type MemoryFit struct {
 	// A is the intercept in bytes, B the bytes per unit of Param.
 	A, B float64
 	R2   float64
+	// Same are the other parameters, the same in every run of the fit
+	// ("ckpt" → "0"): runs with other values measure something else.
+	Same map[string]string
 	// Runs are the runs the line goes through (finished runs with a peak
 	// and a numeric Param), oldest first; Values and Peaks theirs.
 	Runs   []int64
@@ -81,7 +84,10 @@ func BatchParam(job *Job) string {
 }
 
 // FitMemory fits peak memory against param over a job's runs (any order;
-// those of other jobs are left out). Finished runs with a peak and a
+// those of other jobs are left out). Only runs whose other parameters are
+// the same count: those of like (the run an out-of-memory advice is
+// about), or, when like is nil, the set of other parameters with the most
+// values of param (the newest on a tie). Finished runs with a peak and a
 // numeric value of param make the line; runs that ran out of memory cap
 // the answer below their value (their peak is where they crashed, not what
 // they needed, so it would bend the line); runs that failed, were stopped
@@ -89,16 +95,54 @@ func BatchParam(job *Job) string {
 // job has one, else host peaks. limit is the memory to stay under (0:
 // unknown, then MaxFit is 0 and Problem says so); job may be nil (then the
 // parameter's min and max are not known).
-func FitMemory(runs []*Run, job *Job, jobName, param string, limit int64) MemoryFit {
+func FitMemory(runs []*Run, job *Job, jobName, param string, like *Run, limit int64) MemoryFit {
 	f := MemoryFit{Job: jobName, Param: param, Limit: limit}
 	if param == "" {
 		f.Problem = "the job has no batch parameter (batch_size, bs or batch): name the parameter to fit"
 		return f
 	}
-	mine := make([]*Run, 0, len(runs))
+	var all []*Run
 	for _, r := range runs {
 		if r.Job == jobName {
+			all = append(all, r)
+		}
+	}
+	key := func(r *Run) string { return otherParams(r.Params, param) }
+	want := ""
+	if like != nil {
+		want = key(like)
+	} else {
+		values := map[string]map[string]bool{}
+		newest := map[string]int64{}
+		for _, r := range all {
+			k := key(r)
+			if values[k] == nil {
+				values[k] = map[string]bool{}
+			}
+			if r.Outcome == OutcomeFinished {
+				values[k][r.Params[param]] = true
+			}
+			newest[k] = max(newest[k], r.ID)
+		}
+		best := -1
+		for k, v := range values {
+			if len(v) > best || (len(v) == best && newest[k] > newest[want]) {
+				want, best = k, len(v)
+			}
+		}
+	}
+	var mine []*Run
+	for _, r := range all {
+		if key(r) == want {
 			mine = append(mine, r)
+		}
+	}
+	if len(mine) > 0 {
+		f.Same = map[string]string{}
+		for k, v := range mine[0].Params {
+			if k != param {
+				f.Same[k] = v
+			}
 		}
 	}
 	slices.SortFunc(mine, func(a, b *Run) int { return int(a.ID - b.ID) })
@@ -179,6 +223,22 @@ func FitMemory(runs []*Run, job *Job, jobName, param string, limit int64) Memory
 	}
 	f.MaxFit = int64(best)
 	return f
+}
+
+// otherParams is a run's parameters but param, as one comparable string.
+func otherParams(params map[string]string, param string) string {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		if k != param {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + params[k] + "\x00")
+	}
+	return b.String()
 }
 
 // leastSquares fits y = a + b·x and returns R².

@@ -874,7 +874,10 @@ func (s *Supervisor) interruptedBeforeRunners(ctx context.Context, r *Run) error
 // Recorder keeps no history or the job has no batch parameter. The limit
 // is the device's capacity the out-of-memory error gave (oom, may be nil)
 // for GPU peaks, the host's available memory for host peaks.
-func (s *Supervisor) MemoryFit(job *Job, oom *OOM) *MemoryFit {
+//
+// Only runs with the same other parameters as run (the one that ran out of
+// memory) count.
+func (s *Supervisor) MemoryFit(job *Job, run *Run, oom *OOM) *MemoryFit {
 	h, ok := s.opts.Recorder.(JobHistory)
 	param := BatchParam(job)
 	if !ok || job == nil || param == "" {
@@ -885,7 +888,7 @@ func (s *Supervisor) MemoryFit(job *Job, oom *OOM) *MemoryFit {
 		s.log.Warn("memory fit: read the job's runs", "job", job.Name, "err", err)
 		return nil
 	}
-	f := FitMemory(runs, job, job.Name, param, 0)
+	f := FitMemory(runs, job, job.Name, param, run, 0)
 	var limit int64
 	switch {
 	case f.GPU && oom != nil && oom.TotalBytes > 0:
@@ -893,6 +896,6 @@ func (s *Supervisor) MemoryFit(job *Job, oom *OOM) *MemoryFit {
 	case !f.GPU && s.opts.HostAvailable != nil:
 		limit = s.opts.HostAvailable()
 	}
-	f = FitMemory(runs, job, job.Name, param, limit)
+	f = FitMemory(runs, job, job.Name, param, run, limit)
 	return &f
 }

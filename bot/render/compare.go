@@ -88,10 +88,20 @@ func (c *Charts) compareChart(cmp Comparison, runs []*trainer.Run, series []plot
 	if o.XTime {
 		cmd += " --x time"
 	}
+	caption := fmt.Sprintf("%s of runs %s", cmp.Metric, strings.Join(ids, ", "))
+	var same []string
+	for _, s := range series {
+		if a, b, ok := strings.Cut(strings.SplitN(s.Name, " (", 2)[0], " = "); ok {
+			same = append(same, a+" = "+b)
+		}
+	}
+	if len(same) > 0 {
+		caption += " · identical point for point (drawn dashed): " + strings.Join(same, ", ")
+	}
 	img := chat.Image{
 		Name:    file,
 		PNG:     png,
-		Caption: fmt.Sprintf("%s of runs %s", cmp.Metric, strings.Join(ids, ", ")),
+		Caption: caption,
 		Command: cmd + " -o " + file,
 	}
 	return img, nil

@@ -59,7 +59,7 @@ func MemoryFit(ctx context.Context, data FitData, o FitOptions) (trainer.MemoryF
 	if param == "" && o.Job == nil {
 		param = batchParamOfRuns(runs)
 	}
-	f := trainer.FitMemory(runs, o.Job, o.Name, param, 0)
+	f := trainer.FitMemory(runs, o.Job, o.Name, param, nil, 0)
 	limit, source := o.Limit, limitGiven
 	switch {
 	case limit > 0:
@@ -79,7 +79,7 @@ func MemoryFit(ctx context.Context, data FitData, o FitOptions) (trainer.MemoryF
 	case o.HostAvailable != nil:
 		limit, source = o.HostAvailable(), limitHost
 	}
-	return trainer.FitMemory(runs, o.Job, o.Name, param, limit), source, nil
+	return trainer.FitMemory(runs, o.Job, o.Name, param, nil, limit), source, nil
 }
 
 // batchParamOfRuns is the first of batch_size, bs, batch that a run has.
@@ -103,7 +103,15 @@ func FitText(f trainer.MemoryFit, limitSource string) string {
 	if f.GPU {
 		what = "GPU memory"
 	}
-	fmt.Fprintf(&b, "适配 fit · %s · peak %s against %s\n", f.Job, what, orDash(f.Param))
+	fmt.Fprintf(&b, "适配 fit · %s · peak %s against %s", f.Job, what, orDash(f.Param))
+	if len(f.Same) > 0 {
+		var same []string
+		for _, k := range sortedKeys(f.Same) {
+			same = append(same, k+"="+f.Same[k])
+		}
+		b.WriteString(" · runs with " + strings.Join(same, " "))
+	}
+	b.WriteString("\n")
 	for i, id := range f.Runs {
 		fmt.Fprintf(&b, "  #%d %s=%s peak %s\n", id, f.Param, trimFloat(f.Values[i]), FormatBytes(f.Peaks[i]))
 	}

@@ -227,7 +227,10 @@ func (p *Procs) Usage(runs map[int]int64) map[int64]TreeUsage {
 	owner := make(map[int]int64, len(p.m))
 	var path []int
 	for pid, st := range p.m {
-		if st.State == 'Z' {
+		if st.State == 'Z' || st.RSS == 0 {
+			// A zombie, or a process that is exiting (its memory already
+			// released): nothing to count, and a run made only of those
+			// is not measured (rather than "0 B" at the end of its chart).
 			continue
 		}
 		id := p.ownerMemo(pid, runs, owner, &path)
