@@ -13,10 +13,11 @@ import (
 type OOMRetry struct {
 	Retry int    // 1..10
 	Halve string // an int parameter of the job, e.g. "batch_size"
-	// UseFit makes the retry jump to the largest value of Halve that the
-	// memory fit of the job's runs predicts to fit (FitMemory), when there
-	// is one below the value that ran out of memory, instead of halving.
-	UseFit bool
+	// NoFit keeps plain halving. Otherwise the retry jumps to the largest
+	// value of Halve that the memory fit of the job's runs predicts to fit
+	// (FitMemory), when there is one below the value that ran out of
+	// memory.
+	NoFit bool
 }
 
 // MaxOOMRetries bounds OOMRetry.Retry.
@@ -58,7 +59,7 @@ func (j *Job) checkOnOOM() error {
 // has no on_oom, or when r is a first run that did not run out of memory.
 //
 // fit is the memory fit of the job's runs over on_oom's parameter, nil if
-// none: with UseFit, the retry takes its value when it is below the run's.
+// none: unless NoFit, the retry takes its value when it is below the run's.
 func (a *active) retryPlan(r *Run, fit *MemoryFit) *Retry {
 	o := a.job.OnOOM
 	if o == nil || (r.Outcome != OutcomeOOM && a.attempt == 0) {
@@ -77,7 +78,7 @@ func (a *active) retryPlan(r *Run, fit *MemoryFit) *Retry {
 		rt.Refused = fmt.Sprintf("on_oom gives up after %d retries (retry = %d)", a.attempt, o.Retry)
 	case err != nil:
 		rt.Refused = fmt.Sprintf("%s=%q is not an integer", o.Halve, rt.Value)
-	case o.UseFit && fit.OK() && fit.Param == o.Halve && fit.MaxFit < v:
+	case !o.NoFit && fit.OK() && fit.Param == o.Halve && fit.MaxFit < v:
 		rt.Next, rt.Fit = strconv.FormatInt(fit.MaxFit, 10), fit
 	case v/2 < 1:
 		rt.Refused = fmt.Sprintf("%s=%d cannot be halved", o.Halve, v)

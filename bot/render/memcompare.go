@@ -217,7 +217,7 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 	caption := fmt.Sprintf("memory of runs %s", strings.Join(ids, ", "))
 	var peaks []string
 	for i, s := range series {
-		if s.Peak > 0 {
+		if len(s.Points) > 0 {
 			peaks = append(peaks, fmt.Sprintf("%s %s", ids[i], FormatBytes(int64(math.Max(s.Peak, maxY(s.Points))))))
 		}
 	}

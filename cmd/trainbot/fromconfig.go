@@ -112,7 +112,7 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 		if o.Retry < 1 || o.Retry > trainer.MaxOOMRetries {
 			errs = append(errs, c.ErrorAt(key+".on_oom.retry", "want 1..%d retries, got %d", trainer.MaxOOMRetries, o.Retry))
 		}
-		j.OnOOM = &trainer.OOMRetry{Retry: o.Retry, Halve: o.Halve, UseFit: o.Fit == nil || *o.Fit}
+		j.OnOOM = &trainer.OOMRetry{Retry: o.Retry, Halve: o.Halve, NoFit: o.Fit != nil && !*o.Fit}
 	}
 	j.Runner = jc.Runner
 	if sc := jc.Slurm; sc != nil {
