@@ -29,18 +29,25 @@ func CgroupOOMKills() int64 {
 // oomKillFiles lists, from the text of /proc/PID/cgroup, the files that
 // may hold the process's oom_kill count, most likely first.
 func oomKillFiles(cgroup, sysfs string) []string {
+	return memoryFiles(cgroup, sysfs, "memory.events", "memory.oom_control", true)
+}
+
+// memoryFiles lists, from the text of /proc/PID/cgroup, the file v2 (the
+// unified hierarchy, also at sysfs/unified on hybrid hosts) or v1 (the
+// memory controller) names in the process's memory cgroup, most likely
+// first. Without root, the root cgroup ("/", the whole host) is left out.
+func memoryFiles(cgroup, sysfs, v2, v1 string, root bool) []string {
 	var files []string
 	for _, line := range strings.Split(cgroup, "\n") {
 		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
+		if len(parts) != 3 || (!root && parts[2] == "/") {
 			continue
 		}
 		switch {
 		case parts[0] == "0" && parts[1] == "":
-			files = append(files, filepath.Join(sysfs, parts[2], "memory.events"),
-				filepath.Join(sysfs, "unified", parts[2], "memory.events"))
+			files = append(files, filepath.Join(sysfs, parts[2], v2), filepath.Join(sysfs, "unified", parts[2], v2))
 		case slices.Contains(strings.Split(parts[1], ","), "memory"):
-			files = append(files, filepath.Join(sysfs, "memory", parts[2], "memory.oom_control"))
+			files = append(files, filepath.Join(sysfs, "memory", parts[2], v1))
 		}
 	}
 	return files
@@ -99,19 +106,5 @@ func ownCgroupPeak(proc, sysfs string, pid, parent int) (int64, bool) {
 // peakFiles lists, from the text of /proc/PID/cgroup, the files that may
 // hold the cgroup's peak memory, most likely first.
 func peakFiles(cgroup, sysfs string) []string {
-	var files []string
-	for _, line := range strings.Split(cgroup, "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || parts[2] == "/" {
-			continue // the root cgroup is the whole host, not the run
-		}
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			files = append(files, filepath.Join(sysfs, parts[2], "memory.peak"),
-				filepath.Join(sysfs, "unified", parts[2], "memory.peak"))
-		case slices.Contains(strings.Split(parts[1], ","), "memory"):
-			files = append(files, filepath.Join(sysfs, "memory", parts[2], "memory.max_usage_in_bytes"))
-		}
-	}
-	return files
+	return memoryFiles(cgroup, sysfs, "memory.peak", "memory.max_usage_in_bytes", false)
 }
