@@ -69,16 +69,16 @@ func TestOOMAlertSaysWhatToDo(t *testing.T) {
 func TestOOMButtonFitsTelegram(t *testing.T) {
 	job := mnistJob(false)
 	run := &trainer.Run{ID: 1, Job: "mnist", Params: map[string]string{"batch_size": "1", "lr": "0.001", "precision": "fp32"}}
-	if b := render.OOMButtons(job, run); b != nil {
+	if b := render.OOMButtons(job, run, nil); b != nil {
 		t.Errorf("batch_size=1 cannot be halved, got %+v", b)
 	}
 	run.Params["batch_size"] = "256"
 	run.Params["lr"] = "0.000123456789012345678901234567890123456789"
-	if b := render.OOMButtons(job, run); b != nil {
+	if b := render.OOMButtons(job, run, nil); b != nil {
 		t.Errorf("a command over 64 bytes got a button: %+v", b)
 	}
 	bs := &trainer.Job{Name: "j", Params: map[string]trainer.ParamSpec{"bs": {Type: trainer.ParamInt}}}
-	if b := render.OOMButtons(bs, &trainer.Run{Params: map[string]string{"bs": "10"}}); len(b) != 1 || b[0][0].Data != "开始 j bs=5" {
+	if b := render.OOMButtons(bs, &trainer.Run{Params: map[string]string{"bs": "10"}}, nil); len(b) != 1 || b[0][0].Data != "开始 j bs=5" {
 		t.Errorf("a job with bs: %+v", b)
 	}
 }
@@ -134,5 +134,8 @@ func TestOOMAlertNamesTheFittedBatch(t *testing.T) {
 		if !strings.Contains(r.Text, want) {
 			t.Errorf("alert lacks %q:\n%s", want, r.Text)
 		}
+	}
+	if len(r.Buttons) != 1 || r.Buttons[0][0].Label != render.RetryFitLabel || r.Buttons[0][0].Data != "开始 mnist batch_size=47 lr=0.01" {
+		t.Errorf("buttons %+v", r.Buttons)
 	}
 }

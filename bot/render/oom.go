@@ -14,6 +14,10 @@ import (
 // half the batch.
 const RetryHalfLabel = "用一半 batch 重试 Retry with half batch"
 
+// RetryFitLabel is the label of the button that starts a run again with
+// the batch the memory fit of the job's runs says fits.
+const RetryFitLabel = "用放得下的 batch 重试 Retry with the batch that fits"
+
 // maxButtonData is the most bytes of data a button may carry (Telegram's
 // callback_data limit).
 const maxButtonData = 64
@@ -178,9 +182,15 @@ func startCommand(job *trainer.Job, r *trainer.Run, param string, value int64) s
 
 // OOMButtons is the [retry with half batch] button for a run that ran out
 // of memory, when its job has a batch parameter that can be halved and
-// the command fits in a button.
-func OOMButtons(job *trainer.Job, r *trainer.Run) [][]chat.Button {
-	param, _, half := batchParam(job, r)
+// the command fits in a button; [retry with the batch that fits] when the
+// memory fit of the job's runs (fit, may be nil) names a smaller value,
+// the one the advice names.
+func OOMButtons(job *trainer.Job, r *trainer.Run, fit *trainer.MemoryFit) [][]chat.Button {
+	param, value, half := batchParam(job, r)
+	label := RetryHalfLabel
+	if fv := fittedValue(fit, param, value); fv > 0 {
+		half, label = fv, RetryFitLabel
+	}
 	if half == 0 {
 		return nil
 	}
@@ -188,7 +198,7 @@ func OOMButtons(job *trainer.Job, r *trainer.Run) [][]chat.Button {
 	if len(data) > maxButtonData {
 		return nil // the advice in the text has the command
 	}
-	return [][]chat.Button{{{Label: RetryHalfLabel, Data: data}}}
+	return [][]chat.Button{{{Label: label, Data: data}}}
 }
 
 // RetryText is the line about on_oom in the report of an ended run, and
