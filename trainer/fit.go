@@ -181,7 +181,7 @@ func FitMemory(runs []*Run, job *Job, jobName, param string, like *Run, limit in
 		distinct[v] = true
 	}
 	if len(distinct) < 2 {
-		f.Problem = fmt.Sprintf("too few runs: a fit needs finished runs of %s at 2 or more values of %s with a recorded peak; there %s %d (%s)",
+		f.Problem = fmt.Sprintf("too few runs: a fit needs finished runs of %s at 2 or more values of %s with a recorded peak (and the same other parameters); there %s %d %s",
 			jobName, param, isAre(len(distinct)), len(distinct), plural(len(distinct), "value", "values"))
 		return f
 	}
