@@ -888,6 +888,13 @@ func (s *Supervisor) MemoryFit(job *Job, run *Run, oom *OOM) *MemoryFit {
 		s.log.Warn("memory fit: read the job's runs", "job", job.Name, "err", err)
 		return nil
 	}
+	if run != nil && oom != nil {
+		// The run that printed the error is still recorded as running: it
+		// ran out of memory at its value, which caps the answer.
+		mine := run.Clone()
+		mine.Outcome = OutcomeOOM
+		runs = append(slices.DeleteFunc(slices.Clone(runs), func(r *Run) bool { return r.ID == run.ID }), mine)
+	}
 	f := FitMemory(runs, job, job.Name, param, run, 0)
 	var limit int64
 	switch {
