@@ -63,7 +63,9 @@ func Collect(ctx context.Context, s Sampler, runs map[int]int64) (Snapshot, erro
 // draw a false dip in the run's memory chart). All are nil for a run with
 // no live process (its main process has exited and the supervisor is
 // draining its output): it was not measured, and a zero would show as its
-// peak and as a drop at the end of its chart.
+// peak and as a drop at the end of its chart. Each live process's VmHWM
+// and the memory.peak of a cgroup of the run's own are read too, for the
+// run's true peak (Monitor.hostPeaks).
 func runUsage(snap Snapshot, procs *procfs.Procs, runs map[int]int64, complete, procsOK bool) []RunUsage {
 	tree := procs.Usage(runs)
 	out := make([]RunUsage, 0, len(runs))
