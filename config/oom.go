@@ -6,9 +6,14 @@ import "fmt"
 // again with the Halve parameter halved, at most Retry times in a row:
 //
 //	on_oom = { retry = 2, halve = "batch_size" }
+//
+// When the job's past runs give a memory fit of that parameter, the retry
+// jumps straight to the largest value predicted to fit instead of halving;
+// fit = false keeps plain halving.
 type OnOOMConfig struct {
 	Retry int    `toml:"retry"`
 	Halve string `toml:"halve"`
+	Fit   *bool  `toml:"fit"`
 }
 
 // validateOnOOM checks that job i's on_oom names an int parameter of the

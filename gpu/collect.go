@@ -54,7 +54,7 @@ func Collect(ctx context.Context, s Sampler, runs map[int]int64) (Snapshot, erro
 		pr.RunID = procs.Owner(pr.PID, runs)
 		pr.Name = procs.Comm(pr.PID)
 	}
-	snap.Runs = runUsage(snap, procs.Usage(runs), runs, devicesOK, procsOK)
+	snap.Runs = runUsage(snap, procs, runs, devicesOK, procsOK)
 	return snap, errors.Join(errs...)
 }
 
@@ -63,8 +63,11 @@ func Collect(ctx context.Context, s Sampler, runs map[int]int64) (Snapshot, erro
 // draw a false dip in the run's memory chart). All are nil for a run with
 // no live process (its main process has exited and the supervisor is
 // draining its output): it was not measured, and a zero would show as its
-// peak and as a drop at the end of its chart.
-func runUsage(snap Snapshot, tree map[int64]procfs.TreeUsage, runs map[int]int64, complete, procsOK bool) []RunUsage {
+// peak and as a drop at the end of its chart. Each live process's VmHWM
+// and the memory.peak of a cgroup of the run's own are read too, for the
+// run's true peak (Monitor.hostPeaks).
+func runUsage(snap Snapshot, procs *procfs.Procs, runs map[int]int64, complete, procsOK bool) []RunUsage {
+	tree := procs.Usage(runs)
 	out := make([]RunUsage, 0, len(runs))
 	for pgid, id := range runs {
 		t := tree[id]
@@ -76,6 +79,15 @@ func runUsage(snap Snapshot, tree map[int64]procfs.TreeUsage, runs map[int]int64
 		if procsOK {
 			rss := t.RSS
 			u.HostBytes = &rss
+			u.HWM = make(map[procfs.ProcID]int64, len(t.PIDs))
+			for _, p := range t.PIDs {
+				if hwm, ok := procfs.ReadHWM(p.PID); ok {
+					u.HWM[p] = hwm
+				}
+			}
+			if st, ok := procs.Get(pgid); ok {
+				u.CgroupPeak, _ = procfs.OwnCgroupPeak(pgid, st.PPID)
+			}
 		}
 		if snap.Available && complete {
 			var held int64

@@ -3,15 +3,22 @@ package gpu
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/trainbot/trainbot/internal/proctest"
 	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
 )
 
 // runsFake is a supervisor with fixed runs that records the peaks raised.
 type runsFake struct {
 	pgids    map[int]int64
 	observed []string
+	peaks    []hostPeak
 }
 
 func (r *runsFake) ActivePGIDs() map[int]int64 { return r.pgids }
@@ -19,6 +26,10 @@ func (r *runsFake) ObserveMemory(runID int64, gpuBytes, hostBytes *int64) {
 	if gpuBytes != nil || hostBytes != nil {
 		r.observed = append(r.observed, "a figure")
 	}
+}
+
+func (r *runsFake) ObserveHostPeak(runID int64, bytes int64, how string) {
+	r.peaks = append(r.peaks, hostPeak{runID, bytes, how})
 }
 
 var _ Runs = (*runsFake)(nil)
@@ -52,5 +63,47 @@ func TestRunWithoutLiveProcessHasNoFigures(t *testing.T) {
 	}
 	if len(runs.observed) != 0 || rec.runRows != 0 {
 		t.Errorf("%d peaks raised and %d rows stored, want none", len(runs.observed), rec.runRows)
+	}
+}
+
+// A peak between two samples is still the run's peak: the monitor reads
+// the kernel's high-water mark (VmHWM) of each process of the run, so a
+// process that held 64 MiB for an instant and then freed it has a peak of
+// at least 64 MiB, where its resident memory at the sample is far lower.
+func TestHostPeakIsTheHighWaterMark(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	ready := filepath.Join(t.TempDir(), "ready")
+	script := "exec python3 -c 'import time; b = b\"x\" * (64 << 20); del b; open(\"" + ready + "\", \"w\").close(); time.sleep(60)'"
+	pid, _ := proctest.StartTree(t, script, 0)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the script did not get past its peak in 20s")
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the script's file
+	}
+	runs := &runsFake{pgids: map[int]int64{pid: 7}}
+	m := NewMonitor(MonitorOptions{Sampler: Unavailable(&UnavailableError{Reason: "test"}), Runs: runs})
+	if err := m.Sample(context.Background()); err != nil && !errors.Is(err, ErrUnavailable) {
+		t.Fatal(err)
+	}
+	snap := m.Last()
+	if len(snap.Runs) != 1 || snap.Runs[0].HostBytes == nil {
+		t.Fatalf("run usage = %+v, want run 7 measured", snap.Runs)
+	}
+	if rss := *snap.Runs[0].HostBytes; rss >= 48<<20 {
+		t.Fatalf("resident memory after the peak is %d, want it below 48 MiB (the peak was freed)", rss)
+	}
+	if len(runs.peaks) != 1 {
+		t.Fatalf("peaks raised: %+v, want one", runs.peaks)
+	}
+	p := runs.peaks[0]
+	if p.run != 7 || p.bytes < 64<<20 || p.how != trainer.PeakMain {
+		t.Errorf("peak = %+v, want run 7, at least 64 MiB, %q (one process)", p, trainer.PeakMain)
 	}
 }

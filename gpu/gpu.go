@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/trainbot/trainbot/internal/procfs"
 	"io"
 	"os"
 	"strconv"
@@ -107,6 +108,12 @@ type RunUsage struct {
 	HostBytes *int64
 	// Processes counts the live processes of the run's tree.
 	Processes int
+	// HWM is the high-water mark of resident memory (VmHWM) of each live
+	// process of the tree, in bytes; nil when /proc could not be read.
+	HWM map[procfs.ProcID]int64
+	// CgroupPeak is the peak memory of the run's own cgroup (memory.peak),
+	// 0 when the run shares its supervisor's cgroup or it cannot be read.
+	CgroupPeak int64
 }
 
 // Snapshot is one sample of the devices, the host and the active runs.

@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/procfs"
 	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
 )
 
 // Runs is what the monitor needs of the supervisor.
@@ -19,6 +21,10 @@ type Runs interface {
 	// ObserveMemory raises the peak GPU and host memory of an active run;
 	// nil leaves a value alone.
 	ObserveMemory(runID int64, gpuBytes, hostBytes *int64)
+	// ObserveHostPeak raises the peak host memory of an active run from
+	// the kernel's high-water marks, measured as how says
+	// (trainer.PeakMain, trainer.PeakTreeSum, trainer.PeakCgroup).
+	ObserveHostPeak(runID int64, bytes int64, how string)
 }
 
 // Recorder stores samples; *store.Store is one.
@@ -65,6 +71,9 @@ type Monitor struct {
 
 	mu      sync.Mutex // guards the fields below
 	alerter *alerter
+	// hwm is, per active run, the high-water mark of every process of its
+	// tree seen so far (also of those that have ended since).
+	hwm     map[int64]map[procfs.ProcID]int64
 	last    Snapshot
 	stats   Stats
 	failing bool
@@ -177,6 +186,9 @@ func (m *Monitor) Sample(ctx context.Context) (err error) {
 		for _, u := range snap.Runs {
 			m.opts.Runs.ObserveMemory(u.RunID, u.GPUBytes, u.HostBytes)
 		}
+		for _, p := range m.hostPeaks(snap.Runs) {
+			m.opts.Runs.ObserveHostPeak(p.run, p.bytes, p.how)
+		}
 	}
 	m.mu.Lock()
 	m.last = snap
@@ -261,4 +273,60 @@ func (m *Monitor) send(alerts ...Alert) {
 			m.opts.Alert(a)
 		}
 	}
+}
+
+// hostPeak is a run's peak host memory from high-water marks.
+type hostPeak struct {
+	run   int64
+	bytes int64
+	how   string
+}
+
+// hostPeaks folds a snapshot's high-water marks into each run's and
+// returns every run's peak: memory.peak of its own cgroup when it has one
+// (exact for the tree), else the sum of the VmHWM of every process of its
+// tree seen so far. That sum is exact for a run of one process and an
+// upper bound for several (each reached its mark at its own time): how
+// says which. Runs no longer in the snapshot are forgotten.
+func (m *Monitor) hostPeaks(runs []RunUsage) []hostPeak {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hwm == nil {
+		m.hwm = map[int64]map[procfs.ProcID]int64{}
+	}
+	seen := make(map[int64]bool, len(runs))
+	var out []hostPeak
+	for _, u := range runs {
+		seen[u.RunID] = true
+		marks := m.hwm[u.RunID]
+		if marks == nil {
+			marks = map[procfs.ProcID]int64{}
+			m.hwm[u.RunID] = marks
+		}
+		for p, v := range u.HWM {
+			marks[p] = max(marks[p], v)
+		}
+		if u.CgroupPeak > 0 {
+			out = append(out, hostPeak{u.RunID, u.CgroupPeak, trainer.PeakCgroup})
+			continue
+		}
+		if len(marks) == 0 {
+			continue
+		}
+		var sum int64
+		for _, v := range marks {
+			sum += v
+		}
+		how := trainer.PeakTreeSum
+		if len(marks) == 1 {
+			how = trainer.PeakMain
+		}
+		out = append(out, hostPeak{u.RunID, sum, how})
+	}
+	for id := range m.hwm {
+		if !seen[id] {
+			delete(m.hwm, id)
+		}
+	}
+	return out
 }

@@ -329,6 +329,8 @@ func (f *fakeRuns) ObserveMemory(id int64, g, h *int64) {
 	}
 }
 
+func (f *fakeRuns) ObserveHostPeak(id int64, bytes int64, how string) {}
+
 var _ Runs = (*fakeRuns)(nil)
 
 // alertLog collects alerts.

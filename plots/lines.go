@@ -136,7 +136,15 @@ type spanLine struct {
 	pts   []XY
 	color color.RGBA
 	width vg.Length
+	// dash, when > 0, draws dash pixel columns and leaves the next dash
+	// columns out: a dashed line, for a series drawn over one it
+	// coincides with, so both stay visible.
+	dash int
 }
+
+// dashPixels is the dash (and gap) length of a dashed spanLine, in pixel
+// columns.
+const dashPixels = 14
 
 var _ plot.DataRanger = (*spanLine)(nil)
 
@@ -165,6 +173,9 @@ func (l *spanLine) Plot(c draw.Canvas, plt *plot.Plot) {
 		}
 		if ln, err := plotter.NewLine(xys); err == nil {
 			ln.Color, ln.Width = l.color, l.width
+			if l.dash > 0 {
+				ln.Dashes = []vg.Length{vg.Points(float64(l.dash)), vg.Points(float64(l.dash))}
+			}
 			ln.Plot(c, plt)
 		}
 		return
@@ -228,6 +239,9 @@ func (l *spanLine) Plot(c draw.Canvas, plt *plot.Plot) {
 			continue
 		}
 		x := col0 + k
+		if l.dash > 0 && (x/l.dash)%2 == 1 {
+			continue
+		}
 		if x < img.Rect.Min.X || x >= img.Rect.Max.X || float64(x)+1 <= left || float64(x) >= right {
 			continue
 		}
@@ -281,6 +295,12 @@ type annotation struct {
 	label string
 	text  text.Style
 	glyph draw.GlyphStyle
+}
+
+// DataRange is the marked point: a peak above every line (a high-water
+// mark the samples missed) still gets room on the chart.
+func (a *annotation) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return a.x, a.x, a.y, a.y
 }
 
 func (a *annotation) Plot(c draw.Canvas, plt *plot.Plot) {

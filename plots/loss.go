@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -32,6 +33,33 @@ type LossChart struct {
 	// Kind replaces the chart's kind in the title ("损失 Loss"), as Chinese
 	// and English; the comparison chart uses it.
 	KindZH, KindEN string
+	// YBytes says the values are bytes: binary units on a linear Y axis
+	// from 0.
+	YBytes bool
+	// Peaks marks each series' highest point (or its Peak) with its value.
+	Peaks bool
+	// Ceiling, when > 0, is drawn as a dashed grey line across the chart
+	// (a device's capacity), named CeilingLabel in the legend.
+	Ceiling      float64
+	CeilingLabel string
+}
+
+// coincideTolerance is how close, as a fraction of the chart's Y range,
+// two series' points must be for the later one to be drawn dashed.
+const coincideTolerance = 0.004
+
+// coincide reports whether two reduced series lie on each other: the same
+// X positions and Y values within tol.
+func coincide(a, b []XY, tol float64) bool {
+	if len(a) != len(b) || len(a) == 0 {
+		return false
+	}
+	for i := range a {
+		if a[i].X != b[i].X || math.Abs(a[i].Y-b[i].Y) > tol {
+			return false
+		}
+	}
+	return true
 }
 
 // markersBelow is the series length under which points are also drawn as
@@ -120,7 +148,14 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		return nil, ErrNoData
 	}
 
-	logY := ymin > 0 && ymax/ymin > 100
+	dashed := make([]bool, len(series))
+	for i := range series {
+		dashed[i] = c.Series[series[i].col].Dashed
+		for j := 0; j < i && !dashed[i]; j++ {
+			dashed[i] = coincide(series[j].raw, series[i].raw, coincideTolerance*math.Max(ymax-ymin, math.Abs(ymax)*1e-9))
+		}
+	}
+	logY := !c.YBytes && ymin > 0 && ymax/ymin > 100
 	if logY {
 		ylabel += " (log scale)"
 	}
@@ -129,6 +164,10 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		p.X.Tick.Marker = durationTicks{want: 8}
 	} else {
 		p.X.Tick.Marker = numberTicks{want: 8, integer: true}
+	}
+	if c.YBytes {
+		p.Y.Tick.Marker = byteTicks{want: 6}
+		p.Y.Min = 0
 	}
 	if logY {
 		p.Y.Tick.Marker = logTicks{}
@@ -142,14 +181,20 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 	nonFinite := 0
 	latest := &edgeLabels{}
 	rawWidth, smWidth := vg.Points(1.8), vg.Points(3)
-	for _, s := range series {
+	for i, s := range series {
 		col := toRGBA(c.Series[s.col].Color, s.col)
+		dash := 0
+		var dashes []vg.Length
+		if dashed[i] {
+			dash = dashPixels
+			dashes = []vg.Length{vg.Points(8), vg.Points(5)}
+		}
 		if s.finite > 0 {
 			if s.sm != nil {
-				p.Add(&spanLine{pts: s.raw, color: lighter(col, 0.5), width: rawWidth})
-				p.Add(&spanLine{pts: s.sm, color: col, width: smWidth})
+				p.Add(&spanLine{pts: s.raw, color: lighter(col, 0.5), width: rawWidth, dash: dash})
+				p.Add(&spanLine{pts: s.sm, color: col, width: smWidth, dash: dash})
 			} else {
-				p.Add(&spanLine{pts: s.raw, color: col, width: vg.Points(2.4)})
+				p.Add(&spanLine{pts: s.raw, color: col, width: vg.Points(2.4), dash: dash})
 			}
 			if s.finite < markersBelow {
 				if sc := dots(s.raw, col); sc != nil {
@@ -171,7 +216,12 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		if s.finite == 0 {
 			label += " (no finite value)"
 		}
-		legend = append(legend, lineEntry(label, col, smWidth))
+		if c.Peaks && s.finite > 0 {
+			pk := pt.peakMark(s.raw, c.Series[s.col], col, logY)
+			p.Add(pk)
+			label += " · " + pk.label
+		}
+		legend = append(legend, lineEntry(label, col, smWidth, dashes...))
 		marks = append(marks, s.nanXs...)
 		nonFinite += s.nonFin
 	}
@@ -183,6 +233,30 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		glyph := draw.GlyphStyle{Color: colAlert, Radius: vg.Points(7), Shape: boldCross{width: vg.Points(2.5)}}
 		p.Add(&edgeMarks{xs: marks, style: glyph})
 		legend = append(legend, legendEntry{label: fmt.Sprintf("NaN/Inf ×%d (skipped)", nonFinite), glyph: &glyph})
+	}
+	if c.Peaks && c.YBytes {
+		// Room above the highest peak for its label.
+		top := ymax
+		for _, s := range c.Series {
+			top = math.Max(top, s.Peak)
+		}
+		p.Y.Max = top * 1.08
+	}
+	if c.Ceiling > 0 {
+		x0, x1 := math.Inf(1), math.Inf(-1)
+		for _, s := range series {
+			if len(s.raw) > 0 {
+				x0, x1 = math.Min(x0, s.raw[0].X), math.Max(x1, s.raw[len(s.raw)-1].X)
+			}
+		}
+		if x1 >= x0 {
+			grey := []vg.Length{vg.Points(8), vg.Points(5)}
+			if l, err := strokeLine([]XY{{x0, c.Ceiling}, {x1, c.Ceiling}}, colGrey, vg.Points(2), grey...); err == nil {
+				p.Add(l)
+			}
+			legend = append(legend, lineEntry(cmpOr(c.CeilingLabel, "total "+units.Bytes(int64(c.Ceiling))), colGrey, vg.Points(2), grey...))
+			p.Y.Max = math.Max(p.Y.Max, c.Ceiling*1.04)
+		}
 	}
 	note := ""
 	if smoothed {
@@ -331,4 +405,42 @@ func dots(pts []XY, col color.Color) *plotter.Scatter {
 	}
 	sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
 	return sc
+}
+
+func cmpOr(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// peakMark marks the highest point of a series (reduced points, drawn in
+// col), or the series' own Peak above it, with "peak 1.25 GiB".
+func (pt *Painter) peakMark(raw []XY, s Series, col color.RGBA, logY bool) *annotation {
+	top := raw[0]
+	for _, q := range raw {
+		if q.Y > top.Y {
+			top = q
+		}
+	}
+	v := top.Y
+	if logY {
+		v = math.Pow(10, v)
+	}
+	label := "peak " + units.Bytes(int64(v))
+	if s.Peak > v {
+		v = s.Peak
+		label = "peak " + units.Bytes(int64(v))
+		top.Y = v
+		if logY {
+			top.Y = math.Log10(v)
+		}
+	}
+	if s.PeakNote != "" {
+		label += " (" + s.PeakNote + ")"
+	}
+	sty, txt := pt.style(label, sizeNote, true)
+	sty.Color = col
+	return &annotation{x: top.X, y: top.Y, label: txt, text: sty,
+		glyph: draw.GlyphStyle{Color: col, Radius: vg.Points(6), Shape: draw.RingGlyph{}}}
 }

@@ -51,6 +51,15 @@ type Series struct {
 	Points []XY // in increasing X
 	// Color is the line's colour; nil picks the next one of the palette.
 	Color color.Color
+	// Dashed draws the line dashed. A loss chart also dashes, by itself,
+	// a series that coincides with one drawn before it, so that neither
+	// hides the other.
+	Dashed bool
+	// Peak, on a chart that marks peaks, is the series' peak when it is
+	// higher than its highest point (a high-water mark the samples
+	// missed); PeakNote follows the value in its label: "VmHWM, exact".
+	Peak     float64
+	PeakNote string
 }
 
 // DefaultSmoothing is TensorBoard's default.

@@ -18,7 +18,7 @@ var _ trainer.Recorder = (*Store)(nil)
 
 const runColumns = `id, job, params, command, state, outcome, detail, exit_code, pid, supervisor_pid,
 	started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-	peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, log_offset, metrics_offset, slurm_job_id, node, note`
+	peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, log_offset, metrics_offset, slurm_job_id, node, note, peak_host_how`
 
 // CreateRun inserts a run and returns its id.
 func (s *Store) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
@@ -28,10 +28,10 @@ func (s *Store) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO runs(job, params, command, state, outcome, detail, exit_code, pid,
 		supervisor_pid, started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node, note) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node, note, peak_host_how) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
-		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.Note)
+		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.Note, r.PeakHostHow)
 	if err != nil {
 		return 0, fmt.Errorf("create run: %w", err)
 	}
@@ -59,10 +59,10 @@ func (s *Store) UpdateRun(ctx context.Context, r *trainer.Run) error {
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE runs SET job=?, params=?, command=?, state=?, outcome=?, detail=?,
 		exit_code=?, pid=?, supervisor_pid=?, started_at=?, ended_at=?, log_path=?, started_by=?, origin=?, stopped_by=?,
-		steps=?, total_steps=?, peak_gpu_mem_bytes=?, peak_host_mem_bytes=?, retry_of=?, runner=?, slurm_job_id=?, node=? WHERE id=?`,
+		steps=?, total_steps=?, peak_gpu_mem_bytes=?, peak_host_mem_bytes=?, retry_of=?, runner=?, slurm_job_id=?, node=?, peak_host_how=? WHERE id=?`,
 		r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
-		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.ID)
+		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.PeakHostHow, r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", r.ID, err)
 	}
@@ -142,7 +142,7 @@ func scanRun(sc scanner) (*trainer.Run, error) {
 	)
 	err := sc.Scan(&r.ID, &r.Job, &params, &command, &state, &outcome, &r.Detail, &exit, &r.PID, &r.Supervisor,
 		&started, &ended, &r.LogPath, &r.StartedBy, &r.Origin, &r.StoppedBy, &r.Steps, &r.Total, &peakGPU, &peakH, &retryOf,
-		&r.Runner, &r.LogOffset, &r.MetricsOffset, &slurmJob, &r.Node, &r.Note)
+		&r.Runner, &r.LogOffset, &r.MetricsOffset, &slurmJob, &r.Node, &r.Note, &r.PeakHostHow)
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +216,16 @@ func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*trainer.Run, error) {
 	}
 	return s.queryRuns(ctx, q, args...)
 }
+
+// fitRuns is how many of a job's latest runs JobRuns returns.
+const fitRuns = 200
+
+// JobRuns returns a job's latest runs, newest first (for the memory fit).
+func (s *Store) JobRuns(ctx context.Context, job string) ([]*trainer.Run, error) {
+	return s.Runs(ctx, RunFilter{Job: job, Limit: fitRuns})
+}
+
+var _ trainer.JobHistory = (*Store)(nil)
 
 // RunningRuns returns the runs recorded as running.
 func (s *Store) RunningRuns(ctx context.Context) ([]*trainer.Run, error) {

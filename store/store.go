@@ -395,6 +395,12 @@ CREATE TABLE queue (
 	created_at INTEGER NOT NULL
 );
 `,
+	// 10: how a run's peak host memory was measured (trainer.Run.PeakHostHow):
+	// '' sampled, 'main' the high-water mark of its one process, 'tree-sum'
+	// the sum of its processes' high-water marks, 'cgroup' memory.peak.
+	`
+ALTER TABLE runs ADD COLUMN peak_host_how TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

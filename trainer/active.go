@@ -482,6 +482,9 @@ func (a *active) finish(end *runEnd) {
 	e.oom = a.oom
 	e.nanSeen = a.nanText
 	e.nanRecovered = a.nanText != "" && len(a.nan) == 0
+	if end != nil {
+		a.run.raisePeakHost(end.maxRSS, PeakMain)
+	}
 	e.peakMemText = peakText(a.run)
 	var outcome Outcome
 	var detail string
@@ -556,17 +559,19 @@ func (a *active) finish(end *runEnd) {
 	st2 := a.status()
 	// A retry (on_oom) counts as activity from here, so that Wait does not
 	// return between this run and its retry.
-	retry := a.sup.planRetry(a, st2.Run)
-	a.unregister()
-	a.log.Info("run ended", "outcome", outcome, "detail", firstLine(detail))
 	var oom *OOM
+	var fit *MemoryFit
 	if outcome == OutcomeOOM {
 		oom = e.oom
 		if oom == nil && end != nil {
 			oom = end.oom
 		}
+		fit = a.sup.MemoryFit(a.job, st2.Run, oom)
 	}
-	a.sup.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom})
+	retry := a.sup.planRetry(a, st2.Run, fit)
+	a.unregister()
+	a.log.Info("run ended", "outcome", outcome, "detail", firstLine(detail))
+	a.sup.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom, Fit: fit})
 	a.sup.retryAfterOOM(st2.Run, a.job, retry, oom)
 	a.sup.StartQueued(context.Background())
 }
@@ -587,8 +592,8 @@ func peakText(r *Run) string {
 	if r.PeakGPUMem != nil {
 		parts = append(parts, "peak GPU memory "+units.Bytes(*r.PeakGPUMem))
 	}
-	if r.PeakHostMem != nil {
-		parts = append(parts, "peak host memory "+units.Bytes(*r.PeakHostMem))
+	if t := peakHostText(r); t != "" {
+		parts = append(parts, t)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -619,7 +624,8 @@ func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay b
 			}
 			a.mu.Unlock()
 			if first && !replay {
-				a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeOOM, Text: o.Summary(), OOM: o}})
+				a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeOOM, Text: o.Summary(), OOM: o},
+					Fit: a.sup.MemoryFit(a.job, a.snapshot(), o)})
 			}
 		}
 	}

@@ -15,6 +15,11 @@ import (
 type OOMRetry struct {
 	Retry int    // 1..10
 	Halve string // an int parameter of the job, e.g. "batch_size"
+	// NoFit keeps plain halving. Otherwise the retry jumps to the largest
+	// value of Halve that the memory fit of the job's runs predicts to fit
+	// (FitMemory), when there is one below the value that ran out of
+	// memory.
+	NoFit bool
 }
 
 // MaxOOMRetries bounds OOMRetry.Retry.
@@ -28,6 +33,8 @@ type Retry struct {
 	Limit   int    // the job's retry limit
 	Next    string // the value the retry gets; "" when no retry follows
 	Refused string // why no retry follows an out-of-memory end ("" otherwise)
+	// Fit is the memory fit Next comes from; nil when Next is half.
+	Fit *MemoryFit
 }
 
 func (j *Job) checkOnOOM() error {
@@ -52,7 +59,10 @@ func (j *Job) checkOnOOM() error {
 
 // retryPlan decides what on_oom does after run r ended; nil when the job
 // has no on_oom, or when r is a first run that did not run out of memory.
-func (a *active) retryPlan(r *Run) *Retry {
+//
+// fit is the memory fit of the job's runs over on_oom's parameter, nil if
+// none: unless NoFit, the retry takes its value when it is below the run's.
+func (a *active) retryPlan(r *Run, fit *MemoryFit) *Retry {
 	o := a.job.OnOOM
 	if o == nil || (r.Outcome != OutcomeOOM && a.attempt == 0) {
 		return nil
@@ -72,6 +82,8 @@ func (a *active) retryPlan(r *Run) *Retry {
 		rt.Refused = fmt.Sprintf("%s=%q is not an integer", o.Halve, rt.Value)
 	case a.sameFailure(r):
 		rt.Refused = fmt.Sprintf("halving %s did not change the failed allocation (%s): not retrying", o.Halve, units.Bytes(a.oom.TriedBytes))
+	case !o.NoFit && fit.OK() && fit.Param == o.Halve && fit.MaxFit < v:
+		rt.Next, rt.Fit = strconv.FormatInt(fit.MaxFit, 10), fit
 	case v/2 < 1:
 		rt.Refused = fmt.Sprintf("%s=%d cannot be halved", o.Halve, v)
 	case spec.Min != nil && float64(v/2) < *spec.Min:
@@ -92,8 +104,8 @@ func (a *active) sameFailure(r *Run) bool {
 
 // planRetry is retryPlan, with a retry to start counted as pending until
 // retryAfterOOM has started it (Wait waits for it).
-func (s *Supervisor) planRetry(a *active, r *Run) *Retry {
-	rt := a.retryPlan(r)
+func (s *Supervisor) planRetry(a *active, r *Run, fit *MemoryFit) *Retry {
+	rt := a.retryPlan(r, fit)
 	if rt != nil && rt.Next != "" {
 		s.mu.Lock()
 		s.retries++

@@ -3,6 +3,7 @@ package trainer_test
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -259,5 +260,41 @@ func TestOnOOMStopsWhenHalvingChangesNothing(t *testing.T) {
 	if last.Run.Outcome != trainer.OutcomeOOM || last.Retry.Next != "" ||
 		last.Retry.Refused != "halving batch_size did not change the failed allocation (8.00 GiB): not retrying" {
 		t.Errorf("last end %s %+v", last.Run.Outcome, last.Retry)
+	}
+}
+
+// With finished runs of the job behind it, on_oom jumps straight to the
+// largest batch the memory fit predicts to fit under the GPU's capacity
+// (the CUDA error's total, 7.79 GiB), instead of halving: 64 → 15, not 32.
+func TestOnOOMJumpsToTheFittedBatch(t *testing.T) {
+	h := newHarness(t, batchJob("16", 2))
+	const mib = 1 << 20
+	for _, bs := range []int64{4, 8} {
+		peak := 1024*mib + bs*400*mib
+		_, err := h.st.CreateRun(context.Background(), &trainer.Run{Job: "fit", State: trainer.StateEnded, Outcome: trainer.OutcomeFinished,
+			Params: map[string]string{"batch_size": strconv.FormatInt(bs, 10), "lr": "0.1"}, StartedAt: time.Now().Add(-time.Hour),
+			EndedAt: time.Now().Add(-time.Hour + time.Minute), PeakGPUMem: &peak})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.start("fit", nil)
+	chain := h.endedChain(5)
+	if len(chain) != 2 {
+		for _, e := range chain {
+			t.Logf("run %d batch_size=%s %s retry %+v fit %+v", e.Run.ID, e.Run.Params["batch_size"], e.Run.Outcome, e.Retry, e.Fit)
+		}
+		t.Fatalf("%d runs ended, want 2 (64 out of memory, then 15 fits)", len(chain))
+	}
+	first := chain[0]
+	// 90 % of 7.79 GiB is 7179 MiB: (7179 − 1024) / 400 = 15.4.
+	if first.Retry == nil || first.Retry.Next != "15" || first.Retry.Fit == nil || first.Fit == nil || first.Fit.MaxFit != 15 {
+		t.Fatalf("retry %+v, fit %+v: want a jump to batch_size=15 from the fit", first.Retry, first.Fit)
+	}
+	if got, want := first.Fit.Advice(), "batch_size=15 should fit: predicted 6.9 GiB of 7.8 GiB, from runs #1 #2"; got != want {
+		t.Errorf("advice %q, want %q", got, want)
+	}
+	if last := chain[1]; last.Run.Params["batch_size"] != "15" || last.Run.Outcome != trainer.OutcomeFinished {
+		t.Errorf("retry ran batch_size=%s and ended %s", last.Run.Params["batch_size"], last.Run.Outcome)
 	}
 }

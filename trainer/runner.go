@@ -46,6 +46,7 @@ type runEnd struct {
 	extra   []string  // notes for the end's detail
 	oom     *OOM      // the owner says it ran out of memory (Slurm's OUT_OF_MEMORY); the output's OOM comes first
 	logCut  bool      // max_log_bytes freed part of the log
+	maxRSS  int64     // the main process's high-water mark of resident memory (wait4), bytes; 0 unknown
 }
 
 // shimRunner is the local runner: the run's trainbot shim, reached on its
@@ -93,7 +94,7 @@ func (r *shimRunner) poll(now time.Time) (*runEnd, runLive, bool) {
 
 // end reads how the run ended from the shim's state.
 func (r *shimRunner) end(st *shim.State) *runEnd {
-	end := &runEnd{e: ending{exitCode: -1, oomKills: st.OOMKills, stderrTail: st.StderrTail}, endedAt: st.EndedAt}
+	end := &runEnd{e: ending{exitCode: -1, oomKills: st.OOMKills, stderrTail: st.StderrTail}, endedAt: st.EndedAt, maxRSS: st.MaxRSS}
 	if end.endedAt.IsZero() {
 		end.endedAt = time.Now()
 	}

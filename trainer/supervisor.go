@@ -115,6 +115,9 @@ type Event struct {
 	// requester has had no answer yet); nil for a run started at once.
 	Queued *QueueEntry
 	Queue  *QueueNotice // EventQueue
+	// Fit is the memory fit of the job's runs over its batch parameter,
+	// for out-of-memory alerts and ends; nil when there is no history.
+	Fit *MemoryFit
 }
 
 // Alert is raised while a run is still going.
@@ -170,6 +173,17 @@ type Options struct {
 	// Queue keeps start requests waiting for their job's lock (排队); nil:
 	// no queue.
 	Queue QueueStore
+	// HostAvailable returns the host's available memory in bytes
+	// (MemAvailable), the limit of a memory fit of a CPU job; nil: unknown.
+	HostAvailable func() int64
+}
+
+// JobHistory is what the supervisor reads of a job's past runs: a
+// Recorder that has it (the store does) makes the OOM advice and on_oom
+// use the memory fit of the job's runs (FitMemory).
+type JobHistory interface {
+	// JobRuns returns the job's recent runs, newest first.
+	JobRuns(ctx context.Context, job string) ([]*Run, error)
 }
 
 // Supervisor starts, watches and stops runs. At most one run holds each
@@ -595,10 +609,22 @@ func (s *Supervisor) ObserveMemory(runID int64, gpuBytes, hostBytes *int64) {
 		v := *gpuBytes
 		a.run.PeakGPUMem = &v
 	}
-	if hostBytes != nil && (a.run.PeakHostMem == nil || *hostBytes > *a.run.PeakHostMem) {
-		v := *hostBytes
-		a.run.PeakHostMem = &v
+	if hostBytes != nil {
+		a.run.raisePeakSampled(*hostBytes)
 	}
+}
+
+// ObserveHostPeak raises the peak host memory of an active run from a
+// kernel high-water mark measured in a way (how: PeakMain, PeakTreeSum,
+// PeakCgroup); it replaces the samples of ObserveMemory.
+func (s *Supervisor) ObserveHostPeak(runID int64, bytes int64, how string) {
+	a, err := s.find(runID)
+	if err != nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.run.raisePeakHost(bytes, how)
 }
 
 // Wait blocks until no run is active (or ctx ends).
@@ -848,4 +874,42 @@ func (s *Supervisor) interruptedBeforeRunners(ctx context.Context, r *Run) error
 	}
 	s.log.Warn("run interrupted", "run", r.ID, "detail", r.Detail)
 	return nil
+}
+
+// MemoryFit fits the peak memory of a job's past runs against its batch
+// parameter (BatchParam) for the OOM advice and on_oom; nil when the
+// Recorder keeps no history or the job has no batch parameter. The limit
+// is the device's capacity the out-of-memory error gave (oom, may be nil)
+// for GPU peaks, the host's available memory for host peaks.
+//
+// Only runs with the same other parameters as run (the one that ran out of
+// memory) count.
+func (s *Supervisor) MemoryFit(job *Job, run *Run, oom *OOM) *MemoryFit {
+	h, ok := s.opts.Recorder.(JobHistory)
+	param := BatchParam(job)
+	if !ok || job == nil || param == "" {
+		return nil
+	}
+	runs, err := h.JobRuns(context.Background(), job.Name)
+	if err != nil {
+		s.log.Warn("memory fit: read the job's runs", "job", job.Name, "err", err)
+		return nil
+	}
+	if run != nil && oom != nil {
+		// The run that printed the error is still recorded as running: it
+		// ran out of memory at its value, which caps the answer.
+		mine := run.Clone()
+		mine.Outcome = OutcomeOOM
+		runs = append(slices.DeleteFunc(slices.Clone(runs), func(r *Run) bool { return r.ID == run.ID }), mine)
+	}
+	f := FitMemory(runs, job, job.Name, param, run, 0)
+	var limit int64
+	switch {
+	case f.GPU && oom != nil && oom.TotalBytes > 0:
+		limit = oom.TotalBytes
+	case !f.GPU && s.opts.HostAvailable != nil:
+		limit = s.opts.HostAvailable()
+	}
+	f = FitMemory(runs, job, job.Name, param, run, limit)
+	return &f
 }

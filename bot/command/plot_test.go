@@ -83,9 +83,15 @@ func TestRouterPlotAndCompare(t *testing.T) {
 			t.Errorf("%s: got %q (%d images), want %q", text, rep.Text, len(rep.Images), want)
 		}
 	}
+	// Without a metric: the loss overlay and the memory overlay.
 	rep = say(r, "对比 1 #2")
-	if len(rep.Images) != 1 || rep.Images[0].Name != "compare-1-2.png" {
+	if len(rep.Images) != 2 || rep.Images[0].Name != "compare-1-2.png" || rep.Images[1].Name != "compare-1-2-memory.png" {
 		t.Fatalf("对比: %d images", len(rep.Images))
+	}
+	for text, want := range map[string]string{"对比 1 2 显存": "compare-1-2-memory.png", "/compare 1 2 memory step": "compare-1-2-memory.png", "对比 1 2 loss": "compare-1-2.png"} {
+		if rep := say(r, text); len(rep.Images) != 1 || rep.Images[0].Name != want {
+			t.Errorf("%s: text %q, %d images, want %s", text, rep.Text, len(rep.Images), want)
+		}
 	}
 	if !strings.Contains(rep.Text, "#2 vs #1: time +20 %") || !strings.Contains(rep.Text, "lr=0.01") {
 		t.Errorf("对比 text:\n%s", rep.Text)

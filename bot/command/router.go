@@ -112,6 +112,9 @@ type Router struct {
 	Location *time.Location
 	// GPU answers 显卡 when set; without it the command says so.
 	GPU func(ctx context.Context) chat.Reply
+	// HostAvailable returns the host's available memory, the limit of 适配
+	// for a job that runs on the CPU; nil: unknown.
+	HostAvailable func() int64
 }
 
 // maxText is the longest message the router reads.
@@ -260,6 +263,8 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed) ch
 		return r.queueList(ctx)
 	case "cancel":
 		return r.cancelQueued(ctx, m, p.Args)
+	case "fit":
+		return r.fit(ctx, p.Args)
 	}
 	return chat.Reply{Text: HelpText()}
 }
@@ -763,8 +768,8 @@ const maxCompare = 8
 // overlaid and a table with ratios against the first run.
 func (r *Router) compare(ctx context.Context, args []string) chat.Reply {
 	var runs []*trainer.Run
-	metric := ""
-	xTime := false
+	metric, kind := "", ""
+	xTime, xStep := false, false
 	for _, a := range args {
 		if id, err := strconv.ParseInt(strings.TrimPrefix(a, "#"), 10, 64); err == nil {
 			if id <= 0 {
@@ -777,8 +782,10 @@ func (r *Router) compare(ctx context.Context, args []string) chat.Reply {
 			runs = append(runs, run)
 			continue
 		}
-		if _, t, ok := chartWord(a); ok {
+		if k, t, ok := chartWord(a); ok && k != render.KindUtil {
 			xTime = xTime || t
+			xStep = xStep || (k == "" && !t)
+			kind = cmp.Or(k, kind)
 			continue
 		}
 		if metric != "" {
@@ -796,13 +803,89 @@ func (r *Router) compare(ctx context.Context, args []string) chat.Reply {
 	if ch == nil {
 		return chat.Reply{Text: "Comparisons are not available: the history cannot give series."}
 	}
-	img, text, err := ch.Compare(ctx, runs, render.LossOptions{Metric: metric, XTime: xTime})
+	if kind == render.KindMemory && metric != "" {
+		return chat.Reply{Text: fmt.Sprintf("对比 draws either a metric or memory; %q and 显存 together are one too many.", metric)}
+	}
+	o := render.LossOptions{Metric: metric, XTime: xTime, XStep: xStep}
+	var imgs []chat.Image
+	var text string
+	var err error
+	switch {
+	case kind == render.KindMemory:
+		var img chat.Image
+		img, text, err = ch.CompareMemory(ctx, runs, o)
+		imgs = append(imgs, img)
+	case metric != "":
+		var img chat.Image
+		img, text, err = ch.Compare(ctx, runs, o)
+		imgs = append(imgs, img)
+	default: // the loss overlay and the memory overlay
+		imgs, text, err = ch.CompareAll(ctx, runs, o)
+	}
 	if err != nil {
 		return chat.Reply{Text: err.Error()}
 	}
 	reply := chat.Reply{Text: text}
-	if img.PNG != nil {
-		reply.Images = []chat.Image{img}
+	for _, img := range imgs {
+		if img.PNG != nil {
+			reply.Images = append(reply.Images, img)
+		}
 	}
 	return reply
+}
+
+// fit answers 适配 [job] [param]: the largest value of the job's batch
+// parameter (or param) that the peak memory of its past runs says fits.
+func (r *Router) fit(ctx context.Context, args []string) chat.Reply {
+	if len(args) > 2 {
+		return chat.Reply{Text: "适配 takes a job and a parameter, e.g. 适配 mnist batch_size."}
+	}
+	jobs := r.Trainer.Jobs()
+	var job *trainer.Job
+	param := ""
+	for _, a := range args {
+		if j := findJob(jobs, a); j != nil && job == nil {
+			job = j
+			continue
+		}
+		if param != "" {
+			return chat.Reply{Text: fmt.Sprintf("适配 takes a job and a parameter; %q is neither a job nor the only parameter.", a)}
+		}
+		param = a
+	}
+	if job == nil {
+		if len(jobs) != 1 {
+			names := make([]string, len(jobs))
+			for i, j := range jobs {
+				names[i] = j.Name
+			}
+			return chat.Reply{Text: "Which job? 适配 JOB [param], with one of: " + strings.Join(names, ", ")}
+		}
+		job = jobs[0]
+	}
+	if spec, ok := job.Params[param]; param != "" && (!ok || (spec.Type != trainer.ParamInt && spec.Type != trainer.ParamFloat)) {
+		return chat.Reply{Text: fmt.Sprintf("%s has no numeric parameter %q.", job.Name, param)}
+	}
+	var data render.FitData
+	if ch := r.charts(); ch != nil {
+		data, _ = ch.Data.(render.FitData)
+	}
+	if data == nil {
+		return chat.Reply{Text: "适配 is not available: the history cannot give the job's runs."}
+	}
+	f, source, err := render.MemoryFit(ctx, data, render.FitOptions{Job: job, Name: job.Name, Param: param, HostAvailable: r.HostAvailable})
+	if err != nil {
+		return chat.Reply{Text: err.Error()}
+	}
+	return chat.Reply{Text: render.FitText(f, source)}
+}
+
+// findJob returns the job named name, nil if none.
+func findJob(jobs []*trainer.Job, name string) *trainer.Job {
+	for _, j := range jobs {
+		if j.Name == name {
+			return j
+		}
+	}
+	return nil
 }

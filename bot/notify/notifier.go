@@ -416,7 +416,7 @@ func EventReply(e trainer.Event) (chat.Reply, bool) {
 		switch a.Kind {
 		case trainer.OutcomeOOM:
 			text = render.OOMAlertText(e)
-			buttons = render.OOMButtons(e.Job, r)
+			buttons = render.OOMButtons(e.Job, r, e.Fit)
 		case trainer.OutcomeNaN:
 			text = fmt.Sprintf("⚠️ run #%d (%s) has a NaN loss: %s", r.ID, r.Job, a.Text)
 		case trainer.OutcomeStalled:
@@ -427,7 +427,7 @@ func EventReply(e trainer.Event) (chat.Reply, bool) {
 	case trainer.EventEnded:
 		reply := chat.Reply{Text: render.EndReport(e, "", true), Kind: chat.KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:ended", r.ID), Alert: string(r.Outcome)}
 		if _, retrying := render.RetryText(e); r.Outcome == trainer.OutcomeOOM && !retrying {
-			reply.Buttons = render.OOMButtons(e.Job, r)
+			reply.Buttons = render.OOMButtons(e.Job, r, e.Fit)
 		}
 		return reply, true
 	}

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,16 +69,16 @@ func TestOOMAlertSaysWhatToDo(t *testing.T) {
 func TestOOMButtonFitsTelegram(t *testing.T) {
 	job := mnistJob(false)
 	run := &trainer.Run{ID: 1, Job: "mnist", Params: map[string]string{"batch_size": "1", "lr": "0.001", "precision": "fp32"}}
-	if b := render.OOMButtons(job, run); b != nil {
+	if b := render.OOMButtons(job, run, nil); b != nil {
 		t.Errorf("batch_size=1 cannot be halved, got %+v", b)
 	}
 	run.Params["batch_size"] = "256"
 	run.Params["lr"] = "0.000123456789012345678901234567890123456789"
-	if b := render.OOMButtons(job, run); b != nil {
+	if b := render.OOMButtons(job, run, nil); b != nil {
 		t.Errorf("a command over 64 bytes got a button: %+v", b)
 	}
 	bs := &trainer.Job{Name: "j", Params: map[string]trainer.ParamSpec{"bs": {Type: trainer.ParamInt}}}
-	if b := render.OOMButtons(bs, &trainer.Run{Params: map[string]string{"bs": "10"}}); len(b) != 1 || b[0][0].Data != "开始 j bs=5" {
+	if b := render.OOMButtons(bs, &trainer.Run{Params: map[string]string{"bs": "10"}}, nil); len(b) != 1 || b[0][0].Data != "开始 j bs=5" {
 		t.Errorf("a job with bs: %+v", b)
 	}
 }
@@ -106,5 +107,35 @@ func TestEndReportTellsWhatOnOOMDid(t *testing.T) {
 	r = mk(trainer.OutcomeOOM, "64", 0, nil) // no on_oom: advice and the button
 	if !strings.Contains(r.Text, "What to try:\n• a smaller batch: 开始 mnist batch_size=32") || len(r.Buttons) != 1 {
 		t.Errorf("no on_oom:\n%s", r.Text)
+	}
+}
+
+// With a memory fit of the job's runs, the alert names the batch that fits
+// instead of half, with the prediction and the runs it comes from.
+func TestOOMAlertNamesTheFittedBatch(t *testing.T) {
+	line := "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 24.00 GiB of which 1.25 GiB is free."
+	o, _ := trainer.DetectOOM(line)
+	const gib = 1 << 30
+	var runs []*trainer.Run
+	for i, bs := range []int{16, 32, 40} {
+		peak := int64(5*gib + float64(bs)*0.35*gib)
+		runs = append(runs, &trainer.Run{ID: int64(3 + i), Job: "mnist", Outcome: trainer.OutcomeFinished, PeakGPUMem: &peak,
+			Params: map[string]string{"batch_size": strconv.Itoa(bs), "lr": "0.01", "precision": "fp32"}})
+	}
+	run := &trainer.Run{ID: 9, Job: "mnist", Outcome: trainer.OutcomeOOM, Params: map[string]string{"batch_size": "64", "lr": "0.01", "precision": "fp32"}}
+	fit := trainer.FitMemory(append(runs, run), mnistJob(false), "mnist", "batch_size", run, o.TotalBytes)
+	e := trainer.Event{Kind: trainer.EventAlert, Run: run, Job: mnistJob(false), At: time.Now(), Alert: &trainer.Alert{Kind: trainer.OutcomeOOM, Text: o.Summary(), OOM: o}, Fit: &fit}
+	r, _ := EventReply(e)
+	// 90 % of 24 GiB is 21.6 GiB: (21.6 − 5) / 0.35 = 47.4.
+	for _, want := range []string{
+		"a smaller batch: batch_size=47 should fit: predicted 21.4 GiB of 24 GiB, from runs #3 #4 #5: 开始 mnist batch_size=47 lr=0.01",
+		"gradient accumulation: steps of 47, to keep an effective batch near 64",
+	} {
+		if !strings.Contains(r.Text, want) {
+			t.Errorf("alert lacks %q:\n%s", want, r.Text)
+		}
+	}
+	if len(r.Buttons) != 1 || r.Buttons[0][0].Label != render.RetryFitLabel || r.Buttons[0][0].Data != "开始 mnist batch_size=47 lr=0.01" {
+		t.Errorf("buttons %+v", r.Buttons)
 	}
 }

@@ -86,6 +86,9 @@ type LossOptions struct {
 	Metric string
 	// XTime puts time since the start on X instead of the step.
 	XTime bool
+	// XStep puts the step on X of a chart whose X is time by default (the
+	// memory overlay of 对比).
+	XStep bool
 }
 
 func (c *Charts) painter() *plots.Painter {
@@ -190,6 +193,7 @@ func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (cha
 		total += len(pts)
 		chart.Series = append(chart.Series, s)
 	}
+	chart.YBytes = len(pick) == 1 && byteMetric(pick[0], chart.Series)
 	png, err := c.painter().Loss(chart)
 	if errors.Is(err, plots.ErrNoData) {
 		return chat.Image{}, userErrorf(ErrNoMetric, "run #%d has no finite value of %s to draw (%d points, all NaN or Inf)", run.ID, strings.Join(pick, ", "), total)

@@ -200,7 +200,7 @@ func TestCompare(t *testing.T) {
 	}
 	// steps/s comes from the points: 5900 steps between the first and the
 	// last point, read 59/60 of 100 minutes apart for run 1.
-	cmp, _, err := c.comparison(ctx, []*trainer.Run{a, b}, "", false)
+	cmp, _, err := c.comparison(ctx, []*trainer.Run{a, b}, "", false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,11 +43,24 @@ type Comparison struct {
 // run has a finite value of it) and a table as text, with ratios against the
 // first run.
 func (c *Charts) Compare(ctx context.Context, runs []*trainer.Run, o LossOptions) (chat.Image, string, error) {
-	cmp, series, err := c.comparison(ctx, runs, o.Metric, o.XTime)
+	cmp, series, err := c.comparison(ctx, runs, o.Metric, o.XTime, false)
+	if err != nil {
+		return chat.Image{}, "", err
+	}
+	img, err := c.compareChart(cmp, runs, series, o)
 	if err != nil {
 		return chat.Image{}, "", err
 	}
 	text := cmp.Text()
+	if img.PNG == nil {
+		text += fmt.Sprintf("\n(no chart: no run has a finite value of %s)", cmp.Metric)
+	}
+	return img, text, nil
+}
+
+// compareChart draws the overlay of a comparison's metric; an image
+// without PNG when no run has a finite value of it.
+func (c *Charts) compareChart(cmp Comparison, runs []*trainer.Run, series []plots.Series, o LossOptions) (chat.Image, error) {
 	ids := make([]string, len(runs))
 	nums := make([]string, len(runs))
 	for i, r := range runs {
@@ -61,30 +74,42 @@ func (c *Charts) Compare(ctx context.Context, runs []*trainer.Run, o LossOptions
 		XTime:     o.XTime,
 		Smoothing: c.smoothing(),
 		Series:    series,
+		YBytes:    byteMetric(cmp.Metric, series),
 	}
 	png, err := c.painter().Loss(chart)
 	if errors.Is(err, plots.ErrNoData) {
-		return chat.Image{}, text + fmt.Sprintf("\n(no chart: no run has a finite value of %s)", cmp.Metric), nil
+		return chat.Image{}, nil
 	}
 	if err != nil {
-		return chat.Image{}, "", fmt.Errorf("draw comparison: %w", err)
+		return chat.Image{}, fmt.Errorf("draw comparison: %w", err)
 	}
 	file := "compare-" + strings.Join(nums, "-") + ".png"
 	cmd := "trainbot compare " + strings.Join(nums, " ") + " --metric " + cmp.Metric
 	if o.XTime {
 		cmd += " --x time"
 	}
+	caption := fmt.Sprintf("%s of runs %s", cmp.Metric, strings.Join(ids, ", "))
+	var same []string
+	for _, s := range series {
+		if a, b, ok := strings.Cut(strings.SplitN(s.Name, " (", 2)[0], " = "); ok {
+			same = append(same, a+" = "+b)
+		}
+	}
+	if len(same) > 0 {
+		caption += " · identical point for point (drawn dashed): " + strings.Join(same, ", ")
+	}
 	img := chat.Image{
 		Name:    file,
 		PNG:     png,
-		Caption: fmt.Sprintf("%s of runs %s", cmp.Metric, strings.Join(ids, ", ")),
+		Caption: caption,
 		Command: cmd + " -o " + file,
 	}
-	return img, text, nil
+	return img, nil
 }
 
-// comparison reads what Compare shows.
-func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric string, xTime bool) (Comparison, []plots.Series, error) {
+// comparison reads what Compare shows. With anyMetric, runs that share no
+// metric still give a table (the memory overlay needs none).
+func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric string, xTime, anyMetric bool) (Comparison, []plots.Series, error) {
 	if len(runs) < 2 {
 		return Comparison{}, nil, errors.New("compare: want two or more runs")
 	}
@@ -100,7 +125,7 @@ func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric str
 		names[i] = n
 	}
 	m, err := commonMetric(runs, names, metric)
-	if err != nil {
+	if err != nil && !(anyMetric && metric == "" && errors.Is(err, ErrNoMetric)) {
 		return Comparison{}, nil, err
 	}
 	cmp := Comparison{Metric: m}
@@ -110,14 +135,18 @@ func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric str
 		jobsDiffer = jobsDiffer || r.Job != runs[0].Job
 	}
 	var series []plots.Series
+	var all [][]store.Point
 	now := c.now()
 	for i, r := range runs {
 		s := RunSummary{Run: r, Duration: r.Duration(now), Steps: r.Steps, Final: math.NaN(), Best: math.NaN(),
 			PeakGPU: -1, PeakHost: -1, Differs: differs[i]}
-		pts, err := c.Data.Series(ctx, r.ID, m)
-		if err != nil {
-			return Comparison{}, nil, fmt.Errorf("read %s of run %d: %w", m, r.ID, err)
+		var pts []store.Point
+		if m != "" {
+			if pts, err = c.Data.Series(ctx, r.ID, m); err != nil {
+				return Comparison{}, nil, fmt.Errorf("read %s of run %d: %w", m, r.ID, err)
+			}
 		}
+		all = append(all, pts)
 		if len(pts) > 0 {
 			s.HasMetric = true
 			s.Final = pts[len(pts)-1].Value
@@ -145,20 +174,71 @@ func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric str
 		}
 		cmp.Runs = append(cmp.Runs, s)
 
-		label := fmt.Sprintf("#%d", r.ID)
-		if jobsDiffer {
-			label += " " + r.Job
+		series = append(series, plots.Series{Name: compareLabel(runs, i, jobsDiffer, differs[i]), Points: toXY(pts, r.StartedAt, xTime)})
+	}
+	for i, j := range sameAs(all) {
+		if j >= 0 {
+			series[i].Name = sameLabel(runs, i, j, jobsDiffer, differs[i])
+			series[i].Dashed = true
 		}
-		switch {
-		case r.Note != "":
-			// The note says what the run was: the column head.
-			label += " " + Clip(r.Note, 40)
-		case len(differs[i]) > 0:
-			label += " " + Clip(strings.Join(differs[i], " "), 40)
-		}
-		series = append(series, plots.Series{Name: label, Points: toXY(pts, r.StartedAt, xTime)})
 	}
 	return cmp, series, nil
+}
+
+// compareLabel names run i in a comparison's legend: "#12", with its job
+// when the jobs differ, and the parameters that differ.
+func compareLabel(runs []*trainer.Run, i int, jobsDiffer bool, differs []string) string {
+	label := fmt.Sprintf("#%d", runs[i].ID)
+	if jobsDiffer {
+		label += " " + runs[i].Job
+	}
+	switch {
+	case runs[i].Note != "":
+		// The note says what the run was: the column head.
+		label += " " + Clip(runs[i].Note, 40)
+	case len(differs) > 0:
+		label += " " + Clip(strings.Join(differs, " "), 40)
+	}
+	return label
+}
+
+// sameLabel names run i whose curve equals run j's point for point:
+// "#13 = #12 (ckpt=1)".
+func sameLabel(runs []*trainer.Run, i, j int, jobsDiffer bool, differs []string) string {
+	rest := strings.TrimPrefix(compareLabel(runs, i, jobsDiffer, differs), fmt.Sprintf("#%d", runs[i].ID))
+	label := fmt.Sprintf("#%d = #%d", runs[i].ID, runs[j].ID)
+	if rest = strings.TrimSpace(rest); rest != "" {
+		label += " (" + rest + ")"
+	}
+	return label
+}
+
+// sameAs returns, for each series, the first earlier one it equals point
+// for point (same steps, same values; NaN equals NaN), or -1.
+func sameAs(all [][]store.Point) []int {
+	out := make([]int, len(all))
+	for i := range all {
+		out[i] = -1
+		for j := 0; j < i && out[i] < 0; j++ {
+			if out[j] < 0 && equalPoints(all[i], all[j]) {
+				out[i] = j
+			}
+		}
+	}
+	return out
+}
+
+func equalPoints(a, b []store.Point) bool {
+	if len(a) != len(b) || len(a) == 0 {
+		return false
+	}
+	for k := range a {
+		va, vb := a[k].Value, b[k].Value
+		if a[k].Step != b[k].Step || (va != vb && !(math.IsNaN(va) && math.IsNaN(vb))) {
+			return false
+		}
+	}
+	return true
 }
 
 // commonMetric picks the metric to compare: the named one, else "loss",

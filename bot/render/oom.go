@@ -14,6 +14,10 @@ import (
 // half the batch.
 const RetryHalfLabel = "用一半 batch 重试 Retry with half batch"
 
+// RetryFitLabel is the label of the button that starts a run again with
+// the batch the memory fit of the job's runs says fits.
+const RetryFitLabel = "用放得下的 batch 重试 Retry with the batch that fits"
+
 // maxButtonData is the most bytes of data a button may carry (Telegram's
 // callback_data limit).
 const maxButtonData = 64
@@ -28,7 +32,7 @@ func OOMAlertText(e trainer.Event) string {
 	if p := peakBeforeCrash(r); p != "" {
 		b.WriteString("\npeak before the crash: " + p)
 	}
-	if adv := OOMAdvice(a.OOM, r, e.Job); len(adv) > 0 {
+	if adv := OOMAdvice(a.OOM, r, e.Job, e.Fit); len(adv) > 0 {
 		b.WriteString("\nWhat to try:\n• " + strings.Join(adv, "\n• "))
 	}
 	return b.String()
@@ -45,9 +49,21 @@ func peakBeforeCrash(r *trainer.Run) string {
 	return strings.Join(parts, " · ")
 }
 
+// fittedValue is the value of param the memory fit says fits, when it is
+// about param and below the run's value (0 otherwise).
+func fittedValue(fit *trainer.MemoryFit, param string, value int64) int64 {
+	if fit.OK() && fit.Param == param && fit.MaxFit < value {
+		return fit.MaxFit
+	}
+	return 0
+}
+
 // OOMAdvice lists concrete next steps after an out-of-memory error. o may
-// be nil (killed by the OOM killer, or nothing parsed), job too.
-func OOMAdvice(o *trainer.OOM, r *trainer.Run, job *trainer.Job) []string {
+// be nil (killed by the OOM killer, or nothing parsed), job too. fit is
+// the memory fit of the job's runs (nil if none): when it names a value of
+// the batch parameter that fits, the advice says that value instead of
+// half.
+func OOMAdvice(o *trainer.OOM, r *trainer.Run, job *trainer.Job, fit *trainer.MemoryFit) []string {
 	var out []string
 	kind := "cuda"
 	if o != nil {
@@ -58,7 +74,10 @@ func OOMAdvice(o *trainer.OOM, r *trainer.Run, job *trainer.Job) []string {
 			FormatBytes(o.TriedBytes), FormatBytes(o.TotalBytes)))
 	}
 	param, value, half := batchParam(job, r)
-	switch {
+	switch fv := fittedValue(fit, param, value); {
+	case fv > 0:
+		out = append(out, fmt.Sprintf("a smaller batch: %s: %s", fit.Advice(), startCommand(job, r, param, fv)))
+		half = fv
 	case half > 0:
 		out = append(out, fmt.Sprintf("a smaller batch: %s", startCommand(job, r, param, half)))
 	case param != "":
@@ -66,8 +85,10 @@ func OOMAdvice(o *trainer.OOM, r *trainer.Run, job *trainer.Job) []string {
 	default:
 		out = append(out, "a smaller batch size")
 	}
-	if half > 0 {
-		out = append(out, fmt.Sprintf("gradient accumulation: 2 steps of %d keep the effective batch of %d", half, value))
+	if half > 0 && value%half == 0 {
+		out = append(out, fmt.Sprintf("gradient accumulation: %d steps of %d keep the effective batch of %d", value/half, half, value))
+	} else if half > 0 {
+		out = append(out, fmt.Sprintf("gradient accumulation: steps of %d, to keep an effective batch near %d", half, value))
 	} else {
 		out = append(out, "gradient accumulation, to keep the effective batch size with smaller batches")
 	}
@@ -101,26 +122,19 @@ func batchParam(job *trainer.Job, r *trainer.Run) (param string, value, half int
 	if job == nil || r == nil {
 		return "", 0, 0
 	}
-	cands := []string{"batch_size", "bs", "batch"}
-	if job.OnOOM != nil {
-		cands = append([]string{job.OnOOM.Halve}, cands...)
+	c := trainer.BatchParam(job)
+	if c == "" {
+		return "", 0, 0
 	}
-	for _, c := range cands {
-		spec, ok := job.Params[c]
-		if !ok || spec.Type != trainer.ParamInt {
-			continue
-		}
-		v, err := strconv.ParseInt(r.Params[c], 10, 64)
-		if err != nil {
-			continue
-		}
-		h := v / 2
-		if h < 1 || (spec.Min != nil && float64(h) < *spec.Min) {
-			h = 0
-		}
-		return c, v, h
+	v, err := strconv.ParseInt(r.Params[c], 10, 64)
+	if err != nil {
+		return "", 0, 0
 	}
-	return "", 0, 0
+	h := v / 2
+	if spec := job.Params[c]; h < 1 || (spec.Min != nil && float64(h) < *spec.Min) {
+		h = 0
+	}
+	return c, v, h
 }
 
 // precisionParam finds a precision choice of the job that would use less
@@ -168,9 +182,15 @@ func startCommand(job *trainer.Job, r *trainer.Run, param string, value int64) s
 
 // OOMButtons is the [retry with half batch] button for a run that ran out
 // of memory, when its job has a batch parameter that can be halved and
-// the command fits in a button.
-func OOMButtons(job *trainer.Job, r *trainer.Run) [][]chat.Button {
-	param, _, half := batchParam(job, r)
+// the command fits in a button; [retry with the batch that fits] when the
+// memory fit of the job's runs (fit, may be nil) names a smaller value,
+// the one the advice names.
+func OOMButtons(job *trainer.Job, r *trainer.Run, fit *trainer.MemoryFit) [][]chat.Button {
+	param, value, half := batchParam(job, r)
+	label := RetryHalfLabel
+	if fv := fittedValue(fit, param, value); fv > 0 {
+		half, label = fv, RetryFitLabel
+	}
 	if half == 0 {
 		return nil
 	}
@@ -178,7 +198,7 @@ func OOMButtons(job *trainer.Job, r *trainer.Run) [][]chat.Button {
 	if len(data) > maxButtonData {
 		return nil // the advice in the text has the command
 	}
-	return [][]chat.Button{{{Label: RetryHalfLabel, Data: data}}}
+	return [][]chat.Button{{{Label: label, Data: data}}}
 }
 
 // RetryText is the line about on_oom in the report of an ended run, and
@@ -190,6 +210,8 @@ func RetryText(e trainer.Event) (line string, retrying bool) {
 		return "", false
 	}
 	switch {
+	case r.Outcome == trainer.OutcomeOOM && rt.Next != "" && rt.Fit != nil:
+		return fmt.Sprintf("↻ on_oom: starting it again with %s=%s (retry %d of %d): %s", rt.Param, rt.Next, rt.Attempt+1, rt.Limit, rt.Fit.Advice()), true
 	case r.Outcome == trainer.OutcomeOOM && rt.Next != "":
 		return fmt.Sprintf("↻ on_oom: starting it again with %s=%s (retry %d of %d)", rt.Param, rt.Next, rt.Attempt+1, rt.Limit), true
 	case r.Outcome == trainer.OutcomeOOM:

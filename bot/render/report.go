@@ -115,7 +115,7 @@ func EndReport(e trainer.Event, best string, advise bool) string {
 		b.WriteString("\n" + line)
 	}
 	if advise && r.Outcome == trainer.OutcomeOOM {
-		if adv := OOMAdvice(e.OOM, r, e.Job); len(adv) > 0 {
+		if adv := OOMAdvice(e.OOM, r, e.Job, e.Fit); len(adv) > 0 {
 			b.WriteString("\nWhat to try:\n• " + strings.Join(adv, "\n• "))
 		}
 	}

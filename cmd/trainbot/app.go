@@ -147,7 +147,8 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	life.opened("post the queued notices", within(15*time.Second, notifier.Close))
 	health.attach(notifier.Push)
 
-	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger, SecretEnv: cfg.SecretEnv(), Queue: st})
+	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger, SecretEnv: cfg.SecretEnv(), Queue: st,
+		HostAvailable: hostAvailable})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
@@ -203,7 +204,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 
 	router := &command.Router{Trainer: sup, History: st, Logger: logger, Location: cfg.Location(), Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
-		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}}
+		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}, HostAvailable: hostAvailable}
 	sched, err := startSchedules(o.bc.schedules, sup, st, notifier, chartsHook(charts, logger), logger)
 	if err != nil {
 		return errorf(e, "%v", err)

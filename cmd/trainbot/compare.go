@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/plots"
@@ -80,12 +81,12 @@ func loadRun(ctx context.Context, e env, st *store.Store, dir string, id int64) 
 }
 
 func cmdCompare(ctx context.Context, args []string, e env) int {
-	fs := newFlags("compare", "A B [C …] [--metric NAME] [--x step|time] [-o FILE.png]", e)
+	fs := newFlags("compare", "A B [C …] [--metric NAME|memory] [--x step|time] [-o FILE.png]", e)
 	var cf configFlags
 	cf.register(fs, false)
-	metric := fs.String("metric", "", "metric to compare (default: loss, or the loss every run logged)")
-	x := fs.String("x", "step", "X axis of the chart: step or time (since each run started)")
-	out := fs.String("o", "", "output PNG file (default compare-A-B.png)")
+	metric := fs.String("metric", "", "metric to compare, or memory (default: loss, or the loss every run logged, and memory)")
+	x := fs.String("x", "", "X axis of the charts: step or time since each run started (default: step for metrics, time for memory)")
+	out := fs.String("o", "", "output PNG file (default compare-A-B.png; the memory chart of a comparison without --metric goes next to it, FILE-memory.png)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -119,22 +120,42 @@ func cmdCompare(ctx context.Context, args []string, e env) int {
 			return code
 		}
 	}
-	img, text, err := charts.Compare(ctx, runs, render.LossOptions{Metric: *metric, XTime: xTime})
+	o := render.LossOptions{Metric: *metric, XTime: xTime, XStep: *x == "step"}
+	var imgs []chat.Image
+	var text string
+	switch {
+	case strings.EqualFold(*metric, "memory"):
+		o.Metric = ""
+		var img chat.Image
+		img, text, err = charts.CompareMemory(ctx, runs, o)
+		imgs = []chat.Image{img}
+	case *metric != "":
+		var img chat.Image
+		img, text, err = charts.Compare(ctx, runs, o)
+		imgs = []chat.Image{img}
+	default:
+		imgs, text, err = charts.CompareAll(ctx, runs, o)
+	}
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
 	fmt.Fprintln(e.stdout, text)
-	if img.PNG == nil {
-		return exitOK
+	for i, img := range imgs {
+		if img.PNG == nil {
+			continue
+		}
+		path := img.Name
+		if *out != "" {
+			path = *out
+			if i > 0 {
+				path = strings.TrimSuffix(path, ".png") + "-memory.png"
+			}
+		}
+		if err := os.WriteFile(path, img.PNG, 0o644); err != nil {
+			return errorf(e, "write chart: %v", err)
+		}
+		fmt.Fprintf(e.stdout, "%s (%s)\n", path, img.Caption)
 	}
-	path := *out
-	if path == "" {
-		path = img.Name
-	}
-	if err := os.WriteFile(path, img.PNG, 0o644); err != nil {
-		return errorf(e, "write chart: %v", err)
-	}
-	fmt.Fprintf(e.stdout, "%s (%s)\n", path, img.Caption)
 	return exitOK
 }
 

@@ -120,7 +120,7 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 		if o.Retry < 1 || o.Retry > trainer.MaxOOMRetries {
 			errs = append(errs, c.ErrorAt(key+".on_oom.retry", "want 1..%d retries, got %d", trainer.MaxOOMRetries, o.Retry))
 		}
-		j.OnOOM = &trainer.OOMRetry{Retry: o.Retry, Halve: o.Halve}
+		j.OnOOM = &trainer.OOMRetry{Retry: o.Retry, Halve: o.Halve, NoFit: o.Fit != nil && !*o.Fit}
 	}
 	j.Runner, j.MaxQueue = jc.Runner, jc.MaxQueue
 	if sc := jc.Slurm; sc != nil {

@@ -138,12 +138,21 @@ func TestCompareCommand(t *testing.T) {
 		"peak GPU 17.00 GiB (−57 %)",
 		"#2 vs #1: peak GPU memory −57 %, time +24 %",
 		f + " (loss of runs #1, #2)",
+		strings.TrimSuffix(f, ".png") + "-memory.png (memory of runs #1, #2 · peaks #1 40.00 GiB, #2 17.00 GiB)",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
 	checkPNG(t, f)
+	checkPNG(t, strings.TrimSuffix(f, ".png")+"-memory.png")
+	// --metric memory: the memory overlay alone, over steps with --x step.
+	m := filepath.Join(t.TempDir(), "m.png")
+	code, stdout, stderr = runCmd("compare", "1", "2", "--metric", "memory", "--x", "step", "--data", dir, "-o", m)
+	if code != exitOK || !strings.Contains(stdout, m+" (memory of runs #1, #2") || strings.Contains(stdout, "loss of runs") {
+		t.Fatalf("--metric memory: exit %d\n%s%s", code, stdout, stderr)
+	}
+	checkPNG(t, m)
 	for _, c := range []struct {
 		args []string
 		code int
@@ -157,5 +166,33 @@ func TestCompareCommand(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.want)
 		}
+	}
+}
+
+func TestFitCommand(t *testing.T) {
+	dir := history(t) // two runs of bert without a batch parameter
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"fit"}, exitUsage, "fit takes one job name"},
+		{[]string{"fit", "bert", "--limit", "lots"}, exitUsage, `--limit "lots": want bytes`},
+		{[]string{"fit", "bert"}, exitFail, "no answer: the job has no batch parameter"},
+		{[]string{"fit", "bert", "--param", "grad_ckpt", "--json"}, exitFail, "no answer: too few runs"},
+	} {
+		code, stdout, stderr := runCmd(append(c.args, "--data", dir)...)
+		if code != c.code || !strings.Contains(stdout+stderr, c.want) {
+			t.Errorf("%v: exit %d, stdout %q stderr %q; want %d and %q", c.args, code, stdout, stderr, c.code, c.want)
+		}
+	}
+	if v, ok := parseSize("24GiB"); !ok || v != 24<<30 {
+		t.Errorf("24GiB: %d %v", v, ok)
+	}
+	if v, ok := parseSize("800 MB"); !ok || v != 800e6 {
+		t.Errorf("800 MB: %d %v", v, ok)
+	}
+	if v, ok := parseSize("1048576"); !ok || v != 1<<20 {
+		t.Errorf("1048576: %d %v", v, ok)
 	}
 }

@@ -35,6 +35,7 @@ type runJSON struct {
 	Last             map[string]*float64 `json:"last"` // null for NaN/Inf
 	PeakGPUMemBytes  *int64              `json:"peak_gpu_mem_bytes"`
 	PeakHostMemBytes *int64              `json:"peak_host_mem_bytes"`
+	PeakHostHow      string              `json:"peak_host_how"` // "" sampled, "main", "tree-sum", "cgroup"
 	StartedBy        string              `json:"started_by"`
 	StoppedBy        string              `json:"stopped_by"`
 	PID              int                 `json:"pid"`
@@ -54,7 +55,7 @@ func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 		ID: r.ID, Job: r.Job, State: string(r.State), Outcome: string(r.Outcome), Detail: r.Detail,
 		ExitCode: r.ExitCode, StartedAt: r.StartedAt.UTC(), DurationS: math.Round(r.Duration(now).Seconds()*1000) / 1000,
 		Params: r.TypedParams(), Steps: r.Steps, TotalSteps: r.Total, Last: map[string]*float64{},
-		PeakGPUMemBytes: r.PeakGPUMem, PeakHostMemBytes: r.PeakHostMem,
+		PeakGPUMemBytes: r.PeakGPUMem, PeakHostMemBytes: r.PeakHostMem, PeakHostHow: r.PeakHostHow,
 		StartedBy: r.StartedBy, StoppedBy: r.StoppedBy, PID: r.PID, Command: r.Command, LogPath: r.LogPath,
 		Runner: def(r.Runner, trainer.RunnerLocal), SupervisorPID: r.Supervisor, Node: r.Node, Note: r.Note,
 	}

@@ -205,6 +205,16 @@ func (p *Procs) Owner(pid int, runs map[int]int64) int64 {
 type TreeUsage struct {
 	RSS   int64 // bytes
 	Procs int
+	// PIDs are the live processes of the tree, with their start times
+	// (a pid and its start name one process: pids are reused).
+	PIDs []ProcID
+}
+
+// ProcID names one process for as long as the host runs: its pid and when
+// it started (clock ticks after boot).
+type ProcID struct {
+	PID   int
+	Start uint64
 }
 
 // Usage sums the resident memory and counts the live processes of every
@@ -217,7 +227,10 @@ func (p *Procs) Usage(runs map[int]int64) map[int64]TreeUsage {
 	owner := make(map[int]int64, len(p.m))
 	var path []int
 	for pid, st := range p.m {
-		if st.State == 'Z' {
+		if st.State == 'Z' || st.RSS == 0 {
+			// A zombie, or a process that is exiting (its memory already
+			// released): nothing to count, and a run made only of those
+			// is not measured (rather than "0 B" at the end of its chart).
 			continue
 		}
 		id := p.ownerMemo(pid, runs, owner, &path)
@@ -227,6 +240,7 @@ func (p *Procs) Usage(runs map[int]int64) map[int64]TreeUsage {
 		u := out[id]
 		u.RSS += st.RSS * p.pageSize
 		u.Procs++
+		u.PIDs = append(u.PIDs, ProcID{PID: pid, Start: st.Start})
 		out[id] = u
 	}
 	return out
@@ -387,4 +401,41 @@ func bootTime(root string) (time.Time, error) {
 // StartTime converts a process's start (clock ticks after boot) to a time.
 func StartTime(boot time.Time, ticks uint64) time.Time {
 	return boot.Add(time.Duration(ticks) * time.Second / ClockTicks)
+}
+
+// ReadHWM returns a process's high-water mark of resident memory in bytes
+// (VmHWM of /proc/PID/status: the most it ever held at once, which
+// periodic samples of its RSS miss when the peak is short). ok is false
+// for a process that ended, a zombie (its memory is gone) or a kernel
+// thread.
+func ReadHWM(pid int) (int64, bool) { return readHWM("/proc", pid) }
+
+func readHWM(root string, pid int) (int64, bool) {
+	var buf [4096]byte
+	b, err := readSmall([]byte(root+"/"+strconv.Itoa(pid)+"/status"), buf[:])
+	if err != nil {
+		return 0, false
+	}
+	return parseHWM(b)
+}
+
+// parseHWM reads "VmHWM:\t  123456 kB" of a /proc/PID/status text.
+func parseHWM(b []byte) (int64, bool) {
+	i := bytes.Index(b, []byte("\nVmHWM:"))
+	if i < 0 {
+		return 0, false
+	}
+	rest := b[i+len("\nVmHWM:"):]
+	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+		rest = rest[:j]
+	}
+	f := strings.Fields(string(rest))
+	if len(f) != 2 || f[1] != "kB" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n << 10, true
 }

@@ -248,6 +248,7 @@ var fileCases = []fileCase{
 			"700 1 loss=Inf",
 			"800 1 loss=0.3312",
 			"800 1 acc=97.5",
+			"800 1 mem=3.1e+09",
 			"800 1 val_loss=0.41",
 			"800 1 val_acc=0.86",
 		},

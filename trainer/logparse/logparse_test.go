@@ -113,9 +113,9 @@ func TestFormats(t *testing.T) {
 		{name: "lr schedules are metrics, bookkeeping is not",
 			lines: []string{"step=10 lr=0.001 learning_rate=0.001 seed=42 rank=0 local_rank=0 world_size=8 pid=1234 v_num=0 batch_size=64 loss=1"},
 			want:  []string{"10 - lr=0.001", "10 - learning_rate=0.001", "10 - loss=1"}},
-		{name: "units, clocks and rates are not values",
-			lines: []string{"step 5: loss=0.5 time: 3s eta: 0:01:23 speed: 12ms/step mem: 3.1GB date: 2024-05-01 elapsed: 00:05"},
-			want:  []string{"5 - loss=0.5"}},
+		{name: "units, clocks and rates are not values, but memory with a byte unit is bytes",
+			lines: []string{"step 5: loss=0.5 time: 3s eta: 0:01:23 speed: 12ms/step mem: 3.1GB size: 3 MB date: 2024-05-01 elapsed: 00:05"},
+			want:  []string{"5 - loss=0.5", "5 - mem=3.1e+09"}},
 		{name: "counts are not metrics",
 			lines: []string{"Training finished: 300 steps, loaded: 60000 examples, throughput: 1,234.5 samples/s"},
 			want:  []string{"1 - throughput=1234.5"}},
@@ -649,8 +649,8 @@ func TestConfigurationEchoes(t *testing.T) {
 		{name: "'key : value' only on a line that reports progress",
 			lines: []string{"ppocr INFO:     epoch_num : 3", "ppocr INFO:     learning_rate : 0.0005", "Epoch : 1 | Loss : 0.5"},
 			want:  []string{"1 1 loss=0.5"}},
-		{name: "values with a unit after a space, lists and rows of values are not values",
+		{name: "values with a unit after a space (but memory), lists and rows of values are not values",
 			lines: []string{"step 1: max_mem_reserved: 6177 MB, avg_batch_cost: 0.18 s, bbox_mAP_copypaste: 0.024 0.059 0.015, copypaste: 70.9157,86.5672, ips: 355.1 samples/s"},
-			want:  []string{"1 - ips=355.1"}},
+			want:  []string{"1 - max_mem_reserved=6.177e+09", "1 - ips=355.1"}},
 	})
 }

@@ -419,6 +419,17 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 			i = j
 			continue
 		}
+		if class == keyMetric && quoted == 0 && !unit && isMemoryKey(lkey) {
+			// "Memory: 14222.125 MB", "MemAllocated=3.2GB", "gpu_mem 14.2 GiB"
+			if v, end, ok := scanByteSize(s, kw); ok {
+				ph := phraseBefore(s, i, floor)
+				if !ph.has(capacityWords) && !bytes.Contains(lkey, []byte("total")) {
+					p.applyPair(li, class, lkey, &ph, v)
+				}
+				i, floor = end, end
+				continue
+			}
+		}
 
 		if (class == keyStep || class == keyBatch || class == keyEpoch || class == keyTotalSteps || class == keyTotalEpochs) && !unit {
 			if n, total, end, ok := scanProgress(s, k); ok {
@@ -463,6 +474,9 @@ func (p *Parser) scanKeys(li *lineInfo, s string) {
 			}
 			if !ok {
 				v, end, ok = scanList(s, k+1)
+			}
+			if ok && torchvisionMaxMem(s, i) {
+				v *= mib
 			}
 			if ok {
 				if isSplitWord(key) {

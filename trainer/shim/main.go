@@ -590,7 +590,8 @@ func (s *shim) reapAll() {
 	defer s.reapMu.Unlock()
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		var ru unix.Rusage
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, &ru)
 		if err == unix.EINTR {
 			continue
 		}
@@ -599,6 +600,9 @@ func (s *shim) reapAll() {
 		}
 		if pid == s.child && !s.reaped {
 			s.reaped, s.ws, s.endedAt = true, ws, time.Now()
+			s.mu.Lock()
+			s.st.MaxRSS = ru.Maxrss * 1024 // Linux gives KiB
+			s.mu.Unlock()
 			close(s.exited)
 		}
 	}

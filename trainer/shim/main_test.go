@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -130,6 +132,16 @@ func child(mode string, args []string) int {
 			return 1
 		}
 		fmt.Println("ok pid", resp.State.PID)
+		return 0
+	case "peak": // hold N MiB for an instant (every page touched), free it, print, exit
+		b := make([]byte, atoi(arg(0, "64"))<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		fmt.Println("peak held", len(b))
+		b = nil
+		runtime.GC()
+		debug.FreeOSMemory()
 		return 0
 	case "steps": // N stdout lines, a stderr line every 7th, one write each; then wait for RUN_DIR/finish
 		n := atoi(arg(0, "1000"))

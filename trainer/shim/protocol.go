@@ -90,6 +90,11 @@ type State struct {
 	OOMKills  int64     `json:"oom_kills"`         // rise of the memory cgroup's oom_kill count during the run; -1 unknown
 	Stop      *StopInfo `json:"stop,omitempty"`    // a stop was asked
 	Survivors int       `json:"survivors"`         // processes of the run still alive after the final SIGKILL (want 0)
+	// MaxRSS is the main process's high-water mark of resident memory in
+	// bytes, from wait4's rusage when it was reaped (ru_maxrss: its own,
+	// or that of a descendant it waited for when larger; never a sum); 0
+	// while it runs.
+	MaxRSS int64 `json:"max_rss,omitempty"`
 
 	BytesRead    int64  `json:"bytes_read"`            // output read from the pipes
 	LogBytes     int64  `json:"log_bytes"`             // size of output.log; at the end: read this far and the log is complete

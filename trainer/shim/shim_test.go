@@ -503,3 +503,18 @@ func TestLogCap(t *testing.T) {
 		t.Error("the head is not kept or the end not written")
 	}
 }
+
+// The run's state says the main process's high-water mark of resident
+// memory, read from wait4 when it is reaped: a peak of an instant that no
+// periodic sample would see.
+func TestMaxRSSIsThePeak(t *testing.T) {
+	spec := newSpec(t, "peak", "96")
+	h, _ := start(t, spec, "")
+	st := wait(t, h, spec.RunDir)
+	if st.ExitCode == nil || *st.ExitCode != 0 {
+		t.Fatalf("exit code %v, want 0", st.ExitCode)
+	}
+	if st.MaxRSS < 96<<20 || st.MaxRSS > 1<<30 {
+		t.Errorf("max_rss = %d, want at least the 96 MiB the child held (and not absurd)", st.MaxRSS)
+	}
+}

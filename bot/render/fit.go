@@ -1,0 +1,145 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// FitData is what a memory fit reads from the history: the job's runs, and
+// their memory samples for the capacity of the GPUs they used.
+type FitData interface {
+	trainer.JobHistory
+	// RunMemorySeries returns a run's memory samples in time order.
+	RunMemorySeries(ctx context.Context, runID int64) ([]store.RunMemory, error)
+}
+
+var _ FitData = (*store.Store)(nil)
+
+// FitOptions choose what 适配 and `trainbot fit` fit.
+type FitOptions struct {
+	// Job is the job's configuration (its parameters' ranges); nil for a
+	// job that is no longer configured.
+	Job *trainer.Job
+	// Name is the job's name.
+	Name string
+	// Param is the parameter; "" for the job's batch parameter.
+	Param string
+	// Limit is the memory to stay under in bytes; 0 for the device's: the
+	// NVML total of the GPUs the job's runs used, or HostAvailable for a
+	// job whose runs used no GPU.
+	Limit int64
+	// HostAvailable returns the host's available memory (MemAvailable).
+	HostAvailable func() int64
+}
+
+// Limit sources, as FitText names them.
+const (
+	limitGiven = "given"
+	limitGPU   = "NVML total of the GPU the job used"
+	limitHost  = "host MemAvailable now"
+)
+
+// MemoryFit fits the peak memory of a job's runs against a parameter and
+// finds the largest value that fits (trainer.FitMemory) under the limit o
+// gives or, without one, the device's. It also says where the limit came
+// from.
+func MemoryFit(ctx context.Context, data FitData, o FitOptions) (trainer.MemoryFit, string, error) {
+	runs, err := data.JobRuns(ctx, o.Name)
+	if err != nil {
+		return trainer.MemoryFit{}, "", fmt.Errorf("read the runs of %s: %w", o.Name, err)
+	}
+	param := o.Param
+	if param == "" {
+		param = trainer.BatchParam(o.Job)
+	}
+	if param == "" && o.Job == nil {
+		param = batchParamOfRuns(runs)
+	}
+	f := trainer.FitMemory(runs, o.Job, o.Name, param, nil, 0)
+	limit, source := o.Limit, limitGiven
+	switch {
+	case limit > 0:
+	case f.GPU:
+		source = limitGPU
+		for _, id := range f.Runs {
+			mem, err := data.RunMemorySeries(ctx, id)
+			if err != nil {
+				return trainer.MemoryFit{}, "", fmt.Errorf("read memory of run %d: %w", id, err)
+			}
+			for _, m := range mem {
+				if m.GPUTotal != nil {
+					limit = max(limit, *m.GPUTotal)
+				}
+			}
+		}
+	case o.HostAvailable != nil:
+		limit, source = o.HostAvailable(), limitHost
+	}
+	return trainer.FitMemory(runs, o.Job, o.Name, param, nil, limit), source, nil
+}
+
+// batchParamOfRuns is the first of batch_size, bs, batch that a run has.
+func batchParamOfRuns(runs []*trainer.Run) string {
+	for _, c := range []string{"batch_size", "bs", "batch"} {
+		for _, r := range runs {
+			if _, ok := r.Params[c]; ok {
+				return c
+			}
+		}
+	}
+	return ""
+}
+
+// FitText is the answer of 适配 and `trainbot fit`: the line, how good it
+// is, the runs it went through, and the largest value that fits or why
+// there is none.
+func FitText(f trainer.MemoryFit, limitSource string) string {
+	var b strings.Builder
+	what := "host memory"
+	if f.GPU {
+		what = "GPU memory"
+	}
+	fmt.Fprintf(&b, "适配 fit · %s · peak %s against %s", f.Job, what, orDash(f.Param))
+	if len(f.Same) > 0 {
+		var same []string
+		for _, k := range sortedKeys(f.Same) {
+			same = append(same, k+"="+f.Same[k])
+		}
+		b.WriteString(" · runs with " + strings.Join(same, " "))
+	}
+	b.WriteString("\n")
+	for i, id := range f.Runs {
+		fmt.Fprintf(&b, "  #%d %s=%s peak %s\n", id, f.Param, trimFloat(f.Values[i]), FormatBytes(f.Peaks[i]))
+	}
+	if len(f.OOMRuns) > 0 {
+		ids := make([]string, len(f.OOMRuns))
+		for i, id := range f.OOMRuns {
+			ids[i] = fmt.Sprintf("#%d", id)
+		}
+		fmt.Fprintf(&b, "  out of memory: %s (lowest %s=%s: nothing at or above it fits)\n", strings.Join(ids, " "), f.Param, trimFloat(f.OOMAt))
+	}
+	if len(f.Runs) >= 2 && f.R2 > 0 {
+		fmt.Fprintf(&b, "peak = %s + %s × %s (R² %.4f, %d runs)\n", FormatBytes(int64(f.A)), FormatBytes(int64(f.B)), f.Param, f.R2, len(f.Runs))
+	}
+	if f.Limit > 0 {
+		fmt.Fprintf(&b, "limit %s (%s), %.0f %% kept free: %s\n", FormatBytes(f.Limit), limitSource, trainer.FitMargin*100,
+			FormatBytes(int64((1-trainer.FitMargin)*float64(f.Limit))))
+	}
+	if f.OK() {
+		b.WriteString("✅ " + f.Advice())
+	} else {
+		b.WriteString("❔ no answer: " + f.Problem)
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
