@@ -47,6 +47,9 @@ type Config struct {
 	Push      []PushConfig     `toml:"push"`
 	Quiet     []QuietConfig    `toml:"quiet"`
 	Schedules []ScheduleConfig `toml:"schedules"`
+	// Alerts are alert rules for every job's runs ([[alerts]]); a job's
+	// own are [[jobs.alerts]].
+	Alerts []AlertRuleConfig `toml:"alerts"`
 
 	// Telegram is the Telegram transport; Auth says who may use the chats.
 	Telegram TelegramConfig `toml:"telegram"`
@@ -93,6 +96,8 @@ type JobConfig struct {
 	MaxLogSize  ByteSize               `toml:"max_log_size"`
 	TailLines   int                    `toml:"tail_lines"`
 	OnOOM       *OnOOMConfig           `toml:"on_oom"`
+	// Alerts are the job's own alert rules.
+	Alerts []AlertRuleConfig `toml:"alerts"`
 	// MaxQueue bounds the start requests of the job waiting in the queue
 	// (排队); default 10.
 	MaxQueue int `toml:"max_queue"`
@@ -119,6 +124,18 @@ type SlurmConfig struct {
 	QOS           string `toml:"qos"`
 	// ExtraArgs are passed to sbatch as they are, each one argument.
 	ExtraArgs []string `toml:"extra_args"`
+}
+
+// AlertRuleConfig is an [[alerts]] or [[jobs.alerts]] entry: when metric
+// is above or below value, or has not improved (no_improvement, by more
+// than value), or grows slower than value per second (rate_below), for a
+// number of steps or a time, the chats get message.
+type AlertRuleConfig struct {
+	Metric  string   `toml:"metric"`
+	When    string   `toml:"when"`
+	Value   *float64 `toml:"value"`
+	For     string   `toml:"for"` // "20 steps" or a duration ("10m")
+	Message string   `toml:"message"`
 }
 
 // ParamConfig declares one job parameter.

@@ -107,3 +107,17 @@ func TestHostPeakIsTheHighWaterMark(t *testing.T) {
 		t.Errorf("peak = %+v, want run 7, at least 64 MiB, %q (one process)", p, trainer.PeakMain)
 	}
 }
+
+// gpu_util of a run is the mean utilisation of the devices its processes use.
+func TestRunUtil(t *testing.T) {
+	snap := Snapshot{Devices: []Device{{Index: 0, Util: 90}, {Index: 1, Util: 10}, {Index: 2, Util: -1}}}
+	if got, ok := runUtil(snap, RunUsage{Devices: []int{0, 1}}); !ok || got != 50 {
+		t.Errorf("devices 0 and 1: %v %v, want 50", got, ok)
+	}
+	if _, ok := runUtil(snap, RunUsage{Devices: []int{2}}); ok {
+		t.Error("a device of unknown utilisation gave one")
+	}
+	if _, ok := runUtil(snap, RunUsage{}); ok {
+		t.Error("a run without devices gave one")
+	}
+}

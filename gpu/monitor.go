@@ -13,6 +13,30 @@ import (
 	"github.com/trainbot/trainbot/trainer"
 )
 
+// utilObserver is a Runs that also takes the utilisation of each run's GPUs
+// (the supervisor: its gpu_util alert rules).
+type utilObserver interface {
+	ObserveUtil(runID int64, percent float64)
+}
+
+// runUtil is the mean utilisation of the devices a run's processes use;
+// false when none is known.
+func runUtil(snap Snapshot, u RunUsage) (float64, bool) {
+	sum, n := 0, 0
+	for _, d := range snap.Devices {
+		for _, i := range u.Devices {
+			if d.Index == i && d.Util >= 0 {
+				sum += d.Util
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return float64(sum) / float64(n), true
+}
+
 // Runs is what the monitor needs of the supervisor.
 type Runs interface {
 	// ActivePGIDs maps the process group id of every active run (its main
@@ -185,6 +209,11 @@ func (m *Monitor) Sample(ctx context.Context) (err error) {
 	if m.opts.Runs != nil {
 		for _, u := range snap.Runs {
 			m.opts.Runs.ObserveMemory(u.RunID, u.GPUBytes, u.HostBytes)
+			if ur, ok := m.opts.Runs.(utilObserver); ok {
+				if pct, ok := runUtil(snap, u); ok {
+					ur.ObserveUtil(u.RunID, pct)
+				}
+			}
 		}
 		for _, p := range m.hostPeaks(snap.Runs) {
 			m.opts.Runs.ObserveHostPeak(p.run, p.bytes, p.how)

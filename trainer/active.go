@@ -55,6 +55,8 @@ type active struct {
 	prevOOM    *OOM        // on_oom: what the run this one retries failed to allocate (nil: unknown)
 	prevSteps  int64       // and at which step
 	queued     *QueueEntry // the queue entry this run was started from
+	rules      []*ruleState // the alert rules of the run (the job's and every job's), under mu
+	gpuUtil    float64      // the latest utilisation of the run's GPUs (gpu_util); NaN before one, under mu
 	nanWatch   bool        // a loss is NaN: lines without points count toward nan_after too
 
 	// The replay of lines the bot had already stored before a restart:
@@ -116,6 +118,10 @@ func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
 		nan:    map[string]*nanRun{},
 		log:    s.log.With("run", run.ID, "job", job.Name),
 		stored: run.LogOffset,
+	}
+	a.gpuUtil = math.NaN()
+	for _, r := range append(slices.Clone(job.Alerts), s.opts.Alerts...) {
+		a.rules = append(a.rules, &ruleState{rule: r})
 	}
 	a.metrics.path = filepath.Join(runDir, MetricsFile)
 	a.metrics.stored = run.MetricsOffset
@@ -195,6 +201,7 @@ func (a *active) observe() {
 			nextSlow = now.Add(slowEvery)
 			a.readMetricsFile()
 			a.checkStall(now)
+			a.checkRules(now)
 		}
 		if !now.Before(nextControl) {
 			a.readEvents(false)
@@ -515,6 +522,7 @@ func (a *active) finish(end *runEnd) {
 			r.ExitCode = &code
 		}
 	}
+	extra = append(extra, a.unseenRules()...)
 	if a.full {
 		where := "the log has them"
 		if end != nil && end.logCut {
@@ -755,7 +763,20 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 		}
 	}
 	a.nanWatch = len(a.nan) > 0
+	var fired []string
+	for _, p := range pts {
+		for _, rs := range a.rules {
+			if rs.rule.Metric == p.Name {
+				if text := rs.observe(now, max(step, p.Step), p.Value); text != "" {
+					fired = append(fired, text)
+				}
+			}
+		}
+	}
 	a.mu.Unlock()
+	if !replay {
+		a.publishRules(fired)
+	}
 	if nanAlert != "" && !replay {
 		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeNaN, Text: nanAlert}})
 		if a.job.StopOnNaN {
@@ -804,6 +825,80 @@ type nanRun struct {
 // IsLossName reports whether a metric name looks like a loss.
 func IsLossName(name string) bool {
 	return strings.Contains(strings.ToLower(name), "loss")
+}
+
+// checkRules evaluates the alert rules that need no new point: the
+// measured metrics (steps_per_s, gpu_util) and conditions that hold for a
+// time.
+func (a *active) checkRules(now time.Time) {
+	if len(a.rules) == 0 || !a.caughtUpWithLog() {
+		return
+	}
+	a.mu.Lock()
+	step := a.progress.Step
+	var fired []string
+	for _, rs := range a.rules {
+		text := ""
+		switch rs.rule.Metric {
+		case MetricStepsPerSec:
+			if !a.firstMetric.IsZero() && now.Sub(a.firstMetric) >= time.Minute/2 {
+				text = rs.observe(now, step, a.rate.perSecond())
+			}
+		case MetricGPUUtil:
+			if !math.IsNaN(a.gpuUtil) {
+				text = rs.observe(now, step, a.gpuUtil)
+			}
+		default:
+			text = rs.check(now, step)
+		}
+		if text != "" {
+			fired = append(fired, text)
+		}
+	}
+	a.mu.Unlock()
+	a.publishRules(fired)
+}
+
+// caughtUpWithLog reports whether the log's replay after a restart is
+// over: rules do not fire on what an earlier trainbot already judged.
+func (a *active) caughtUpWithLog() bool { return a.stored == 0 || a.caughtUp }
+
+// publishRules raises the alerts of rules that fired.
+func (a *active) publishRules(fired []string) {
+	for _, text := range fired {
+		a.log.Info("alert rule fired", "detail", text)
+		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeRule, Text: text}})
+	}
+}
+
+// unseenRules says which rules watched a metric the run never gave.
+func (a *active) unseenRules() []string {
+	var out []string
+	for _, rs := range a.rules {
+		if !rs.seen {
+			what := "which the run never printed"
+			switch rs.rule.Metric {
+			case MetricStepsPerSec:
+				what = "which could not be measured (no step was printed)"
+			case MetricGPUUtil:
+				what = "which NVML never reported for the run's processes"
+			}
+			out = append(out, fmt.Sprintf("alert rule %q watched %s, %s", rs.rule.String(), rs.rule.Metric, what))
+		}
+	}
+	return out
+}
+
+// ObserveUtil records the utilisation (%) of the GPUs an active run's
+// processes use, for its gpu_util alert rules.
+func (s *Supervisor) ObserveUtil(runID int64, percent float64) {
+	a, err := s.find(runID)
+	if err != nil {
+		return
+	}
+	a.mu.Lock()
+	a.gpuUtil = percent
+	a.mu.Unlock()
 }
 
 // checkStall raises a stalled alert once per silence longer than StallAfter.

@@ -81,6 +81,10 @@ type Job struct {
 	// MaxQueue bounds the start requests of this job waiting in the queue
 	// (排队); 0: DefaultMaxQueue.
 	MaxQueue int
+
+	// Alerts are the job's own alert rules ([[jobs.alerts]]); the
+	// supervisor's Options.Alerts apply too.
+	Alerts []AlertRule
 }
 
 // Job defaults.
@@ -143,6 +147,11 @@ func (j *Job) Normalize() error {
 	}
 	if err := j.checkOnOOM(); err != nil {
 		errs = append(errs, err)
+	}
+	for i, r := range j.Alerts {
+		if err := r.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("alerts[%d].%w", i, err))
+		}
 	}
 	for _, item := range j.Command {
 		for _, ref := range placeholders(item) {

@@ -193,7 +193,8 @@ func (s *Supervisor) dropQueued(ctx context.Context, e QueueEntry, why string) {
 		return
 	}
 	s.log.Warn("queue entry dropped", "entry", e.ID, "job", e.Job, "why", why)
-	text := fmt.Sprintf("queued request #%d (%s %s, by %s) was dropped: %s", e.ID, e.Job, strings.TrimSpace(paramsText(e.Params)), e.By, why)
+	what := strings.TrimSpace(e.Job + " " + paramsText(e.Params))
+	text := fmt.Sprintf("queued request #%d (%s, by %s) was dropped: %s", e.ID, what, e.By, why)
 	s.publish(Event{Kind: EventQueue, Run: &Run{Job: e.Job, Origin: e.Origin}, Queue: &QueueNotice{Entry: e, Text: text}})
 }
 

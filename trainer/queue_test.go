@@ -94,3 +94,33 @@ func TestQueueIsBounded(t *testing.T) {
 		t.Errorf("the owner could not cancel: %v", err)
 	}
 }
+
+// An alert rule "loss no_improvement for 20 steps" fires once on a real
+// run whose loss stops improving; a rule on a metric the run never prints
+// is told once, at the end.
+func TestAlertRulesOnARun(t *testing.T) {
+	script := `i=0; while [ $i -lt 60 ]; do i=$((i+1)); if [ $i -le 10 ]; then v=$((100-i*5)); else v=50; fi; echo "step $i loss=0.$v"; sleep 0.005; done`
+	j := job("r", []string{"/bin/sh", "-c", script})
+	j.Alerts = []trainer.AlertRule{{Metric: "val_acc", When: trainer.RuleBelow, Value: 0.5}}
+	h := newHarnessWith(t, t.TempDir(), trainer.Options{Alerts: []trainer.AlertRule{{Metric: "loss", When: trainer.RuleNoImprovement, ForSteps: 20, Message: "loss plateaued"}}}, j)
+	r := h.start("r", nil)
+	end := h.wait(r.ID)
+	var fired []string
+	for {
+		select {
+		case e := <-h.events:
+			if e.Kind == trainer.EventAlert && e.Alert.Kind == trainer.OutcomeRule {
+				fired = append(fired, e.Alert.Text)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if len(fired) != 1 || !strings.HasPrefix(fired[0], "loss plateaued (rule: loss no_improvement for 20 steps): loss is 0.5000; its best was 0.5000 at step 10") {
+		t.Errorf("fired %q, want the plateau once", fired)
+	}
+	if end.Outcome != trainer.OutcomeFinished || !strings.Contains(end.Detail, `alert rule "val_acc below 0.5" watched val_acc, which the run never printed`) {
+		t.Errorf("end %s: %s", end.Outcome, end.Detail)
+	}
+}

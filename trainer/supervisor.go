@@ -100,6 +100,10 @@ const (
 	EventQueue    EventKind = "queue" // a queued start request was dropped (Event.Queue says why)
 )
 
+// OutcomeRule is the Alert.Kind of an alert rule that fired (not an
+// outcome: a run is never ended by a rule).
+const OutcomeRule Outcome = "rule"
+
 // Event is published to listeners when a run starts, raises an alert while
 // it runs, or ends.
 type Event struct {
@@ -173,6 +177,8 @@ type Options struct {
 	// Queue keeps start requests waiting for their job's lock (排队); nil:
 	// no queue.
 	Queue QueueStore
+	// Alerts are alert rules for every job's runs ([[alerts]]).
+	Alerts []AlertRule
 	// HostAvailable returns the host's available memory in bytes
 	// (MemAvailable), the limit of a memory fit of a CPU job; nil: unknown.
 	HostAvailable func() int64

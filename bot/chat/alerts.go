@@ -18,10 +18,11 @@ const (
 	AlertXid      = "xid"      // an NVIDIA Xid error
 	AlertSchedule = "schedule" // a scheduled start was refused or failed
 	AlertTrainbot = "trainbot" // trainbot's own trouble: a chat transport stopped, the disk full
+	AlertRule     = "rule"     // one of the user's alert rules ([[alerts]]) fired
 )
 
 // AlertKinds lists every alert kind, for config validation.
-var AlertKinds = []string{AlertOOM, AlertFailed, AlertNaN, AlertStalled, AlertFinished, AlertStopped, AlertGPU, AlertXid, AlertSchedule, AlertTrainbot}
+var AlertKinds = []string{AlertOOM, AlertFailed, AlertNaN, AlertStalled, AlertFinished, AlertStopped, AlertGPU, AlertXid, AlertSchedule, AlertTrainbot, AlertRule}
 
 // Severity orders replies by urgency: quiet hours let the urgent ones
 // through; WeCom colours and the webhook's "severity" field show it.
@@ -60,7 +61,7 @@ func SeverityOf(r Reply) Severity {
 	switch r.Alert {
 	case AlertFinished, AlertStopped:
 		return SeverityInfo
-	case AlertStalled, AlertGPU, AlertSchedule:
+	case AlertStalled, AlertGPU, AlertSchedule, AlertRule:
 		return SeverityWarning
 	}
 	return SeverityCritical // oom, failed, nan, xid, trainbot, and alerts of no known kind

@@ -421,6 +421,9 @@ func EventReply(e trainer.Event) (chat.Reply, bool) {
 			text = fmt.Sprintf("⚠️ run #%d (%s) has a NaN loss: %s", r.ID, r.Job, a.Text)
 		case trainer.OutcomeStalled:
 			text = fmt.Sprintf("⏸ run #%d (%s) looks stalled: %s", r.ID, r.Job, a.Text)
+		case trainer.OutcomeRule:
+			text = fmt.Sprintf("📏 run #%d (%s): %s", r.ID, r.Job, a.Text)
+			buttons = [][]chat.Button{{{Label: "画图 Plot", Data: fmt.Sprintf("/plot %d", r.ID)}, {Label: "状态 Status", Data: fmt.Sprintf("/status %d", r.ID)}}}
 		}
 		return chat.Reply{Text: text, Kind: chat.KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:alert:%s:%d", r.ID, a.Kind, e.At.Unix()),
 			Alert: string(a.Kind), Buttons: buttons}, true

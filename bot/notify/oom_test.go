@@ -139,3 +139,19 @@ func TestOOMAlertNamesTheFittedBatch(t *testing.T) {
 		t.Errorf("buttons %+v", r.Buttons)
 	}
 }
+
+// A rule's alert names the run, says the rule and links the chart; a
+// dropped queue entry is told to its chat.
+func TestRuleAndQueueReplies(t *testing.T) {
+	run := &trainer.Run{ID: 5, Job: "mnist", Origin: "telegram:1"}
+	r, ok := EventReply(trainer.Event{Kind: trainer.EventAlert, Run: run, Alert: &trainer.Alert{Kind: trainer.OutcomeRule, Text: "loss plateaued (rule: loss no_improvement for 20 steps): loss is 0.5"}})
+	if !ok || r.Text != "📏 run #5 (mnist): loss plateaued (rule: loss no_improvement for 20 steps): loss is 0.5" || r.Alert != chat.AlertRule ||
+		len(r.Buttons) != 1 || r.Buttons[0][0].Data != "/plot 5" || chat.SeverityOf(r) != chat.SeverityWarning {
+		t.Errorf("rule alert %+v", r)
+	}
+	q := trainer.QueueEntry{ID: 4, Job: "gone"}
+	r, ok = EventReply(trainer.Event{Kind: trainer.EventQueue, Run: &trainer.Run{Job: "gone", Origin: "telegram:2"}, Queue: &trainer.QueueNotice{Entry: q, Text: "queued request #4 (gone, by bob) was dropped: job gone is no longer configured"}})
+	if !ok || !strings.HasPrefix(r.Text, "🗑 queued request #4") {
+		t.Errorf("queue notice %+v", r)
+	}
+}

@@ -198,6 +198,14 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 		fmt.Fprintln(e.stdout, "warning: "+x.String())
 	}
 	fmt.Fprintln(e.stdout, cfg.Store.RetentionText())
+	for _, r := range bc.alerts {
+		fmt.Fprintf(e.stdout, "alert rule (every job): %s\n", r)
+	}
+	for _, j := range bc.jobs {
+		for _, r := range j.Alerts {
+			fmt.Fprintf(e.stdout, "alert rule (job %s): %s\n", j.Name, r)
+		}
+	}
 	printAlerts(e, bc)
 	return exitOK
 }

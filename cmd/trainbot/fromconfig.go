@@ -29,6 +29,7 @@ type botConfig struct {
 	// have theirs in pushChannel).
 	quiet     map[chat.ChatKey]deliver.QuietHours
 	schedules []scheduleEntry
+	alerts    []trainer.AlertRule // [[alerts]]: every job's
 	// sharing is [store] shared_group resolved; configPath the file read
 	// ("" for none), whose mode is checked when it holds a secret.
 	sharing    sharing
@@ -95,7 +96,40 @@ func fromConfig(c *config.Config, invalid config.Errors) (*botConfig, config.Err
 		errs = append(errs, serrs...)
 		out.schedules = append(out.schedules, s)
 	}
+	for i, rc := range c.Alerts {
+		r, rerrs := ruleFromConfig(c, fmt.Sprintf("alerts[%d]", i), rc)
+		errs = append(errs, rerrs...)
+		if len(rerrs) == 0 {
+			out.alerts = append(out.alerts, r)
+		}
+	}
 	return out, errs
+}
+
+// ruleFromConfig makes an alert rule; its errors name the rule's keys.
+func ruleFromConfig(c *config.Config, key string, rc config.AlertRuleConfig) (trainer.AlertRule, config.Errors) {
+	var errs config.Errors
+	r := trainer.AlertRule{Metric: strings.TrimSpace(rc.Metric), When: strings.TrimSpace(rc.When), Message: rc.Message}
+	if rc.Value != nil {
+		r.Value = *rc.Value
+	} else if r.When != trainer.RuleNoImprovement {
+		errs = append(errs, c.ErrorAt(key, "value: %s needs a value to compare with", def(r.When, "a rule")))
+	}
+	steps, d, err := trainer.ParseFor(rc.For, config.ParseDuration)
+	if err != nil {
+		errs = append(errs, c.ErrorAt(key+".for", "%v", err))
+	}
+	r.ForSteps, r.ForTime = steps, d
+	if err := r.Validate(); err != nil && len(errs) == 0 {
+		for _, e := range unwrapAll(err) {
+			k, msg := key, e.Error()
+			if field, rest, ok := strings.Cut(msg, ": "); ok && fieldPath.MatchString(field) {
+				k, msg = key+"."+field, rest
+			}
+			errs = append(errs, c.ErrorAt(k, "%s", msg))
+		}
+	}
+	return r, errs
 }
 
 // jobFromConfig makes job i; skipChecks leaves out the checks of the job as
@@ -123,6 +157,11 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 		j.OnOOM = &trainer.OOMRetry{Retry: o.Retry, Halve: o.Halve, NoFit: o.Fit != nil && !*o.Fit}
 	}
 	j.Runner, j.MaxQueue = jc.Runner, jc.MaxQueue
+	for ri, rc := range jc.Alerts {
+		r, rerrs := ruleFromConfig(c, fmt.Sprintf("%s.alerts[%d]", key, ri), rc)
+		errs = append(errs, rerrs...)
+		j.Alerts = append(j.Alerts, r)
+	}
 	if sc := jc.Slurm; sc != nil {
 		j.Slurm = slurm.Options{Partition: sc.Partition, Time: sc.Time, Nodes: sc.Nodes, NtasksPerNode: sc.NtasksPerNode,
 			CPUsPerTask: sc.CPUsPerTask, Account: sc.Account, QOS: sc.QOS, ExtraArgs: sc.ExtraArgs}

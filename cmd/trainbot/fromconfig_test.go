@@ -391,3 +391,52 @@ extra_args = ["--output=/tmp/x"]
 		}
 	}
 }
+
+func TestAlertRulesConvert(t *testing.T) {
+	bc, err := convert(t, `[[alerts]]
+metric = "loss"
+when = "no_improvement"
+for = "20 steps"
+
+[[jobs]]
+name = "a"
+command = ["x"]
+[[jobs.alerts]]
+metric = "gpu_util"
+when = "below"
+value = 10
+for = "10m"
+message = "GPU idles"
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bc.alerts) != 1 || bc.alerts[0].ForSteps != 20 || len(bc.jobs[0].Alerts) != 1 || bc.jobs[0].Alerts[0].ForTime != 10*time.Minute || bc.jobs[0].Alerts[0].Message != "GPU idles" {
+		t.Errorf("alerts %+v, job alerts %+v", bc.alerts, bc.jobs[0].Alerts)
+	}
+	_, err = convert(t, `[[alerts]]
+metric = "loss"
+when = "above"
+
+[[alerts]]
+metric = "tokens"
+when = "rate_below"
+value = 5
+for = "3 steps"
+
+[[alerts]]
+when = "below"
+value = 1
+for = "often"
+`)
+	text := errText(err)
+	for _, want := range []string{
+		`test.toml:1: alerts[0]: value: above needs a value to compare with`,
+		`test.toml:9: alerts[1].for: rate_below needs a time window`,
+		`test.toml:14: alerts[2].for: "often": want a number of steps`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("errors lack %q:\n%s", want, text)
+		}
+	}
+}
