@@ -51,13 +51,13 @@ type active struct {
 	detachOnce sync.Once
 	done       chan struct{} // closed when the run has ended (or the bot detached)
 	log        *slog.Logger
-	attempt    int         // on_oom: this run is the attempt-th retry (0: not a retry)
-	prevOOM    *OOM        // on_oom: what the run this one retries failed to allocate (nil: unknown)
-	prevSteps  int64       // and at which step
-	queued     *QueueEntry // the queue entry this run was started from
+	attempt    int          // on_oom: this run is the attempt-th retry (0: not a retry)
+	prevOOM    *OOM         // on_oom: what the run this one retries failed to allocate (nil: unknown)
+	prevSteps  int64        // and at which step
+	queued     *QueueEntry  // the queue entry this run was started from
 	rules      []*ruleState // the alert rules of the run (the job's and every job's), under mu
 	gpuUtil    float64      // the latest utilisation of the run's GPUs (gpu_util); NaN before one, under mu
-	nanWatch   bool        // a loss is NaN: lines without points count toward nan_after too
+	nanWatch   bool         // a loss is NaN: lines without points count toward nan_after too
 
 	// The replay of lines the bot had already stored before a restart:
 	// they rebuild the parser's state but store no point and raise no alert.
