@@ -47,6 +47,8 @@ type Config struct {
 	Push      []PushConfig     `toml:"push"`
 	Quiet     []QuietConfig    `toml:"quiet"`
 	Schedules []ScheduleConfig `toml:"schedules"`
+	// Watch says which logs 关注 may watch from a chat.
+	Watch WatchConfig `toml:"watch"`
 	// Alerts are alert rules for every job's runs ([[alerts]]); a job's
 	// own are [[jobs.alerts]].
 	Alerts []AlertRuleConfig `toml:"alerts"`
@@ -124,6 +126,14 @@ type SlurmConfig struct {
 	QOS           string `toml:"qos"`
 	// ExtraArgs are passed to sbatch as they are, each one argument.
 	ExtraArgs []string `toml:"extra_args"`
+}
+
+// WatchConfig is the [watch] section.
+type WatchConfig struct {
+	// Dirs are the directories whose files 关注 PATH may watch from a
+	// chat (default none: 关注 is off; trainbot watch on the host is not
+	// limited).
+	Dirs []string `toml:"dirs"`
 }
 
 // AlertRuleConfig is an [[alerts]] or [[jobs.alerts]] entry: when metric
@@ -353,6 +363,13 @@ func (c *Config) Validate() error {
 	}
 	if _, err := ParseLevel(c.LogLevel); err != nil {
 		add(c.ErrorAt("log_level", "%v", err))
+	}
+	for i, d := range c.Watch.Dirs {
+		d = ExpandHome(d)
+		c.Watch.Dirs[i] = d
+		if st, err := os.Stat(d); err != nil || !st.IsDir() || !filepath.IsAbs(d) {
+			add(c.ErrorAt(fmt.Sprintf("watch.dirs[%d]", i), "%q: want an absolute path of a directory", d))
+		}
 	}
 	if c.TimeZone != "" {
 		if _, err := time.LoadLocation(c.TimeZone); err != nil {

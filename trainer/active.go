@@ -26,6 +26,9 @@ type stopRequest struct {
 	by     string
 	reason Outcome // OutcomeStopped, or OutcomeNaN when trainbot stops a diverged run
 	kill   bool    // SIGKILL now, without the grace periods (Close that cannot wait)
+	// killWatched stops a watched run's process too (StopWatched); without
+	// it, a watched run is only no longer watched.
+	killWatched bool
 }
 
 // active is a run this trainbot observes. Its processes belong to the
@@ -177,7 +180,7 @@ func (a *active) observe() {
 		}
 		if tl == nil {
 			var err error
-			if tl, err = openLogTail(filepath.Join(a.runDir, shim.LogFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if tl, err = openLogTail(a.logPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 				a.log.Warn("open run log", "err", err)
 			}
 		}
@@ -241,6 +244,15 @@ func (a *active) observe() {
 		}
 		poll.Reset(pollEvery)
 	}
+}
+
+// logPath is the run's log: the one its supervisor or Slurm writes in the
+// run's directory, or the file a watched run writes.
+func (a *active) logPath() string {
+	if a.run.Runner == RunnerWatch && a.run.LogPath != "" {
+		return a.run.LogPath
+	}
+	return filepath.Join(a.runDir, shim.LogFile)
 }
 
 // control asks the run's owner how the run is, forwards a stop that has

@@ -797,13 +797,19 @@ func (s *Supervisor) adopt(ctx context.Context) error {
 			continue
 		}
 		job, ok := s.jobs[r.Job]
+		if r.Runner == RunnerWatch {
+			job, ok = watchJob(r), true
+		}
 		if !ok { // a job no longer configured: observe it with the defaults
 			job = &Job{Name: r.Job, Command: r.Command}
 			if err := job.Normalize(); err != nil {
 				job = &Job{Name: r.Job, Lock: r.Job, StopGrace: DefaultStopGrace, KillGrace: DefaultKillGrace, TailLines: DefaultTailLines}
 			}
 		}
-		runDir := filepath.Dir(r.LogPath)
+		runDir := RunDir(s.opts.DataDir, r.ID)
+		if err := os.MkdirAll(runDir, 0o700); err != nil {
+			return err
+		}
 		obs, err := acquireObserver(runDir)
 		if err != nil {
 			continue // another trainbot observes it
@@ -825,6 +831,8 @@ func (s *Supervisor) adopt(ctx context.Context) error {
 			}
 			lock.describe(fmt.Sprintf("run #%d (%s), Slurm job %s, observed by trainbot pid %d", r.ID, r.Job, r.SlurmJobID, os.Getpid()))
 			a.runner = newSlurmRunner(a, lock)
+		} else if r.Runner == RunnerWatch {
+			a.runner = newWatchRunner(a)
 		} else {
 			a.runner = newShimRunner(a, nil)
 		}

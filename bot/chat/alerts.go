@@ -19,10 +19,11 @@ const (
 	AlertSchedule = "schedule" // a scheduled start was refused or failed
 	AlertTrainbot = "trainbot" // trainbot's own trouble: a chat transport stopped, the disk full
 	AlertRule     = "rule"     // one of the user's alert rules ([[alerts]]) fired
+	AlertEnded    = "ended"    // a watched run ended (its process exited, or it is no longer watched)
 )
 
 // AlertKinds lists every alert kind, for config validation.
-var AlertKinds = []string{AlertOOM, AlertFailed, AlertNaN, AlertStalled, AlertFinished, AlertStopped, AlertGPU, AlertXid, AlertSchedule, AlertTrainbot, AlertRule}
+var AlertKinds = []string{AlertOOM, AlertFailed, AlertNaN, AlertStalled, AlertFinished, AlertStopped, AlertGPU, AlertXid, AlertSchedule, AlertTrainbot, AlertRule, AlertEnded}
 
 // Severity orders replies by urgency: quiet hours let the urgent ones
 // through; WeCom colours and the webhook's "severity" field show it.
@@ -59,7 +60,7 @@ func SeverityOf(r Reply) Severity {
 		return SeverityProgress
 	}
 	switch r.Alert {
-	case AlertFinished, AlertStopped:
+	case AlertFinished, AlertStopped, AlertEnded:
 		return SeverityInfo
 	case AlertStalled, AlertGPU, AlertSchedule, AlertRule:
 		return SeverityWarning

@@ -30,6 +30,7 @@ var Commands = []Command{
 	{Name: "queue", Chinese: "排队", Args: "[job] [k=v…]", Help: "queue a start for when the job's run ends (/queue alone lists the queue)", HelpZH: "排队等待训练"},
 	{Name: "queued", Chinese: "队列", Help: "the queue: waiting starts, their positions and who asked", HelpZH: "查看队列"},
 	{Name: "cancel", Chinese: "取消", Args: "N", Help: "remove queue entry N (the one who queued it or an operator)", HelpZH: "取消排队"},
+	{Name: "watch", Chinese: "关注", Args: "PATH [pid]", Help: "watch a run trainbot did not start: its log (in [watch] dirs) and its process", HelpZH: "关注外部训练", Operator: true},
 	{Name: "note", Chinese: "备注", Args: "N text", Help: "note on run N (shown in 历史, runs and 对比); 开始 … 备注 text notes a new run", HelpZH: "给训练加备注", Operator: true},
 	{Name: "jobs", Chinese: "任务", Help: "configured jobs and their parameters", HelpZH: "任务列表"},
 	{Name: "audit", Chinese: "审计", Args: "[n]", Help: "who sent which command, allowed or refused, and the run it touched", HelpZH: "操作审计记录", Operator: true},

@@ -28,6 +28,8 @@ type Trainer interface {
 	Status(runID int64) (trainer.Status, error)
 	Tail(runID int64, n int) ([]string, error)
 	Enqueue(ctx context.Context, req trainer.StartRequest, userID string) (trainer.QueueEntry, int, error)
+	Watch(ctx context.Context, req trainer.WatchRequest) (*trainer.Run, error)
+	StopWatched(runID int64, by string, killProcess bool) (*trainer.Run, error)
 	Queued(ctx context.Context) ([]trainer.QueueEntry, error)
 	CancelQueued(ctx context.Context, id int64, userID string, operator bool) (trainer.QueueEntry, error)
 }
@@ -107,6 +109,9 @@ type Router struct {
 	// ConfirmStop, for a transport name, makes 停止 ask for confirmation with
 	// buttons before stopping (transports with buttons).
 	ConfirmStop map[string]bool
+	// WatchDirs are the directories whose files 关注 may watch (and
+	// nothing else: a chat never reads arbitrary files); none: 关注 is off.
+	WatchDirs []string
 	// Location is the time zone dates are shown in; nil: the process's
 	// (TZ).
 	Location *time.Location
@@ -251,6 +256,8 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed) ch
 		return r.auditLog(ctx, p.Args)
 	case "note":
 		return r.note(ctx, p.Args)
+	case "watch":
+		return r.watch(ctx, m, p.Args)
 	case "queue":
 		if len(p.Args) == 0 && p.Word != "排队" {
 			return r.queueList(ctx)
@@ -507,6 +514,10 @@ func (r *Router) stop(ctx context.Context, m chat.Message, args []string) chat.R
 	if confirmed {
 		args = args[:len(args)-1]
 	}
+	kill := len(args) > 0 && (args[len(args)-1] == "kill" || args[len(args)-1] == "杀")
+	if kill {
+		args = args[:len(args)-1]
+	}
 	id, _, err := runArg(args)
 	if err != nil {
 		return chat.Reply{Text: err.Error()}
@@ -523,6 +534,9 @@ func (r *Router) stop(ctx context.Context, m chat.Message, args []string) chat.R
 			return chat.Reply{Text: "Several runs are active: " + r.activeIDs() + ". Say which: 停止 12"}
 		}
 		return chat.Reply{Text: "No run is active, nothing to stop."}
+	}
+	if st.Run.Runner == trainer.RunnerWatch {
+		return r.stopWatched(m, st, kill, confirmed)
 	}
 	if r.ConfirmStop[m.Transport] && !confirmed {
 		return chat.Reply{

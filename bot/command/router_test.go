@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -371,4 +375,44 @@ func TestQueue(t *testing.T) {
 		t.Errorf("run 3's note %q, want the queued one", r.Note)
 	}
 	mustContain(t, e.say(operator, "队列"), "The queue is empty")
+}
+
+// 关注 watches only logs in [watch] dirs; 停止 of a watched run stops
+// watching, 停止 N kill asks first and then stops the process.
+func TestWatchFromTheChat(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "ext.log")
+	os.WriteFile(log, []byte("step 1 loss=0.5\n"), 0o644)
+	mustContain(t, e.say(operator, "关注 "+log), "关注 is off")
+	e.r.WatchDirs = []string{dir}
+	mustContain(t, e.say(operator, "关注 /etc/passwd"), "Not watched", "not in a directory of [watch] dirs")
+	mustContain(t, e.say(operator, "关注 "+filepath.Join(dir, "..", filepath.Base(dir), "..", "x")), "Not watched")
+	mustContain(t, e.say(viewer, "关注 "+log), "Viewers can look")
+	cmd := exec.Command("/bin/sh", "-c", `trap 'exit 3' INT; while :; do sleep 0.05; done`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	defer cmd.Process.Kill()
+	got := e.say(operator, fmt.Sprintf("关注 %s %d", log, cmd.Process.Pid))
+	mustContain(t, got, "👁 watching run #1 (ext)", "it ends when pid")
+	mustContain(t, e.say(operator, "/stop 1 kill"), "Kill the watched process of run #1", "trainbot did not start it")
+	mustContain(t, e.say(operator, "/stop 1 kill confirm"), "stopping the watched process of run #1")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if r, err := e.st.Run(context.Background(), 1); err == nil && r.State == trainer.StateEnded {
+			if r.Outcome != trainer.OutcomeStopped {
+				t.Errorf("got %s: %s", r.Outcome, r.Detail)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watched run did not end")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Without kill: the watch ends, nothing else.
+	mustContain(t, e.say(operator, "关注 "+log), "watching run #2", "it ends on 停止 2")
+	mustContain(t, e.say(operator, "/stop 2 confirm"), "run #2 (ext) is no longer watched")
 }

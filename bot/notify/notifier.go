@@ -393,6 +393,13 @@ func EventReply(e trainer.Event) (chat.Reply, bool) {
 	r := e.Run
 	switch e.Kind {
 	case trainer.EventStarted:
+		if r.Runner == trainer.RunnerWatch {
+			text := fmt.Sprintf("👁 watching run #%d: %s — %s", r.ID, r.Job, r.LogPath)
+			if r.PID > 0 {
+				text += fmt.Sprintf(" (pid %d)", r.PID)
+			}
+			return chat.Reply{Text: text, Kind: chat.KindNotice, RunID: r.ID, Key: fmt.Sprintf("run:%d:started", r.ID)}, true
+		}
 		text := fmt.Sprintf("▶️ run #%d started: %s", r.ID, r.Job)
 		if len(r.Params) > 0 {
 			text += " " + render.ParamsText(r.Params)

@@ -156,6 +156,8 @@ func OutcomeIcon(o trainer.Outcome) string {
 		return "▶️"
 	case trainer.OutcomeInterrupted:
 		return "❔"
+	case trainer.OutcomeEnded:
+		return "⏏️"
 	}
 	return "❌"
 }

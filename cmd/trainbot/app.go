@@ -203,7 +203,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		return errorf(e, "%v", err)
 	}
 
-	router := &command.Router{Trainer: sup, History: st, Logger: logger, Location: cfg.Location(), Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
+	router := &command.Router{Trainer: sup, History: st, Logger: logger, Location: cfg.Location(), WatchDirs: cfg.Watch.Dirs, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
 		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}, HostAvailable: hostAvailable}
 	sched, err := startSchedules(o.bc.schedules, sup, st, notifier, chartsHook(charts, logger), logger)
 	if err != nil {

@@ -416,3 +416,28 @@ max_queue = 3
 		t.Errorf("queue --json: %d %v %s", code, err, out)
 	}
 }
+
+// trainbot watch records a watched run for the serving trainbot; bad input
+// is refused with the reason.
+func TestWatchCommand(t *testing.T) {
+	data := t.TempDir()
+	log := filepath.Join(t.TempDir(), "exp.log")
+	os.WriteFile(log, []byte("step 1 loss=0.5\n"), 0o644)
+	code, out, stderr := trainbot(t, "", "watch", "--log", log, "--name", "exp1", "--data", data)
+	if code != 0 || !strings.Contains(out, "run #1 (exp1): watching "+log) {
+		t.Fatalf("watch: %d %q %s", code, out, stderr)
+	}
+	r := runJSONOf(t, data, "1")
+	if r["runner"] != "watch" || r["state"] != "running" || r["log_path"] != log {
+		t.Errorf("runs show: %v", r)
+	}
+	if code, _, stderr := trainbot(t, "", "watch", "--log", log+".none", "--data", data); code != 1 || !strings.Contains(stderr, "no such file") {
+		t.Errorf("a missing log: %d %s", code, stderr)
+	}
+	if code, _, stderr := trainbot(t, "", "watch", "--data", data); code != 2 || !strings.Contains(stderr, "--log FILE is required") {
+		t.Errorf("no log: %d %s", code, stderr)
+	}
+	if code, _, stderr := trainbot(t, "", "watch", "--log", log, "--pid", "999999999", "--data", data); code != 1 || !strings.Contains(stderr, "no process") {
+		t.Errorf("a dead pid: %d %s", code, stderr)
+	}
+}

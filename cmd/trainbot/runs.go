@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -126,7 +125,7 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 		if err != nil {
 			return errorf(e, "%v", err)
 		}
-		holder, attached := trainer.Observer(filepath.Dir(r.LogPath))
+		holder, attached := trainer.Observer(trainer.RunDir(dataDir, r.ID))
 		if *asJSON {
 			j := toJSON(r, last, now)
 			if r.State == trainer.StateRunning {
