@@ -123,7 +123,7 @@ func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
 		stored: run.LogOffset,
 	}
 	a.gpuUtil = math.NaN()
-	for _, r := range append(slices.Clone(job.Alerts), s.opts.Alerts...) {
+	for _, r := range append(slices.Clone(job.Alerts), s.alertRules()...) {
 		a.rules = append(a.rules, &ruleState{rule: r})
 	}
 	a.metrics.path = filepath.Join(runDir, MetricsFile)

@@ -75,7 +75,7 @@ func (s *Supervisor) Enqueue(ctx context.Context, req StartRequest, userID strin
 		if e.Job == job.Name {
 			n++
 		}
-		if j, ok := s.jobs[e.Job]; ok && j.Lock == job.Lock {
+		if j, ok := s.jobMap()[e.Job]; ok && j.Lock == job.Lock {
 			pos++
 		}
 	}
@@ -154,7 +154,7 @@ func (s *Supervisor) StartQueued(ctx context.Context) {
 	}
 	tried := map[string]bool{} // locks whose head was tried: later entries wait
 	for _, e := range all {
-		job, ok := s.jobs[e.Job]
+		job, ok := s.jobMap()[e.Job]
 		if !ok {
 			s.dropQueued(ctx, e, fmt.Sprintf("job %s is no longer configured", e.Job))
 			continue

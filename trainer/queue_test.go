@@ -124,3 +124,29 @@ func TestAlertRulesOnARun(t *testing.T) {
 		t.Errorf("end %s: %s", end.Outcome, end.Detail)
 	}
 }
+
+// A reload replaces the jobs for the next starts; a run in progress keeps
+// the definition it started with; an invalid set changes nothing.
+func TestReconfigure(t *testing.T) {
+	h := newHarness(t, job("a", childCommand("print", "20", "50")))
+	r := h.start("a", nil)
+	if err := h.sup.Reconfigure([]*trainer.Job{{Name: "a b"}}, nil); err == nil {
+		t.Fatal("an invalid job was taken")
+	}
+	if _, err := h.sup.Job("a"); err != nil {
+		t.Fatalf("the invalid reload changed the jobs: %v", err)
+	}
+	if err := h.sup.Reconfigure([]*trainer.Job{job("b", childCommand("print", "1"))}, []trainer.AlertRule{{Metric: "loss", When: trainer.RuleAbove, Value: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sup.Job("a"); err == nil {
+		t.Error("job a is still configured")
+	}
+	if end := h.wait(r.ID); end.Outcome != trainer.OutcomeFinished || end.Steps != 20 {
+		t.Errorf("the run of the removed job: %s at %d", end.Outcome, end.Steps)
+	}
+	r2 := h.start("b", nil)
+	if end := h.wait(r2.ID); end.Outcome != trainer.OutcomeFinished {
+		t.Errorf("the new job: %s", end.Outcome)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -197,7 +198,10 @@ type JobHistory interface {
 // processes sharing the data directory (a lock file).
 type Supervisor struct {
 	opts Options
-	jobs map[string]*Job
+	// jobs is the configured jobs by name, swapped whole by Reconfigure
+	// (never changed in place); alerts likewise, [[alerts]].
+	jobs   atomic.Pointer[map[string]*Job]
+	alerts atomic.Pointer[[]AlertRule]
 	log  *slog.Logger
 
 	startMu   sync.Mutex // serialises Start
@@ -236,15 +240,9 @@ func New(ctx context.Context, opts Options) (*Supervisor, error) {
 		}
 		opts.ShimCommand = []string{exe, "shim"}
 	}
-	s := &Supervisor{opts: opts, jobs: map[string]*Job{}, active: map[string]*active{}, log: opts.Logger, stopWatch: make(chan struct{})}
-	for _, j := range opts.Jobs {
-		if err := j.Normalize(); err != nil {
-			return nil, fmt.Errorf("job %s: %w", j.Name, err)
-		}
-		if _, dup := s.jobs[j.Name]; dup {
-			return nil, fmt.Errorf("job %s: defined twice", j.Name)
-		}
-		s.jobs[j.Name] = j
+	s := &Supervisor{opts: opts, active: map[string]*active{}, log: opts.Logger, stopWatch: make(chan struct{})}
+	if err := s.Reconfigure(opts.Jobs, opts.Alerts); err != nil {
+		return nil, err
 	}
 	for _, dir := range []string{filepath.Join(opts.DataDir, "runs"), filepath.Join(opts.DataDir, "locks")} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -253,6 +251,36 @@ func New(ctx context.Context, opts Options) (*Supervisor, error) {
 	}
 	return s, nil
 }
+
+// Reconfigure replaces the configured jobs and the alert rules of every
+// job ([[alerts]]) — a reload. Runs in progress keep the job definition
+// they started with; the next start of a job uses the new one. On an error
+// nothing changes.
+func (s *Supervisor) Reconfigure(jobs []*Job, alerts []AlertRule) error {
+	m := make(map[string]*Job, len(jobs))
+	for _, j := range jobs {
+		if err := j.Normalize(); err != nil {
+			return fmt.Errorf("job %s: %w", j.Name, err)
+		}
+		if _, dup := m[j.Name]; dup {
+			return fmt.Errorf("job %s: defined twice", j.Name)
+		}
+		m[j.Name] = j
+	}
+	for i, r := range alerts {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("alerts[%d].%w", i, err)
+		}
+	}
+	a := slices.Clone(alerts)
+	s.jobs.Store(&m)
+	s.alerts.Store(&a)
+	return nil
+}
+
+func (s *Supervisor) jobMap() map[string]*Job { return *s.jobs.Load() }
+
+func (s *Supervisor) alertRules() []AlertRule { return *s.alerts.Load() }
 
 // Subscribe adds a listener for run events.
 func (s *Supervisor) Subscribe(l Listener) {
@@ -266,7 +294,7 @@ func (s *Supervisor) publish(e Event) {
 		e.At = time.Now()
 	}
 	if e.Job == nil && e.Run != nil {
-		e.Job = s.jobs[e.Run.Job]
+		e.Job = s.jobMap()[e.Run.Job]
 	}
 	s.mu.Lock()
 	ls := slices.Clone(s.listeners)
@@ -278,8 +306,9 @@ func (s *Supervisor) publish(e Event) {
 
 // Jobs returns the configured jobs, sorted by name.
 func (s *Supervisor) Jobs() []*Job {
-	out := make([]*Job, 0, len(s.jobs))
-	for _, j := range s.jobs {
+	jobs := s.jobMap()
+	out := make([]*Job, 0, len(jobs))
+	for _, j := range jobs {
 		out = append(out, j)
 	}
 	slices.SortFunc(out, func(a, b *Job) int { return strings.Compare(a.Name, b.Name) })
@@ -288,13 +317,14 @@ func (s *Supervisor) Jobs() []*Job {
 
 // Job returns the named job; "" means the only job.
 func (s *Supervisor) Job(name string) (*Job, error) {
+	jobs := s.jobMap()
 	if name == "" {
-		if len(s.jobs) == 1 {
-			for _, j := range s.jobs {
+		if len(jobs) == 1 {
+			for _, j := range jobs {
 				return j, nil
 			}
 		}
-		names := make([]string, 0, len(s.jobs))
+		names := make([]string, 0, len(jobs))
 		for _, j := range s.Jobs() {
 			names = append(names, j.Name)
 		}
@@ -303,12 +333,12 @@ func (s *Supervisor) Job(name string) (*Job, error) {
 		}
 		return nil, fmt.Errorf("%w: name one of %s", ErrUnknownJob, strings.Join(names, ", "))
 	}
-	j, ok := s.jobs[name]
-	if !ok && len(s.jobs) == 0 {
+	j, ok := jobs[name]
+	if !ok && len(jobs) == 0 {
 		return nil, fmt.Errorf("%w %q: no jobs are configured", ErrUnknownJob, name)
 	}
 	if !ok {
-		names := make([]string, 0, len(s.jobs))
+		names := make([]string, 0, len(jobs))
 		for _, j := range s.Jobs() {
 			names = append(names, j.Name)
 		}
@@ -474,7 +504,7 @@ func (s *Supervisor) unobservedRun(ctx context.Context, lock string) (*Run, erro
 		if r.Runner != RunnerSlurm {
 			continue
 		}
-		if j, ok := s.jobs[r.Job]; (ok && j.Lock == lock) || (!ok && r.Job == lock) {
+		if j, ok := s.jobMap()[r.Job]; (ok && j.Lock == lock) || (!ok && r.Job == lock) {
 			if _, err := s.find(r.ID); err != nil {
 				return r, nil
 			}
@@ -796,7 +826,7 @@ func (s *Supervisor) adopt(ctx context.Context) error {
 			}
 			continue
 		}
-		job, ok := s.jobs[r.Job]
+		job, ok := s.jobMap()[r.Job]
 		if r.Runner == RunnerWatch {
 			job, ok = watchJob(r), true
 		}

@@ -88,7 +88,7 @@ func (r *Router) cancelQueued(ctx context.Context, m chat.Message, args []string
 	if err != nil || id <= 0 {
 		return chat.Reply{Text: fmt.Sprintf("%q is not a queue entry number: 取消 N (队列 lists them).", args[0])}
 	}
-	e, err := r.Trainer.CancelQueued(ctx, id, userKey(m), r.Access.Role(m) >= RoleOperator)
+	e, err := r.Trainer.CancelQueued(ctx, id, userKey(m), r.cur().Access.Role(m) >= RoleOperator)
 	switch {
 	case errors.Is(err, trainer.ErrNotQueued):
 		return chat.Reply{Text: fmt.Sprintf("There is no queue entry #%d (it may have started already). 队列 lists the queue.", id)}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -112,6 +113,8 @@ type Router struct {
 	// WatchDirs are the directories whose files 关注 may watch (and
 	// nothing else: a chat never reads arbitrary files); none: 关注 is off.
 	WatchDirs []string
+	live      atomic.Pointer[Settings] // set by Reload
+
 	// Location is the time zone dates are shown in; nil: the process's
 	// (TZ).
 	Location *time.Location
@@ -128,10 +131,29 @@ const maxText = 4096
 // now is the time in the configured zone (Location), which dates are
 // shown in.
 func (r *Router) now() time.Time {
-	if r.Location != nil {
-		return time.Now().In(r.Location)
+	if loc := r.cur().Location; loc != nil {
+		return time.Now().In(loc)
 	}
 	return time.Now()
+}
+
+// Settings are what a config reload changes in the router.
+type Settings struct {
+	Access    Access
+	WatchDirs []string
+	Location  *time.Location
+}
+
+// Reload replaces the router's settings (a reload of the config); it is
+// safe while messages are handled.
+func (r *Router) Reload(s Settings) { r.live.Store(&s) }
+
+// cur is the settings in force: the last Reload's, else the fields'.
+func (r *Router) cur() Settings {
+	if s := r.live.Load(); s != nil {
+		return *s
+	}
+	return Settings{Access: r.Access, WatchDirs: r.WatchDirs, Location: r.Location}
 }
 
 func (r *Router) log() *slog.Logger {
@@ -154,7 +176,7 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 		}
 	}
 	p := chat.Parse(text)
-	role := r.Access.Role(m)
+	role := r.cur().Access.Role(m)
 	entry := store.AuditEntry{Transport: m.Transport, Chat: m.Chat, User: m.User.ID, UserName: m.User.Name, Text: text}
 	if p.Cmd != nil {
 		entry.Command = p.Cmd.Name
@@ -262,7 +284,7 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed) ch
 		if len(p.Args) == 0 && p.Word != "排队" {
 			return r.queueList(ctx)
 		}
-		if r.Access.Role(m) < RoleOperator {
+		if r.cur().Access.Role(m) < RoleOperator {
 			return chat.Reply{Text: fmt.Sprintf("Viewers can look at the queue (队列) but not add to it. Your user id is %d: the owner can add it to [auth] operators.", m.User.ID)}
 		}
 		return r.enqueue(ctx, m, p.Args)

@@ -16,7 +16,7 @@ import (
 // watch answers 关注 PATH [pid]: a run trainbot did not start, followed
 // through its log, which must be in one of WatchDirs.
 func (r *Router) watch(ctx context.Context, m chat.Message, args []string) chat.Reply {
-	if len(r.WatchDirs) == 0 {
+	if len(r.cur().WatchDirs) == 0 {
 		return chat.Reply{Text: "关注 is off: the config's [watch] dirs names no directory whose logs a chat may watch. On the host: trainbot watch --log FILE [--pid PID]."}
 	}
 	if len(args) < 1 || len(args) > 2 {
@@ -55,7 +55,7 @@ func (r *Router) watchable(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %v", p, errors.Unwrap(err))
 	}
-	for _, d := range r.WatchDirs {
+	for _, d := range r.cur().WatchDirs {
 		dir, err := filepath.EvalSymlinks(d)
 		if err != nil {
 			continue
@@ -64,7 +64,7 @@ func (r *Router) watchable(p string) (string, error) {
 			return real, nil
 		}
 	}
-	return "", fmt.Errorf("%s is not in a directory of [watch] dirs (%s)", p, strings.Join(r.WatchDirs, ", "))
+	return "", fmt.Errorf("%s is not in a directory of [watch] dirs (%s)", p, strings.Join(r.cur().WatchDirs, ", "))
 }
 
 // stopWatched answers 停止 of a watched run: without kill it only stops

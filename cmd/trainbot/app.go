@@ -20,6 +20,7 @@ import (
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/web"
@@ -82,8 +83,9 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	life := &lifecycle{log: logger}
 	defer life.closeAll()
 	life.opened("log", func() error { closeLog(); return nil })
-	if o.telegram { // serve: a daemon
-		stopHangup := ignoreHangup(logger)
+	stopHangup := func() {}
+	if o.telegram { // serve: a daemon; SIGHUP reloads once the parts that reload exist
+		stopHangup = ignoreHangup(logger)
 		life.opened("stop catching SIGHUP", func() error { stopHangup(); return nil })
 	}
 	// Each step's deadline starts when it is closed; a second signal of a
@@ -205,11 +207,38 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 
 	router := &command.Router{Trainer: sup, History: st, Logger: logger, Location: cfg.Location(), WatchDirs: cfg.Watch.Dirs, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
 		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}, HostAvailable: hostAvailable}
-	sched, err := startSchedules(o.bc.schedules, sup, st, notifier, chartsHook(charts, logger), logger)
+	startSched := func(entries []scheduleEntry) (*schedule.Scheduler, error) {
+		return startSchedules(entries, sup, st, notifier, chartsHook(charts, logger), logger)
+	}
+	sched, err := startSched(o.bc.schedules)
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
-	life.opened("stop the schedules", within(10*time.Second, sched.Close))
+	rl := &reloader{path: o.bc.configPath, environ: e.environ, cur: cfg, extra: o.jobs[:len(o.jobs)-len(o.bc.jobs)], sup: sup, router: router,
+		log: logger.With("component", "reload"), sched: sched, start: startSched}
+	rl.notify = func(r chat.Reply) {
+		// To the chats that get trainbot's notices, and to each operator's
+		// own Telegram chat; the key makes it once per chat.
+		r.Key = fmt.Sprintf("reload:%d", time.Now().UnixNano())
+		notifier.Push(r)
+		if o.telegram && cfg.Telegram.Token != "" {
+			for _, op := range rl.operators() {
+				pipeline.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: op}, Reply: r, Durable: true})
+			}
+		}
+	}
+	life.opened("stop the schedules", within(10*time.Second, rl.closeSchedules))
+	if o.telegram { // serve: SIGHUP and trainbot reload re-read the config
+		stopReload := rl.reloadOnHangup() // before the ignoring stops: no SIGHUP falls between
+		stopHangup()
+		life.opened("stop reloading on SIGHUP", func() error { stopReload(); return nil })
+		removePID, err := writeServePID(cfg.DataDir)
+		if err != nil {
+			logger.Warn("write serve.pid: trainbot reload will not find this trainbot", "err", err)
+		} else {
+			life.opened("remove serve.pid", func() error { removePID(); return nil })
+		}
+	}
 
 	// GPU telemetry: NVML when there is a driver, each run's host memory
 	// from /proc always; samples stored, run peaks raised, alerts pushed,

@@ -91,10 +91,10 @@ func priority(level string) string {
 	return "<3>"
 }
 
-// ignoreHangup makes serve go on after SIGHUP (systemctl reload, a closed
-// terminal), logging that it does nothing: reloading the config is not
-// supported yet. It catches the signal rather than setting SIG_IGN, which
-// the runs' processes would inherit. The returned func stops it.
+// ignoreHangup makes serve go on after a SIGHUP that comes while it starts
+// (before the reloader exists), logging that it does nothing. It catches
+// the signal rather than setting SIG_IGN, which the runs' processes would
+// inherit. The returned func stops it.
 func ignoreHangup(logger *slog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -104,7 +104,7 @@ func ignoreHangup(logger *slog.Logger) func() {
 		for {
 			select {
 			case <-hup:
-				logger.Warn("SIGHUP ignored: trainbot cannot reload its config yet; restart it to apply changes (runs go on)")
+				logger.Warn("SIGHUP ignored: trainbot is still starting; send it again to reload the config")
 			case <-ctx.Done():
 				return
 			}

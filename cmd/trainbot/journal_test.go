@@ -16,8 +16,8 @@ import (
 
 // TestServeUnderSystemd: with JOURNAL_STREAM set (systemd's sign that
 // stderr is the journal) serve logs lines that start with their syslog
-// priority and carry no time of their own, and a SIGHUP is logged and
-// ignored: serve goes on answering.
+// priority and carry no time of their own, and a SIGHUP reloads the
+// config: serve goes on answering.
 func TestServeUnderSystemd(t *testing.T) {
 	fake := telegramtest.NewServer(testToken)
 	defer fake.Close()
@@ -34,7 +34,7 @@ func TestServeUnderSystemd(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, stderr, 0, `(?m)^<4>msg="SIGHUP ignored`)
+	waitFor(t, stderr, 0, `(?m)^<6>msg="config reloaded"`)
 	fake.UserSays(111, "帮助")
 	awaitMessage(t, fake, 111, "trainbot commands", stderr)
 	cancel()

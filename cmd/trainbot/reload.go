@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/command"
+	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/internal/procfs"
+	"github.com/trainbot/trainbot/schedule"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// ServePIDFile is where trainbot serve writes its pid in the data
+// directory, for trainbot reload.
+const ServePIDFile = "serve.pid"
+
+// reloader re-reads the config file on SIGHUP (and trainbot reload) and
+// applies what can change while the bot runs: auth lists, jobs, alert
+// rules, schedules, [watch] dirs and the time zone. An invalid file changes
+// nothing: the error goes to the log and the chats.
+type reloader struct {
+	path    string   // the config file
+	environ []string // for TRAINBOT_* keys
+	cur     *config.Config
+	extra   []*trainer.Job // jobs that are not the config's (demo's)
+	sup     *trainer.Supervisor
+	router  *command.Router
+	notify  func(chat.Reply)
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	sched *schedule.Scheduler
+	start func([]scheduleEntry) (*schedule.Scheduler, error)
+}
+
+// reload reads the file and applies it; the error says why nothing
+// changed.
+func (r *reloader) reload(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cfg, bc, err := readConfig(r.path, r.environ, r.cur)
+	if err != nil {
+		return "", err
+	}
+	if err := r.sup.Reconfigure(append(append([]*trainer.Job(nil), r.extra...), bc.jobs...), bc.alerts); err != nil {
+		return "", err
+	}
+	r.router.Reload(command.Settings{Access: command.Access{Operators: cfg.Auth.Operators, Viewers: cfg.Auth.Viewers, Chats: cfg.Auth.Chats},
+		WatchDirs: cfg.Watch.Dirs, Location: cfg.Location()})
+	sched, err := r.start(bc.schedules)
+	if err != nil {
+		return "", err // jobs and auth are new already; the old schedules go on
+	}
+	old := r.sched
+	r.sched = sched
+	if old != nil {
+		if err := old.Close(ctx); err != nil {
+			r.log.Warn("stop the old schedules", "err", err)
+		}
+	}
+	var notes []string
+	if !reflect.DeepEqual(cfg.Push, r.cur.Push) || !reflect.DeepEqual(cfg.Quiet, r.cur.Quiet) {
+		notes = append(notes, "push channels and quiet hours changed: they take effect when trainbot restarts (runs go on)")
+	}
+	if cfg.Telegram.Token != r.cur.Telegram.Token || cfg.HTTP != r.cur.HTTP || cfg.GPU != r.cur.GPU {
+		notes = append(notes, "[telegram], [http] and [gpu] changes take effect when trainbot restarts")
+	}
+	r.cur = cfg
+	summary := fmt.Sprintf("%d job(s), %d operator(s), %d viewer(s), %d schedule(s), %d alert rule(s) for every job",
+		len(bc.jobs), len(cfg.Auth.Operators), len(cfg.Auth.Viewers), len(bc.schedules), len(bc.alerts))
+	if len(notes) > 0 {
+		summary += "; " + strings.Join(notes, "; ")
+	}
+	return summary, nil
+}
+
+// operators are the operators of the config in force.
+func (r *reloader) operators() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur.Auth.Operators
+}
+
+// closeSchedules stops the schedules in force.
+func (r *reloader) closeSchedules(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sched == nil {
+		return nil
+	}
+	return r.sched.Close(ctx)
+}
+
+// readConfig reads a config file as serve does (defaults, the file, the
+// environment), keeping cur's data directory and log level (given by flags,
+// or not changeable while running).
+func readConfig(path string, environ []string, cur *config.Config) (*config.Config, *botConfig, error) {
+	cfg := config.DefaultConfig()
+	var all config.Errors
+	collect := func(err error) error {
+		var errs config.Errors
+		if errors.As(err, &errs) {
+			all = append(all, errs...)
+			return nil
+		}
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = cfg.Parse(path, f)
+	f.Close()
+	if err := collect(err); err != nil {
+		return nil, nil, err
+	}
+	if err := collect(cfg.ApplyEnv(environ)); err != nil {
+		return nil, nil, err
+	}
+	cfg.DataDir, cfg.LogLevel = cur.DataDir, cur.LogLevel
+	if err := collect(cfg.Validate()); err != nil {
+		return nil, nil, err
+	}
+	bc, errs := fromConfig(cfg, all)
+	all = append(all, errs...)
+	if len(all) > 0 {
+		return nil, nil, all.Sorted()
+	}
+	bc.configPath = path
+	return cfg, bc, nil
+}
+
+// reloadOnHangup reloads on SIGHUP (systemctl reload, trainbot reload)
+// until the returned func is called. It catches the signal rather than
+// setting SIG_IGN, which the runs' processes would inherit.
+func (r *reloader) reloadOnHangup() func() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-hup:
+				r.onHangup(ctx)
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	return func() { signal.Stop(hup); cancel(); wg.Wait() }
+}
+
+func (r *reloader) onHangup(ctx context.Context) {
+	if r.path == "" {
+		r.log.Warn("SIGHUP: there is no config file to reload (trainbot runs without --config)")
+		return
+	}
+	summary, err := r.reload(ctx)
+	if err != nil {
+		r.log.Error("config reload failed; the old config stays", "config", r.path, "err", err)
+		r.notify(chat.Reply{Kind: chat.KindAlert, Alert: chat.AlertTrainbot,
+			Text: fmt.Sprintf("⚠️ config reload failed; the old config stays:\n%s", err)})
+		return
+	}
+	r.log.Info("config reloaded", "config", r.path, "summary", summary)
+	r.notify(chat.Reply{Kind: chat.KindNotice, Text: "🔄 config reloaded from " + filepath.Base(r.path) + ": " + summary})
+}
+
+// writeServePID records serve's pid in the data directory; the returned
+// func removes it (if it is still this process's).
+func writeServePID(dataDir string) (func(), error) {
+	path := filepath.Join(dataDir, ServePIDFile)
+	me := strconv.Itoa(os.Getpid())
+	if st, err := procfs.ReadStat(os.Getpid()); err == nil {
+		me += " " + strconv.FormatUint(uint64(st.Start), 10) // the start, against pid reuse
+	}
+	if err := os.WriteFile(path, []byte(me+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	return func() {
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == me {
+			os.Remove(path)
+		}
+	}, nil
+}
+
+// cmdReload asks the trainbot serving a data directory to re-read its
+// config file (SIGHUP to the pid in serve.pid).
+func cmdReload(ctx context.Context, args []string, e env) int {
+	fs := newFlags("reload", "[--config FILE | --data DIR]", e)
+	var cf configFlags
+	cf.register(fs, false)
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(fs, e, "unexpected argument %q", pos[0])
+	}
+	cfg, _, code := cf.load(e)
+	if cfg == nil {
+		return code
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.DataDir, ServePIDFile))
+	if err != nil {
+		return errorf(e, "no trainbot serve runs on %s (%v)", cfg.DataDir, err)
+	}
+	fields := strings.Fields(string(b))
+	pid := 0
+	if len(fields) > 0 {
+		pid, _ = strconv.Atoi(fields[0])
+	}
+	if pid <= 0 {
+		return errorf(e, "%s: %q is not a pid", filepath.Join(cfg.DataDir, ServePIDFile), strings.TrimSpace(string(b)))
+	}
+	st, err := procfs.ReadStat(pid)
+	if err != nil || (len(fields) > 1 && fields[1] != strconv.FormatUint(uint64(st.Start), 10)) {
+		return errorf(e, "pid %d in %s is not that trainbot serve any more (it stopped without removing the file)", pid, filepath.Join(cfg.DataDir, ServePIDFile))
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		return errorf(e, "signal pid %d: %v", pid, err)
+	}
+	fmt.Fprintf(e.stdout, "sent SIGHUP to trainbot serve (pid %d): it re-reads its config; its log and the chats say whether the new one was taken\n", pid)
+	return exitOK
+}
