@@ -202,7 +202,7 @@ type Supervisor struct {
 	// (never changed in place); alerts likewise, [[alerts]].
 	jobs   atomic.Pointer[map[string]*Job]
 	alerts atomic.Pointer[[]AlertRule]
-	log  *slog.Logger
+	log    *slog.Logger
 
 	startMu   sync.Mutex // serialises Start
 	queueMu   sync.Mutex // serialises changes of the queue
