@@ -116,9 +116,13 @@
       c.u.setData(data, !c.view);
       c.setting = false;
     }
-    if (c.view) {
+    // The x range: the zoom, else the whole range the server reported
+    // (the first and last stored steps, which a column's min and max may
+    // not include).
+    var r = c.view || (d.from != null && d.to != null && d.to > d.from ? [d.from / scale, d.to / scale] : null);
+    if (r) {
       c.setting = true;
-      c.u.setScale('x', { min: c.view[0], max: c.view[1] });
+      c.u.setScale('x', { min: r[0], max: r[1] });
       c.setting = false;
     }
     c.mark();
@@ -197,16 +201,23 @@
   // metricsChart loads several metrics (or runs) into one chart.
   function metricsLoader(list) {
     return function (from, to, width) {
+      var lo = null, hi = null;
       return Promise.all(list().map(function (s) {
-        return s.get(from, to, width).then(function (d) { return { label: s.label, x: d.x || [], y: d.y || [] }; });
-      })).then(function (series) { return { series: series }; });
+        return s.get(from, to, width).then(function (d) {
+          if (d.x && d.x.length) {
+            lo = lo == null ? d.from : Math.min(lo, d.from);
+            hi = hi == null ? d.to : Math.max(hi, d.to);
+          }
+          return { label: s.label, x: d.x || [], y: d.y || [] };
+        });
+      })).then(function (series) { return { series: series, from: lo, to: hi }; });
     };
   }
 
   function samplesLoader(run, tok, pick) {
     return function (from, to, width) {
       return getJSON('/api/runs/' + run + '/samples?' + q({ from: from, to: to, width: width, t: tok })).then(function (d) {
-        return { series: pick(d) };
+        return { series: pick(d), from: d.from, to: d.to };
       });
     };
   }
