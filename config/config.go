@@ -135,6 +135,7 @@ func DefaultConfig() *Config {
 		GPU:      DefaultGPUConfig(),
 		Telegram: DefaultTelegramConfig(),
 		Store:    StoreConfig{KeepSamples: DefaultKeepSamples, KeepAudit: DefaultKeepAudit},
+		HTTP:     HTTPConfig{LinkTTL: DefaultLinkTTL},
 	}
 }
 

@@ -89,11 +89,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("http listen: %w", err)
 	}
 	s.ln = ln
-	what := "/metrics, /healthz"
-	if s.opts.Pages != nil {
-		what += ", the run pages"
-	}
-	s.opts.Logger.Info("http listening", "serves", what, "addr", ln.Addr().String())
+	s.opts.Logger.Info("http listening: /metrics, /healthz", "pages", s.opts.Pages != nil, "addr", ln.Addr().String())
 	s.wg.Go(func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.opts.Logger.Error("http server stopped", "err", err)

@@ -105,6 +105,9 @@ type Router struct {
 	ConfirmStop map[string]bool
 	// GPU answers 显卡 when set; without it the command says so.
 	GPU func(ctx context.Context) chat.Reply
+	// PageURL, when set, gives a run's web page address: chart replies get
+	// a [网页 Open] button (render.PageButtons).
+	PageURL func(runID int64) string
 }
 
 // maxText is the longest message the router reads.
@@ -582,7 +585,7 @@ func (r *Router) plot(ctx context.Context, args []string) chat.Reply {
 			notes = append(notes, err.Error())
 		}
 	}
-	return chat.Reply{Text: strings.Join(notes, "\n"), Images: imgs, RunID: run.ID}
+	return chat.Reply{Text: strings.Join(notes, "\n"), Images: imgs, RunID: run.ID, Buttons: render.PageButtons(r.PageURL, run.ID)}
 }
 
 func (r *Router) logTail(ctx context.Context, args []string) chat.Reply {

@@ -68,6 +68,7 @@ func subcommands() []subcommand {
 		{name: "plot", summary: "draw a run's loss, memory or utilisation chart to a PNG file", run: cmdPlot},
 		{name: "points", summary: "print a run's stored metric points (step, time, name, value) as a table, --csv or --json", run: cmdPoints},
 		{name: "compare", summary: "compare runs: a table and their loss curves overlaid", run: cmdCompare},
+		{name: "link", summary: "print a signed link to a run's web page (or, without ID, the runs list)", run: cmdLink},
 		{name: "audit", summary: "who sent which command to the chats, allowed or refused, and the run it touched", run: cmdAudit},
 		{name: "gpu", summary: "GPUs and which runs hold their memory (host memory without a GPU)", run: cmdGPU},
 		{name: "parse", summary: "show the metrics trainbot reads from a log: parse [--json] < LOG", run: cmdParse},
