@@ -159,13 +159,27 @@ func TestRunPageInBrowser(t *testing.T) {
 	}
 	t.Logf("screenshot: %s (%d KB)", path, len(shot)/1024)
 
-	// Reset: the whole range again.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-chart=chart-loss]`))); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitJS(ctx, `(function(){var d=document.querySelector('#chart-loss').dataset;return d.xmin == 1 && d.xmax == 1500})()`, 10*time.Second); err != nil {
-		min2, max2 := span()
-		t.Errorf("reset did not show the whole run again: [%v, %v], want [1, 1500]", min2, max2)
+	// Reset: the whole range again. (Clicked where the button is on the
+	// screen, as the drag; a live update may move it between the look and
+	// the click, so up to three tries.)
+	reset := `(function(){var d=document.querySelector('#chart-loss').dataset;return d.xmin == 1 && d.xmax == 1500})()`
+	for try := 1; ; try++ {
+		btn, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(function(){var b=document.querySelector('button[data-chart=chart-loss]');b.scrollIntoView({block:'center'});var r=b.getBoundingClientRect();return [r.left+r.width/2,r.top+r.height/2]})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.MouseClickXY(btn[0], btn[1])); err != nil {
+			t.Fatal(err)
+		}
+		err = waitJS(ctx, reset, 5*time.Second)
+		if err == nil {
+			break
+		}
+		if try == 3 {
+			min2, max2 := span()
+			state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){var c=window.trainbot.charts['chart-loss'];return JSON.stringify({view:c.view,busy:c.busy,err:c.el.dataset.error||''})})()`))
+			t.Fatalf("reset did not show the whole run again: [%v, %v], want [1, 1500]; chart %s", min2, max2, state)
+		}
 	}
 }
 

@@ -51,6 +51,8 @@ type Pages struct {
 	Live time.Duration
 	// Now is the clock the tokens are checked against (nil: time.Now).
 	Now func() time.Time
+
+	sums summaries
 }
 
 // Limits of the API.
@@ -345,31 +347,47 @@ func (p *Pages) points(w http.ResponseWriter, r *http.Request) {
 	width := intParam(q.Get("width"), defaultWidth, 1, maxWidth)
 	from, hasFrom := int64Param(q.Get("from"))
 	to, hasTo := int64Param(q.Get("to"))
-	if !hasFrom {
-		from = math.MinInt64
-	}
-	if !hasTo {
-		to = math.MaxInt64
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
-	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	steps, values, err := p.Store.StepValues(ctx, id, q.Get("metric"), from, to)
+	run, err := p.runOf(ctx, r)
 	if err != nil {
 		httpError(w, err)
 		return
 	}
-	if len(steps) > 0 {
-		if !hasFrom {
-			from = steps[0]
-		}
-		if !hasTo {
-			to = steps[len(steps)-1]
-		}
-	} else if !hasFrom || !hasTo {
-		from, to = 0, 0
+	metric := q.Get("metric")
+	out := pointsReply{Metric: metric, Width: width, Series: Series{X: []int64{}, Y: []float64{}}}
+	sum, err := p.summary(ctx, run, metric)
+	if err != nil {
+		httpError(w, err)
+		return
 	}
-	writeJSON(w, pointsReply{Metric: q.Get("metric"), From: from, To: to, Width: width, Series: Downsample(steps, values, from, to, width)})
+	if sum.empty {
+		writeJSON(w, out)
+		return
+	}
+	if !hasFrom {
+		from = sum.from
+	}
+	if !hasTo {
+		to = sum.to
+	}
+	out.From, out.To = from, to
+	switch {
+	case to < from:
+	case sum.covers(from, to, width):
+		out.Series = Downsample(sum.pts.X, sum.pts.Y, from, to, width)
+		if !hasFrom && !hasTo {
+			out.Skipped = sum.pts.Skipped
+		}
+	default: // a narrow zoom: its few points from the store
+		steps, values, err := p.Store.StepValues(ctx, run.ID, metric, from, to)
+		if err != nil {
+			httpError(w, err)
+			return
+		}
+		out.Series = Downsample(steps, values, from, to, width)
+	}
+	writeJSON(w, out)
 }
 
 // samplesReply is /api/runs/ID/samples: the run's memory and the GPUs'

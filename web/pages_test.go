@@ -3,7 +3,9 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -21,6 +23,7 @@ import (
 // site is a server with the run pages over a real store in a temp dir.
 type site struct {
 	srv    *Server
+	pages  *Pages
 	st     *store.Store
 	signer *Signer
 	base   string
@@ -58,6 +61,7 @@ func newSite(t testing.TB) *site {
 			return []string{"step " + strconv.FormatInt(r.Steps, 10) + " loss 0.5", "line <2> & more"}, nil
 		},
 	}
+	s.pages = pages
 	s.srv = New(Options{Listen: "127.0.0.1:0", Pages: pages})
 	if err := s.srv.Start(); err != nil {
 		t.Fatal(err)
@@ -278,5 +282,45 @@ func TestDownsampleKeepsTheEnvelope(t *testing.T) {
 		if got.Skipped != 1 {
 			t.Errorf("width %d: skipped %d, want the NaN (1)", width, got.Skipped)
 		}
+	}
+}
+
+func decodeJSON(resp *http.Response, v any) error {
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+func TestPointsOfARunningRunFollowIt(t *testing.T) {
+	// A running run's summary is rebuilt once it is older than
+	// summaryAge: the whole-range chart reaches the new steps.
+	s := newSite(t)
+	run := s.addRun(t, "mnist", true, 1000)
+	tok := url.QueryEscape(s.token(Scope(run), time.Hour))
+	u := s.base + "/api/runs/" + strconv.FormatInt(run, 10) + "/points?metric=loss&width=390&t=" + tok
+	get := func() pointsReply {
+		t.Helper()
+		code, body := webtest.Get(t, u)
+		if code != 200 {
+			t.Fatalf("got %d: %s", code, body)
+		}
+		var r pointsReply
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := get(); r.To != 1000 || len(r.X) > 780 {
+		t.Fatalf("got to %d and %d points, want 1000 and at most 780", r.To, len(r.X))
+	}
+	s.advance(t, run, 3000)
+	deadline := time.Now().Add(10 * summaryAge)
+	for r := get(); r.To != 3000; r = get() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the chart still ends at step %d, want 3000", r.To)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the server, bounded by the deadline
 	}
 }

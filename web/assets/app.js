@@ -112,19 +112,13 @@
       c.u = new uPlot(c.options(series), data, c.el);
       c.attachPinch();
     } else {
-      c.setting = true;
       c.u.setData(data, !c.view);
-      c.setting = false;
     }
     // The x range: the zoom, else the whole range the server reported
     // (the first and last stored steps, which a column's min and max may
     // not include).
     var r = c.view || (d.from != null && d.to != null && d.to > d.from ? [d.from / scale, d.to / scale] : null);
-    if (r) {
-      c.setting = true;
-      c.u.setScale('x', { min: r[0], max: r[1] });
-      c.setting = false;
-    }
+    if (r) c.u.setScale('x', { min: r[0], max: r[1] });
     c.mark();
   };
 
@@ -140,16 +134,19 @@
       width: c.width(), height: 220, series: series,
       scales: { x: { time: !!c.opts.time } },
       axes: [{}, { size: 60, values: c.opts.fmt ? function (u, vs) { return vs.map(c.opts.fmt); } : undefined }],
-      cursor: { drag: { x: true, y: false, setScale: true } },
+      // A drag selects; the selection becomes the zoom here (not by
+      // uPlot), so that only the user's drags and pinches zoom, never a
+      // redraw with new data.
+      cursor: { drag: { x: true, y: false, setScale: false } },
       legend: { live: true },
       hooks: {
-        setScale: [function (u, key) {
-          if (key !== 'x') return;
-          c.mark();
-          if (c.setting || c.busy) return;
-          var x = u.scales.x;
-          if (x.min == null) return;
-          c.zoomTo(x.min, x.max);
+        setScale: [function (u, key) { if (key === 'x') c.mark(); }],
+        setSelect: [function (u) {
+          var s = u.select;
+          if (s.width < 2) return;
+          var min = u.posToVal(s.left, 'x'), max = u.posToVal(s.left + s.width, 'x');
+          u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+          c.zoomTo(min, max);
         }]
       }
     };
@@ -160,11 +157,12 @@
   Chart.prototype.zoomTo = function (min, max) {
     var c = this;
     c.view = [min, max];
+    c.u.setScale('x', { min: min, max: max });
     clearTimeout(c.timer);
     c.timer = setTimeout(function () { c.load(); }, 150);
   };
 
-  Chart.prototype.reset = function () { this.view = null; return this.load(); };
+  Chart.prototype.reset = function () { clearTimeout(this.timer); this.view = null; return this.load(); };
 
   Chart.prototype.setSmooth = function (w) { this.smooth = w; if (this.raw) this.draw(); };
 
@@ -186,8 +184,7 @@
       e.preventDefault();
       var k = start.d / dist(e.touches), span = start.max - start.min;
       var at = start.min + span * (start.cx / start.w);
-      var min = at - (at - start.min) * k, max = at + (start.max - at) * k;
-      c.u.setScale('x', { min: min, max: max });
+      c.zoomTo(at - (at - start.min) * k, at + (start.max - at) * k);
     }, { passive: false });
     over.addEventListener('touchend', function () { start = null; });
   };
