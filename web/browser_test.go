@@ -119,7 +119,9 @@ func TestRunPageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	x0, x1, y := box[0]+box[2]/3, box[0]+2*box[2]/3, box[1]+box[3]/2
-	held := func(p *input.DispatchMouseEventParams) { p.Button, p.Buttons, p.ClickCount = input.MouseButtonLeft, 1, 1 }
+	held := func(p *input.DispatchMouseEventParams) {
+		p.Button, p.Buttons, p.ClickCount = input.MouseButtonLeft, 1, 1
+	}
 	drag := []chromedp.Action[chromedp.Void]{chromedp.MouseEvent(chromedp.MouseMoved, x0, y), chromedp.MouseEvent(chromedp.MousePressed, x0, y, held)}
 	for i := 1; i <= 10; i++ {
 		drag = append(drag, chromedp.MouseEvent(chromedp.MouseMoved, x0+(x1-x0)*float64(i)/10, y, held))
