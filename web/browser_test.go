@@ -75,6 +75,7 @@ func TestRunPageInBrowser(t *testing.T) {
 	s := newSite(t)
 	ctx := browser(t)
 	run := s.addRun(t, "mnist", true, 1000)
+	s.addSamples(t, run)
 	page := s.base + "/runs/" + strconv.FormatInt(run, 10) + "?t=" + url.QueryEscape(s.token(Scope(run), time.Hour))
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`#chart-loss canvas`))); err != nil {
@@ -82,6 +83,11 @@ func TestRunPageInBrowser(t *testing.T) {
 	}
 	if err := waitJS(ctx, `Number(document.querySelector('#chart-loss').dataset.points) > 0 && document.querySelector('#chart-loss').dataset.xmax == 1000`, 20*time.Second); err != nil {
 		t.Fatalf("the loss chart has no points up to step 1000: %v", err)
+	}
+	for _, c := range []string{"chart-metric", "chart-memory", "chart-util"} {
+		if err := waitJS(ctx, `Number(document.querySelector('#`+c+`').dataset.points) > 0`, 20*time.Second); err != nil {
+			t.Errorf("#%s has no points: %v", c, err)
+		}
 	}
 	loadedAt, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`window.trainbot.loadedAt`))
 	if err != nil {

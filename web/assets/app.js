@@ -81,7 +81,7 @@
   // copies) and sets them, keeping the zoom.
   Chart.prototype.draw = function () {
     var c = this, d = c.raw, scale = c.opts.time ? 1000 : 1;
-    var tables = [], series = [{}], n = 0;
+    var tables = [], series = [{ label: c.opts.time ? '时间 Time' : '步 Step' }], n = 0;
     d.series.forEach(function (s, i) {
       var xs = s.x.map(function (x) { return x / scale; });
       n += xs.length;
