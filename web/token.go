@@ -64,8 +64,10 @@ func NewSigner(key []byte) (*Signer, error) {
 }
 
 // LoadKey returns the signer of the key in dir/web.key, creating the file
-// (0600, 32 random bytes) when there is none. A key file others may read
-// is refused: anyone who reads it can open every page.
+// (0600, 32 random bytes) when there is none. A key file every user may
+// read is refused: anyone who reads it can open every page. (A group may:
+// a data directory given to a group, [store] shared_group, makes its
+// files 0640, and the group reads the history anyway.)
 func LoadKey(dir string) (*Signer, error) {
 	path := filepath.Join(dir, KeyFile)
 	b, err := os.ReadFile(path)
@@ -94,8 +96,8 @@ func LoadKey(dir string) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web key: %w", err)
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("web key %s is readable by others (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), path)
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o007 != 0 {
+		return nil, fmt.Errorf("web key %s is readable by every user (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), path)
 	}
 	return NewSigner(b)
 }
