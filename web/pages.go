@@ -331,6 +331,19 @@ func (p *Pages) compare(w http.ResponseWriter, r *http.Request) {
 		"Page": map[string]any{"token": tok, "runs": runs, "metrics": metrics}})
 }
 
+// apiRun starts an /api/runs/ID call: a context bounded by apiTimeout
+// (cancel it), the run, and the chart's width (?width=, in pixels); ok is
+// false when the run could not be read, which is answered.
+func (p *Pages) apiRun(w http.ResponseWriter, r *http.Request) (context.Context, context.CancelFunc, *trainer.Run, int, bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
+	run, err := p.runOf(ctx, r)
+	if err != nil {
+		httpError(w, err)
+		return ctx, cancel, nil, 0, false
+	}
+	return ctx, cancel, run, intParam(r.URL.Query().Get("width"), defaultWidth, 1, maxWidth), true
+}
+
 // pointsReply is /api/runs/ID/points.
 type pointsReply struct {
 	Metric string `json:"metric"`
@@ -343,17 +356,14 @@ type pointsReply struct {
 // points answers ?metric=NAME&from=STEP&to=STEP&width=PX with the metric's
 // points in [from, to] (all when absent) reduced to at most two per pixel.
 func (p *Pages) points(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	width := intParam(q.Get("width"), defaultWidth, 1, maxWidth)
-	from, hasFrom := int64Param(q.Get("from"))
-	to, hasTo := int64Param(q.Get("to"))
-	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
+	ctx, cancel, run, width, ok := p.apiRun(w, r)
 	defer cancel()
-	run, err := p.runOf(ctx, r)
-	if err != nil {
-		httpError(w, err)
+	if !ok {
 		return
 	}
+	q := r.URL.Query()
+	from, hasFrom := int64Param(q.Get("from"))
+	to, hasTo := int64Param(q.Get("to"))
 	metric := q.Get("metric")
 	out := pointsReply{Metric: metric, Width: width, Series: Series{X: []int64{}, Y: []float64{}}}
 	sum, err := p.summary(ctx, run, metric)
@@ -407,15 +417,12 @@ type deviceUtil struct {
 }
 
 func (p *Pages) samples(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	width := intParam(q.Get("width"), defaultWidth, 1, maxWidth)
-	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
+	ctx, cancel, run, width, ok := p.apiRun(w, r)
 	defer cancel()
-	run, err := p.runOf(ctx, r)
-	if err != nil {
-		httpError(w, err)
+	if !ok {
 		return
 	}
+	q := r.URL.Query()
 	end := run.EndedAt
 	if end.IsZero() {
 		end = time.Now()

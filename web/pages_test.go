@@ -152,6 +152,21 @@ func (s *site) advance(t testing.TB, id, to int64) {
 	s.mu.Unlock()
 }
 
+// points asks /api/runs/ID/points?QUERY with the run's token.
+func (s *site) points(t testing.TB, run int64, query string) pointsReply {
+	t.Helper()
+	tok := url.QueryEscape(s.token(Scope(run), time.Hour))
+	code, body := webtest.Get(t, s.base+"/api/runs/"+strconv.FormatInt(run, 10)+"/points?"+query+"&t="+tok)
+	if code != 200 {
+		t.Fatalf("got %d: %s", code, body)
+	}
+	var r pointsReply
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func (s *site) token(scope Scope, ttl time.Duration) string {
 	return s.signer.Sign(scope, time.Now().Add(ttl))
 }
@@ -243,19 +258,7 @@ func TestKeyFileIsPrivateAndKept(t *testing.T) {
 func TestPointsAPI(t *testing.T) {
 	s := newSite(t)
 	run := s.addRun(t, "mnist", false, 5000)
-	tok := s.token(Scope(run), time.Hour)
-	get := func(q string) pointsReply {
-		t.Helper()
-		code, body := webtest.Get(t, s.base+"/api/runs/"+strconv.FormatInt(run, 10)+"/points?"+q+"&t="+url.QueryEscape(tok))
-		if code != 200 {
-			t.Fatalf("got %d: %s", code, body)
-		}
-		var r pointsReply
-		if err := json.Unmarshal([]byte(body), &r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	get := func(q string) pointsReply { t.Helper(); return s.points(t, run, q) }
 	all := get("metric=loss&width=100")
 	if all.From != 1 || all.To != 5000 {
 		t.Errorf("full range: got [%d, %d], want [1, 5000]", all.From, all.To)
@@ -321,20 +324,7 @@ func TestPointsOfARunningRunFollowIt(t *testing.T) {
 	// summaryAge: the whole-range chart reaches the new steps.
 	s := newSite(t)
 	run := s.addRun(t, "mnist", true, 1000)
-	tok := url.QueryEscape(s.token(Scope(run), time.Hour))
-	u := s.base + "/api/runs/" + strconv.FormatInt(run, 10) + "/points?metric=loss&width=390&t=" + tok
-	get := func() pointsReply {
-		t.Helper()
-		code, body := webtest.Get(t, u)
-		if code != 200 {
-			t.Fatalf("got %d: %s", code, body)
-		}
-		var r pointsReply
-		if err := json.Unmarshal([]byte(body), &r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	get := func() pointsReply { t.Helper(); return s.points(t, run, "metric=loss&width=390") }
 	if r := get(); r.To != 1000 || len(r.X) > 780 {
 		t.Fatalf("got to %d and %d points, want 1000 and at most 780", r.To, len(r.X))
 	}
