@@ -113,8 +113,8 @@ func (p *Pages) guard(run int64, h http.HandlerFunc) http.HandlerFunc {
 		if err == nil && !scope.Allows(want) {
 			err = ErrOtherScope
 		}
-		if err == nil && r.URL.Path == "/compare" {
-			err = p.compareAllowed(r, scope)
+		if err == nil && r.URL.Path == "/compare" && scope != ScopeList {
+			err = ErrOtherScope // a comparison needs the list's token
 		}
 		if err != nil {
 			p.unauthorized(w, r, want, err)
@@ -122,14 +122,6 @@ func (p *Pages) guard(run int64, h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
-}
-
-// compareAllowed: a list token opens any comparison, a run's token none.
-func (p *Pages) compareAllowed(_ *http.Request, scope Scope) error {
-	if scope != ScopeList {
-		return ErrOtherScope
-	}
-	return nil
 }
 
 func (p *Pages) unauthorized(w http.ResponseWriter, r *http.Request, run int64, err error) {
