@@ -169,6 +169,7 @@ func DefaultConfig() *Config {
 		GPU:      DefaultGPUConfig(),
 		Telegram: DefaultTelegramConfig(),
 		Store:    StoreConfig{KeepSamples: DefaultKeepSamples, KeepAudit: DefaultKeepAudit},
+		HTTP:     HTTPConfig{LinkTTL: DefaultLinkTTL},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHTTPConfig(t *testing.T) {
@@ -13,24 +14,31 @@ func TestHTTPConfig(t *testing.T) {
 	if c := parseExample(t); c.HTTP.Listen != "" {
 		t.Errorf("the example turns [http] on: %q", c.HTTP.Listen)
 	}
-	for _, tc := range []struct{ listen, err string }{
-		{"127.0.0.1:9464", ""},
-		{":9464", ""},
-		{"[::1]:0", ""},
-		{"9464", `http.listen: want host:port such as "127.0.0.1:9464"`},
-		{"localhost:http", "http.listen"},
-		{"127.0.0.1:99999", "http.listen"},
+	for _, tc := range []struct{ toml, err string }{
+		{`listen = "127.0.0.1:9464"`, ""},
+		{`listen = ":9464"`, ""},
+		{`listen = "[::1]:0"`, ""},
+		{`listen = "9464"`, `http.listen: want host:port such as "127.0.0.1:9464"`},
+		{`listen = "localhost:http"`, "http.listen"},
+		{`listen = "127.0.0.1:99999"`, "http.listen"},
+		{`public_url = "https://gpu.example.org/trainbot"`, ""},
+		{`public_url = "http://127.0.0.1:9464"`, ""},
+		{`public_url = "gpu.example.org"`, "http.public_url"},
+		{`public_url = "ftp://x/"`, "http.public_url"},
+		{`public_url = "https://x/?a=1"`, "http.public_url"},
+		{`link_ttl = "12h"`, ""},
+		{`link_ttl = "0s"`, "http.link_ttl"},
 	} {
 		c := DefaultConfig()
-		if err := c.Parse("t.toml", strings.NewReader("[http]\nlisten = \""+tc.listen+"\"\n")); err != nil {
+		if err := c.Parse("t.toml", strings.NewReader("[http]\n"+tc.toml+"\n")); err != nil {
 			t.Fatal(err)
 		}
 		err := c.Validate()
 		switch {
 		case tc.err == "" && err != nil:
-			t.Errorf("listen %q: %v", tc.listen, err)
+			t.Errorf("%s: %v", tc.toml, err)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("listen %q: error %v, want one with %q", tc.listen, err, tc.err)
+			t.Errorf("%s: error %v, want one with %q", tc.toml, err, tc.err)
 		}
 	}
 }
@@ -49,4 +57,13 @@ func parseExample(t *testing.T) *Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func TestHTTPLinks(t *testing.T) {
+	if got := DefaultConfig().HTTP.LinkTTL; got != DefaultLinkTTL || time.Duration(got) != 7*24*time.Hour {
+		t.Errorf("link_ttl default %v, want 7 days", time.Duration(got))
+	}
+	if c := parseExample(t); c.HTTP.LinkTTL != DefaultLinkTTL || c.HTTP.PublicURL != "" {
+		t.Errorf("the example: link_ttl %v, public_url %q; want 7 days and none", time.Duration(c.HTTP.LinkTTL), c.HTTP.PublicURL)
+	}
 }

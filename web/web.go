@@ -1,7 +1,10 @@
 // Package web serves trainbot's HTTP endpoints on [http] listen:
 // /metrics for Prometheus (client_golang's registry over the runs, the
-// GPUs, the history and the outbox) and /healthz (200 when the store and
-// the chat transports are up, 503 with the reasons otherwise).
+// GPUs, the history and the outbox), /healthz (200 when the store and
+// the chat transports are up, 503 with the reasons otherwise), and the
+// token-guarded run pages (/, /runs/ID, /compare and their /api/…): charts
+// drawn in the browser from downsampled JSON, live over Server-Sent
+// Events, every asset embedded.
 //
 // It only reads: what it shows comes from functions cmd/trainbot passes
 // in, so nothing here can hold up a run, the store's writer or a chat.
@@ -35,7 +38,9 @@ type Options struct {
 	Listen  string
 	Metrics *Metrics
 	Checks  []Check
-	Logger  *slog.Logger
+	// Pages are the run pages (nil: none; / then only names the endpoints).
+	Pages  *Pages
+	Logger *slog.Logger
 }
 
 // Server is the HTTP server. Start listens and serves in a goroutine that
@@ -45,6 +50,10 @@ type Server struct {
 	ln   net.Listener
 	srv  *http.Server
 	wg   sync.WaitGroup
+	// stop is closed by Close: it ends the live streams, which Shutdown
+	// would otherwise wait for.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // New returns a server that is not listening yet.
@@ -60,11 +69,15 @@ func New(o Options) *Server {
 			Timeout:       30 * time.Second,
 		}))
 	}
-	s := &Server{opts: o}
+	s := &Server{opts: o, stop: make(chan struct{})}
 	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "trainbot: /metrics (Prometheus), /healthz")
-	})
+	if o.Pages != nil {
+		o.Pages.register(mux, s)
+	} else {
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprintln(w, "trainbot: /metrics (Prometheus), /healthz")
+		})
+	}
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return s
 }
@@ -76,7 +89,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("http listen: %w", err)
 	}
 	s.ln = ln
-	s.opts.Logger.Info("http listening: /metrics, /healthz", "addr", ln.Addr().String())
+	s.opts.Logger.Info("http listening: /metrics, /healthz", "pages", s.opts.Pages != nil, "addr", ln.Addr().String())
 	s.wg.Go(func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.opts.Logger.Error("http server stopped", "err", err)
@@ -91,6 +104,7 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // Close stops taking connections, lets the requests in flight finish
 // until ctx ends, and waits for the server's goroutine.
 func (s *Server) Close(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stop) })
 	err := s.srv.Shutdown(ctx)
 	if err != nil {
 		err = errors.Join(err, s.srv.Close())

@@ -62,10 +62,12 @@ func ParseChatKey(s string) (ChatKey, bool) {
 
 // Button is an inline button. Data is sent back as the text of a message
 // when it is pressed; a transport without buttons shows Data as the word to
-// type.
+// type. A button with a URL opens that address instead (Telegram's URL
+// button; the terminal and push channels show the address).
 type Button struct {
 	Label string
 	Data  string
+	URL   string
 }
 
 // Image is a chart.

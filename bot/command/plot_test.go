@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +100,25 @@ func TestRouterPlotAndCompare(t *testing.T) {
 	rep = say(r, "/compare 1 2 loss time")
 	if len(rep.Images) != 1 {
 		t.Errorf("/compare with time: %q", rep.Text)
+	}
+}
+
+func TestPlotReplyOpensTheRunsPage(t *testing.T) {
+	// With [http] public_url, a chart reply carries a [网页 Open] URL
+	// button to the run's page; without, no button.
+	st := openHistory(t)
+	r := routerFor(t, st)
+	a := addRun(t, st, nil, 10*time.Minute, 100)
+	addLoss(st, a, "loss", 50, 2, decay)
+	if rep := say(r, "画图 1"); len(rep.Buttons) != 0 {
+		t.Errorf("no public_url: got buttons %+v, want none", rep.Buttons)
+	}
+	r.PageURL = func(id int64) string { return fmt.Sprintf("https://gpu.example.org/runs/%d?t=tok", id) }
+	rep := say(r, "画图 1")
+	if len(rep.Images) == 0 || len(rep.Buttons) != 1 || len(rep.Buttons[0]) != 1 {
+		t.Fatalf("got %d images and buttons %+v, want a chart and one button", len(rep.Images), rep.Buttons)
+	}
+	if b := rep.Buttons[0][0]; b.Label != "网页 Open" || b.URL != "https://gpu.example.org/runs/1?t=tok" || b.Data != "" {
+		t.Errorf("got button %+v, want [网页 Open] to run 1's page", b)
 	}
 }

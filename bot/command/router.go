@@ -123,6 +123,9 @@ type Router struct {
 	// HostAvailable returns the host's available memory, the limit of 适配
 	// for a job that runs on the CPU; nil: unknown.
 	HostAvailable func() int64
+	// PageURL, when set, gives a run's web page address: chart replies get
+	// a [网页 Open] button (render.PageButtons).
+	PageURL func(runID int64) string
 }
 
 // maxText is the longest message the router reads.
@@ -730,7 +733,7 @@ func (r *Router) plot(ctx context.Context, args []string) chat.Reply {
 			notes = append(notes, err.Error())
 		}
 	}
-	return chat.Reply{Text: strings.Join(notes, "\n"), Images: imgs, RunID: run.ID}
+	return chat.Reply{Text: strings.Join(notes, "\n"), Images: imgs, RunID: run.ID, Buttons: render.PageButtons(r.PageURL, run.ID)}
 }
 
 func (r *Router) logTail(ctx context.Context, args []string) chat.Reply {

@@ -188,6 +188,10 @@ func (c *Console) Send(_ context.Context, _ int64, r chat.Reply, skip int) (int,
 		var words []string
 		for _, row := range r.Buttons {
 			for _, btn := range row {
+				if btn.URL != "" {
+					words = append(words, btn.Label+" "+btn.URL)
+					continue
+				}
 				words = append(words, btn.Data)
 			}
 		}

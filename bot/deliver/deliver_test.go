@@ -542,7 +542,7 @@ func TestPacerWindows(t *testing.T) {
 func TestReplyPayloadRoundTrip(t *testing.T) {
 	r := chat.Reply{Text: "t", Kind: chat.KindAlert, Alert: "oom", RunID: 3, Key: "k", ReplyTo: 9,
 		Images:  []chat.Image{{Name: "a.png", PNG: []byte{1, 2}, Caption: "c", Command: "trainbot plot 3"}},
-		Buttons: [][]chat.Button{{{Label: "L", Data: "D"}}}}
+		Buttons: [][]chat.Button{{{Label: "L", Data: "D"}}, {{Label: "网页 Open", URL: "https://x/runs/3?t=a.b.c"}}}}
 	b, err := encodeReply(r)
 	if err != nil {
 		t.Fatal(err)

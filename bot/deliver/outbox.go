@@ -175,6 +175,7 @@ type storedImage struct {
 type storedButton struct {
 	Label string `json:"label"`
 	Data  string `json:"data"`
+	URL   string `json:"url,omitempty"`
 }
 
 func encodeReply(r chat.Reply) ([]byte, error) {

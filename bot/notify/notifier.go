@@ -72,6 +72,9 @@ type Options struct {
 	// OnAlert, when set, hears of each alert posted, once whatever the
 	// number of chats and channels it goes to (the /metrics counter).
 	OnAlert func(kind string)
+	// PageURL, when set, gives a run's web page address: the end report
+	// gets a [网页 Open] button (render.PageButtons).
+	PageURL func(runID int64) string
 	Logger  *slog.Logger
 }
 
@@ -288,6 +291,7 @@ func (n *Notifier) ended(ctx context.Context, e trainer.Event) {
 	if n.opts.Charts != nil && ctx.Err() == nil {
 		r.Images = append(r.Images, n.opts.Charts(ctx, e.Run)...)
 	}
+	r.Buttons = append(r.Buttons, render.PageButtons(n.opts.PageURL, id)...)
 	n.post(ctx, e, r, "")
 }
 

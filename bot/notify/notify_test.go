@@ -403,3 +403,42 @@ func TestProgressOriginOnlyOnInPlaceTransports(t *testing.T) {
 		t.Errorf("a subscribed console: %v", got)
 	}
 }
+
+func TestRunMessagesOpenTheRunsPage(t *testing.T) {
+	// With a page address (public_url), the live progress message and the
+	// end report carry a [网页 Open] URL button to the run's page.
+	pageURL := func(id int64) string { return fmt.Sprintf("https://gpu.example.org/runs/%d?t=tok", id) }
+	hasPage := func(r chat.Reply, id int64) bool {
+		for _, row := range r.Buttons {
+			for _, b := range row {
+				if b.Label == "网页 Open" && b.URL == pageURL(id) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	p := &posts{}
+	n := New(Options{Post: p.post, Always: []chat.ChatKey{console}, PageURL: pageURL})
+	n.Start()
+	run := &trainer.Run{ID: 12, Job: "mnist", Outcome: trainer.OutcomeFinished, StartedAt: time.Now().Add(-time.Minute), Steps: 10}
+	n.OnEvent(trainer.Event{Kind: trainer.EventEnded, Run: run, At: time.Now()})
+	closeNotifier(t, n)
+	if got := p.all(); len(got) != 1 || !hasPage(got[0].Reply, 12) {
+		t.Errorf("end report: %+v, want a [网页 Open] button to run 12's page", got)
+	}
+
+	p = &posts{}
+	runs := &fakeRuns{}
+	runs.set(status(3, 10, 100, 0.9))
+	pub := NewProgressPublisher(ProgressOptions{Trainer: runs, Post: p.post, Subscriptions: fakeSubs{{Transport: "con", Chat: 0, Subscribed: true}},
+		Interval: 20 * time.Millisecond, PageURL: pageURL})
+	pub.Start()
+	awaitPosts(t, "progress", func() bool { return len(p.all()) > 0 })
+	if err := pub.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.all()[0].Reply; !hasPage(r, 3) || len(r.Buttons) != 2 {
+		t.Errorf("progress buttons %+v, want 停止 状态 画图 and then [网页 Open] to run 3's page", r.Buttons)
+	}
+}

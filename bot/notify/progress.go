@@ -28,7 +28,10 @@ type ProgressOptions struct {
 	// Memory returns the newest memory sample of a run; nil or false when
 	// there is none.
 	Memory func(ctx context.Context, runID int64) (store.RunMemory, bool)
-	Logger *slog.Logger
+	// PageURL, when set, gives a run's web page address: the progress
+	// message gets a [网页 Open] button (render.PageButtons).
+	PageURL func(runID int64) string
+	Logger  *slog.Logger
 }
 
 // ProgressPublisher keeps a live progress message per run: every Interval
@@ -174,7 +177,8 @@ func (p *ProgressPublisher) publish(ctx context.Context) {
 				continue
 			}
 			p.sent[k] = text
-			p.post(to, chat.Reply{Text: text, Kind: chat.KindProgress, RunID: st.Run.ID, Buttons: render.StartButtons(), Key: progressKey(st.Run.ID)})
+			buttons := append(render.StartButtons(), render.PageButtons(p.opts.PageURL, st.Run.ID)...)
+			p.post(to, chat.Reply{Text: text, Kind: chat.KindProgress, RunID: st.Run.ID, Buttons: buttons, Key: progressKey(st.Run.ID)})
 		}
 	}
 }

@@ -68,6 +68,10 @@ func buttonLines(r chat.Reply) string {
 	var b strings.Builder
 	for _, row := range r.Buttons {
 		for _, btn := range row {
+			if btn.URL != "" {
+				fmt.Fprintf(&b, "\n↪ %s: %s", btn.Label, btn.URL)
+				continue
+			}
 			fmt.Fprintf(&b, "\n↪ %s: send「%s」to the bot", btn.Label, btn.Data)
 		}
 	}

@@ -45,6 +45,22 @@ func ParamsText(p map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
+// PageLabel is the label of the button that opens a run's web page.
+const PageLabel = "网页 Open"
+
+// PageButtons is the row with the [网页 Open] button to a run's web page,
+// nil when pageURL is nil or gives no address (no [http] public_url).
+func PageButtons(pageURL func(runID int64) string, runID int64) [][]chat.Button {
+	if pageURL == nil {
+		return nil
+	}
+	u := pageURL(runID)
+	if u == "" {
+		return nil
+	}
+	return [][]chat.Button{{{Label: PageLabel, URL: u}}}
+}
+
 // StartButtons are shown under a started run and its progress.
 func StartButtons() [][]chat.Button {
 	return [][]chat.Button{{{Label: "停止 Stop", Data: "停止"}, {Label: "状态 Status", Data: "状态"}, {Label: "画图 Plot", Data: "画图"}}}

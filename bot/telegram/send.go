@@ -254,6 +254,10 @@ func (t *Transport) keyboard(r chat.Reply) *tgbotapi.InlineKeyboardMarkup {
 	for _, row := range r.Buttons {
 		var out []tgbotapi.InlineKeyboardButton
 		for _, b := range row {
+			if b.URL != "" {
+				out = append(out, tgbotapi.NewInlineKeyboardButtonURL(b.Label, b.URL))
+				continue
+			}
 			data := buttonData(b.Data, r.RunID)
 			if len(data) > maxData {
 				t.log.Warn("button data too long for Telegram; button left out", "label", b.Label, "bytes", len(data))

@@ -217,6 +217,28 @@ func TestReplyButtonsAndEscaping(t *testing.T) {
 	}
 }
 
+func TestPageButtonOpensTheURL(t *testing.T) {
+	// [网页 Open] is a URL button: Telegram opens the page, nothing comes
+	// back to the bot, and the run id is not added to it.
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	const page = "https://gpu.example.org/trainbot/runs/7?t=r7.1900000000.abc"
+	rec := &recorder{reply: func(m chat.Message) chat.Reply {
+		return chat.Reply{Text: "run 7", RunID: 7, Buttons: [][]chat.Button{{{Label: "状态 Status", Data: "状态"}}, {{Label: "网页 Open", URL: page}}}}
+	}}
+	start(t, testOptions(fake, &logs), rec)
+	fake.UserSays(111, "状态")
+	m := awaitMessages(t, fake, 111, 1)[0]
+	if m.Markup == nil || len(m.Markup.InlineKeyboard) != 2 {
+		t.Fatalf("got markup %+v, want two rows", m.Markup)
+	}
+	b := m.Markup.InlineKeyboard[1][0]
+	if b.Text != "网页 Open" || b.URL == nil || *b.URL != page || b.CallbackData != nil {
+		t.Errorf("got button %+v, want a URL button to %s", b, page)
+	}
+}
+
 func TestLongTextIsSplit(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()

@@ -53,7 +53,7 @@ type botOptions struct {
 //	progress publisher               stops first of the run watchers
 //	schedules, GPU telemetry         no more reports, starts, samples
 //	receivers                        no message is taken any more
-//	HTTP (/metrics, /healthz)        closed first
+//	HTTP (/metrics, /healthz, pages) closed first
 func runBot(ctx context.Context, e env, o botOptions) int {
 	cfg := o.cfg
 	painter, err := newPainter(cfg.Plots)
@@ -141,10 +141,20 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	pipeline.Start()
 	life.opened("deliver what is due (the rest waits in the outbox)", within(15*time.Second, pipeline.Close))
 
+	// Page links: chat messages about a run get a [网页 Open] button when
+	// [http] public_url is set.
+	var pageURL func(int64) string
+	if cfg.HTTP.PublicURL != "" {
+		links, err := pageLinks(cfg.HTTP, cfg.DataDir, false)
+		if err != nil {
+			return errorf(e, "%v", err)
+		}
+		pageURL = links.Run
+	}
 	charts := &render.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
 	alerts := web.NewAlerts(chat.AlertKinds)
 	notifier := notify.New(notify.Options{Post: pipeline.Post, Always: always, Subscriptions: st, Channels: pushed.channels,
-		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, OnAlert: alerts.Inc, Logger: logger})
+		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, OnAlert: alerts.Inc, PageURL: pageURL, Logger: logger})
 	notifier.Start()
 	life.opened("post the queued notices", within(15*time.Second, notifier.Close))
 	health.attach(notifier.Push)
@@ -194,7 +204,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	if interval := time.Duration(cfg.Telegram.ProgressInterval); interval > 0 {
 		progress := notify.NewProgressPublisher(notify.ProgressOptions{Trainer: sup, Post: pipeline.Post, Subscriptions: st,
-			InPlace: func(t string) bool { return inPlace[t] }, Interval: interval, Memory: lastMemory(st, logger), Logger: logger})
+			InPlace: func(t string) bool { return inPlace[t] }, Interval: interval, Memory: lastMemory(st, logger), PageURL: pageURL, Logger: logger})
 		sup.Subscribe(progress.OnEvent)
 		progress.Start()
 		life.opened("post the final progress", within(15*time.Second, progress.Close))
@@ -206,7 +216,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 
 	router := &command.Router{Trainer: sup, History: st, Logger: logger, Location: cfg.Location(), WatchDirs: cfg.Watch.Dirs, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
-		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}, HostAvailable: hostAvailable}
+		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}, HostAvailable: hostAvailable, PageURL: pageURL}
 	startSched := func(entries []scheduleEntry) (*schedule.Scheduler, error) {
 		return startSchedules(entries, sup, st, notifier, chartsHook(charts, logger), logger)
 	}
@@ -279,7 +289,12 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		if len(receivers) > 0 {
 			checks = append(checks, web.Check{Name: "transports", Up: rcv.Up})
 		}
-		srv := web.New(web.Options{Listen: cfg.HTTP.Listen, Metrics: metrics, Checks: checks, Logger: logger.With("component", "http")})
+		signer, err := web.LoadKey(cfg.DataDir)
+		if err != nil {
+			return errorf(e, "%v", err)
+		}
+		pages := &web.Pages{Store: st, Status: sup.Status, Tail: runTail(sup), Signer: signer}
+		srv := web.New(web.Options{Listen: cfg.HTTP.Listen, Metrics: metrics, Checks: checks, Pages: pages, Logger: logger.With("component", "http")})
 		if err := srv.Start(); err != nil {
 			return errorf(e, "[http] listen %q: %v", cfg.HTTP.Listen, err)
 		}

@@ -69,6 +69,7 @@ func subcommands() []subcommand {
 		{name: "points", summary: "print a run's stored metric points (step, time, name, value) as a table, --csv or --json", run: cmdPoints},
 		{name: "compare", summary: "compare runs: a table, their loss curves and their memory overlaid", run: cmdCompare},
 		{name: "fit", summary: "which batch size fits: peak memory of a job's runs fitted against a parameter", run: cmdFit},
+		{name: "link", summary: "print a signed link to a run's web page (or, without ID, the runs list)", run: cmdLink},
 		{name: "reload", summary: "make the running trainbot serve re-read its config (SIGHUP)", run: cmdReload},
 		{name: "watch", summary: "watch a run trainbot did not start: its log and its process", run: cmdWatch},
 		{name: "queue", summary: "the start requests waiting for their job's lock (排队)", run: cmdQueue},

@@ -92,6 +92,28 @@ func TestMetricsDuringARun(t *testing.T) {
 		t.Errorf("/healthz: %d %q, want 200 ok", code, b)
 	}
 
+	// The run's page, through `trainbot link 1`: 200 with its link, 401
+	// without a token; its points API has the loss.
+	le, lout, lerr := testEnv(t, strings.NewReader(""))
+	if code := run(ctx, []string{"link", "1", "--config", cfgPath}, le); code != exitOK {
+		t.Fatalf("trainbot link 1: exit %d: %s", code, lerr.String())
+	}
+	link := strings.TrimSpace(lout.String())
+	const prefix = "http://127.0.0.1:0/runs/1?t=" // listen is 127.0.0.1:0 in the config
+	if !strings.HasPrefix(link, prefix) {
+		t.Fatalf("trainbot link 1 printed %q, want %s…", link, prefix)
+	}
+	tok := strings.TrimPrefix(link, prefix)
+	if code, b := webtest.Get(t, "http://"+addr+"/runs/1?t="+tok); code != http.StatusOK || !strings.Contains(b, "#1 steps") {
+		t.Errorf("the run's page with its link: %d\n%s", code, b)
+	}
+	if code, _ := webtest.Get(t, "http://"+addr+"/runs/1"); code != http.StatusUnauthorized {
+		t.Errorf("the run's page without a token: %d, want 401", code)
+	}
+	if code, b := webtest.Get(t, "http://"+addr+"/api/runs/1/points?metric=loss&width=100&t="+tok); code != http.StatusOK || !strings.Contains(b, `"x":[`) {
+		t.Errorf("the run's loss points: %d %s", code, b)
+	}
+
 	// End of input: the run goes on to its end; then it is counted.
 	typed.Close()
 	select {
