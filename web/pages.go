@@ -159,6 +159,7 @@ type runRow struct {
 	PeakGPU, PeakHost         string
 	Running                   bool
 	Steps                     int64
+	Note                      string
 }
 
 func (p *Pages) list(w http.ResponseWriter, r *http.Request) {
@@ -172,7 +173,7 @@ func (p *Pages) list(w http.ResponseWriter, r *http.Request) {
 	rows := make([]runRow, 0, len(runs))
 	for _, run := range runs {
 		row := runRow{ID: run.ID, Job: run.Job, State: stateText(run), Started: run.StartedAt.Format("2006-01-02 15:04"),
-			Took: units.Duration(duration(run)), Running: run.State == trainer.StateRunning, Steps: run.Steps}
+			Took: units.Duration(duration(run)), Running: run.State == trainer.StateRunning, Steps: run.Steps, Note: run.Note}
 		if run.PeakGPUMem != nil {
 			row.PeakGPU = units.Bytes(*run.PeakGPUMem)
 		}

@@ -337,3 +337,29 @@ func TestPointsOfARunningRunFollowIt(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // polling the server, bounded by the deadline
 	}
 }
+
+// The list shows each run's note.
+func TestListShowsNotes(t *testing.T) {
+	s := newSite(t)
+	id := s.addRun(t, "mlp", false, 10)
+	if err := s.st.SetNote(context.Background(), id, "checkpointing on"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(s.base + "/?t=" + url.QueryEscape(s.token(ScopeList, time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	if resp.StatusCode != 200 || !strings.Contains(b.String(), "📝 checkpointing on") {
+		t.Errorf("list: %d, note missing", resp.StatusCode)
+	}
+}
