@@ -37,16 +37,7 @@ func classicLines(n int, d string) string {
 // waitSlurmEnd waits for the run's end and returns its stored record.
 func (h *harness) waitSlurmEnd(id int64) *trainer.Run {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), slurmWait)
-	defer cancel()
-	if _, err := h.sup.WaitRun(ctx, id); err != nil && !errors.Is(err, trainer.ErrNotRunning) {
-		h.t.Fatalf("wait run %d: %v", id, err)
-	}
-	r, err := h.st.Run(context.Background(), id)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return r
+	return h.waitUpTo(id, slurmWait)
 }
 
 // waitStatus polls the run's status until ok says so.

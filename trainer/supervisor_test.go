@@ -81,7 +81,13 @@ func (h *harness) start(jobName string, params map[string]string) *trainer.Run {
 // wait waits for the run to end and returns its stored record.
 func (h *harness) wait(id int64) *trainer.Run {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return h.waitUpTo(id, 30*time.Second)
+}
+
+// waitUpTo is wait with a deadline of its own.
+func (h *harness) waitUpTo(id int64, d time.Duration) *trainer.Run {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	if _, err := h.sup.WaitRun(ctx, id); err != nil && !errors.Is(err, trainer.ErrNotRunning) {
 		h.t.Fatalf("wait run %d: %v", id, err)

@@ -36,9 +36,34 @@ func (c *configFlags) register(fs *flag.FlagSet, needConfig bool) {
 // (fromConfig). On error it reports every problem at once and returns the
 // exit status.
 func (c *configFlags) load(e env) (*config.Config, *botConfig, int) {
+	cfg, bc, err := parseConfig(c.config, e.environ, func(cfg *config.Config) {
+		if c.data != "" {
+			cfg.DataDir = c.data
+		}
+		if c.logLevel != "" {
+			cfg.LogLevel = c.logLevel
+		}
+	})
+	var errs config.Errors
+	if errors.As(err, &errs) {
+		return nil, nil, reportConfig(e, errs)
+	}
+	if err != nil {
+		return nil, nil, errorf(e, "%v", err)
+	}
+	// What this command writes (the database's WAL, a chart) is as
+	// private as the data directory: its user's, or shared_group's too.
+	private.Restrict(bc.sharing.shared())
+	return cfg, bc, exitOK
+}
+
+// parseConfig builds the configuration: defaults, the file (none when path
+// is ""), the environment, then override (the flags); it validates it and
+// turns it into each package's options (fromConfig). Every problem is
+// returned at once, as config.Errors sorted by line: decoding errors, then
+// what validation finds in the rest.
+func parseConfig(path string, environ []string, override func(*config.Config)) (*config.Config, *botConfig, error) {
 	cfg := config.DefaultConfig()
-	// Every problem is reported at once: decoding errors, then what
-	// validation finds in the rest.
 	var all config.Errors
 	collect := func(err error) error {
 		var errs config.Errors
@@ -48,40 +73,34 @@ func (c *configFlags) load(e env) (*config.Config, *botConfig, int) {
 		}
 		return err
 	}
-	if c.config != "" {
-		f, err := os.Open(c.config)
+	if path != "" {
+		f, err := os.Open(path)
 		if err != nil {
-			return nil, nil, errorf(e, "read config: %v", err)
+			return nil, nil, fmt.Errorf("read config: %w", err)
 		}
-		err = cfg.Parse(c.config, f)
+		err = cfg.Parse(path, f)
 		f.Close()
 		if err := collect(err); err != nil {
-			return nil, nil, errorf(e, "%v", err)
+			return nil, nil, err
 		}
 	}
-	if err := collect(cfg.ApplyEnv(e.environ)); err != nil {
-		return nil, nil, errorf(e, "%v", err)
+	if err := collect(cfg.ApplyEnv(environ)); err != nil {
+		return nil, nil, err
 	}
-	if c.data != "" {
-		cfg.DataDir = c.data
-	}
-	if c.logLevel != "" {
-		cfg.LogLevel = c.logLevel
+	if override != nil {
+		override(cfg)
 	}
 	cfg.DataDir = config.ExpandHome(cfg.DataDir)
 	if err := collect(cfg.Validate()); err != nil {
-		return nil, nil, errorf(e, "%v", err)
+		return nil, nil, err
 	}
 	bc, errs := fromConfig(cfg, all)
 	all = append(all, errs...)
 	if len(all) > 0 {
-		return nil, nil, reportConfig(e, all.Sorted())
+		return nil, nil, all.Sorted()
 	}
-	bc.configPath = c.config
-	// What this command writes (the database's WAL, a chart) is as
-	// private as the data directory: its user's, or shared_group's too.
-	private.Restrict(bc.sharing.shared())
-	return cfg, bc, exitOK
+	bc.configPath = path
+	return cfg, bc, nil
 }
 
 // reportConfig prints every config error, one per line.

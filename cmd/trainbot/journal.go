@@ -96,6 +96,14 @@ func priority(level string) string {
 // the signal rather than setting SIG_IGN, which the runs' processes would
 // inherit. The returned func stops it.
 func ignoreHangup(logger *slog.Logger) func() {
+	return onHangup(func(context.Context) {
+		logger.Warn("SIGHUP ignored: trainbot is still starting; send it again to reload the config")
+	})
+}
+
+// onHangup calls f for each SIGHUP until the returned func is called (it
+// waits for a call in progress).
+func onHangup(f func(ctx context.Context)) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -104,7 +112,7 @@ func ignoreHangup(logger *slog.Logger) func() {
 		for {
 			select {
 			case <-hup:
-				logger.Warn("SIGHUP ignored: trainbot is still starting; send it again to reload the config")
+				f(ctx)
 			case <-ctx.Done():
 				return
 			}

@@ -48,6 +48,31 @@ stop_grace = "2s"
 	return cfgPath, data
 }
 
+// startsARun starts a console trainbot of its own (a process that a
+// test can kill -9) on cfgPath and sends it 开始; it returns once run #1
+// started.
+func startsARun(t *testing.T, cfgPath string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "console", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "TRAINBOT_TEST_MAIN=1", "HOME="+t.TempDir())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, "开始\n")
+	waitFor(t, out, 0, `run #1 started`)
+	return cmd
+}
+
 func logLines(path string) int {
 	b, _ := os.ReadFile(path)
 	return strings.Count(string(b), "\nstep=")
@@ -61,24 +86,8 @@ func logLines(path string) int {
 func TestRunOutlivesAKilledTrainbot(t *testing.T) {
 	const steps = 200 // 10 s at 50 ms
 	cfgPath, data := writeStepsJob(t, steps, 50*time.Millisecond)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := exec.Command(exe, "console", "--config", cfgPath)
-	first.Env = append(os.Environ(), "TRAINBOT_TEST_MAIN=1", "HOME="+t.TempDir())
-	stdin, err := first.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out syncBuffer
-	first.Stdout, first.Stderr = &out, &out
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
+	first := startsARun(t, cfgPath)
 	defer first.Process.Kill()
-	io.WriteString(stdin, "开始\n")
-	waitFor(t, &out, 0, `run #1 started`)
 	logPath := filepath.Join(data, "runs", "1", "output.log")
 	deadline := time.Now().Add(20 * time.Second)
 	for logLines(logPath) < 40 && time.Now().Before(deadline) { // ~2-3 s in

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -107,61 +105,15 @@ func (r *reloader) closeSchedules(ctx context.Context) error {
 // environment), keeping cur's data directory and log level (given by flags,
 // or not changeable while running).
 func readConfig(path string, environ []string, cur *config.Config) (*config.Config, *botConfig, error) {
-	cfg := config.DefaultConfig()
-	var all config.Errors
-	collect := func(err error) error {
-		var errs config.Errors
-		if errors.As(err, &errs) {
-			all = append(all, errs...)
-			return nil
-		}
-		return err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	err = cfg.Parse(path, f)
-	f.Close()
-	if err := collect(err); err != nil {
-		return nil, nil, err
-	}
-	if err := collect(cfg.ApplyEnv(environ)); err != nil {
-		return nil, nil, err
-	}
-	cfg.DataDir, cfg.LogLevel = cur.DataDir, cur.LogLevel
-	if err := collect(cfg.Validate()); err != nil {
-		return nil, nil, err
-	}
-	bc, errs := fromConfig(cfg, all)
-	all = append(all, errs...)
-	if len(all) > 0 {
-		return nil, nil, all.Sorted()
-	}
-	bc.configPath = path
-	return cfg, bc, nil
+	return parseConfig(path, environ, func(cfg *config.Config) {
+		cfg.DataDir, cfg.LogLevel = cur.DataDir, cur.LogLevel
+	})
 }
 
 // reloadOnHangup reloads on SIGHUP (systemctl reload, trainbot reload)
 // until the returned func is called. It catches the signal rather than
 // setting SIG_IGN, which the runs' processes would inherit.
-func (r *reloader) reloadOnHangup() func() {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-hup:
-				r.onHangup(ctx)
-			case <-ctx.Done():
-				return
-			}
-		}
-	})
-	return func() { signal.Stop(hup); cancel(); wg.Wait() }
-}
+func (r *reloader) reloadOnHangup() func() { return onHangup(r.onHangup) }
 
 func (r *reloader) onHangup(ctx context.Context) {
 	if r.path == "" {

@@ -43,24 +43,8 @@ func TestSlurmRunOutlivesAKilledTrainbot(t *testing.T) {
 	if code, out, stderr := trainbot(t, "", "check", "--config", cfgPath); code != 0 || !strings.Contains(out, "runs on Slurm") {
 		t.Fatalf("check: %d %s %s", code, out, stderr)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := exec.Command(exe, "console", "--config", cfgPath)
-	first.Env = append(os.Environ(), "TRAINBOT_TEST_MAIN=1", "HOME="+t.TempDir())
-	stdin, err := first.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out syncBuffer
-	first.Stdout, first.Stderr = &out, &out
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
+	first := startsARun(t, cfgPath)
 	defer first.Process.Kill()
-	io.WriteString(stdin, "开始\n")
-	waitFor(t, &out, 0, `run #1 started`)
 	r := runJSONOf(t, data, "1")
 	jobID, _ := r["slurm_job_id"].(string)
 	if r["runner"] != "slurm" || jobID == "" {
