@@ -75,8 +75,10 @@ type Options struct {
 type Pipeline struct {
 	opts    Options
 	log     *slog.Logger
+	smu     sync.RWMutex // guards senders, paces and quiet (Reconfigure)
 	senders map[string]chat.Sender
 	paces   map[string]*Pacer // per sender, shared by its lanes
+	quiet   map[chat.ChatKey]QuietHours
 	seq     atomic.Int64
 
 	closing atomic.Bool
@@ -114,15 +116,45 @@ func New(opts Options) *Pipeline {
 	p := &Pipeline{opts: opts, log: opts.Logger.With("component", "deliver"), senders: map[string]chat.Sender{}, paces: map[string]*Pacer{},
 		ctx: ctx, cancel: cancel, lanes: map[chat.ChatKey]*lane{}}
 	for _, s := range opts.Senders {
-		p.senders[s.Name()] = s
-		if pc, ok := s.(chat.Paced); ok {
-			if _, all := pc.Pace(0); len(all) > 0 {
-				p.paces[s.Name()] = NewPacer(all, nil, nil)
-			}
-		}
+		p.addSender(s)
 	}
+	p.quiet = opts.Quiet
 	p.rec = newRecorder(p.log, opts.RecordRetry)
 	return p
+}
+
+func (p *Pipeline) addSender(s chat.Sender) {
+	p.senders[s.Name()] = s
+	if pc, ok := s.(chat.Paced); ok {
+		if _, all := pc.Pace(0); len(all) > 0 {
+			p.paces[s.Name()] = NewPacer(all, nil, nil)
+		}
+	}
+}
+
+// sender is the sender of a transport, nil when there is none.
+func (p *Pipeline) sender(name string) chat.Sender {
+	p.smu.RLock()
+	defer p.smu.RUnlock()
+	return p.senders[name]
+}
+
+// Reconfigure replaces senders (a reload of the config: the push
+// channels): the ones named in remove go, add come (replacing those of the
+// same name), and quiet replaces the quiet hours. Messages already queued
+// for a removed sender fail for good ("removed by a reload"); queued ones
+// for a replaced one go out through the new one.
+func (p *Pipeline) Reconfigure(remove []string, add []chat.Sender, quiet map[chat.ChatKey]QuietHours) {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	for _, name := range remove {
+		delete(p.senders, name)
+		delete(p.paces, name)
+	}
+	for _, s := range add {
+		p.addSender(s)
+	}
+	p.quiet = quiet
 }
 
 // Start prunes old delivered envelopes from the outbox, and hands the
@@ -148,7 +180,7 @@ func (p *Pipeline) Start() {
 	}
 	orphans := map[string]int{}
 	for _, row := range pending {
-		s := p.senders[row.Transport]
+		s := p.sender(row.Transport)
 		if s == nil {
 			orphans[row.Transport]++
 			continue
@@ -178,12 +210,15 @@ func (p *Pipeline) Post(e Envelope) {
 	if e.Reply.Empty() {
 		return
 	}
-	s := p.senders[e.To.Transport]
+	s := p.sender(e.To.Transport)
 	if s == nil {
 		p.log.Debug("no such transport; not sent", "to", e.To.String(), "key", e.Reply.Key)
 		return
 	}
-	if q, ok := p.opts.Quiet[e.To]; ok {
+	p.smu.RLock()
+	q, ok := p.quiet[e.To]
+	p.smu.RUnlock()
+	if ok {
 		switch d, until := q.Decide(p.opts.Now(), e.Reply); d {
 		case Drop:
 			p.log.Debug("quiet hours: not sent", "to", e.To.String(), "run", e.Reply.RunID)
@@ -274,8 +309,10 @@ func (p *Pipeline) lane(to chat.ChatKey) *lane {
 	defer p.mu.Unlock()
 	l := p.lanes[to]
 	if l == nil {
-		s := p.senders[to.Transport]
-		l = &lane{p: p, to: to, sender: s, shared: p.paces[to.Transport], wake: make(chan struct{}, 1), uploaded: make(chan uploadResult, 1)}
+		p.smu.RLock()
+		s, shared := p.senders[to.Transport], p.paces[to.Transport]
+		p.smu.RUnlock()
+		l = &lane{p: p, to: to, shared: shared, wake: make(chan struct{}, 1), uploaded: make(chan uploadResult, 1)}
 		if pc, ok := s.(chat.Paced); ok {
 			if own, _ := pc.Pace(to.Chat); len(own) > 0 {
 				l.pace = NewPacer(own, nil, nil)

@@ -555,3 +555,27 @@ func TestReplyPayloadRoundTrip(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, r)
 	}
 }
+
+// A reload replaces a channel: what is posted after goes through the new
+// sender; a removed one's messages are not sent anywhere.
+func TestReconfigureReplacesSenders(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	old := newFakeSender("ops")
+	p := start(t, Options{Senders: []chat.Sender{old}, Store: st})
+	p.Post(alert(chat.ChatKey{Transport: "ops"}, "k1", "before"))
+	if !old.await(t, 5*time.Second, func() bool { return len(old.delivered(0)) == 1 }) {
+		t.Fatalf("old channel got %q", old.delivered(0))
+	}
+	repl := newFakeSender("ops")
+	p.Reconfigure([]string{"ops"}, []chat.Sender{repl}, nil)
+	p.Post(alert(chat.ChatKey{Transport: "ops"}, "k2", "after"))
+	if !repl.await(t, 5*time.Second, func() bool { return len(repl.delivered(0)) == 1 }) {
+		t.Fatalf("new channel got %q", repl.delivered(0))
+	}
+	p.Reconfigure([]string{"ops"}, nil, nil)
+	p.Post(alert(chat.ChatKey{Transport: "ops"}, "k3", "gone"))
+	time.Sleep(100 * time.Millisecond)
+	if len(old.delivered(0)) != 1 || len(repl.delivered(0)) != 1 {
+		t.Errorf("after removal: old %q new %q", old.delivered(0), repl.delivered(0))
+	}
+}

@@ -28,7 +28,6 @@ type item struct {
 type lane struct {
 	p      *Pipeline
 	to     chat.ChatKey
-	sender chat.Sender
 	pace   *Pacer // the destination's own limits; nil when none
 	shared *Pacer // the sender's limits over all its destinations; nil when none
 	wake   chan struct{}
@@ -215,7 +214,11 @@ func (l *lane) attempt(ctx context.Context, it *item) error {
 	}
 	actx, cancel := context.WithTimeout(ctx, l.p.opts.SendTimeout)
 	defer cancel()
-	n, err := l.sender.Send(actx, l.to.Chat, it.env.Reply, it.done)
+	s := l.p.sender(l.to.Transport) // a reload may have replaced or removed it
+	if s == nil {
+		return chat.Permanent("the channel was removed by a config reload", fmt.Errorf("%s: no such channel", l.to.Transport))
+	}
+	n, err := s.Send(actx, l.to.Chat, it.env.Reply, it.done)
 	l.mu.Lock()
 	it.done = max(it.done, n)
 	l.mu.Unlock()

@@ -86,6 +86,10 @@ type Notifier struct {
 	opts Options
 	log  *slog.Logger
 
+	chMu        sync.Mutex
+	replaced    bool      // SetChannels was called: channelsNow, not opts.Channels
+	channelsNow []Channel // the push channels after a reload
+
 	mu      sync.Mutex
 	queue   []item
 	wake    chan struct{}
@@ -123,6 +127,24 @@ func New(opts Options) *Notifier {
 	}
 	return &Notifier{opts: opts, log: opts.Logger.With("component", "notify"), wake: make(chan struct{}, 1), done: make(chan struct{}),
 		held: map[int64]heldAlert{}, advised: map[int64]bool{}}
+}
+
+// SetChannels replaces the push channels (a reload of the config).
+func (n *Notifier) SetChannels(ch []Channel) {
+	n.chMu.Lock()
+	defer n.chMu.Unlock()
+	n.replaced = true
+	n.channelsNow = slices.Clone(ch)
+}
+
+// channels are the push channels in force.
+func (n *Notifier) channels() []Channel {
+	n.chMu.Lock()
+	defer n.chMu.Unlock()
+	if !n.replaced {
+		return n.opts.Channels
+	}
+	return n.channelsNow
 }
 
 // OnEvent queues a run event; it is a trainer.Listener.
@@ -342,7 +364,7 @@ func (n *Notifier) post(ctx context.Context, e trainer.Event, r chat.Reply, exce
 			n.opts.Post(deliver.Envelope{To: to, Reply: r, Durable: durable})
 		}
 	}
-	for _, c := range n.opts.Channels {
+	for _, c := range n.channels() {
 		if c.Wants(r) {
 			n.opts.Post(deliver.Envelope{To: chat.ChatKey{Transport: c.Name}, Reply: r, Durable: durable})
 		}

@@ -53,7 +53,7 @@ func printAlerts(e env, bc *botConfig) {
 // pushed is what the push channels of the config become: their senders,
 // what each wants (notify), and the quiet hours of every destination
 // (deliver: the [[quiet]] chats' and the channels').
-type pushed struct {
+type pushedChannels struct {
 	senders  []chat.Sender
 	channels []notify.Channel
 	quiet    map[chat.ChatKey]deliver.QuietHours
@@ -61,8 +61,8 @@ type pushed struct {
 
 // pushChannels makes the push channels, and the quiet hours of every
 // destination.
-func pushChannels(bc *botConfig, logger *slog.Logger) (pushed, error) {
-	out := pushed{quiet: map[chat.ChatKey]deliver.QuietHours{}}
+func pushChannels(bc *botConfig, logger *slog.Logger) (pushedChannels, error) {
+	out := pushedChannels{quiet: map[chat.ChatKey]deliver.QuietHours{}}
 	for k, q := range bc.quiet {
 		out.quiet[k] = q
 	}
@@ -71,7 +71,7 @@ func pushChannels(bc *botConfig, logger *slog.Logger) (pushed, error) {
 		o.Logger = logger.With("component", "push")
 		ch, err := push.New(o)
 		if err != nil {
-			return pushed{}, err
+			return pushedChannels{}, err
 		}
 		out.senders = append(out.senders, ch)
 		out.channels = append(out.channels, notify.Channel{Name: ch.Name(), Alerts: c.alerts, Progress: c.progress})

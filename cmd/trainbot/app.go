@@ -225,7 +225,11 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		return errorf(e, "%v", err)
 	}
 	rl := &reloader{path: o.bc.configPath, environ: e.environ, cur: cfg, extra: o.jobs[:len(o.jobs)-len(o.bc.jobs)], sup: sup, router: router,
-		log: logger.With("component", "reload"), sched: sched, start: startSched}
+		log: logger.With("component", "reload"), sched: sched, start: startSched, pushNames: senderNames(pushed),
+		setPush: func(old []string, p pushedChannels) {
+			pipeline.Reconfigure(old, p.senders, p.quiet)
+			notifier.SetChannels(p.channels)
+		}}
 	rl.notify = func(r chat.Reply) {
 		// To the chats that get trainbot's notices, and to each operator's
 		// own Telegram chat; the key makes it once per chat.

@@ -41,6 +41,10 @@ type reloader struct {
 	mu    sync.Mutex
 	sched *schedule.Scheduler
 	start func([]scheduleEntry) (*schedule.Scheduler, error)
+	// setPush puts new push channels and quiet hours in place of those
+	// named (a reload); nil: they change at the next restart only.
+	setPush   func(old []string, p pushedChannels)
+	pushNames []string // the push channels in force
 }
 
 // reload reads the file and applies it; the error says why nothing
@@ -70,7 +74,18 @@ func (r *reloader) reload(ctx context.Context) (string, error) {
 	}
 	var notes []string
 	if !reflect.DeepEqual(cfg.Push, r.cur.Push) || !reflect.DeepEqual(cfg.Quiet, r.cur.Quiet) {
-		notes = append(notes, "push channels and quiet hours changed: they take effect when trainbot restarts (runs go on)")
+		if r.setPush == nil {
+			notes = append(notes, "push channels and quiet hours changed: they take effect when trainbot restarts (runs go on)")
+		} else {
+			p, err := pushChannels(bc, r.log)
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("the push channels stay as they were: %v", err))
+			} else {
+				r.setPush(r.pushNames, p)
+				r.pushNames = senderNames(p)
+				notes = append(notes, fmt.Sprintf("%d push channel(s)", len(p.senders)))
+			}
+		}
 	}
 	if cfg.Telegram.Token != r.cur.Telegram.Token || cfg.HTTP != r.cur.HTTP || cfg.GPU != r.cur.GPU {
 		notes = append(notes, "[telegram], [http] and [gpu] changes take effect when trainbot restarts")
@@ -82,6 +97,15 @@ func (r *reloader) reload(ctx context.Context) (string, error) {
 		summary += "; " + strings.Join(notes, "; ")
 	}
 	return summary, nil
+}
+
+// senderNames are the names of the push channels' senders.
+func senderNames(p pushedChannels) []string {
+	var names []string
+	for _, s := range p.senders {
+		names = append(names, s.Name())
+	}
+	return names
 }
 
 // operators are the operators of the config in force.

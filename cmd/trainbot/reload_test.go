@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/bot/push"
 	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
 )
 
@@ -37,13 +39,22 @@ func TestReloadAddsAnOperator(t *testing.T) {
 	fake.UserSays(222, "开始")
 	awaitMessage(t, fake, 222, "Your user id is 222", stderr)
 
-	write("111, 222", "")
+	hook := newHookServer(t)
+	write("111, 222", fmt.Sprintf("\n[[push]]\nkind = \"webhook\"\nname = \"ops\"\nurl = %q\n", hook.srv.URL))
 	if code, out, errOut := trainbot(t, "", "reload", "--data", data); code != 0 || !strings.Contains(out, "sent SIGHUP to trainbot serve") {
 		t.Fatalf("reload: %d %s %s", code, out, errOut)
 	}
 	waitFor(t, stderr, 0, `config reloaded`)
 	fake.UserSays(222, "开始")
 	awaitMessage(t, fake, 222, "run #1 started", stderr)
+	// The push channel the reload added gets the run's end.
+	deadline := time.Now().Add(time.Minute)
+	for !slices.ContainsFunc(hook.got(), func(m push.WebhookMessage) bool { return m.Alert == "finished" }) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new push channel got %+v, want the run's end", hook.got())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	write("111", "tail_lines = -5\n") // invalid: nothing changes
 	if code, _, errOut := trainbot(t, "", "reload", "--data", data); code != 0 {
