@@ -114,7 +114,8 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		receivers, senders = append(receivers, con), append(senders, con)
 		always = append(always, chat.ChatKey{Transport: console.Name, Chat: console.Chat})
 	}
-	access := command.Access{Operators: cfg.Auth.Operators, Viewers: cfg.Auth.Viewers, Chats: cfg.Auth.Chats}
+	access := accessFromConfig(cfg.Auth)
+	confirmStop := map[string]bool{telegram.Name: true}
 	if o.telegram && cfg.Telegram.Token != "" {
 		tg, err := telegram.New(telegram.Options{Token: cfg.Telegram.Token, APIEndpoint: cfg.Telegram.APIEndpoint,
 			PollTimeout: time.Duration(cfg.Telegram.PollTimeout), State: st, Logger: logger})
@@ -126,8 +127,21 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			logger.Warn("[auth] has no operators or viewers: everyone is refused; send the bot a message to learn your user id")
 		}
 	}
+	if o.telegram {
+		ms, err := messengers(cfg, st, logger)
+		if err != nil {
+			return errorf(e, "%v", err)
+		}
+		for _, m := range ms {
+			receivers, senders = append(receivers, m), append(senders, m)
+			confirmStop[m.Name()] = true // they all have buttons
+			if len(access.Members[m.Name()]) == 0 {
+				logger.Warn("[auth] has no "+m.Name()+"_operators or "+m.Name()+"_viewers: everyone is refused there; send the bot a message to learn your user id", "transport", m.Name())
+			}
+		}
+	}
 	if len(receivers) == 0 && len(o.bc.channels) == 0 {
-		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), [console] enabled = true, or a [[push]] channel")
+		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), [wecom], [feishu] or [dingtalk], [console] enabled = true, or a [[push]] channel")
 	}
 	pushed, err := pushChannels(o.bc, logger)
 	if err != nil {
@@ -203,7 +217,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 
 	router := &command.Router{Trainer: sup, History: st, Logger: logger, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
-		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}}
+		Access: access, ConfirmStop: confirmStop}
 	sched, err := startSchedules(o.bc.schedules, sup, st, notifier, chartsHook(charts, logger), logger)
 	if err != nil {
 		return errorf(e, "%v", err)
