@@ -5,6 +5,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/command"
+	"github.com/trainbot/trainbot/bot/dingtalk"
 	"github.com/trainbot/trainbot/bot/inbound"
 	"github.com/trainbot/trainbot/bot/wecom"
 	"github.com/trainbot/trainbot/config"
@@ -28,8 +29,8 @@ func accessFromConfig(a config.AuthConfig) command.Access {
 	add(wecom.Name, a.WeComOperators, command.RoleOperator)
 	add("feishu", a.FeishuViewers, command.RoleViewer)
 	add("feishu", a.FeishuOperators, command.RoleOperator)
-	add("dingtalk", a.DingTalkViewers, command.RoleViewer)
-	add("dingtalk", a.DingTalkOperators, command.RoleOperator)
+	add(dingtalk.Name, a.DingTalkViewers, command.RoleViewer)
+	add(dingtalk.Name, a.DingTalkOperators, command.RoleOperator)
 	return access
 }
 
@@ -45,6 +46,14 @@ func messengers(cfg *config.Config, state inbound.KV, logger *slog.Logger) ([]me
 	var out []messenger
 	if w := cfg.WeCom; w.BotID != "" {
 		tr, err := wecom.New(wecom.Options{BotID: w.BotID, Secret: w.Secret, URL: w.URL, State: state, Logger: logger})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tr)
+	}
+	if d := cfg.DingTalk; d.ClientID != "" {
+		tr, err := dingtalk.New(dingtalk.Options{ClientID: d.ClientID, ClientSecret: d.ClientSecret, RobotCode: d.RobotCode,
+			APIURL: d.APIURL, OAPIURL: d.OAPIURL, State: state, Logger: logger})
 		if err != nil {
 			return nil, err
 		}
