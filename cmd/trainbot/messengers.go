@@ -6,6 +6,7 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/bot/dingtalk"
+	"github.com/trainbot/trainbot/bot/feishu"
 	"github.com/trainbot/trainbot/bot/inbound"
 	"github.com/trainbot/trainbot/bot/wecom"
 	"github.com/trainbot/trainbot/config"
@@ -27,8 +28,8 @@ func accessFromConfig(a config.AuthConfig) command.Access {
 	}
 	add(wecom.Name, a.WeComViewers, command.RoleViewer)
 	add(wecom.Name, a.WeComOperators, command.RoleOperator)
-	add("feishu", a.FeishuViewers, command.RoleViewer)
-	add("feishu", a.FeishuOperators, command.RoleOperator)
+	add(feishu.Name, a.FeishuViewers, command.RoleViewer)
+	add(feishu.Name, a.FeishuOperators, command.RoleOperator)
 	add(dingtalk.Name, a.DingTalkViewers, command.RoleViewer)
 	add(dingtalk.Name, a.DingTalkOperators, command.RoleOperator)
 	return access
@@ -46,6 +47,13 @@ func messengers(cfg *config.Config, state inbound.KV, logger *slog.Logger) ([]me
 	var out []messenger
 	if w := cfg.WeCom; w.BotID != "" {
 		tr, err := wecom.New(wecom.Options{BotID: w.BotID, Secret: w.Secret, URL: w.URL, State: state, Logger: logger})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tr)
+	}
+	if f := cfg.Feishu; f.AppID != "" {
+		tr, err := feishu.New(feishu.Options{AppID: f.AppID, AppSecret: f.AppSecret, Domain: f.Domain, State: state, Logger: logger})
 		if err != nil {
 			return nil, err
 		}
