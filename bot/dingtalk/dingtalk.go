@@ -174,47 +174,8 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 		t.seen = inbound.NewSeen(ctx, Name, t.opts.State, 0)
 	}
 	t.mu.Unlock()
-	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer hcancel()
-	q := inbound.NewQueue(t.log)
-	defer func() {
-		finished := make(chan struct{})
-		go func() { q.Wait(); close(finished) }()
-		select {
-		case <-finished:
-		case <-time.After(t.opts.HandleGrace):
-			t.log.Warn("stopping the messages still being handled")
-			hcancel()
-			<-finished
-		}
-	}()
-	failures := 0
-	for {
-		began := time.Now()
-		err := t.session(ctx, func(m chat.Message) { q.Add(m.Chat, func() { deliver(hctx, m) }) })
-		if ctx.Err() != nil {
-			return nil
-		}
-		if chat.IsPermanent(err) {
-			return err
-		}
-		if time.Since(began) > 2*t.opts.PingInterval {
-			failures = 0
-		}
-		wait := min(t.opts.MinBackoff<<min(failures, 16), t.opts.MaxBackoff)
-		if _, after := chat.Classify(err); after > wait {
-			wait = after
-		}
-		if failures == 0 {
-			t.log.Warn("connection lost; reconnecting", "in", wait, "err", err)
-		} else {
-			t.log.Debug("still cannot connect; retrying", "in", wait, "failures", failures, "err", err)
-		}
-		failures++
-		if chat.Sleep(ctx, wait) != nil {
-			return nil
-		}
-	}
+	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff,
+		Stable: 2 * t.opts.PingInterval, Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
 }
 
 // frame is a Stream frame from the server.

@@ -11,6 +11,9 @@
 //   - Queue hands each message on at once (the reader acknowledges without
 //     waiting for the answer) and handles one chat's messages in order,
 //     chats in parallel.
+//   - Loop runs a transport's connections one after another, with a
+//     capped exponential backoff, until its context ends or the service
+//     refuses it for good.
 package inbound
 
 import (
@@ -21,6 +24,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/trainbot/trainbot/bot/chat"
 )
 
 // KV keeps small values across restarts (the store's key-value table).
@@ -237,4 +243,69 @@ func (q *Queue) run(job func()) {
 		}
 	}()
 	job()
+}
+
+// Loop is how a long-connection transport receives: sessions one after
+// another until ctx ends, each a connection read until it fails.
+type Loop struct {
+	Log *slog.Logger
+	// MinBackoff is the pause after a failed session; it doubles with each
+	// failure in a row up to MaxBackoff. A session that lasted Stable was
+	// fine: the next failure starts over, and is logged as a warning again
+	// (the ones in a row only at debug level: told once).
+	MinBackoff, MaxBackoff, Stable time.Duration
+	// Grace is how long messages being handled may take to finish once
+	// ctx ends.
+	Grace time.Duration
+}
+
+// Run runs session until ctx ends or it returns a permanent error
+// (chat.IsPermanent: refused credentials, another instance took over),
+// which Run returns. session gets hand, which queues a message for
+// deliver (one chat at a time, in order) and returns at once, so the
+// connection's reader can acknowledge without waiting for the answer. A
+// chat.RetryAfter error's wait is kept when it is longer than the backoff.
+func (l Loop) Run(ctx context.Context, deliver func(context.Context, chat.Message), session func(ctx context.Context, hand func(chat.Message)) error) error {
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hcancel()
+	q := NewQueue(l.Log)
+	defer func() {
+		finished := make(chan struct{})
+		go func() { q.Wait(); close(finished) }()
+		select {
+		case <-finished:
+		case <-time.After(l.Grace):
+			l.Log.Warn("stopping the messages still being handled")
+			hcancel()
+			<-finished
+		}
+	}()
+	hand := func(m chat.Message) { q.Add(m.Chat, func() { deliver(hctx, m) }) }
+	failures := 0
+	for {
+		began := time.Now()
+		err := session(ctx, hand)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if chat.IsPermanent(err) {
+			return err
+		}
+		if time.Since(began) >= l.Stable {
+			failures = 0
+		}
+		wait := min(l.MinBackoff<<min(failures, 16), l.MaxBackoff)
+		if _, after := chat.Classify(err); after > wait {
+			wait = after
+		}
+		if failures == 0 {
+			l.Log.Warn("connection lost; reconnecting", "in", wait, "err", err)
+		} else {
+			l.Log.Debug("still cannot connect; retrying", "in", wait, "failures", failures, "err", err)
+		}
+		failures++
+		if chat.Sleep(ctx, wait) != nil {
+			return nil
+		}
+	}
 }

@@ -173,50 +173,8 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 		t.seen = inbound.NewSeen(ctx, Name, t.opts.State, 0)
 	}
 	t.mu.Unlock()
-	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer hcancel()
-	q := inbound.NewQueue(t.log)
-	defer func() {
-		finished := make(chan struct{})
-		go func() { q.Wait(); close(finished) }()
-		select {
-		case <-finished:
-		case <-time.After(t.opts.HandleGrace):
-			t.log.Warn("stopping the messages still being handled")
-			hcancel()
-			<-finished
-		}
-	}()
-
-	failures := 0
-	for {
-		began := time.Now()
-		err := t.session(ctx, func(m chat.Message) { q.Add(m.Chat, func() { deliver(hctx, m) }) })
-		if ctx.Err() != nil {
-			return nil
-		}
-		if chat.IsPermanent(err) {
-			return err
-		}
-		if time.Since(began) > 2*t.opts.PingInterval {
-			failures = 0 // it was up: start the backoff over
-		}
-		wait := t.opts.MinBackoff << min(failures, 16)
-		wait = min(wait, t.opts.MaxBackoff)
-		var se *statusError
-		if errors.As(err, &se) && se.after() > wait {
-			wait = se.after()
-		}
-		if failures == 0 {
-			t.log.Warn("connection lost; reconnecting", "in", wait, "err", err)
-		} else {
-			t.log.Debug("still cannot connect; retrying", "in", wait, "failures", failures, "err", err)
-		}
-		failures++
-		if chat.Sleep(ctx, wait) != nil {
-			return nil
-		}
-	}
+	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff,
+		Stable: 2 * t.opts.PingInterval, Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
 }
 
 // session connects, subscribes, and reads until the connection ends.
@@ -226,6 +184,9 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 		var se *statusError
 		if errors.As(err, &se) && (se.status == 401 || se.status == 403) {
 			return chat.Permanent("WeCom refused the connection", fmt.Errorf("wecom: %w: check [wecom] bot_id and secret", err))
+		}
+		if errors.As(err, &se) && se.after() > 0 {
+			return chat.RetryAfter(se.after(), "WeCom is throttling", err)
 		}
 		return err
 	}
