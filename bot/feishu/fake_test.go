@@ -34,6 +34,7 @@ type fake struct {
 	sent             []sent
 	images           map[string][]byte
 	patches          map[string][]string
+	uuids            map[string]string // uuid → message id
 	pings            int
 	nextMsg, nextSeq int
 }
@@ -46,7 +47,7 @@ type sent struct {
 func newFake(t *testing.T) *fake {
 	t.Helper()
 	f := &fake{appID: "cli_a1b2c3", appSecret: "app-s3cret-value", throttle: map[string]int{}, acks: map[string][]byte{},
-		images: map[string][]byte{}, patches: map[string][]string{}}
+		images: map[string][]byte{}, patches: map[string][]string{}, uuids: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /callback/ws/endpoint", f.endpoint)
 	mux.HandleFunc("GET /ws", f.ws)
@@ -196,8 +197,16 @@ func (f *fake) message(w http.ResponseWriter, r *http.Request) {
 		ReceiveID string `json:"receive_id"`
 		MsgType   string `json:"msg_type"`
 		Content   string `json:"content"`
+		UUID      string `json:"uuid"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&in)
+	f.mu.Lock()
+	prev, repeat := f.uuids[in.UUID]
+	f.mu.Unlock()
+	if in.UUID != "" && repeat { // Feishu sends a uuid once an hour
+		writeJSON(w, 200, map[string]any{"code": 0, "msg": "ok", "data": map[string]string{"message_id": prev}})
+		return
+	}
 	if r.URL.Query().Get("receive_id_type") != "chat_id" {
 		writeJSON(w, 400, map[string]any{"code": 230001, "msg": "bad receive_id_type"})
 		return
@@ -206,6 +215,9 @@ func (f *fake) message(w http.ResponseWriter, r *http.Request) {
 	f.nextMsg++
 	id := fmt.Sprintf("om_%d", f.nextMsg)
 	f.sent = append(f.sent, sent{Chat: in.ReceiveID, Type: in.MsgType, Content: in.Content, ID: id})
+	if in.UUID != "" {
+		f.uuids[in.UUID] = id
+	}
 	f.mu.Unlock()
 	writeJSON(w, 200, map[string]any{"code": 0, "msg": "ok", "data": map[string]string{"message_id": id}})
 }

@@ -3,6 +3,8 @@ package feishu
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,14 +44,14 @@ func (t *Transport) Send(ctx context.Context, to int64, r chat.Reply, skip int) 
 	text := strings.TrimSpace(r.Text)
 	if hasButtons(r) {
 		steps = append(steps, func(ctx context.Context) error {
-			_, err := t.create(ctx, chatID, "interactive", card(r), r.Key)
+			_, err := t.create(ctx, chatID, "interactive", card(r), uuid(chatID, r.Key, "card"))
 			return err
 		})
 	} else {
 		for i, part := range chat.SplitText(text, maxText, maxParts) {
 			content, _ := json.Marshal(map[string]string{"text": part})
 			steps = append(steps, func(ctx context.Context) error {
-				_, err := t.create(ctx, chatID, "text", string(content), r.Key+"#"+strconv.Itoa(i))
+				_, err := t.create(ctx, chatID, "text", string(content), uuid(chatID, r.Key, "text"+strconv.Itoa(i)))
 				return err
 			})
 		}
@@ -66,7 +68,7 @@ func (t *Transport) Send(ctx context.Context, to int64, r chat.Reply, skip int) 
 				return err
 			}
 			content, _ := json.Marshal(map[string]string{"image_key": key})
-			_, err = t.create(ctx, chatID, "image", string(content), r.Key+"#img"+strconv.Itoa(i))
+			_, err = t.create(ctx, chatID, "image", string(content), uuid(chatID, r.Key, "image"+strconv.Itoa(i)))
 			return err
 		})
 	}
@@ -115,11 +117,22 @@ func (t *Transport) check(op string, resp *larkcore.ApiResp, ce larkcore.CodeErr
 	return e
 }
 
-// create sends a message to a chat and returns its id; uuid (when not
+// uuid names one message of a reply to a chat: Feishu sends a message
+// with a given uuid once an hour, so an attempt that timed out after
+// Feishu took it is not shown twice. "" when the reply has no key.
+func uuid(chatID, key, part string) string {
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(chatID + "\x00" + key + "\x00" + part))
+	return hex.EncodeToString(sum[:16])
+}
+
+// create sends a message to a chat and returns its id; a uuid (when not
 // empty) makes Feishu drop a repeat of the same send within an hour.
 func (t *Transport) create(ctx context.Context, chatID, msgType, content, uuid string) (string, error) {
 	body := larkim.NewCreateMessageReqBodyBuilder().ReceiveId(chatID).MsgType(msgType).Content(content)
-	if uuid != "" && len(uuid) <= 50 {
+	if uuid != "" {
 		body.Uuid(uuid)
 	}
 	req := larkim.NewCreateMessageReqBuilder().ReceiveIdType("chat_id").Body(body.Build()).Build()
