@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -233,4 +234,22 @@ func Await(cond func() bool) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return cond()
+}
+
+// Latency sends n messages one after another (say(i)) and waits for the
+// answer to each (answered(i)); it returns the median and 99th-percentile
+// times from message to answer, measured to within Await's 5 ms polls.
+func Latency(t testing.TB, n int, say func(i int), answered func(i int) bool) (p50, p99 time.Duration) {
+	t.Helper()
+	took := make([]time.Duration, 0, n)
+	for i := range n {
+		began := time.Now()
+		say(i)
+		if !Await(func() bool { return answered(i) }) {
+			t.Fatalf("message %d: no answer", i)
+		}
+		took = append(took, time.Since(began))
+	}
+	slices.Sort(took)
+	return took[n/2], took[n*99/100]
 }

@@ -3,10 +3,10 @@ package wecom_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image/png"
 	"log/slog"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -357,17 +357,6 @@ func TestPushedChartGoesThroughTheChunkedUpload(t *testing.T) {
 func TestLatency(t *testing.T) {
 	f := newFake(t)
 	newStack(t, f, chattest.Options{Access: access})
-	var took []time.Duration
-	for i := range 40 {
-		user := operator
-		began := time.Now()
-		f.Say(user, "", "lat"+string(rune('a'+i%26))+string(rune('a'+i/26)), "帮助")
-		want := i + 1
-		if !chattest.Await(func() bool { return count(f, user, "开始") >= want }) {
-			t.Fatal("no answer")
-		}
-		took = append(took, time.Since(began))
-	}
-	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	t.Logf("message to reply: p50 %s, p99 %s (%d messages)", took[len(took)/2].Round(10*time.Microsecond), took[len(took)*99/100].Round(10*time.Microsecond), len(took))
+	p50, p99 := chattest.Latency(t, 40, func(i int) { f.Say(operator, "", fmt.Sprintf("lat%d", i), "帮助") }, func(i int) bool { return count(f, operator, "开始") >= i+1 })
+	t.Logf("message to reply: p50 %s, p99 %s (40 messages)", p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
 }
