@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/trainbot/trainbot/bot/command"
@@ -44,5 +47,34 @@ func TestMessengersFromConfig(t *testing.T) {
 	}
 	if len(names) != 3 || names[0] != "wecom" || names[1] != "feishu" || names[2] != "dingtalk" {
 		t.Errorf("transports %q", names)
+	}
+}
+
+// check says, for each messenger section, what the console must enable,
+// and a bad section is an error at its key.
+func TestCheckSaysWhatTheMessengersNeed(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.toml")
+	os.WriteFile(path, []byte(`data_dir = "`+dir+`"
+[feishu]
+app_id = "cli_abc"
+app_secret_env = "TEST_FEISHU_SECRET_UNSET"
+`), 0o600)
+	code, _, stderr := trainbot(t, "", "check", "--config", path)
+	if code != 1 || !strings.Contains(stderr, "feishu.app_secret_env: app_secret_env: the environment variable TEST_FEISHU_SECRET_UNSET is not set") {
+		t.Errorf("check: %d\n%s", code, stderr)
+	}
+	os.WriteFile(path, []byte(`data_dir = "`+dir+`"
+[feishu]
+app_id = "cli_abc"
+app_secret = "s"
+[wecom]
+bot_id = "aib"
+secret = "s"
+`), 0o600)
+	code, out, stderr := trainbot(t, "", "check", "--config", path)
+	if code != 0 || !strings.Contains(out, "[feishu] is on; the app needs") || !strings.Contains(out, "card.action.trigger") ||
+		!strings.Contains(out, "[wecom] is on") || strings.Contains(out, "[dingtalk]") {
+		t.Errorf("check: %d\n%s\n%s", code, out, stderr)
 	}
 }
