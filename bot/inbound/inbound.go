@@ -10,7 +10,7 @@
 //     the store, so a restart does not answer a re-pushed message twice.
 //   - Queue hands each message on at once (the reader acknowledges without
 //     waiting for the answer) and handles one chat's messages in order,
-//     chats in parallel.
+//     chats in parallel (Telegram's updates go through it too).
 //   - Loop runs a transport's connections one after another, with a
 //     capped exponential backoff, until its context ends or the service
 //     refuses it for good.
