@@ -56,6 +56,10 @@ type Config struct {
 	// Telegram is the Telegram transport; Auth says who may use the chats.
 	Telegram TelegramConfig `toml:"telegram"`
 	Auth     AuthConfig     `toml:"auth"`
+	// The two-way messengers over their long connections (messengers.go).
+	WeCom    WeComConfig    `toml:"wecom"`
+	Feishu   FeishuConfig   `toml:"feishu"`
+	DingTalk DingTalkConfig `toml:"dingtalk"`
 
 	file   string
 	lines  map[string]int
@@ -382,6 +386,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateGPU()...)
 	errs = append(errs, c.validateHTTP()...)
 	errs = append(errs, c.validateTelegram()...)
+	errs = append(errs, c.validateMessengers()...)
 	errs = append(errs, c.validatePush()...)
 	errs = append(errs, c.validateSchedules()...)
 	seen := map[string]int{}

@@ -116,6 +116,11 @@ func (c *Config) SecretsInFile() []string {
 	if has("telegram.token") && c.Telegram.Token != "" {
 		keys = append(keys, "telegram.token")
 	}
+	for _, k := range []string{"wecom.secret", "feishu.app_secret", "dingtalk.client_secret"} {
+		if has(k) {
+			keys = append(keys, k)
+		}
+	}
 	for i := range c.Push {
 		for _, f := range []string{"url", "key", "secret"} {
 			if k := fmt.Sprintf("push[%d].%s", i, f); has(k) {

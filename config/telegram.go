@@ -29,8 +29,16 @@ type AuthConfig struct {
 	Operators []int64 `toml:"operators"`
 	// Viewers may look (status, charts, logs) but not start or stop.
 	Viewers []int64 `toml:"viewers"`
-	// Chats, when set, limits the bot to these chat ids.
+	// Chats, when set, limits the bot to these chat ids (Telegram's).
 	Chats []int64 `toml:"chats"`
+	// The users of the messengers whose ids are strings: WeCom userids,
+	// Feishu open_ids (ou_…), DingTalk staffIds.
+	WeComOperators    []string `toml:"wecom_operators"`
+	WeComViewers      []string `toml:"wecom_viewers"`
+	FeishuOperators   []string `toml:"feishu_operators"`
+	FeishuViewers     []string `toml:"feishu_viewers"`
+	DingTalkOperators []string `toml:"dingtalk_operators"`
+	DingTalkViewers   []string `toml:"dingtalk_viewers"`
 }
 
 // DefaultTelegramConfig is the [telegram] section before the file.

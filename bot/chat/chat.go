@@ -21,6 +21,20 @@ import (
 type User struct {
 	ID   int64
 	Name string
+	// Ref is the messenger's own id of the user where it is not a number
+	// (a Feishu open_id "ou_…", a DingTalk staffId, a WeCom userid): the
+	// id the owner puts in [auth], and the one a stranger is told. ID is
+	// then a stable number derived from it, for the audit.
+	Ref string
+}
+
+// Who is the id a user is told and the owner writes in [auth]: Ref when
+// the messenger has one, else ID.
+func (u User) Who() string {
+	if u.Ref != "" {
+		return u.Ref
+	}
+	return strconv.FormatInt(u.ID, 10)
 }
 
 // Message is one thing a user sent: text, or the data of a pressed button.

@@ -71,14 +71,21 @@ const (
 type Access struct {
 	Operators []int64
 	Viewers   []int64
-	// Chats, when not empty, limits the bot to these chats.
+	// Chats, when not empty, limits the bot to these chats (of the
+	// transports with numeric ids: Telegram).
 	Chats []int64
+	// Members are the users of messengers whose ids are strings (chat.User
+	// Ref), by transport name and id: Members["wecom"]["zhangsan"].
+	Members map[string]map[string]Role
 }
 
 // Role returns the role of a message's sender.
 func (a Access) Role(m chat.Message) Role {
 	if m.Local {
 		return RoleOperator
+	}
+	if m.User.Ref != "" {
+		return a.Members[m.Transport][m.User.Ref]
 	}
 	if len(a.Chats) > 0 && !slices.Contains(a.Chats, m.Chat) {
 		return RoleNone
@@ -180,7 +187,7 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 	}
 	p := chat.Parse(text)
 	role := r.cur().Access.Role(m)
-	entry := store.AuditEntry{Transport: m.Transport, Chat: m.Chat, User: m.User.ID, UserName: m.User.Name, Text: text}
+	entry := store.AuditEntry{Transport: m.Transport, Chat: m.Chat, User: m.User.ID, UserName: auditName(m.User), Text: text}
 	if p.Cmd != nil {
 		entry.Command = p.Cmd.Name
 		if strings.HasPrefix(p.Cmd.Args, "[run]") {
@@ -194,11 +201,11 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 	}
 	switch {
 	case role == RoleNone:
-		return refuse("not an allowed user", fmt.Sprintf("Sorry, you are not allowed to use this bot. 你没有权限。\nYour user id is %d: the owner can add it to [auth] operators or viewers.", m.User.ID))
+		return refuse("not an allowed user", fmt.Sprintf("Sorry, you are not allowed to use this bot. 你没有权限。\nYour user id is %s: the owner can add it to [auth] %s or %s.", m.User.Who(), authKey(m, "operators"), authKey(m, "viewers")))
 	case p.Cmd == nil:
 		return refuse("unknown command", fmt.Sprintf("I don't know %q. Send 帮助 (/help) for the commands.", render.Clip(p.Word, 40)))
 	case p.Cmd.Operator && role < RoleOperator:
-		return refuse("viewer", fmt.Sprintf("Viewers can look but not %s. Your user id is %d: the owner can add it to [auth] operators.", p.Cmd.Help, m.User.ID))
+		return refuse("viewer", fmt.Sprintf("Viewers can look but not %s. Your user id is %s: the owner can add it to [auth] %s.", p.Cmd.Help, m.User.Who(), authKey(m, "operators")))
 	}
 	entry.Allowed = true
 	// Recorded before it is carried out, so a command that never returns
@@ -214,6 +221,27 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 		}
 	}
 	return reply
+}
+
+// auditName is the name the audit keeps: with the messenger's id where
+// the user's number is only derived from it.
+func auditName(u chat.User) string {
+	switch {
+	case u.Ref == "":
+		return u.Name
+	case u.Name == "" || u.Name == u.Ref:
+		return u.Ref
+	}
+	return u.Name + " (" + u.Ref + ")"
+}
+
+// authKey is the [auth] key that lists the sender's kind of id:
+// "operators", or "wecom_operators" for a messenger with string ids.
+func authKey(m chat.Message, list string) string {
+	if m.User.Ref != "" {
+		return m.Transport + "_" + list
+	}
+	return list
 }
 
 // audit records an entry and returns its id (0 when it could not).
@@ -507,10 +535,10 @@ func (r *Router) job(name string) *trainer.Job {
 func who(m chat.Message) string {
 	name := m.User.Name
 	if name == "" {
-		name = "user " + strconv.FormatInt(m.User.ID, 10)
+		name = "user " + m.User.Who()
 	}
 	if m.Transport != "" && m.Transport != "console" {
-		return fmt.Sprintf("%s (%s %d)", name, m.Transport, m.User.ID)
+		return fmt.Sprintf("%s (%s %s)", name, m.Transport, m.User.Who())
 	}
 	return name
 }

@@ -416,3 +416,37 @@ func TestWatchFromTheChat(t *testing.T) {
 	mustContain(t, e.say(operator, "关注 "+log), "watching run #2", "it ends on 停止 2")
 	mustContain(t, e.say(operator, "/stop 2 confirm"), "run #2 (ext) is no longer watched")
 }
+
+// Users of messengers with string ids are allowed by those ids, per
+// transport; a stranger is told their own id and the key to add it to.
+func TestMessengerUsersByTheirOwnIDs(t *testing.T) {
+	a := command.Access{Operators: []int64{operator}, Members: map[string]map[string]command.Role{
+		"wecom": {"zhangsan": command.RoleOperator, "lisi": command.RoleViewer}}}
+	msg := func(transport, ref string) chat.Message {
+		return chat.Message{Transport: transport, Chat: 7, User: chat.User{ID: operator, Ref: ref}}
+	}
+	for _, c := range []struct {
+		m    chat.Message
+		want command.Role
+	}{
+		{msg("wecom", "zhangsan"), command.RoleOperator},
+		{msg("wecom", "lisi"), command.RoleViewer},
+		{msg("feishu", "zhangsan"), command.RoleNone}, // another messenger's id
+		{msg("wecom", "wangwu"), command.RoleNone},    // its number is an operator's: ignored
+	} {
+		if got := a.Role(c.m); got != c.want {
+			t.Errorf("%s %s: got role %d, want %d", c.m.Transport, c.m.User.Ref, got, c.want)
+		}
+	}
+	e := newEnv(t)
+	e.r.Access = a
+	r := e.r.Handle(context.Background(), withText(msg("wecom", "wangwu"), "开始"))
+	mustContain(t, r, "Your user id is wangwu", "[auth] wecom_operators or wecom_viewers")
+	r = e.r.Handle(context.Background(), withText(msg("wecom", "lisi"), "开始"))
+	mustContain(t, r, "Your user id is lisi", "[auth] wecom_operators.")
+}
+
+func withText(m chat.Message, text string) chat.Message {
+	m.Text = text
+	return m
+}

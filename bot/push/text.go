@@ -3,7 +3,6 @@ package push
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/trainbot/trainbot/bot/chat"
 )
@@ -13,50 +12,12 @@ import (
 // rate limit).
 const maxParts = 4
 
-// splitText cuts s into parts of at most limit bytes, at line ends where it
-// can, at rune boundaries where it must. More than maxParts parts are cut
-// to maxParts, the last ending with a note of what was left out.
-func splitText(s string, limit int) []string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	var parts []string
-	for len(s) > 0 {
-		if len(s) <= limit {
-			parts = append(parts, s)
-			break
-		}
-		cut := strings.LastIndexByte(s[:limit], '\n')
-		if cut <= 0 {
-			cut = runeCut(s, limit)
-		}
-		parts = append(parts, strings.TrimRight(s[:cut], "\n"))
-		s = strings.TrimLeft(s[cut:], "\n")
-	}
-	if len(parts) <= maxParts {
-		return parts
-	}
-	left := 0
-	for _, p := range parts[maxParts-1:] {
-		left += len(p)
-	}
-	note := fmt.Sprintf("\n… (%d more bytes not sent: see 日志 or the run log)", left)
-	last := parts[maxParts-1]
-	last = last[:runeCut(last, limit-len(note))] + note
-	return append(parts[:maxParts-1], last)
-}
+// splitText cuts s into parts of at most limit bytes, at most maxParts
+// of them (chat.SplitText).
+func splitText(s string, limit int) []string { return chat.SplitText(s, limit, maxParts) }
 
-// runeCut is the largest index ≤ n that does not split a rune.
-func runeCut(s string, n int) int {
-	if n >= len(s) {
-		return len(s)
-	}
-	if n < 0 {
-		return 0
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return n
-}
+// runeCut is chat.RuneCut.
+func runeCut(s string, n int) int { return chat.RuneCut(s, n) }
 
 // buttonLines shows the buttons of an alert as words to send to the bot
 // (push channels have no buttons; those of notices, 停止 状态 画图, would

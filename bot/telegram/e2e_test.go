@@ -7,16 +7,13 @@ import (
 	"fmt"
 	"image/color"
 	"image/png"
-	"os"
-	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/chattest"
 	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/notify"
@@ -24,58 +21,15 @@ import (
 	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
-	"github.com/trainbot/trainbot/trainer/demo"
-	"github.com/trainbot/trainbot/trainer/shim"
 )
 
 // The end-to-end tests run the real router, supervisor, store, notifier,
 // delivery pipeline and progress publisher behind the Telegram transport,
-// against the fake Bot API. The training is the built-in demo, run as a child process:
-// this test binary, re-executed with childEnv set.
-const (
-	childEnv      = "TRAINBOT_TELEGRAM_TEST_CHILD"
-	childStepsEnv = "TRAINBOT_TELEGRAM_TEST_STEPS"
-	childPaceEnv  = "TRAINBOT_TELEGRAM_TEST_PACE"
-)
+// against the fake Bot API. The training is the built-in demo, run as a
+// child process: this test binary, re-executed (chattest.Main).
+func TestMain(m *testing.M) { chattest.Main(m) }
 
-func TestMain(m *testing.M) {
-	shim.MainIfAsked() // runs are started through the test binary as "trainbot shim"
-	if os.Getenv(childEnv) == "demo" {
-		os.Exit(demoChild())
-	}
-	os.Exit(m.Run())
-}
-
-// demoChild trains the demo network until its steps are done or SIGINT.
-func demoChild() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg := demo.DefaultConfig()
-	cfg.Steps, cfg.Pace = 200_000, 2*time.Millisecond
-	if n, err := strconv.Atoi(os.Getenv(childStepsEnv)); err == nil {
-		cfg.Steps = n
-	}
-	if d, err := time.ParseDuration(os.Getenv(childPaceEnv)); err == nil {
-		cfg.Pace = d
-	}
-	res, err := demo.Train(ctx, cfg, os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if res.Interrupted {
-		return 130
-	}
-	return 0
-}
-
-func demoJob(steps int, pace time.Duration) *trainer.Job {
-	return &trainer.Job{
-		Name: "demo", Command: []string{os.Args[0]},
-		Env:       map[string]string{childEnv: "demo", childStepsEnv: strconv.Itoa(steps), childPaceEnv: pace.String()},
-		StopGrace: 5 * time.Second, KillGrace: 2 * time.Second,
-	}
-}
+func demoJob(steps int, pace time.Duration) *trainer.Job { return chattest.DemoJob(steps, pace) }
 
 // stack is trainbot as `trainbot serve` wires it, with the Telegram
 // transport only.

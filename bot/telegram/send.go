@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -276,17 +275,9 @@ func (t *Transport) keyboard(r chat.Reply) *tgbotapi.InlineKeyboardMarkup {
 	return &m
 }
 
-// buttonData adds the run id to a bare command that takes a run.
-func buttonData(data string, runID int64) string {
-	if runID <= 0 || strings.ContainsAny(data, " \t\n") {
-		return data
-	}
-	p := chat.Parse(data)
-	if p.Cmd == nil || p.Start || len(p.Args) > 0 || !strings.HasPrefix(p.Cmd.Args, "[run]") {
-		return data
-	}
-	return data + " " + strconv.FormatInt(runID, 10)
-}
+// buttonData adds the run id to a bare command that takes a run
+// (chat.ButtonData).
+func buttonData(data string, runID int64) string { return chat.ButtonData(data, runID) }
 
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 

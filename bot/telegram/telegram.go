@@ -37,6 +37,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/inbound"
 )
 
 // Name is the transport's name.
@@ -201,15 +202,15 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
-	d := &dispatcher{queues: map[int64][]tgbotapi.Update{}, log: t.log,
-		handle: func(u tgbotapi.Update) { t.handleUpdate(hctx, deliver, u) }}
+	q := inbound.NewQueue(t.log)
+	d := func(u tgbotapi.Update) { q.Add(chatOf(u), func() { t.handleUpdate(hctx, deliver, u) }) }
 
 	offset, news := t.loadOffset(ctx, me.ID)
 	offset, err = t.poll(ctx, me.ID, offset, news, d)
 
 	// Let the messages being handled finish, within the grace.
 	finished := make(chan struct{})
-	go func() { d.wg.Wait(); close(finished) }()
+	go func() { q.Wait(); close(finished) }()
 	select {
 	case <-finished:
 	case <-time.After(t.opts.HandleGrace):
@@ -274,9 +275,9 @@ func CommandDescription(c chat.Command) string {
 var allowedUpdates = []string{tgbotapi.UpdateTypeMessage, tgbotapi.UpdateTypeEditedMessage, tgbotapi.UpdateTypeCallbackQuery}
 
 // poll long-polls getUpdates until ctx ends and returns the next offset.
-// The offset is stored before the updates are handed to the dispatcher.
+// The offset is stored before the updates are handed on (d queues them).
 // news is when the last update came.
-func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Time, d *dispatcher) (int64, error) {
+func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Time, d func(tgbotapi.Update)) (int64, error) {
 	pause := t.opts.RetryPause
 	for {
 		if ctx.Err() != nil {
@@ -339,7 +340,7 @@ func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Tim
 			t.saveOffset(ctx, botID, offset)
 		}
 		for _, u := range fresh {
-			d.add(chatOf(u), u)
+			d(u)
 		}
 	}
 }
@@ -547,51 +548,4 @@ func user(u *tgbotapi.User) chat.User {
 		name = strings.TrimSpace(u.FirstName + " " + u.LastName)
 	}
 	return chat.User{ID: u.ID, Name: name}
-}
-
-// maxQueue bounds the updates waiting in one chat; more are dropped.
-const maxQueue = 100
-
-// dispatcher handles updates one chat at a time, in order, and chats in
-// parallel: a slow reply in one chat does not hold up the others. Run owns
-// it and waits for its workers.
-type dispatcher struct {
-	handle func(tgbotapi.Update)
-	log    *slog.Logger
-
-	mu     sync.Mutex
-	queues map[int64][]tgbotapi.Update
-	wg     sync.WaitGroup
-}
-
-func (d *dispatcher) add(chat int64, u tgbotapi.Update) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	q, busy := d.queues[chat]
-	if len(q) >= maxQueue {
-		d.log.Warn("too many messages waiting in one chat; dropped", "chat", chat, "update", u.UpdateID)
-		return
-	}
-	d.queues[chat] = append(q, u)
-	if !busy {
-		d.wg.Add(1)
-		go d.work(chat)
-	}
-}
-
-func (d *dispatcher) work(chat int64) {
-	defer d.wg.Done()
-	for {
-		d.mu.Lock()
-		q := d.queues[chat]
-		if len(q) == 0 {
-			delete(d.queues, chat)
-			d.mu.Unlock()
-			return
-		}
-		u := q[0]
-		d.queues[chat] = q[1:]
-		d.mu.Unlock()
-		d.handle(u)
-	}
 }

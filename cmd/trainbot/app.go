@@ -116,7 +116,8 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		receivers, senders = append(receivers, con), append(senders, con)
 		always = append(always, chat.ChatKey{Transport: console.Name, Chat: console.Chat})
 	}
-	access := command.Access{Operators: cfg.Auth.Operators, Viewers: cfg.Auth.Viewers, Chats: cfg.Auth.Chats}
+	access := accessFromConfig(cfg.Auth)
+	confirmStop := map[string]bool{telegram.Name: true}
 	if o.telegram && cfg.Telegram.Token != "" {
 		tg, err := telegram.New(telegram.Options{Token: cfg.Telegram.Token, APIEndpoint: cfg.Telegram.APIEndpoint,
 			PollTimeout: time.Duration(cfg.Telegram.PollTimeout), State: st, Logger: logger})
@@ -128,8 +129,21 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			logger.Warn("[auth] has no operators or viewers: everyone is refused; send the bot a message to learn your user id")
 		}
 	}
+	if o.telegram {
+		ms, err := messengers(cfg, st, logger)
+		if err != nil {
+			return errorf(e, "%v", err)
+		}
+		for _, m := range ms {
+			receivers, senders = append(receivers, m), append(senders, m)
+			confirmStop[m.Name()] = true // they all have buttons
+			if len(access.Members[m.Name()]) == 0 {
+				logger.Warn("[auth] has no "+m.Name()+"_operators or "+m.Name()+"_viewers: everyone is refused there; send the bot a message to learn your user id", "transport", m.Name())
+			}
+		}
+	}
 	if len(receivers) == 0 && len(o.bc.channels) == 0 {
-		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), [console] enabled = true, or a [[push]] channel")
+		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), [wecom], [feishu] or [dingtalk], [console] enabled = true, or a [[push]] channel")
 	}
 	pushed, err := pushChannels(o.bc, logger)
 	if err != nil {
@@ -216,7 +230,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 
 	router := &command.Router{Trainer: sup, History: st, Logger: logger, Location: cfg.Location(), WatchDirs: cfg.Watch.Dirs, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
-		Access: access, ConfirmStop: map[string]bool{telegram.Name: true}, HostAvailable: hostAvailable, PageURL: pageURL}
+		Access: access, ConfirmStop: confirmStop, HostAvailable: hostAvailable, PageURL: pageURL}
 	startSched := func(entries []scheduleEntry) (*schedule.Scheduler, error) {
 		return startSchedules(entries, sup, st, notifier, chartsHook(charts, logger), logger)
 	}

@@ -216,6 +216,12 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 	for _, x := range exposures(cfg, cf.config, bc.sharing) {
 		fmt.Fprintln(e.stdout, "warning: "+x.String())
 	}
+	ms := cfg.Messengers()
+	for _, name := range []string{"wecom", "feishu", "dingtalk"} {
+		if need, ok := ms[name]; ok {
+			fmt.Fprintf(e.stdout, "[%s] is on; the app needs, in the console: %s\n", name, need)
+		}
+	}
 	fmt.Fprintln(e.stdout, cfg.Store.RetentionText())
 	for _, r := range bc.alerts {
 		fmt.Fprintf(e.stdout, "alert rule (every job): %s\n", r)

@@ -59,7 +59,7 @@ func (r *reloader) reload(ctx context.Context) (string, error) {
 	if err := r.sup.Reconfigure(append(append([]*trainer.Job(nil), r.extra...), bc.jobs...), bc.alerts); err != nil {
 		return "", err
 	}
-	r.router.Reload(command.Settings{Access: command.Access{Operators: cfg.Auth.Operators, Viewers: cfg.Auth.Viewers, Chats: cfg.Auth.Chats},
+	r.router.Reload(command.Settings{Access: accessFromConfig(cfg.Auth),
 		WatchDirs: cfg.Watch.Dirs, Location: cfg.Location()})
 	sched, err := r.start(bc.schedules)
 	if err != nil {

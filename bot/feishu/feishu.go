@@ -1,0 +1,495 @@
+// Package feishu is trainbot's two-way Feishu/Lark (飞书) transport: an
+// enterprise self-built app's bot over the long connection, so a training
+// server behind NAT needs no public IP and no callback URL.
+//
+// It uses the official SDK github.com/larksuite/oapi-sdk-go/v3 v3.4.22:
+// its ws package's protobuf Frame (the "pbbp2" wire format), its event
+// dispatcher (im.message.receive_v1 and the card.action.trigger callback)
+// and its REST client (messages, images, card updates). The connection
+// loop around the Frame is ours, not ws.Client: Client.Start blocks forever
+// and ignores its context (nothing can stop it), reads and writes its
+// connection and its server-set intervals without a lock (races under
+// -race once it reconnects), asks for the endpoint with http.DefaultClient
+// (no timeout), logs the endpoint URL with its ticket, and acknowledges an
+// event only after the handler returns. Ours: POST {domain}/callback/ws/
+// endpoint, dial, ping every PingInterval the server sets, ack each event
+// at once with the dispatcher's answer, hand the message on
+// (inbound.Queue), drop an id already handled (inbound.Seen, kept in the
+// store), reconnect with a capped backoff, and stop with ctx.
+//
+// As a chat.Sender each Send is one attempt: text as text messages (split
+// under Feishu's 150 KB), a reply with buttons as an interactive card whose
+// clicks come back as card.action.trigger with the command, charts
+// uploaded (im/v1/images, image_type=message) and sent as images, a run's
+// live progress as one card updated in place. It never waits for Feishu's
+// pace (5 messages a second per chat): bot/deliver keeps it (Pace); a 429
+// or a frequency-limit code is a retry-after. The app secret, the tenant
+// token and the connection's ticket never appear in a log line.
+package feishu
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	lark "github.com/larksuite/oapi-sdk-go/v3"
+	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
+	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher"
+	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher/callback"
+	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
+	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
+
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/inbound"
+)
+
+// Name is the transport's name.
+const Name = "feishu"
+
+// Options configure a Transport.
+type Options struct {
+	AppID, AppSecret string
+	// Domain is "feishu" (default), "lark", or a base URL for both the
+	// long connection's discovery and the REST API.
+	Domain string
+	// State keeps the ids seen and chats across restarts; nil: memory.
+	State  inbound.KV
+	Logger *slog.Logger
+	// HTTPClient makes the REST calls (default: 20 s timeout).
+	HTTPClient *http.Client
+	// MinBackoff and MaxBackoff bound the pause before a reconnect
+	// (defaults 1 s and 60 s).
+	MinBackoff, MaxBackoff time.Duration
+	// ThrottlePause is the wait after a frequency-limit answer without a
+	// Retry-After (default 1 s).
+	ThrottlePause time.Duration
+	// ChatPace and AppPace are Feishu's limits (DefaultChatPace and
+	// DefaultAppPace when nil), kept by bot/deliver.
+	ChatPace, AppPace []chat.Window
+	// HandleGrace is how long messages being handled may take to finish
+	// after Receive is asked to stop (default 10 s).
+	HandleGrace time.Duration
+}
+
+// Feishu's send limits: 5 a second per user and per group; 50 a second
+// and 1000 a minute for the app.
+var (
+	DefaultChatPace = []chat.Window{{N: 5, Per: time.Second}}
+	DefaultAppPace  = []chat.Window{{N: 50, Per: time.Second}, {N: 1000, Per: time.Minute}}
+)
+
+// BaseURL is the base URL of a domain setting.
+func BaseURL(domain string) string {
+	switch domain {
+	case "", "feishu":
+		return lark.FeishuBaseUrl
+	case "lark":
+		return lark.LarkBaseUrl
+	}
+	return strings.TrimRight(domain, "/")
+}
+
+// Transport is the Feishu transport.
+type Transport struct {
+	opts Options
+	log  *slog.Logger
+	base string
+	rest *lark.Client
+	ids  *inbound.IDs
+
+	mu       sync.Mutex
+	seen     *inbound.Seen
+	progress map[progressKey]string // the card of a run's progress in a chat
+}
+
+type progressKey struct{ chat, run int64 }
+
+var (
+	_ chat.Receiver        = (*Transport)(nil)
+	_ chat.Sender          = (*Transport)(nil)
+	_ chat.Paced           = (*Transport)(nil)
+	_ chat.InPlaceProgress = (*Transport)(nil)
+)
+
+// New returns a transport; it does not connect (Receive does).
+func New(opts Options) (*Transport, error) {
+	if !strings.HasPrefix(opts.AppID, "cli_") {
+		return nil, fmt.Errorf("feishu: app_id %q: want the App ID, which starts with cli_", opts.AppID)
+	}
+	if opts.AppSecret == "" {
+		return nil, errors.New("feishu: no app_secret")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 20 * time.Second}
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = time.Second
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = time.Minute
+	}
+	if opts.ThrottlePause <= 0 {
+		opts.ThrottlePause = time.Second
+	}
+	if opts.ChatPace == nil {
+		opts.ChatPace = DefaultChatPace
+	}
+	if opts.AppPace == nil {
+		opts.AppPace = DefaultAppPace
+	}
+	if opts.HandleGrace <= 0 {
+		opts.HandleGrace = 10 * time.Second
+	}
+	base := BaseURL(opts.Domain)
+	rest := lark.NewClient(opts.AppID, opts.AppSecret, lark.WithOpenBaseUrl(base), lark.WithHttpClient(opts.HTTPClient),
+		lark.WithLogger(sdkLogger{opts.Logger.With("transport", Name)}), lark.WithLogLevel(larkcore.LogLevelError))
+	return &Transport{opts: opts, log: opts.Logger.With("transport", Name), base: base, rest: rest,
+		ids: inbound.NewIDs(Name, opts.State), progress: map[progressKey]string{}}, nil
+}
+
+// Name returns "feishu".
+func (t *Transport) Name() string { return Name }
+
+// Pace is Feishu's limits.
+func (t *Transport) Pace(int64) (perChat, perSender []chat.Window) {
+	return t.opts.ChatPace, t.opts.AppPace
+}
+
+// ProgressInPlace reports true: a run's progress is one card, updated.
+func (t *Transport) ProgressInPlace() bool { return true }
+
+// Receive connects and delivers messages and card clicks until ctx ends,
+// reconnecting with a capped backoff whenever the connection fails. It
+// returns a permanent error when Feishu refuses the app.
+func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, chat.Message)) error {
+	t.mu.Lock()
+	if t.seen == nil {
+		t.seen = inbound.NewSeen(ctx, Name, t.opts.State, 0)
+	}
+	t.mu.Unlock()
+	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff,
+		Stable: time.Minute, Grace: t.opts.HandleGrace}.Run(ctx, deliver, func(ctx context.Context, hand func(chat.Message)) error {
+		return t.session(ctx, t.dispatcher(ctx, hand))
+	})
+}
+
+// endpoint asks for the long connection's URL and the ping interval.
+func (t *Transport) endpoint(ctx context.Context) (string, time.Duration, error) {
+	body, _ := json.Marshal(map[string]string{"AppID": t.opts.AppID, "AppSecret": t.opts.AppSecret})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+larkws.GenEndpointUri, bytes.NewReader(body))
+	if err != nil {
+		return "", 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("locale", "zh")
+	resp, err := t.opts.HTTPClient.Do(req)
+	if err != nil {
+		return "", 0, fmt.Errorf("feishu endpoint: %w", redactURL(err))
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch {
+	case resp.StatusCode == 401 || resp.StatusCode == 403:
+		return "", 0, chat.Permanent("Feishu refused the app", fmt.Errorf("feishu endpoint: HTTP %d: check [feishu] app_id and app_secret", resp.StatusCode))
+	case resp.StatusCode != http.StatusOK:
+		err := fmt.Errorf("feishu endpoint: HTTP %d", resp.StatusCode)
+		if s, _ := strconv.Atoi(resp.Header.Get("Retry-After")); s > 0 {
+			return "", 0, chat.RetryAfter(time.Duration(s)*time.Second, "Feishu is throttling", err)
+		}
+		return "", 0, err
+	}
+	var er larkws.EndpointResp
+	if err := json.Unmarshal(raw, &er); err != nil {
+		return "", 0, fmt.Errorf("feishu endpoint: unreadable answer: %w", err)
+	}
+	switch er.Code {
+	case larkws.OK:
+	case larkws.SystemBusy, larkws.InternalError:
+		return "", 0, fmt.Errorf("feishu endpoint: code %d: %s", er.Code, er.Msg)
+	default:
+		return "", 0, chat.Permanent("Feishu refused the app", fmt.Errorf("feishu endpoint: code %d: %s: check [feishu] app_id and app_secret, that the app is an enterprise self-built app, and that events use the long connection", er.Code, er.Msg))
+	}
+	if er.Data == nil || er.Data.Url == "" {
+		return "", 0, errors.New("feishu endpoint: no URL in the answer")
+	}
+	ping := 2 * time.Minute
+	if c := er.Data.ClientConfig; c != nil && c.PingInterval > 0 {
+		ping = time.Duration(c.PingInterval) * time.Second
+	}
+	return er.Data.Url, ping, nil
+}
+
+// session opens a connection and reads it until it ends.
+func (t *Transport) session(ctx context.Context, d *dispatcher.EventDispatcher) error {
+	u, ping, err := t.endpoint(ctx)
+	if err != nil {
+		return err
+	}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return errors.New("feishu: the endpoint URL cannot be read")
+	}
+	service, _ := strconv.ParseInt(parsed.Query().Get(larkws.ServiceID), 10, 32)
+	dialer := *websocket.DefaultDialer
+	dialer.HandshakeTimeout = 15 * time.Second
+	ws, resp, err := dialer.DialContext(ctx, u, nil)
+	if err != nil {
+		if resp != nil {
+			msg := fmt.Errorf("feishu: connect: HTTP %d, handshake status %s %s", resp.StatusCode,
+				resp.Header.Get(larkws.HeaderHandshakeStatus), resp.Header.Get(larkws.HeaderHandshakeMsg))
+			if st, _ := strconv.Atoi(resp.Header.Get(larkws.HeaderHandshakeStatus)); st == larkws.Forbidden ||
+				resp.Header.Get(larkws.HeaderHandshakeAuthErrCode) == strconv.Itoa(larkws.ExceedConnLimit) {
+				return chat.Permanent("Feishu refused the long connection", msg)
+			}
+			return msg
+		}
+		return fmt.Errorf("feishu: connect: %w", redactURL(err))
+	}
+	ws.SetReadLimit(8 << 20)
+	var wmu sync.Mutex
+	write := func(f *larkws.Frame) error {
+		data, err := f.Marshal()
+		if err != nil {
+			return err
+		}
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		return ws.WriteMessage(websocket.BinaryMessage, data)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() {
+		close(done)
+		_ = ws.Close()
+		wg.Wait()
+	}()
+	alive := func() { _ = ws.SetReadDeadline(time.Now().Add(2*ping + 10*time.Second)) }
+	alive()
+	wg.Go(func() {
+		tick := time.NewTicker(ping)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				_ = ws.Close()
+				return
+			case <-tick.C:
+				if err := write(larkws.NewPingFrame(int32(service))); err != nil {
+					t.log.Debug("ping failed", "err", err)
+				}
+			}
+		}
+	})
+	t.log.Info("connected", "app_id", t.opts.AppID)
+	parts := map[string]*split{}
+	for {
+		mt, data, err := ws.ReadMessage()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("feishu: read: %w", err)
+		}
+		alive()
+		if mt != websocket.BinaryMessage {
+			continue
+		}
+		var f larkws.Frame
+		if err := f.Unmarshal(data); err != nil {
+			t.log.Warn("unreadable frame", "err", err)
+			continue
+		}
+		if larkws.FrameType(f.Method) != larkws.FrameTypeData {
+			continue // pong, or another control frame
+		}
+		hs := larkws.Headers(f.Headers)
+		if larkws.MessageType(hs.GetString(larkws.HeaderType)) != larkws.MessageTypeEvent {
+			continue // the old "card" frames are not acknowledged, as the SDK does
+		}
+		payload := f.Payload
+		if sum := hs.GetInt(larkws.HeaderSum); sum > 1 {
+			if payload = combine(parts, hs.GetString(larkws.HeaderMessageID), sum, hs.GetInt(larkws.HeaderSeq), payload); payload == nil {
+				continue
+			}
+		}
+		began := time.Now()
+		res := larkws.NewResponseByCode(http.StatusOK)
+		rsp, err := d.Do(ctx, payload) // our handlers only queue: it returns at once
+		if err != nil {
+			t.log.Warn("event not handled", "err", err)
+			res = larkws.NewResponseByCode(http.StatusInternalServerError)
+		} else if rsp != nil {
+			res.Data, _ = json.Marshal(rsp)
+		}
+		hs.Add(larkws.HeaderBizRt, strconv.FormatInt(time.Since(began).Milliseconds(), 10))
+		f.Headers = hs
+		f.Payload, _ = json.Marshal(res)
+		if err := write(&f); err != nil {
+			return fmt.Errorf("feishu: ack: %w", err)
+		}
+	}
+}
+
+// split is a payload that came in parts.
+type split struct {
+	parts [][]byte
+	at    time.Time
+}
+
+// combine keeps the parts of a split payload (for 5 s) and returns it
+// whole once all have come.
+func combine(m map[string]*split, id string, sum, seq int, part []byte) []byte {
+	for k, s := range m {
+		if time.Since(s.at) > 5*time.Second {
+			delete(m, k)
+		}
+	}
+	if seq < 0 || seq >= sum || sum > 1000 {
+		return nil
+	}
+	s := m[id]
+	if s == nil || len(s.parts) != sum {
+		s = &split{parts: make([][]byte, sum), at: time.Now()}
+		m[id] = s
+	}
+	s.parts[seq] = part
+	var whole []byte
+	for _, p := range s.parts {
+		if p == nil {
+			return nil
+		}
+		whole = append(whole, p...)
+	}
+	delete(m, id)
+	return whole
+}
+
+// dispatcher turns events into messages for hand.
+func (t *Transport) dispatcher(ctx context.Context, hand func(chat.Message)) *dispatcher.EventDispatcher {
+	return dispatcher.NewEventDispatcher("", "").
+		OnP2MessageReceiveV1(func(_ context.Context, e *larkim.P2MessageReceiveV1) error {
+			t.onMessage(ctx, e, hand)
+			return nil
+		}).
+		OnP2CardActionTrigger(func(_ context.Context, e *callback.CardActionTriggerEvent) (*callback.CardActionTriggerResponse, error) {
+			return t.onClick(ctx, e, hand), nil
+		})
+}
+
+func (t *Transport) onMessage(ctx context.Context, e *larkim.P2MessageReceiveV1, hand func(chat.Message)) {
+	if e.Event == nil || e.Event.Message == nil || e.Event.Sender == nil || e.Event.Sender.SenderId == nil {
+		return
+	}
+	msg, sender := e.Event.Message, e.Event.Sender.SenderId
+	id := str(msg.MessageId)
+	if !t.seen.First(ctx, id) {
+		t.log.Debug("message pushed again; dropped", "message_id", id)
+		return
+	}
+	openID, chatID := str(sender.OpenId), str(msg.ChatId)
+	if openID == "" || chatID == "" {
+		return
+	}
+	if str(msg.MessageType) != "text" {
+		t.log.Debug("message without text ignored", "type", str(msg.MessageType))
+		return
+	}
+	var content struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(str(msg.Content)), &content); err != nil {
+		return
+	}
+	text := stripMentions(content.Text)
+	if text == "" {
+		return
+	}
+	n, err := t.ids.Number(ctx, chatID)
+	if err != nil {
+		t.log.Error("chat id", "err", err)
+		return
+	}
+	hand(chat.Message{Transport: Name, Chat: n, ID: inbound.Number(id), Group: str(msg.ChatType) != "p2p", Text: text,
+		User: chat.User{ID: inbound.Number(openID), Ref: openID, Name: openID}})
+}
+
+// onClick turns a card button's click into the message of its command,
+// and answers with a toast.
+func (t *Transport) onClick(ctx context.Context, e *callback.CardActionTriggerEvent, hand func(chat.Message)) *callback.CardActionTriggerResponse {
+	if e.Event == nil || e.Event.Operator == nil || e.Event.Action == nil || e.Event.Context == nil {
+		return nil
+	}
+	cmd, _ := e.Event.Action.Value["cmd"].(string)
+	chatID, openID := e.Event.Context.OpenChatID, e.Event.Operator.OpenID
+	if cmd == "" || chatID == "" || openID == "" {
+		return nil
+	}
+	if e.EventV2Base != nil && e.EventV2Base.Header != nil && !t.seen.First(ctx, "card:"+e.EventV2Base.Header.EventID) {
+		return nil
+	}
+	n, err := t.ids.Number(ctx, chatID)
+	if err != nil {
+		t.log.Error("chat id", "err", err)
+		return nil
+	}
+	hand(chat.Message{Transport: Name, Chat: n, Text: cmd, Callback: true,
+		User: chat.User{ID: inbound.Number(openID), Ref: openID, Name: openID}})
+	return &callback.CardActionTriggerResponse{Toast: &callback.Toast{Type: "info", Content: cmd}}
+}
+
+// stripMentions removes "@_user_1" placeholders of mentions.
+func stripMentions(s string) string {
+	f := strings.Fields(s)
+	out := f[:0]
+	for _, w := range f {
+		if !strings.HasPrefix(w, "@_user_") && w != "@_all" {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// redactURL keeps a URL (with a ticket in it) out of an error.
+func redactURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}
+
+// sdkLogger is the REST client's logger: errors only, to slog.
+type sdkLogger struct{ log *slog.Logger }
+
+func (l sdkLogger) Debug(context.Context, ...interface{}) {}
+func (l sdkLogger) Info(context.Context, ...interface{})  {}
+func (l sdkLogger) Warn(_ context.Context, args ...interface{}) {
+	l.log.Debug("feishu sdk", "msg", fmt.Sprint(args...))
+}
+func (l sdkLogger) Error(_ context.Context, args ...interface{}) {
+	l.log.Debug("feishu sdk", "msg", fmt.Sprint(args...))
+}

@@ -1,0 +1,317 @@
+package feishu_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/chattest"
+	"github.com/trainbot/trainbot/bot/command"
+	"github.com/trainbot/trainbot/bot/feishu"
+	"github.com/trainbot/trainbot/bot/inbound"
+)
+
+func TestMain(m *testing.M) { chattest.Main(m) }
+
+const (
+	operator = "ou_operator1"
+	stranger = "ou_stranger9"
+	opChat   = "oc_p2p_operator"
+)
+
+var access = command.Access{Members: map[string]map[string]command.Role{feishu.Name: {operator: command.RoleOperator}}}
+
+func options(f *fake, kv inbound.KV, log *slog.Logger) feishu.Options {
+	return feishu.Options{AppID: f.appID, AppSecret: f.appSecret, Domain: f.URL, State: kv, Logger: log,
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ThrottlePause: 300 * time.Millisecond,
+		ChatPace: []chat.Window{{N: 1000, Per: time.Second}}, AppPace: []chat.Window{{N: 1000, Per: time.Second}}}
+}
+
+func newStack(t *testing.T, f *fake, o chattest.Options) *chattest.Stack {
+	t.Helper()
+	o.Secrets = append(o.Secrets, f.appSecret, "t-tenant-token", "tk-secret")
+	s := chattest.NewStack(t, o, func(kv inbound.KV, log *slog.Logger) chattest.Transport {
+		tr, err := feishu.New(options(f, kv, log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	})
+	if !chattest.Await(f.connected) {
+		t.Fatalf("the transport did not connect; log:\n%s", s.Logs.String())
+	}
+	return s
+}
+
+// view is a sent message as the chat shows it: its text, its buttons'
+// commands.
+func view(s sent) (text string, buttons []string) {
+	switch s.Type {
+	case "text":
+		var c struct{ Text string }
+		_ = json.Unmarshal([]byte(s.Content), &c)
+		return c.Text, nil
+	case "interactive":
+		var c struct {
+			Elements []struct {
+				Tag     string
+				Content string
+				Actions []struct {
+					Value map[string]string
+				}
+			}
+		}
+		_ = json.Unmarshal([]byte(s.Content), &c)
+		for _, e := range c.Elements {
+			text += e.Content
+			for _, a := range e.Actions {
+				buttons = append(buttons, a.Value["cmd"])
+			}
+		}
+	}
+	return text, buttons
+}
+
+func await(t *testing.T, f *fake, chatID, want string) sent {
+	t.Helper()
+	var found sent
+	if !chattest.Await(func() bool {
+		for _, m := range f.Sent(chatID) {
+			if text, _ := view(m); strings.Contains(text, want) {
+				found = m
+				return true
+			}
+		}
+		return false
+	}) {
+		var texts []string
+		for _, m := range f.Sent(chatID) {
+			text, _ := view(m)
+			texts = append(texts, m.Type+": "+text)
+		}
+		t.Fatalf("%s: nothing with %q; got:\n%s", chatID, want, strings.Join(texts, "\n---\n"))
+	}
+	return found
+}
+
+func count(f *fake, chatID, want string) int {
+	n := 0
+	for _, m := range f.Sent(chatID) {
+		if text, _ := view(m); strings.Contains(text, want) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestStrangerIsRefusedWithTheirID(t *testing.T) {
+	f := newFake(t)
+	newStack(t, f, chattest.Options{Access: access})
+	f.Say(stranger, "oc_p2p_stranger", "om_in1", "开始", false)
+	got := await(t, f, "oc_p2p_stranger", "not allowed")
+	if text, _ := view(got); !strings.Contains(text, stranger) || !strings.Contains(text, "feishu_operators") {
+		t.Errorf("the refusal lacks the id or the key: %q", text)
+	}
+	var ack struct{ Code int }
+	if err := json.Unmarshal(f.Ack("frame-om_in1"), &ack); err != nil || ack.Code != 200 {
+		t.Errorf("the event was not acked with code 200: %q", f.Ack("frame-om_in1"))
+	}
+}
+
+func TestOperatorStartsPlotsAndStopsWithButtons(t *testing.T) {
+	f := newFake(t)
+	s := newStack(t, f, chattest.Options{Access: access, Job: chattest.DemoJob(200_000, 5*time.Millisecond), ConfirmStop: true})
+	f.Say(operator, opChat, "om_in1", "开始", false)
+	started := await(t, f, opChat, "run #1 started: demo")
+	if _, b := view(started); started.Type != "interactive" || strings.Join(b, ",") != "停止 1,状态 1,画图 1" {
+		t.Fatalf("the start answer is %s with buttons %q", started.Type, b)
+	}
+	if !chattest.Await(func() bool { st, err := s.Sup.Status(1); return err == nil && st.Progress.Step >= 20 }) {
+		t.Fatal("the demo printed no metric")
+	}
+	f.Click(operator, opChat, "ev_c1", "画图 1")
+	var key string
+	if !chattest.Await(func() bool {
+		for _, m := range f.Sent(opChat) {
+			if m.Type == "image" {
+				var c struct {
+					ImageKey string `json:"image_key"`
+				}
+				_ = json.Unmarshal([]byte(m.Content), &c)
+				key = c.ImageKey
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("画图 sent no image")
+	}
+	if _, err := png.Decode(bytes.NewReader(f.Image(key))); err != nil {
+		t.Errorf("the uploaded chart is not a PNG: %v", err)
+	}
+	if ack := string(f.Ack("frame-ev_c1")); !strings.Contains(ack, `"code":200`) {
+		t.Errorf("the click was not acked: %q", ack)
+	}
+	f.Click(operator, opChat, "ev_c2", "停止 1")
+	confirm := await(t, f, opChat, "Stop run #1")
+	var yes string
+	_, b := view(confirm)
+	for _, c := range b {
+		if strings.Contains(c, "confirm") {
+			yes = c
+		}
+	}
+	if yes == "" {
+		t.Fatalf("no confirmation button: %q", b)
+	}
+	f.Click(operator, opChat, "ev_c3", yes)
+	await(t, f, opChat, "stopping run #1")
+	if !chattest.Await(func() bool { _, err := s.Sup.Status(1); return err != nil }) {
+		t.Fatal("the run did not stop")
+	}
+}
+
+func TestRedeliveredMessageIsHandledOnceEvenAfterARestart(t *testing.T) {
+	f := newFake(t)
+	dir := t.TempDir()
+	s := newStack(t, f, chattest.Options{Access: access, Job: chattest.DemoJob(100_000, 5*time.Millisecond), Dir: dir})
+	f.Say(operator, opChat, "om_dup", "开始", false)
+	f.Say(operator, opChat, "om_dup", "开始", false)
+	f.Say(operator, opChat, "om_later", "帮助", false)
+	await(t, f, opChat, "run #1 started")
+	await(t, f, opChat, "状态")
+	if n := count(f, opChat, "run #1 started") + count(f, opChat, "already"); n != 1 {
+		t.Errorf("the start was answered %d times", n)
+	}
+	s.Close(t)
+	s2 := newStack(t, f, chattest.Options{Access: access, Job: chattest.DemoJob(100_000, 5*time.Millisecond), Dir: dir})
+	f.Say(operator, opChat, "om_dup", "开始", false)
+	f.Say(operator, opChat, "om_after", "历史", false)
+	await(t, f, opChat, "demo")
+	if n := count(f, opChat, "run #1 started") + count(f, opChat, "already"); n != 1 {
+		t.Errorf("after the restart the repeat was answered (%d start answers)", n)
+	}
+	if _, err := s2.Sup.Stop(1, "test"); err != nil {
+		t.Logf("stop: %v", err)
+	}
+}
+
+func TestDroppedConnectionIsReestablishedAndTheEndReportArrives(t *testing.T) {
+	f := newFake(t)
+	s := newStack(t, f, chattest.Options{Access: access, Job: chattest.DemoJob(300, 5*time.Millisecond)})
+	f.Say(operator, opChat, "om_in1", "开始", false)
+	await(t, f, opChat, "run #1 started")
+	dropped := time.Now()
+	f.Drop()
+	if !chattest.Await(func() bool { return f.Opened() >= 2 && f.connected() }) {
+		t.Fatalf("no reconnect; log:\n%s", s.Logs.String())
+	}
+	t.Logf("reconnected %s after the drop", time.Since(dropped).Round(time.Millisecond))
+	await(t, f, opChat, "finished")
+	f.mu.Lock()
+	pings := f.pings
+	f.mu.Unlock()
+	t.Logf("%d pings", pings)
+}
+
+func TestThrottlingIsWaitedOut(t *testing.T) {
+	f := newFake(t)
+	f.throttle["messages"] = 1
+	s := newStack(t, f, chattest.Options{Access: access})
+	f.Say(operator, opChat, "om_in1", "帮助", false)
+	await(t, f, opChat, "开始")
+	if logs := s.Logs.String(); !strings.Contains(logs, "code 99991400") || !strings.Contains(logs, "retry_in=300ms") {
+		t.Errorf("the throttling was not waited out as asked:\n%s", logs)
+	}
+}
+
+func TestEndpointRefusalsAreRetriedOrFinal(t *testing.T) {
+	f := newFake(t)
+	f.refuse = []int{500, 429}
+	s := newStack(t, f, chattest.Options{Access: access})
+	if n := strings.Count(s.Logs.String(), "connection lost; reconnecting"); n != 1 {
+		t.Errorf("the failure was told %d times, want once", n)
+	}
+	f.Say(operator, opChat, "om_in1", "帮助", false)
+	await(t, f, opChat, "开始")
+
+	for _, c := range []struct {
+		name   string
+		status int
+		secret string
+	}{{"401", 401, f.appSecret}, {"bad secret", 0, "wrong-secret"}} {
+		t.Run(c.name, func(t *testing.T) {
+			f2 := newFake(t)
+			if c.status != 0 {
+				f2.refuse = []int{c.status}
+			}
+			o := options(f2, nil, nil)
+			o.AppSecret = c.secret
+			tr, err := feishu.New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), chattest.Wait)
+			defer cancel()
+			err = tr.Receive(ctx, func(context.Context, chat.Message) {})
+			if !chat.IsPermanent(err) || !strings.Contains(err.Error(), "app_secret") {
+				t.Fatalf("Receive: %v, want a permanent error naming app_secret", err)
+			}
+			if strings.Contains(err.Error(), c.secret) {
+				t.Error("the secret is in the error")
+			}
+		})
+	}
+}
+
+// A run's live progress is one card, updated in place.
+func TestProgressCardIsUpdatedInPlace(t *testing.T) {
+	f := newFake(t)
+	tr, err := feishu.New(options(f, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan chat.Message, 1)
+	done := make(chan error, 1)
+	go func() { done <- tr.Receive(ctx, func(_ context.Context, m chat.Message) { got <- m }) }()
+	defer func() { cancel(); <-done }()
+	if !chattest.Await(f.connected) {
+		t.Fatal("no connection")
+	}
+	f.Say(operator, "oc_group1", "om_g1", "@_user_1 订阅", true)
+	m := <-got
+	if !m.Group || m.Text != "订阅" {
+		t.Fatalf("message %+v", m)
+	}
+	for i := range 3 {
+		r := chat.Reply{Text: fmt.Sprintf("run #4 step %d", i), Kind: chat.KindProgress, RunID: 4}
+		if _, err := tr.Send(ctx, m.Chat, r, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := f.Sent("oc_group1")
+	if len(s) != 1 || s[0].Type != "interactive" {
+		t.Fatalf("sent %+v, want one card", s)
+	}
+	f.mu.Lock()
+	patches := f.patches[s[0].ID]
+	f.mu.Unlock()
+	if len(patches) != 2 || !strings.Contains(patches[1], "step 2") {
+		t.Errorf("patches %q", patches)
+	}
+}
+
+func TestLatency(t *testing.T) {
+	f := newFake(t)
+	newStack(t, f, chattest.Options{Access: access})
+	p50, p99 := chattest.Latency(t, 40, func(i int) { f.Say(operator, opChat, fmt.Sprintf("om_lat%d", i), "帮助", false) }, func(i int) bool { return count(f, opChat, "开始") >= i+1 })
+	t.Logf("message to reply: p50 %s, p99 %s (40 messages)", p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
+}
