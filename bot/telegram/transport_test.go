@@ -472,6 +472,9 @@ func TestCallsWithoutAChatAreTriedOnce(t *testing.T) {
 	fake.Press(11, msgs[0], "状态 3")
 	awaitMessages(t, fake, 11, 2)
 	for _, method := range []string{"setMyCommands", "answerCallbackQuery"} {
+		// The menu is registered beside the polls: it may come a moment
+		// after the answers.
+		fake.Await(5*time.Second, func() bool { return len(fake.Requests(method)) > 0 })
 		if reqs := fake.Requests(method); len(reqs) != 1 || reqs[0].Status != 429 {
 			t.Errorf("%s: got %d calls: %+v, want the one refused", method, len(reqs), reqs)
 		}
@@ -581,6 +584,8 @@ func TestUpload429HonoursRetryAfter(t *testing.T) {
 	fake.Inject(telegramtest.Fault{Method: "sendPhoto", Kind: telegramtest.TooManyRequests, RetryAfter: 1})
 	p.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: 31}, Reply: chat.Reply{Images: []chat.Image{{PNG: pngBytes(t, color.Black), Caption: "c"}}}, Durable: true})
 	awaitMessages(t, fake, 31, 1)
+	// The fake shows the message before it records the request.
+	fake.Await(5*time.Second, func() bool { return len(fake.Requests("sendPhoto")) >= 3 })
 	reqs := fake.Requests("sendPhoto")
 	if len(reqs) != 3 || reqs[1].Status != 429 || reqs[2].Status != 200 {
 		t.Fatalf("got %d sendPhoto calls: %+v", len(reqs), reqs)
