@@ -121,3 +121,26 @@ func TestRunUtil(t *testing.T) {
 		t.Error("a run without devices gave one")
 	}
 }
+
+// A watched run's process is usually not a process group leader (started
+// in someone's shell): its memory is that of its own tree, and no more.
+func TestWatchedProcessThatLeadsNoGroup(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "sleep 30 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	time.Sleep(200 * time.Millisecond) // its child starts
+	runs := &runsFake{pgids: map[int]int64{cmd.Process.Pid: 9}}
+	m := NewMonitor(MonitorOptions{Sampler: Unavailable(&UnavailableError{Reason: "test"}), Runs: runs})
+	if err := m.Sample(context.Background()); err != nil && !errors.Is(err, ErrUnavailable) {
+		t.Fatal(err)
+	}
+	snap := m.Last()
+	if len(snap.Runs) != 1 || snap.Runs[0].HostBytes == nil || *snap.Runs[0].HostBytes <= 0 {
+		t.Fatalf("run usage = %+v, want run 9 measured", snap.Runs)
+	}
+	if u := snap.Runs[0]; u.Processes != 2 || *u.HostBytes > 64<<20 {
+		t.Errorf("run 9: %d processes, %d bytes; want the shell and its sleep only, not the test's group", u.Processes, *u.HostBytes)
+	}
+}
