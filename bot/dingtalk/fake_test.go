@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/trainbot/trainbot/bot/chattest"
 )
 
 // fake is DingTalk on 127.0.0.1: the stream gateway and its WebSocket
@@ -24,9 +25,7 @@ type fake struct {
 	clientID, clientSecret string
 
 	mu        sync.Mutex
-	conn      *websocket.Conn
-	wmu       *sync.Mutex
-	opened    int            // connections opened
+	link      chattest.Link  // the bot's connection
 	refuse    []int          // HTTP statuses for the next gateway calls
 	throttle  map[string]int // path → answers still to throttle
 	acks      map[string]int // messageId → acks read
@@ -105,17 +104,8 @@ func (f *fake) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ws.Close()
-	f.mu.Lock()
-	f.conn, f.wmu = ws, &sync.Mutex{}
-	f.opened++
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		if f.conn == ws {
-			f.conn = nil
-		}
-		f.mu.Unlock()
-	}()
+	_, closed := f.link.Open(ws)
+	defer closed()
 	for {
 		var a struct {
 			Code    int               `json:"code"`
@@ -229,15 +219,7 @@ func (f *fake) upload(w http.ResponseWriter, r *http.Request) {
 
 // push writes a frame to the connected client; false when none is.
 func (f *fake) push(v any) bool {
-	f.mu.Lock()
-	ws, wmu := f.conn, f.wmu
-	f.mu.Unlock()
-	if ws == nil {
-		return false
-	}
-	wmu.Lock()
-	defer wmu.Unlock()
-	return ws.WriteJSON(v) == nil
+	return f.link.WriteJSON(v)
 }
 
 // Say pushes a robot message from staffId, in a group when group is not
@@ -267,15 +249,7 @@ func (f *fake) Ping(id string) bool {
 }
 
 // Drop closes the connection without a word.
-func (f *fake) Drop() {
-	f.mu.Lock()
-	ws := f.conn
-	f.conn = nil
-	f.mu.Unlock()
-	if ws != nil {
-		ws.Close()
-	}
-}
+func (f *fake) Drop() { f.link.Drop() }
 
 // Sent is what the bot sent to a user (1:1) or group, by either path.
 func (f *fake) Sent(to string) []sent {
@@ -302,14 +276,6 @@ func (f *fake) Acks(messageID string) int {
 	return f.acks[messageID]
 }
 
-func (f *fake) Opened() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.opened
-}
+func (f *fake) Opened() int { return f.link.Opened() }
 
-func (f *fake) connected() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.conn != nil
-}
+func (f *fake) connected() bool { return f.link.Connected() }

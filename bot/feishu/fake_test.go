@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
+	"github.com/trainbot/trainbot/bot/chattest"
 )
 
 // fake is Feishu on 127.0.0.1: the long connection's discovery and its
@@ -25,9 +26,7 @@ type fake struct {
 	URL              string
 	appID, appSecret string
 	mu               sync.Mutex
-	conn             *websocket.Conn
-	wmu              *sync.Mutex
-	opened           int
+	link             chattest.Link  // the bot's connection
 	refuse           []int          // HTTP statuses for the next discoveries
 	throttle         map[string]int // "messages" → answers still to throttle
 	acks             map[string][]byte
@@ -116,18 +115,8 @@ func (f *fake) ws(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ws.Close()
-	wmu := &sync.Mutex{}
-	f.mu.Lock()
-	f.conn, f.wmu = ws, wmu
-	f.opened++
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		if f.conn == ws {
-			f.conn = nil
-		}
-		f.mu.Unlock()
-	}()
+	wmu, closed := f.link.Open(ws)
+	defer closed()
 	for {
 		_, data, err := ws.ReadMessage()
 		if err != nil {
@@ -236,8 +225,8 @@ func (f *fake) patch(w http.ResponseWriter, r *http.Request) {
 // push sends an event frame with the SDK's Frame type.
 func (f *fake) push(messageID string, event any) bool {
 	payload, _ := json.Marshal(event)
+	ws, wmu := f.link.Current()
 	f.mu.Lock()
-	ws, wmu := f.conn, f.wmu
 	f.nextSeq++
 	seq := f.nextSeq
 	f.mu.Unlock()
@@ -277,15 +266,7 @@ func (f *fake) Click(openID, chatID, eventID, cmd string) bool {
 			"context": map[string]string{"open_message_id": "om_card", "open_chat_id": chatID}}})
 }
 
-func (f *fake) Drop() {
-	f.mu.Lock()
-	ws := f.conn
-	f.conn = nil
-	f.mu.Unlock()
-	if ws != nil {
-		ws.Close()
-	}
-}
+func (f *fake) Drop() { f.link.Drop() }
 
 func (f *fake) Sent(chatID string) []sent {
 	f.mu.Lock()
@@ -311,14 +292,6 @@ func (f *fake) Image(key string) []byte {
 	return f.images[key]
 }
 
-func (f *fake) Opened() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.opened
-}
+func (f *fake) Opened() int { return f.link.Opened() }
 
-func (f *fake) connected() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.conn != nil
-}
+func (f *fake) connected() bool { return f.link.Connected() }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
+	"github.com/trainbot/trainbot/bot/chattest"
 )
 
 // fake is WeCom's long-connection server as @wecom/aibot-node-sdk 1.0.7
@@ -22,16 +23,14 @@ type fake struct {
 	URL           string
 	botID, secret string
 
-	mu         sync.Mutex
-	conn       *websocket.Conn
-	wmu        *sync.Mutex
-	subscribed int            // accepted subscriptions
-	refuse     []int          // HTTP statuses to answer the next upgrades with
-	throttle   map[string]int // cmd → receipts still to answer with 45009
-	mute       bool           // answer no ping
-	frames     []wsFrame      // requests received, pings left out
-	callbacks  map[string]string
-	chunks     map[string][][]byte
+	mu        sync.Mutex
+	link      chattest.Link  // the bot's connection, once subscribed
+	refuse    []int          // HTTP statuses to answer the next upgrades with
+	throttle  map[string]int // cmd → receipts still to answer with 45009
+	mute      bool           // answer no ping
+	frames    []wsFrame      // requests received, pings left out
+	callbacks map[string]string
+	chunks    map[string][][]byte
 }
 
 // wsFrame is a frame as the fake reads it.
@@ -78,7 +77,6 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ws.Close()
-	wmu := &sync.Mutex{}
 	var sub wsFrame
 	if ws.ReadJSON(&sub) != nil || sub.Cmd != "aibot_subscribe" {
 		return
@@ -92,17 +90,8 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		_ = ws.WriteJSON(map[string]any{"headers": map[string]string{"req_id": sub.Headers.ReqID}, "errcode": 853000, "errmsg": "invalid bot_id or secret"})
 		return
 	}
-	f.mu.Lock()
-	f.conn, f.wmu = ws, wmu
-	f.subscribed++
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		if f.conn == ws {
-			f.conn = nil
-		}
-		f.mu.Unlock()
-	}()
+	wmu, closed := f.link.Open(ws)
+	defer closed()
 	f.write(ws, wmu, map[string]any{"headers": map[string]string{"req_id": sub.Headers.ReqID}, "errcode": 0, "errmsg": "ok"})
 	for {
 		var fr wsFrame
@@ -170,14 +159,7 @@ func (f *fake) answer(ws *websocket.Conn, wmu *sync.Mutex, fr wsFrame) {
 
 // push writes a frame to the connected client; false when none is.
 func (f *fake) push(v any) bool {
-	f.mu.Lock()
-	ws, wmu := f.conn, f.wmu
-	f.mu.Unlock()
-	if ws == nil {
-		return false
-	}
-	f.write(ws, wmu, v)
-	return true
+	return f.link.WriteJSON(v)
 }
 
 // Say pushes a text message from user in a 1:1 chat (chatid "" ) or a
@@ -213,15 +195,7 @@ func (f *fake) Evict() bool {
 }
 
 // Drop closes the connection without a word.
-func (f *fake) Drop() {
-	f.mu.Lock()
-	ws := f.conn
-	f.conn = nil
-	f.mu.Unlock()
-	if ws != nil {
-		ws.Close()
-	}
-}
+func (f *fake) Drop() { f.link.Drop() }
 
 // sent is one message the bot sent, as a chat shows it.
 type sent struct {
@@ -299,14 +273,6 @@ func (f *fake) Upload(mediaID string) []byte {
 	return out
 }
 
-func (f *fake) Subscribed() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.subscribed
-}
+func (f *fake) Subscribed() int { return f.link.Opened() }
 
-func (f *fake) connected() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.conn != nil
-}
+func (f *fake) connected() bool { return f.link.Connected() }
