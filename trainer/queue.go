@@ -90,7 +90,13 @@ func (s *Supervisor) Enqueue(ctx context.Context, req StartRequest, userID strin
 		return QueueEntry{}, 0, err
 	}
 	s.log.Info("start request queued", "entry", e.ID, "job", e.Job, "by", e.By, "position", pos)
-	go s.StartQueued(context.WithoutCancel(ctx)) // the lock may have freed meanwhile
+	// The lock may have freed meanwhile. Counted (under mu, unless
+	// closing) so that Close and Detach wait for it.
+	s.mu.Lock()
+	if !s.closing {
+		s.wg.Go(func() { s.StartQueued(context.WithoutCancel(ctx)) })
+	}
+	s.mu.Unlock()
 	return e, pos, nil
 }
 

@@ -55,17 +55,13 @@ func cmdFit(ctx context.Context, args []string, e env) int {
 		}
 		limit = v
 	}
-	cfg, bc, code := cf.load(e)
-	if cfg == nil {
-		return code
-	}
-	st, code := openStore(e, cfg.DataDir)
+	st, _, jobs, code := openHistoryJobs(e, cf)
 	if st == nil {
 		return code
 	}
 	defer st.Close()
 	var job *trainer.Job // nil for a job no longer configured: its runs still fit
-	for _, j := range bcJobs(bc) {
+	for _, j := range jobs {
 		if j.Name == pos[0] {
 			job = j
 		}
@@ -114,11 +110,4 @@ func parseSize(s string) (int64, bool) {
 	}
 	v, ok := units.ParseBytes(num, unit)
 	return int64(v), ok
-}
-
-func bcJobs(bc *botConfig) []*trainer.Job {
-	if bc == nil {
-		return nil
-	}
-	return bc.jobs
 }

@@ -33,11 +33,7 @@ func cmdQueue(ctx context.Context, args []string, e env) int {
 	if len(pos) > 0 {
 		return usageError(fs, e, "unexpected argument %q", pos[0])
 	}
-	cfg, bc, code := cf.load(e)
-	if cfg == nil {
-		return code
-	}
-	st, code := openStore(e, cfg.DataDir)
+	st, cfg, jobs, code := openHistoryJobs(e, cf)
 	if st == nil {
 		return code
 	}
@@ -46,7 +42,6 @@ func cmdQueue(ctx context.Context, args []string, e env) int {
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
-	jobs := bc.jobs
 	if *asJSON {
 		out := []queueJSON{}
 		positions := map[string]int{}

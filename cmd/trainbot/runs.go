@@ -192,15 +192,20 @@ func printJSON(e env, v any) int {
 	return exitOK
 }
 
-// openStore opens the store of an existing data directory.
 // openHistory loads the config of cf and opens its data directory's store.
 func openHistory(e env, cf configFlags) (st *store.Store, cfg *config.Config, code int) {
-	cfg, _, code = cf.load(e)
+	st, cfg, _, code = openHistoryJobs(e, cf)
+	return st, cfg, code
+}
+
+// openHistoryJobs is openHistory with the config's jobs.
+func openHistoryJobs(e env, cf configFlags) (st *store.Store, cfg *config.Config, jobs []*trainer.Job, code int) {
+	cfg, bc, code := cf.load(e)
 	if cfg == nil {
-		return nil, nil, code
+		return nil, nil, nil, code
 	}
 	st, code = openStore(e, cfg.DataDir)
-	return st, cfg, code
+	return st, cfg, bc.jobs, code
 }
 
 func openStore(e env, dir string) (*store.Store, int) {
