@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/trainbot/trainbot/trainer/logparse"
 )
 
 // runParse runs `trainbot parse ARGS` with input on stdin.
@@ -157,4 +161,33 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestPointJSONAsEncoder holds the hand-written JSON of parse --json to the
+// bytes encoding/json writes for the same point.
+func TestPointJSONAsEncoder(t *testing.T) {
+	values := []float64{0, 1, -1, 0.5, 1e-7, -2.5e-9, 1e20, 1e21, 123456789.125, 6.02e23, math.SmallestNonzeroFloat64,
+		math.MaxFloat64, math.NaN(), math.Inf(1), math.Inf(-1), 0.1 + 0.2, 1e-6, 9.999999e-7}
+	names := []string{"loss", "train/loss", `a"b`, `back\slash`, "a<b>&c", "验证损失", "x\u2028y", "tab\there"}
+	var c nameCache
+	for i, v := range values {
+		for j, name := range names {
+			pt := logparse.Point{Step: int64(i*1000 + j), Epoch: math.NaN(), Name: name, Value: v}
+			if j%2 == 1 {
+				pt.Epoch = values[(i+j)%len(values)]
+				if math.IsNaN(pt.Epoch) || math.IsInf(pt.Epoch, 0) {
+					pt.Epoch = 3
+				}
+			}
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(toPointJSON(pt)); err != nil {
+				t.Fatal(err)
+			}
+			if got := appendPointJSON(nil, pt, &c); string(got) != want.String() {
+				t.Errorf("%+v: got %s, want %s", pt, got, want.String())
+			}
+		}
+	}
 }

@@ -3,6 +3,8 @@ package logparse
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -90,4 +92,95 @@ func BenchmarkParse(b *testing.B) {
 	}
 	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 	b.ReportMetric(float64(points)/float64(b.N), "points/op")
+}
+
+// classicLog is the log of issue #16's measurement: 200,000 lines of the
+// classic loop, "Epoch [e/10], Step [s/20000], Loss: x".
+func classicLog() ([]byte, int) {
+	const lines, perEpoch = 200_000, 20_000
+	var b bytes.Buffer
+	x := uint64(1)
+	for i := 0; i < lines; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+		loss := 2*math.Pow(0.99999, float64(i)) + float64(x>>40)/float64(1<<24)*0.1
+		fmt.Fprintf(&b, "Epoch [%d/10], Step [%d/%d], Loss: %.4f\n", i/perEpoch+1, i%perEpoch+1, perEpoch, loss)
+	}
+	return b.Bytes(), lines
+}
+
+// BenchmarkSplitClassic splits the classic log into lines, as
+// BenchmarkSplitBaseline does the mixed one.
+func BenchmarkSplitClassic(b *testing.B) {
+	data, lines := classicLog()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for i := 0; i < b.N; i++ {
+		sc := newSegmentScanner(data)
+		for sc.Scan() {
+			s := string(sc.Bytes())
+			n += len(s) & 1
+		}
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+	_ = n
+}
+
+// BenchmarkParseClassic parses the classic log line by line (the fast path
+// reads all but the first two lines).
+func BenchmarkParseClassic(b *testing.B) {
+	data, lines := classicLog()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	points := 0
+	for i := 0; i < b.N; i++ {
+		p := &Parser{}
+		sc := newSegmentScanner(data)
+		for sc.Scan() {
+			points += len(p.Line(string(sc.Bytes())))
+		}
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+	b.ReportMetric(float64(points)/float64(b.N), "points/op")
+}
+
+// BenchmarkAppendClassic parses the classic log out of the scanner's
+// buffer with AppendLine: no string and no slice per line.
+func BenchmarkAppendClassic(b *testing.B) {
+	data, lines := classicLog()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	points := 0
+	var pts []Point
+	for i := 0; i < b.N; i++ {
+		p := &Parser{}
+		sc := newSegmentScanner(data)
+		for sc.Scan() {
+			pts = p.AppendLine(pts[:0], sc.Bytes())
+			points += len(pts)
+		}
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+	b.ReportMetric(float64(points)/float64(b.N), "points/op")
+}
+
+// BenchmarkParseClassicScan is BenchmarkParseClassic without the fast path:
+// what scan alone costs.
+func BenchmarkParseClassicScan(b *testing.B) {
+	data, lines := classicLog()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := &Parser{}
+		p.shapes.noFast = true
+		sc := newSegmentScanner(data)
+		for sc.Scan() {
+			p.Line(string(sc.Bytes()))
+		}
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -13,7 +14,10 @@ import (
 // FuzzParse feeds arbitrary output to a parser: nothing may panic, every
 // point must be well formed, parsing must not depend on how the output is
 // cut into lines at '\r', and every point must read back from its
-// `trainbot parse --json` form as itself.
+// `trainbot parse --json` form as itself. It also checks the fast path
+// (learned line shapes, fast.go) against scan: the same points and
+// progress after every line, with the lines repeated with other digits so
+// that shapes are learned and then used.
 func FuzzParse(f *testing.F) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.log"))
 	if err != nil {
@@ -37,6 +41,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		differential(t, s)
 		p := newParser(t, `(?P<step>\d+)/(?P<total_steps>\d+) (?P<custom>\S+)`)
 		var pts []Point
 		for _, line := range strings.Split(s, "\n") {
@@ -143,4 +148,123 @@ func TestRoundTrip(t *testing.T) {
 			}
 		}
 	}
+}
+
+// differential parses the lines of s three times over, then with their
+// digits changed (1→2, 2→3, … 9→0, and 0→1 at a line's odd digits), with
+// the fast path and without, and fails at the first line where the points
+// or the progress differ.
+func differential(t *testing.T, s string) (fed, fastLines int) {
+	t.Helper()
+	lines := strings.Split(s, "\n")
+	if len(lines) > 2000 {
+		lines = lines[:2000]
+	}
+	var feed []string
+	for range 3 {
+		feed = append(feed, lines...)
+	}
+	for _, rot := range []func(byte, int) byte{
+		func(c byte, _ int) byte { return '0' + (c-'0'+1)%10 },
+		func(c byte, i int) byte {
+			if i%2 == 1 {
+				return '0' + (c-'0'+7)%10
+			}
+			return c
+		},
+	} {
+		for _, l := range lines {
+			b := []byte(l)
+			n := 0
+			for i, c := range b {
+				if c >= '0' && c <= '9' {
+					b[i] = rot(c, n)
+					n++
+				}
+			}
+			feed = append(feed, string(b), string(b))
+		}
+	}
+	fast, slow := &Parser{}, &Parser{}
+	slow.shapes.noFast = true
+	for i, l := range feed {
+		got, want := fast.Line(l), slow.Line(l)
+		if !samePoints(got, want) {
+			t.Fatalf("line %d %q: fast path gave %v, scan %v", i, l, got, want)
+		}
+		if gp, wp := fast.Progress(), slow.Progress(); !sameProgress(gp, wp) {
+			t.Fatalf("line %d %q: fast path progress %+v, scan %+v", i, l, gp, wp)
+		}
+	}
+	return len(feed), fast.shapes.hits
+}
+
+func sameProgress(a, b Progress) bool {
+	return a.Step == b.Step && a.TotalSteps == b.TotalSteps && a.TotalEpochs == b.TotalEpochs && sameValue(a.Epoch, b.Epoch)
+}
+
+// TestFastPathSameAsScan runs the differential check over every testdata
+// log, and counts how many lines the fast path read.
+func TestFastPathSameAsScan(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, fast := 0, 0
+	for _, name := range files {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			n, f := differential(t, readTestdata(t, filepath.Base(name)))
+			total, fast = total+n, fast+f
+			t.Logf("%d of %d lines by the fast path", f, n)
+		})
+	}
+	t.Logf("%d of %d lines by the fast path (%.0f%%)", fast, total, 100*float64(fast)/float64(max(total, 1)))
+	if fast == 0 {
+		t.Error("the fast path read no line")
+	}
+}
+
+// FuzzNumberClass checks lexNumber against strconv: the same value, and the
+// value tests of its class the same as valueClass of that value.
+func FuzzNumberClass(f *testing.F) {
+	for _, s := range []string{"0", "-0", "0.0", "1", "1.0", "0.5", "1000000000", "1000000000.5", "999999999.99",
+		"0999999999", "01000000000", "9999999999", "1234567890123", "-3", "1e9", "2.5e-3", "7E+10", "123456789012345",
+		"1.0000000000000000001", "0.30000000000000004", "9007199254740993", "12.000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" || !(isDigit(s[0]) || s[0] == '-' && len(s) > 1 && isDigit(s[1])) {
+			return
+		}
+		end, cls, v, ok := lexNumber(s, 0)
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseFloat(s[:end], 64)
+		if err != nil || want != v {
+			t.Fatalf("lexNumber(%q) = %v, strconv %v (%v)", s[:end], v, want, err)
+		}
+		const tests = clsWhole | clsZero | clsGE1 | clsLE1e9 | clsUnix | clsInt64OK
+		if got, want := cls&tests, valueClass(v); got != want {
+			t.Fatalf("lexNumber(%q): value tests %#x, want %#x", s[:end], got, want)
+		}
+	})
+}
+
+// FuzzHasControl holds the word-at-a-time test to the byte loop.
+func FuzzHasControl(f *testing.F) {
+	for _, s := range []string{"", "plain text of a line", "tab\there", "bell\a", "del\x7f", "é ü 中文 ok", "\x1b[31mred", "\xff\xfe\x80\x9f", "12345678\x1f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := false
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+				want = true
+			}
+		}
+		if got := hasControl(s); got != want {
+			t.Fatalf("hasControl(%q) = %v, want %v", s, got, want)
+		}
+	})
 }

@@ -131,6 +131,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // MaxLineLen is the longest line the parser looks at; longer lines are cut
@@ -190,6 +191,8 @@ type Parser struct {
 	nameOf   []string
 	owners   []int32 // per interned name: the rank its values are read from
 	pending  []int32 // per interned name: a rank that reported it once
+
+	shapes shapes // learned line shapes (fast.go)
 }
 
 // track is where one rank's output stands: its step, epoch, totals, the
@@ -265,6 +268,7 @@ func New(patterns []string, opts ...Option) (*Parser, error) {
 		}
 		p.custom = append(p.custom, re)
 	}
+	p.shapes.off = len(p.custom) > 0
 	return p, nil
 }
 
@@ -378,15 +382,25 @@ func (li *lineInfo) reset() {
 // ANSI colour codes and other control characters are ignored. The returned
 // slice is the caller's.
 func (p *Parser) Line(line string) []Point {
+	return p.appendLine(nil, line)
+}
+
+// AppendLine parses line as Line does and appends its points to dst. The
+// parser keeps nothing of line, so a reader can parse out of its buffer
+// without making a string of every line.
+func (p *Parser) AppendLine(dst []Point, line []byte) []Point {
+	return p.appendLine(dst, unsafe.String(unsafe.SliceData(line), len(line)))
+}
+
+func (p *Parser) appendLine(out []Point, line string) []Point {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(line) > MaxLineLen {
 		line = line[:MaxLineLen]
 	}
 	if strings.IndexByte(line, '\r') < 0 && strings.IndexByte(line, '\n') < 0 {
-		return p.segment(line, nil)
+		return p.segment(line, out)
 	}
-	var out []Point
 	for line != "" {
 		i := strings.IndexAny(line, "\r\n")
 		if i < 0 {
@@ -415,8 +429,7 @@ func (p *Parser) segment(raw string, out []Point) []Point {
 		}
 	}
 	li := &p.li
-	li.reset()
-	p.scan(li, s, t)
+	p.scanLine(li, s, t) // resets li
 	return p.fold(t, rank, li, out)
 }
 
@@ -1049,17 +1062,37 @@ func Clean(line string) string {
 // cleanSegment removes escape sequences and control characters (a
 // backspace of Keras' progress bar, a NUL) and trims spaces.
 func cleanSegment(s string) string {
-	dirty := false
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			dirty = true
-			break
-		}
-	}
-	if dirty {
+	if hasControl(s) {
 		s = stripControl(s)
 	}
 	return strings.TrimSpace(s)
+}
+
+// hasControl reports whether s has a byte below 0x20 other than a tab, or
+// DEL. It looks at eight bytes at a time: a word none of whose bytes is
+// below 0x20 or 0x7f is passed whole (most lines are such words).
+func hasControl(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		del := x ^ 0x7f7f7f7f7f7f7f7f
+		if ((x-0x20*ones)&^x|(del-ones)&^del)&highs == 0 {
+			continue
+		}
+		for _, c := range []byte(s[i : i+8]) {
+			if (c < 0x20 && c != '\t') || c == 0x7f {
+				return true
+			}
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 func stripControl(s string) string {

@@ -288,7 +288,9 @@ func (p *Parser) fromText(li *lineInfo, s string, t *track) {
 	}
 	li.bars(s)
 	p.scanKeys(li, s)
-	t.title = lineTitle(s)
+	if title := lineTitle(s); title != t.title {
+		t.title = strings.Clone(title) // s may be the caller's buffer (AppendLine)
+	}
 }
 
 // lineTitle is what a line ending "Evaluation results for bbox:" says the

@@ -1,0 +1,574 @@
+package logparse
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// The fast path: learned line shapes.
+//
+// A training script prints the same few lines over and over with new
+// numbers: "Epoch [3/10], Step [400/600], Loss: 0.2345". What scan makes of
+// such a line depends on its words and punctuation, on how each number is
+// written and on a few of its values (is it whole, at least 1, a Unix
+// time…), never on the digits otherwise. So the parser learns each shape
+// once: a line's shape is its text with every free-standing number cut
+// out, plus the class of each number (see numClass). The second time a
+// shape is seen, the line is scanned again with each number changed
+// (keeping its class) to learn which number each field of the lineInfo
+// comes from; from then on a line of that shape fills its lineInfo from
+// its numbers without scanning, and fold (the state: steps, epochs,
+// counters) runs as always.
+//
+// A template is only learned, and only used, when scan cannot depend on
+// the parser's state: no custom patterns, outside configuration blocks and
+// tables, and after a line that did not end with ':' (a table's title). A
+// shape whose fields do not follow its numbers one to one ("25,000" read as
+// 25000, a list of equal values, a name made of a number) is marked so
+// and always scanned. FuzzParse checks that both paths give the same
+// points and progress.
+
+const (
+	maxSlots     = 32   // numbers in a line with a shape
+	maxTemplates = 1024 // shapes remembered; then the table starts over
+	maxNumDigits = 15   // longer numbers are text
+)
+
+// numClass is how a number is written and which of the value tests scan
+// makes it passes: lengths of its integer and fraction parts, a leading
+// zero, its sign, its exponent as written, and the tests.
+type numClass uint64
+
+const (
+	clsNeg numClass = 1 << (16 + iota)
+	clsLead0
+	clsExp
+	clsExpPlus
+	clsExpMinus
+	clsWhole   // v == Trunc(v)
+	clsZero    // v == 0
+	clsGE1     // v >= 1
+	clsLE1e9   // v <= 1e9
+	clsUnix    // 1e9 <= v < 1e10 or 1e12 <= v < 1e13
+	clsInt64OK // v == float64(int64(v))
+)
+
+// slot is one free-standing number of a line.
+type slot struct {
+	start, end int
+	class      numClass
+	v          float64
+}
+
+// template is what scan makes of a shape.
+type template struct {
+	lits    []string // the text around the numbers: len(classes)+1 pieces
+	classes []numClass
+	ok      bool // false: lines of this shape are scanned
+	li      lineInfo
+	// The number (an index into the line's slots) each field comes from,
+	// -1 when it is the same for every line of the shape.
+	absStep, n, total, epoch, epochTotal, totalSteps, stepsKey, objValue int8
+	metricSrc                                                            []int8
+}
+
+// shapes is a parser's learned shapes.
+type shapes struct {
+	off       bool // custom patterns: scan reads values no template can follow
+	templates map[uint64]*template
+	seen      map[uint64]struct{} // shapes seen once
+	slots     []slot
+	spare     lineInfo
+	noFast    bool         // tests: always scan
+	hits      int          // lines read from a template (tests and benchmarks)
+	recent    [2]*template // the templates of the last lines, tried first
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+var pow10i = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// lexNumber reads a number at s[i] (a digit, or '-' before one): digits,
+// a fraction, an exponent. It returns its end, class and value; ok is
+// false when it is not one a shape can hold (too long), and then end is
+// where the text it was goes on.
+func lexNumber(s string, i int) (end int, cls numClass, v float64, ok bool) {
+	j := i
+	neg := s[j] == '-'
+	if neg {
+		j++
+	}
+	intStart := j
+	var m uint64
+	for j < len(s) && isDigit(s[j]) {
+		m = m*10 + uint64(s[j]-'0')
+		j++
+	}
+	intLen := j - intStart
+	if intLen > maxNumDigits {
+		for j < len(s) && (isDigit(s[j]) || s[j] == '.') {
+			j++
+		}
+		return j, 0, 0, false
+	}
+	intPart := m
+	fracLen, fracZero := 0, true
+	if j+1 < len(s) && s[j] == '.' && isDigit(s[j+1]) {
+		j++
+		f := j
+		var frac uint64 // wraps past 19 digits; only used up to 15
+		for j < len(s) && isDigit(s[j]) {
+			frac = frac*10 + uint64(s[j]-'0')
+			j++
+		}
+		fracLen = j - f
+		if intLen+fracLen > 2*maxNumDigits {
+			return j, 0, 0, false
+		}
+		if intLen+fracLen <= maxNumDigits {
+			m = m*pow10i[fracLen] + frac
+			fracZero = frac == 0
+		} else {
+			fracZero = strings.TrimRight(s[f:j], "0") == ""
+		}
+	}
+	cls = numClass(intLen) | numClass(fracLen)<<8
+	if neg {
+		cls |= clsNeg
+	}
+	if intLen > 1 && s[intStart] == '0' {
+		cls |= clsLead0
+	}
+	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		return lexExponent(s, i, j, cls, m, fracLen, neg)
+	}
+	if intLen+fracLen > maxNumDigits {
+		f, err := strconv.ParseFloat(s[i:j], 64)
+		if err != nil || math.Abs(f) > maxStep {
+			return j, 0, 0, false
+		}
+		return j, cls | valueClass(f), f, true
+	}
+	// Exact: m < 2^53 and 10^fracLen are floats, so one rounding, the same
+	// as strconv's. The value tests come from the digits: a decimal of 15
+	// digits or fewer with a fraction is no whole float.
+	v = float64(m)
+	if fracLen > 0 {
+		v /= pow10[fracLen]
+	}
+	if neg {
+		v = -v
+	}
+	if fracZero {
+		cls |= clsWhole | clsInt64OK
+	}
+	switch {
+	case intPart == 0 && fracZero:
+		cls |= clsZero
+	case intPart >= 1 && !neg:
+		cls |= clsGE1
+	}
+	if neg || intPart < 1e9 || intPart == 1e9 && fracZero {
+		cls |= clsLE1e9
+	}
+	if !neg && (intPart >= 1e9 && intPart < 1e10 || intPart >= 1e12 && intPart < 1e13) {
+		cls |= clsUnix
+	}
+	return j, cls, v, true
+}
+
+// valueClass is the class bits of the value tests scan makes.
+func valueClass(v float64) numClass {
+	var cls numClass
+	if v == math.Trunc(v) {
+		cls |= clsWhole
+	}
+	if v == 0 {
+		cls |= clsZero
+	}
+	if v >= 1 {
+		cls |= clsGE1
+	}
+	if v <= 1e9 {
+		cls |= clsLE1e9
+	}
+	if (v >= 1e9 && v < 1e10) || (v >= 1e12 && v < 1e13) {
+		cls |= clsUnix
+	}
+	if v == float64(int64(v)) {
+		cls |= clsInt64OK
+	}
+	return cls
+}
+
+// lexExponent finishes lexNumber for a number with an exponent at s[j].
+func lexExponent(s string, i, j int, cls numClass, m uint64, fracLen int, neg bool) (end int, _ numClass, v float64, ok bool) {
+	k := j + 1
+	sign := numClass(0)
+	if k < len(s) && (s[k] == '+' || s[k] == '-') {
+		sign = clsExpPlus
+		if s[k] == '-' {
+			sign = clsExpMinus
+		}
+		k++
+	}
+	d, exp := k, 0
+	for k < len(s) && isDigit(s[k]) && k-d < 4 {
+		exp = exp*10 + int(s[k]-'0')
+		k++
+	}
+	expLen := k - d
+	if expLen == 0 || (k < len(s) && isDigit(s[k])) {
+		return k, 0, 0, false
+	}
+	if sign == clsExpMinus {
+		exp = -exp
+	}
+	// How the exponent is written is part of the class; its value sets
+	// the magnitude, which the value tests below see.
+	cls |= clsExp | sign | numClass(expLen)<<40 | numClass(uint16(int16(exp)))<<44
+	if s[j] == 'E' {
+		cls |= 1 << 60
+	}
+	intLen := int(cls & 0xff)
+	if e10 := exp - fracLen; intLen+fracLen <= maxNumDigits && e10 >= -22 && e10 <= 22 {
+		v = float64(m)
+		if e10 < 0 {
+			v /= pow10[-e10]
+		} else {
+			v *= pow10[e10]
+		}
+		if neg {
+			v = -v
+		}
+	} else {
+		f, err := strconv.ParseFloat(s[i:k], 64)
+		if err != nil {
+			return k, 0, 0, false
+		}
+		v = f
+	}
+	if math.IsInf(v, 0) || math.Abs(v) > maxStep {
+		return k, 0, 0, false
+	}
+	return k, cls | valueClass(v), v, true
+}
+
+// shapeOf finds the free-standing numbers of s (not part of a word, a
+// version or a longer number) and hashes the rest with their classes.
+func (sh *shapes) shapeOf(s string) (uint64, bool) {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	slots := sh.slots[:0]
+	lit := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if !isDigit(c) && !(c == '-' && i+1 < len(s) && isDigit(s[i+1])) {
+			i++
+			continue
+		}
+		if i > 0 && (isWordChar(s[i-1]) || s[i-1] == '.' || s[i-1] == '-' || s[i-1] == '+') {
+			i++
+			for i < len(s) && isDigit(s[i]) {
+				i++
+			}
+			continue
+		}
+		end, cls, v, ok := lexNumber(s, i)
+		if !ok || (end < len(s) && (isWordChar(s[end]) || s[end] == '.')) {
+			i = end
+			for i < len(s) && isDigit(s[i]) {
+				i++
+			}
+			continue
+		}
+		if len(slots) == maxSlots {
+			sh.slots = slots
+			return 0, false
+		}
+		for k := lit; k < i; k++ {
+			h = (h ^ uint64(s[k])) * prime
+		}
+		h = (h ^ 0x100 ^ uint64(cls)) * prime
+		h = (h ^ uint64(cls)>>32) * prime
+		slots = append(slots, slot{start: i, end: end, class: cls, v: v})
+		lit, i = end, end
+	}
+	for k := lit; k < len(s); k++ {
+		h = (h ^ uint64(s[k])) * prime
+	}
+	sh.slots = slots
+	return h, true
+}
+
+// neutral reports whether scan of the next line cannot depend on t.
+func neutral(t *track) bool {
+	return t.reprDepth == 0 && len(t.table.cols) == 0 && t.title == ""
+}
+
+// match returns the template of s's shape when it has one that lines of
+// it can use. sh.slots holds s's numbers afterwards.
+func (sh *shapes) match(s string, key uint64) *template {
+	tp := sh.templates[key]
+	if tp == nil || !tp.ok || len(tp.classes) != len(sh.slots) {
+		return nil
+	}
+	prev := 0
+	for k, sl := range sh.slots {
+		if sl.class != tp.classes[k] || s[prev:sl.start] != tp.lits[k] {
+			return nil
+		}
+		prev = sl.end
+	}
+	if s[prev:] != tp.lits[len(sh.slots)] {
+		return nil
+	}
+	return tp
+}
+
+// matchDirect reports whether s has tp's shape, reading its numbers into
+// sh.slots as it goes; no hash. It finds what shapeOf would: the text
+// around tp's numbers is the same, so is what precedes and follows each.
+func (sh *shapes) matchDirect(s string, tp *template) bool {
+	slots := sh.slots[:0]
+	pos := 0
+	for k, lit := range tp.lits[:len(tp.classes)] {
+		if len(s)-pos < len(lit) || s[pos:pos+len(lit)] != lit {
+			return false
+		}
+		pos += len(lit)
+		if pos >= len(s) || !(isDigit(s[pos]) || s[pos] == '-' && pos+1 < len(s) && isDigit(s[pos+1])) {
+			return false
+		}
+		end, cls, v, ok := lexNumber(s, pos)
+		if !ok || cls != tp.classes[k] || (end < len(s) && (isWordChar(s[end]) || s[end] == '.')) {
+			return false
+		}
+		slots = append(slots, slot{start: pos, end: end, class: cls, v: v})
+		pos = end
+	}
+	sh.slots = slots
+	return s[pos:] == tp.lits[len(tp.classes)]
+}
+
+// fill sets li from a template and the numbers of a line of its shape.
+func (tp *template) fill(li *lineInfo, slots []slot) {
+	m := li.metrics[:0]
+	*li = tp.li
+	li.metrics = append(m, tp.li.metrics...)
+	val := func(src int8) float64 { return slots[src].v }
+	if tp.absStep >= 0 {
+		li.absStep = int64(val(tp.absStep))
+	}
+	if tp.n >= 0 {
+		li.n = int64(val(tp.n))
+	}
+	if tp.total >= 0 {
+		li.total = int64(val(tp.total))
+	}
+	if tp.epoch >= 0 {
+		li.epoch = val(tp.epoch)
+	}
+	if tp.epochTotal >= 0 {
+		li.epochTotal = int64(val(tp.epochTotal))
+	}
+	if tp.totalSteps >= 0 {
+		li.totalSteps = int64(val(tp.totalSteps))
+	}
+	if tp.stepsKey >= 0 {
+		li.stepsKey = int64(val(tp.stepsKey))
+	}
+	if tp.objValue >= 0 {
+		li.objValue = val(tp.objValue)
+	}
+	for i, src := range tp.metricSrc {
+		if src >= 0 {
+			li.metrics[i].value = val(src)
+		}
+	}
+}
+
+// scanLine fills li for s, from a template when s's shape has one, else by
+// scan, learning the shape when it is seen the second time.
+func (p *Parser) scanLine(li *lineInfo, s string, t *track) {
+	sh := &p.shapes
+	if sh.off || sh.noFast || !neutral(t) {
+		li.reset()
+		p.scan(li, s, t)
+		return
+	}
+	for i, tp := range sh.recent {
+		if tp != nil && sh.matchDirect(s, tp) {
+			sh.recent[0], sh.recent[i] = tp, sh.recent[0]
+			tp.fill(li, sh.slots)
+			sh.hits++
+			return
+		}
+	}
+	key, ok := sh.shapeOf(s)
+	li.reset()
+	if !ok {
+		p.scan(li, s, t)
+		return
+	}
+	if tp := sh.match(s, key); tp != nil {
+		sh.recent[0], sh.recent[1] = tp, sh.recent[0]
+		tp.fill(li, sh.slots)
+		sh.hits++
+		return
+	}
+	p.scan(li, s, t)
+	if !neutral(t) {
+		return
+	}
+	if _, known := sh.templates[key]; known {
+		return // a shape that failed to learn, or a hash collision
+	}
+	if _, again := sh.seen[key]; !again {
+		if sh.seen == nil || len(sh.seen) >= maxTemplates {
+			sh.seen = make(map[uint64]struct{})
+		}
+		sh.seen[key] = struct{}{}
+		return
+	}
+	delete(sh.seen, key)
+	if sh.templates == nil || len(sh.templates) >= maxTemplates {
+		sh.templates = make(map[uint64]*template)
+	}
+	sh.templates[key] = p.learn(li, s)
+}
+
+// learn builds the template of s's shape from li, what scan made of s:
+// each number is changed twice, at its last and its first digit, keeping
+// its class, and s is scanned again; a field that follows one number
+// exactly comes from it, a field that never changes is the shape's, and
+// anything else (a field that follows two numbers, or not exactly; a
+// change of anything but numbers) leaves the shape to scan.
+func (p *Parser) learn(li *lineInfo, s string) *template {
+	slots := append([]slot(nil), p.shapes.slots...)
+	tp := &template{lits: make([]string, 0, len(slots)+1), classes: make([]numClass, len(slots))}
+	prev := 0
+	for k, sl := range slots {
+		tp.lits = append(tp.lits, strings.Clone(s[prev:sl.start]))
+		tp.classes[k] = sl.class
+		prev = sl.end
+	}
+	tp.lits = append(tp.lits, strings.Clone(s[prev:]))
+	tp.li = *li
+	tp.li.metrics = append([]kv(nil), li.metrics...)
+	tp.li.label = strings.Clone(li.label)
+	tp.absStep, tp.n, tp.total, tp.epoch, tp.epochTotal, tp.totalSteps, tp.stepsKey, tp.objValue = -1, -1, -1, -1, -1, -1, -1, -1
+	tp.metricSrc = make([]int8, len(li.metrics))
+	for i := range tp.metricSrc {
+		tp.metricSrc[i] = -1
+	}
+	base := fieldsOf(&tp.li)
+	srcs := make([]int8, len(base))
+	for i := range srcs {
+		srcs[i] = -1
+	}
+	var scratch track
+	buf := make([]byte, 0, len(s))
+	for k, sl := range slots {
+		variants := perturbations(s[sl.start:sl.end], sl.class)
+		if len(variants) == 0 && sl.class&clsZero == 0 {
+			return tp // a number that cannot be changed in its class: its fields cannot be told
+		}
+		for _, variant := range variants {
+			buf = append(append(append(buf[:0], s[:sl.start]...), variant...), s[sl.end:]...)
+			vs := string(buf)
+			_, vcls, vv, ok := lexNumber(vs, sl.start)
+			if !ok || vcls != sl.class {
+				return tp
+			}
+			other := &p.shapes.spare
+			other.reset()
+			scratch = track{}
+			p.scan(other, vs, &scratch)
+			if !sameStructure(&tp.li, other) || !neutral(&scratch) {
+				return tp
+			}
+			got := fieldsOf(other)
+			for f := range base {
+				if sameValue(got[f], base[f]) {
+					continue
+				}
+				if (srcs[f] >= 0 && srcs[f] != int8(k)) || got[f] != vv || base[f] != sl.v {
+					return tp
+				}
+				srcs[f] = int8(k)
+			}
+		}
+	}
+	tp.absStep, tp.n, tp.total, tp.epoch = srcs[0], srcs[1], srcs[2], srcs[3]
+	tp.epochTotal, tp.totalSteps, tp.stepsKey, tp.objValue = srcs[4], srcs[5], srcs[6], srcs[7]
+	copy(tp.metricSrc, srcs[fixedFields:])
+	tp.ok = true
+	return tp
+}
+
+const fixedFields = 8
+
+// fieldsOf lists li's numbers: the fixed fields, then each metric's value.
+func fieldsOf(li *lineInfo) []float64 {
+	f := make([]float64, fixedFields, fixedFields+len(li.metrics))
+	f[0], f[1], f[2], f[3] = float64(li.absStep), float64(li.n), float64(li.total), li.epoch
+	f[4], f[5], f[6], f[7] = float64(li.epochTotal), float64(li.totalSteps), float64(li.stepsKey), li.objValue
+	for _, m := range li.metrics {
+		f = append(f, m.value)
+	}
+	return f
+}
+
+// sameStructure reports whether two lineInfos differ in numbers only.
+func sameStructure(a, b *lineInfo) bool {
+	if a.hasAbs != b.hasAbs || a.kind != b.kind || a.otherLoop != b.otherLoop || a.hasEpoch != b.hasEpoch ||
+		a.epochScoped != b.epochScoped || a.bar != b.bar || a.objName != b.objName || a.objID != b.objID ||
+		a.objHasV != b.objHasV || a.config != b.config || a.literals != b.literals || a.label != b.label ||
+		a.hasStepsKey != b.hasStepsKey || len(a.metrics) != len(b.metrics) {
+		return false
+	}
+	for i := range a.metrics {
+		if a.metrics[i].name != b.metrics[i].name || a.metrics[i].id != b.metrics[i].id ||
+			math.IsNaN(a.metrics[i].value) != math.IsNaN(b.metrics[i].value) {
+			return false
+		}
+	}
+	return true
+}
+
+// perturbations returns up to two other numbers of the same class as num:
+// one with the last digit of its mantissa changed, one with its first.
+func perturbations(num string, cls numClass) []string {
+	first, last := -1, -1
+	for i := 0; i < len(num) && num[i] != 'e' && num[i] != 'E'; i++ {
+		if isDigit(num[i]) {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	var out []string
+	for _, at := range []int{last, first} {
+		for c := byte('0'); c <= '9'; c++ {
+			if c == num[at] {
+				continue
+			}
+			b := []byte(num)
+			b[at] = c
+			if _, vc, _, ok := lexNumber(string(b), 0); ok && vc == cls {
+				out = append(out, string(b))
+				break
+			}
+		}
+		if first == last {
+			break
+		}
+	}
+	return out
+}
