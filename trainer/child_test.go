@@ -81,6 +81,12 @@ func child(mode string, args []string) int {
 			<-sig
 		}
 		return 0
+	case "stepless": // print N lines "loss=X" (no step: the parser counts one per line) as fast as it can
+		n := atoi(arg(0, "1000000"))
+		for i := range int64(n) {
+			fmt.Fprintf(w, "loss=%.4f\n", trainer.NoisyLoss(i))
+		}
+		return 0
 	case "curve": // print N lines "step=I loss=X" of trainer.NoisyLoss, I from 0, as fast as it can
 		n := atoi(arg(0, "1000000"))
 		for i := range int64(n) {

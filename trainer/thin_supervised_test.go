@@ -87,6 +87,27 @@ func TestStoredCurveIsFaithfulAtAnyPrintRate(t *testing.T) {
 	t.Logf("%d lines: %d points stored", n, len(pts))
 }
 
+// TestEveryLineParsedUnderBurst: a child prints 10⁶ metric lines as fast
+// as it can (about a second) without a step, so the parser counts one step
+// per line it reads: the run must end at step 10⁶, every line parsed
+// however far behind the bot fell (thinning decides what is stored, not
+// the parser's speed).
+func TestEveryLineParsedUnderBurst(t *testing.T) {
+	n := 1_000_000
+	if trainer.RaceEnabled {
+		n = 100_000 // SQLite is some 40 times slower under -race
+	}
+	h := newHarness(t, job("c", childCommand("stepless", strconv.Itoa(n))))
+	r := h.start("c", nil)
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeFinished || got.Steps != int64(n) {
+		t.Fatalf("got %s at step %d, want finished at step %d: %d lines were not parsed (%s)", got.Outcome, got.Steps, n, int64(n)-got.Steps, got.Detail)
+	}
+	if d := got.EndedAt.Sub(got.StartedAt); d > 0 {
+		t.Logf("%d lines in %v (%.0f lines/s), all parsed", n, d.Round(time.Millisecond), float64(n)/d.Seconds())
+	}
+}
+
 // BenchmarkSupervisedCurve runs the "curve" child of 10⁶ and 10⁷ lines and
 // reports the points stored, the peak of the Go heap (sampled every 10 ms)
 // and the peak resident memory of the whole test process (VmHWM, reset
