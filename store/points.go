@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/nice"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
@@ -134,8 +135,12 @@ func (s *Store) Flush(ctx context.Context) error {
 }
 
 // writer owns point writing: on a timer, when the queue grows, and on Flush.
+// Its thread runs at nice.Background: a burst of points (inserts, and the
+// deletes of thinning) must not take CPU time from the training that
+// printed them.
 func (s *Store) writer(ctx context.Context, every time.Duration) {
 	defer s.wg.Done()
+	nice.LowerThread()
 	defer close(s.stopped)
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/nice"
 	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer/logparse"
 	"github.com/trainbot/trainbot/trainer/shim"
@@ -157,6 +158,7 @@ const (
 // and talks to the shim.
 func (a *active) observe() {
 	defer a.sup.wg.Done()
+	nice.LowerThread()
 	lt := &lineTimes{path: filepath.Join(a.runDir, shim.IndexFile)}
 	var tl *logTail
 	defer func() { tl.close() }()

@@ -878,12 +878,18 @@ func newBenchHarness(b *testing.B, dir, work string) *benchHarness {
 	return newBenchHarnessJob(b, dir, job("c", childCommand("cpuprint", overheadLines, work)))
 }
 
-func newBenchHarnessJob(b *testing.B, dir string, j *trainer.Job) *benchHarness {
+func newBenchHarnessJob(b testing.TB, dir string, j *trainer.Job) *benchHarness {
 	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: []*trainer.Job{j}, Recorder: st, DataDir: dir})
+	opts := trainer.Options{Jobs: []*trainer.Job{j}, Recorder: st, DataDir: dir}
+	if exe := os.Getenv("TRAINBOT_BENCH_SHIM"); exe != "" {
+		// The real trainbot binary as the runs' supervisor (bench/supervise.sh
+		// builds it), as a user's runs have it, instead of this test binary.
+		opts.ShimCommand = []string{exe, "shim"}
+	}
+	sup, err := trainer.New(context.Background(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -251,6 +251,8 @@ func (s *shim) run(ready *os.File) int {
 		outW.Close()
 		return s.failStart(ready, wdone, srv, err)
 	}
+	growPipe(outR)
+	growPipe(errR)
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Dir, cmd.Env = spec.Dir, spec.Env
 	cmd.Stdout, cmd.Stderr = outW, errW

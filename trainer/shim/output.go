@@ -23,8 +23,9 @@ import (
 // memmove.
 
 const (
-	readChunk    = 64 << 10 // one read from a pipe
-	maxPartial   = 64 << 10 // a line longer than this is queued in pieces
+	pipeBytes    = 1 << 20   // the capacity asked for the child's pipes
+	readChunk    = 256 << 10 // one read from a pipe
+	maxPartial   = 64 << 10  // a line longer than this is queued in pieces
 	retryEvery   = time.Second
 	indexEvery   = 100 * time.Millisecond
 	indexBytes   = 1 << 20
@@ -82,7 +83,8 @@ func (q *queue) signal() {
 
 // put queues output read at t, or drops it when the queue is full. It
 // never blocks on anything but the mutex. An empty queue takes any chunk,
-// so the queue may exceed its limit by one chunk (at most 128 KiB).
+// so the queue may exceed its limit by one chunk (at most readChunk +
+// maxPartial, 320 KiB).
 func (q *queue) put(p []byte, t time.Time) {
 	q.mu.Lock()
 	q.read += int64(len(p))
@@ -182,6 +184,25 @@ func errText(err error) string {
 		return errno.Error() // "no space left on device", without the path
 	}
 	return err.Error()
+}
+
+// growPipe asks for a pipe of pipeBytes (Linux's default is 64 KiB, its
+// default limit for unprivileged users 1 MiB). A child that prints in
+// bursts fills 64 KiB in well under a millisecond and then waits until the
+// shim is scheduled to read; with 1 MiB it goes on printing meanwhile.
+// Where the limit is lower, the pipe keeps the size it has.
+func growPipe(f *os.File) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		for size := pipeBytes; size > 64<<10; size /= 2 {
+			if _, err := unix.FcntlInt(fd, unix.F_SETPIPE_SZ, size); err == nil {
+				return
+			}
+		}
+	})
 }
 
 // lastLineEnd is the index of the last '\n' or '\r' in p, -1 when none.
