@@ -398,6 +398,11 @@ func (p *Parser) appendLine(out []Point, line string) []Point {
 	if len(line) > MaxLineLen {
 		line = line[:MaxLineLen]
 	}
+	if !hasControl(line) {
+		// One segment, with no control characters to strip ('\r' and '\n'
+		// are control characters): one pass over the line instead of four.
+		return p.parseSegment(strings.TrimSpace(line), out)
+	}
 	if strings.IndexByte(line, '\r') < 0 && strings.IndexByte(line, '\n') < 0 {
 		return p.segment(line, out)
 	}
@@ -414,7 +419,11 @@ func (p *Parser) appendLine(out []Point, line string) []Point {
 
 // segment parses one segment and appends its points to out.
 func (p *Parser) segment(raw string, out []Point) []Point {
-	s := cleanSegment(raw)
+	return p.parseSegment(cleanSegment(raw), out)
+}
+
+// parseSegment parses a segment already cleaned and trimmed.
+func (p *Parser) parseSegment(s string, out []Point) []Point {
 	if s == "" {
 		return out
 	}
