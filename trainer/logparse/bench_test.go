@@ -13,7 +13,7 @@ import (
 
 // mixedLog is every testdata log, one after the other, repeated to about
 // 4 MB: progress bars, dicts, JSON, key=value and plain lines as they come.
-func mixedLog(b *testing.B) ([]byte, int) {
+func mixedLog(b testing.TB) ([]byte, int) {
 	b.Helper()
 	files, err := filepath.Glob(filepath.Join("testdata", "*.log"))
 	if err != nil {
@@ -61,42 +61,18 @@ func newSegmentScanner(data []byte) *bufio.Scanner {
 // measured against (bench/logparse.sh prints the ratio).
 func BenchmarkSplitBaseline(b *testing.B) {
 	data, lines := mixedLog(b)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	n := 0
-	for i := 0; i < b.N; i++ {
-		sc := newSegmentScanner(data)
-		for sc.Scan() {
-			s := string(sc.Bytes())
-			n += len(s) & 1
-		}
-	}
-	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
-	_ = n
+	benchSplit(b, data, lines)
 }
 
 // BenchmarkParse splits the mixed log and parses every line.
 func BenchmarkParse(b *testing.B) {
 	data, lines := mixedLog(b)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	points := 0
-	for i := 0; i < b.N; i++ {
-		p := &Parser{}
-		sc := newSegmentScanner(data)
-		for sc.Scan() {
-			points += len(p.Line(string(sc.Bytes())))
-		}
-	}
-	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
-	b.ReportMetric(float64(points)/float64(b.N), "points/op")
+	benchParse(b, false, data, lines)
 }
 
 // classicLog is the log of issue #16's measurement: 200,000 lines of the
 // classic loop, "Epoch [e/10], Step [s/20000], Loss: x".
-func classicLog() ([]byte, int) {
+func classicLog(testing.TB) ([]byte, int) {
 	const lines, perEpoch = 200_000, 20_000
 	var b bytes.Buffer
 	x := uint64(1)
@@ -111,45 +87,28 @@ func classicLog() ([]byte, int) {
 // BenchmarkSplitClassic splits the classic log into lines, as
 // BenchmarkSplitBaseline does the mixed one.
 func BenchmarkSplitClassic(b *testing.B) {
-	data, lines := classicLog()
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	n := 0
-	for i := 0; i < b.N; i++ {
-		sc := newSegmentScanner(data)
-		for sc.Scan() {
-			s := string(sc.Bytes())
-			n += len(s) & 1
-		}
-	}
-	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
-	_ = n
+	data, lines := classicLog(b)
+	benchSplit(b, data, lines)
 }
 
 // BenchmarkParseClassic parses the classic log line by line (the fast path
 // reads all but the first two lines).
 func BenchmarkParseClassic(b *testing.B) {
-	data, lines := classicLog()
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	points := 0
-	for i := 0; i < b.N; i++ {
-		p := &Parser{}
-		sc := newSegmentScanner(data)
-		for sc.Scan() {
-			points += len(p.Line(string(sc.Bytes())))
-		}
-	}
-	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
-	b.ReportMetric(float64(points)/float64(b.N), "points/op")
+	data, lines := classicLog(b)
+	benchParse(b, false, data, lines)
+}
+
+// BenchmarkParseClassicScan is BenchmarkParseClassic without the fast path:
+// what scan alone costs.
+func BenchmarkParseClassicScan(b *testing.B) {
+	data, lines := classicLog(b)
+	benchParse(b, true, data, lines)
 }
 
 // BenchmarkAppendClassic parses the classic log out of the scanner's
 // buffer with AppendLine: no string and no slice per line.
 func BenchmarkAppendClassic(b *testing.B) {
-	data, lines := classicLog()
+	data, lines := classicLog(b)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -167,20 +126,35 @@ func BenchmarkAppendClassic(b *testing.B) {
 	b.ReportMetric(float64(points)/float64(b.N), "points/op")
 }
 
-// BenchmarkParseClassicScan is BenchmarkParseClassic without the fast path:
-// what scan alone costs.
-func BenchmarkParseClassicScan(b *testing.B) {
-	data, lines := classicLog()
+func benchSplit(b *testing.B, data []byte, lines int) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	n := 0
 	for i := 0; i < b.N; i++ {
-		p := &Parser{}
-		p.shapes.noFast = true
 		sc := newSegmentScanner(data)
 		for sc.Scan() {
-			p.Line(string(sc.Bytes()))
+			s := string(sc.Bytes())
+			n += len(s) & 1
 		}
 	}
 	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+	_ = n
+}
+
+func benchParse(b *testing.B, noFast bool, data []byte, lines int) {
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	points := 0
+	for i := 0; i < b.N; i++ {
+		p := &Parser{}
+		p.shapes.noFast = noFast
+		sc := newSegmentScanner(data)
+		for sc.Scan() {
+			points += len(p.Line(string(sc.Bytes())))
+		}
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+	b.ReportMetric(float64(points)/float64(b.N), "points/op")
 }

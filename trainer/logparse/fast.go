@@ -68,9 +68,10 @@ type template struct {
 	ok      bool // false: lines of this shape are scanned
 	li      lineInfo
 	// The number (an index into the line's slots) each field comes from,
-	// -1 when it is the same for every line of the shape.
-	absStep, n, total, epoch, epochTotal, totalSteps, stepsKey, objValue int8
-	metricSrc                                                            []int8
+	// -1 when it is the same for every line of the shape: the fixed
+	// fields (see fieldsOf), then the metrics.
+	src       [fixedFields]int8
+	metricSrc []int8
 }
 
 // shapes is a parser's learned shapes.
@@ -377,34 +378,14 @@ func (tp *template) fill(li *lineInfo, slots []slot) {
 	m := li.metrics[:0]
 	*li = tp.li
 	li.metrics = append(m, tp.li.metrics...)
-	val := func(src int8) float64 { return slots[src].v }
-	if tp.absStep >= 0 {
-		li.absStep = int64(val(tp.absStep))
-	}
-	if tp.n >= 0 {
-		li.n = int64(val(tp.n))
-	}
-	if tp.total >= 0 {
-		li.total = int64(val(tp.total))
-	}
-	if tp.epoch >= 0 {
-		li.epoch = val(tp.epoch)
-	}
-	if tp.epochTotal >= 0 {
-		li.epochTotal = int64(val(tp.epochTotal))
-	}
-	if tp.totalSteps >= 0 {
-		li.totalSteps = int64(val(tp.totalSteps))
-	}
-	if tp.stepsKey >= 0 {
-		li.stepsKey = int64(val(tp.stepsKey))
-	}
-	if tp.objValue >= 0 {
-		li.objValue = val(tp.objValue)
+	for f, src := range tp.src {
+		if src >= 0 {
+			li.setField(f, slots[src].v)
+		}
 	}
 	for i, src := range tp.metricSrc {
 		if src >= 0 {
-			li.metrics[i].value = val(src)
+			li.metrics[i].value = slots[src].v
 		}
 	}
 }
@@ -478,11 +459,7 @@ func (p *Parser) learn(li *lineInfo, s string) *template {
 	tp.li = *li
 	tp.li.metrics = append([]kv(nil), li.metrics...)
 	tp.li.label = strings.Clone(li.label)
-	tp.absStep, tp.n, tp.total, tp.epoch, tp.epochTotal, tp.totalSteps, tp.stepsKey, tp.objValue = -1, -1, -1, -1, -1, -1, -1, -1
 	tp.metricSrc = make([]int8, len(li.metrics))
-	for i := range tp.metricSrc {
-		tp.metricSrc[i] = -1
-	}
 	base := fieldsOf(&tp.li)
 	srcs := make([]int8, len(base))
 	for i := range srcs {
@@ -521,8 +498,7 @@ func (p *Parser) learn(li *lineInfo, s string) *template {
 			}
 		}
 	}
-	tp.absStep, tp.n, tp.total, tp.epoch = srcs[0], srcs[1], srcs[2], srcs[3]
-	tp.epochTotal, tp.totalSteps, tp.stepsKey, tp.objValue = srcs[4], srcs[5], srcs[6], srcs[7]
+	copy(tp.src[:], srcs)
 	copy(tp.metricSrc, srcs[fixedFields:])
 	tp.ok = true
 	return tp
@@ -539,6 +515,28 @@ func fieldsOf(li *lineInfo) []float64 {
 		f = append(f, m.value)
 	}
 	return f
+}
+
+// setField sets fixed field f (in fieldsOf's order) to v.
+func (li *lineInfo) setField(f int, v float64) {
+	switch f {
+	case 0:
+		li.absStep = int64(v)
+	case 1:
+		li.n = int64(v)
+	case 2:
+		li.total = int64(v)
+	case 3:
+		li.epoch = v
+	case 4:
+		li.epochTotal = int64(v)
+	case 5:
+		li.totalSteps = int64(v)
+	case 6:
+		li.stepsKey = int64(v)
+	case 7:
+		li.objValue = v
+	}
 }
 
 // sameStructure reports whether two lineInfos differ in numbers only.
