@@ -6,12 +6,13 @@
 # printed the same points.
 #   bench/parse.sh            # 5 pairs
 #   RUNS=9 bench/parse.sh
+#   TRAINBOT=/path/to/old/trainbot bench/parse.sh   # another build (before and after)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/trainbot" ./cmd/trainbot
+if [ -n "${TRAINBOT:-}" ]; then cp "$TRAINBOT" "$tmp/trainbot"; else go build -o "$tmp/trainbot" ./cmd/trainbot; fi
 "$PY" - "$tmp/classic.log" <<'PY'
 import random, sys
 random.seed(1)
