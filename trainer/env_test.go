@@ -25,7 +25,9 @@ func TestRunEnvironmentHasNoSecrets(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	t.Setenv("KEEP_ME", "kept")
-	j := job("env", []string{"/bin/sh", "-c", "env; echo printed; exec sleep 60"})
+	// "print""ed": the log's first note quotes the command, and the test
+	// must wait for the child's own line, not for the note.
+	j := job("env", []string{"/bin/sh", "-c", `env; echo "print""ed"; exec sleep 60`})
 	j.Env = map[string]string{"WECOM_KEY": "declared-by-the-job"}
 	h := newHarnessWith(t, t.TempDir(), trainer.Options{SecretEnv: []string{"FEISHU_SECRET", "WECOM_KEY"}}, j)
 	r := h.start("env", nil)
