@@ -25,18 +25,19 @@ func main() {
 	data := flag.String("data", "", "trainbot data directory to fill")
 	runs := flag.Int("runs", 1, "runs to record")
 	steps := flag.Int64("steps", 10_000_000, "steps of each run")
+	diverge := flag.Float64("diverge", 0, "when in (0, 1): the last run's loss is NaN from this fraction of its steps on (a diverged run that went on printing)")
 	flag.Parse()
 	if *data == "" || *runs < 1 || *steps < 1 {
 		fmt.Fprintln(os.Stderr, "usage: histgen -data DIR [-runs N] [-steps S]")
 		os.Exit(2)
 	}
-	if err := fill(*data, *runs, *steps); err != nil {
+	if err := fill(*data, *runs, *steps, *diverge); err != nil {
 		fmt.Fprintln(os.Stderr, "histgen:", err)
 		os.Exit(1)
 	}
 }
 
-func fill(dir string, runs int, steps int64) error {
+func fill(dir string, runs int, steps int64, diverge float64) error {
 	ctx := context.Background()
 	st, err := store.Open(dir, store.Options{FlushEvery: time.Hour})
 	if err != nil {
@@ -59,6 +60,9 @@ func fill(dir string, runs int, steps int64) error {
 		seed := int64(i) * 7919
 		historytest.AddThinned(st, r, "loss", steps, 1, func(s int64) float64 {
 			if s == steps/3 || s == 2*steps/3 { // two NaN markers
+				return math.NaN()
+			}
+			if i == runs-1 && diverge > 0 && s >= int64(diverge*float64(steps)) {
 				return math.NaN()
 			}
 			return historytest.NoisyLoss(s+seed, steps)

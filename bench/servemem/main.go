@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,8 +50,14 @@ func measure(bin, data string, runs int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// A copy of the history: serve writes to it (the chat's update offset,
+	// pruning), and each measurement starts from the same one.
+	work := filepath.Join(dir, "data")
+	if err := copyDB(data, work); err != nil {
+		return err
+	}
 	cfg := filepath.Join(dir, "trainbot.toml")
-	text := fmt.Sprintf("data_dir = %q\n[telegram]\napi_endpoint = %q\npoll_timeout = \"1s\"\n[auth]\noperators = [111]\n", data, fake.URL)
+	text := fmt.Sprintf("data_dir = %q\n[telegram]\napi_endpoint = %q\npoll_timeout = \"1s\"\n[auth]\noperators = [111]\n", work, fake.URL)
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		return err
 	}
@@ -108,6 +115,27 @@ func measure(bin, data string, runs int) error {
 	kb, _ := strconv.Atoi(strings.Fields(hwm + " 0")[0])
 	fmt.Printf("peak RSS %.1f MB\n", float64(kb)/1024)
 	return nil
+}
+
+// copyDB copies the database of a data directory into a new one.
+func copyDB(from, to string) error {
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		return err
+	}
+	src, err := os.Open(filepath.Join(from, "trainbot.db"))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.Create(filepath.Join(to, "trainbot.db"))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
 }
 
 // status returns a field of /proc/PID/status ("123456 kB").

@@ -1,6 +1,7 @@
 package historytest
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -27,7 +28,9 @@ func NoisyLoss(step, steps int64) float64 {
 // (trainer.BucketWidth), and every NaN (value returns NaN there). The
 // store's thinning keeps the same points (the widths nest), so a run of
 // 10⁷ steps is recorded in seconds, as thinning would leave it, without
-// printing 10⁷ lines. Points are queued; Flush the store to write them.
+// printing 10⁷ lines. It waits for the store to write every 100,000
+// points queued (a diverged run's NaN are all kept); Flush the store to
+// write the last ones.
 func AddThinned(st *store.Store, r *trainer.Run, name string, steps, every int64, value func(step int64) float64) {
 	n := steps / every
 	if n < 1 {
@@ -43,11 +46,17 @@ func AddThinned(st *store.Store, r *trainer.Run, name string, steps, every int64
 		v    float64
 	}
 	var batch []trainer.TimedPoint
+	queued := 0
 	add := func(h held) {
 		batch = append(batch, trainer.TimedPoint{Point: logparse.Point{Step: h.step, Epoch: math.NaN(), Name: name, Value: h.v}, At: at(h.step)})
 		if len(batch) >= 4096 {
 			st.AddPoints(r.ID, batch)
+			queued += len(batch)
 			batch = nil
+		}
+		if queued >= 100_000 {
+			st.Flush(context.Background())
+			queued = 0
 		}
 	}
 	open := false
