@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"unicode"
@@ -99,8 +100,7 @@ func loadFonts(path string) (*fonts, error) {
 // collection. The file is mapped, not read (mapFile): a CJK font is 17 to
 // 20 MB, and reading it was 40% of `trainbot plot`'s time and as much of
 // serve's memory, where a chart touches only the few pages of its glyphs.
-// The mapping is kept for the life of the process when a face of it is
-// returned.
+// The mapping is released once the face returned is unreachable.
 func openCJK(path string) (*sfnt.Font, string, error) {
 	data, unmap, err := mapFile(path)
 	if err != nil {
@@ -114,6 +114,8 @@ func openCJK(path string) (*sfnt.Font, string, error) {
 	if name == "" {
 		name = filepath.Base(path)
 	}
+	// The face reads the mapping until it is unreachable.
+	runtime.AddCleanup(face, func(unmap func()) { unmap() }, unmap)
 	return face, name, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -628,5 +629,31 @@ func TestLossChartKind(t *testing.T) {
 		if got := pt.lossKind(c.chart); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.chart.Series, got, c.want)
 		}
+	}
+}
+
+// TestMappedFontOutlivesCollections draws Chinese with a painter whose CJK
+// font file is mapped, after collections that released the mappings of
+// painters no longer used: each painter's mapping lives as long as it.
+func TestMappedFontOutlivesCollections(t *testing.T) {
+	if _, err := os.Stat(wqyZenHei); err != nil {
+		t.Skipf("no %s (apt install fonts-wqy-zenhei): %v", wqyZenHei, err)
+	}
+	chart := LossChart{Title: "验证损失 · 训练", Smoothing: 0.6, Series: []Series{{Name: "损失", Points: noisyLoss(500, 1, 0.05)}}}
+	first, err := painter(t, wqyZenHei).Loss(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := painter(t, wqyZenHei)
+	for range 3 {
+		painter(t, wqyZenHei) // dropped at once
+		runtime.GC()
+	}
+	again, err := p.Loss(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, again) {
+		t.Error("the same chart drawn after collections differs")
 	}
 }
