@@ -25,12 +25,12 @@ func NoisyLoss(step, steps int64) float64 {
 // metric printed at every every-th step from every to steps (steps/every
 // points, read at even intervals over the run): the first, lowest,
 // highest and last point of each bucket of the final width
-// (trainer.BucketWidth), and every NaN (value returns NaN there). The
+// (trainer.BucketWidth), and the first and last NaN, +Inf and -Inf (value
+// returns them there). The
 // store's thinning keeps the same points (the widths nest), so a run of
 // 10⁷ steps is recorded in seconds, as thinning would leave it, without
 // printing 10⁷ lines. It waits for the store to write every 100,000
-// points queued (a diverged run's NaN are all kept); Flush the store to
-// write the last ones.
+// points queued; Flush the store to write the last ones.
 func AddThinned(st *store.Store, r *trainer.Run, name string, steps, every int64, value func(step int64) float64) {
 	n := steps / every
 	if n < 1 {
@@ -86,11 +86,35 @@ func AddThinned(st *store.Store, r *trainer.Run, name string, steps, every int64
 			add(p)
 		}
 	}
+	// The non-finite points of each kind: the open bucket, its last point.
+	var nf [3]struct {
+		open, held bool
+		bucket     int64
+		last       held
+	}
+	kind := func(v float64) int {
+		switch {
+		case math.IsNaN(v):
+			return 0
+		case v > 0:
+			return 1
+		}
+		return 2
+	}
 	for i := int64(1); i <= n; i++ {
 		step := i * every
 		h := held{step, value(step)}
 		if math.IsNaN(h.v) || math.IsInf(h.v, 0) {
-			add(h)
+			k := &nf[kind(h.v)]
+			if b := step / width; !k.open || b != k.bucket {
+				if k.held {
+					add(k.last)
+				}
+				k.open, k.held, k.bucket = true, false, b
+				add(h)
+				continue
+			}
+			k.last, k.held = h, true
 			continue
 		}
 		if b := step / width; !open || b != bucket {
@@ -108,6 +132,11 @@ func AddThinned(st *store.Store, r *trainer.Run, name string, steps, every int64
 		last = h
 	}
 	release()
+	for _, k := range nf {
+		if k.held {
+			add(k.last)
+		}
+	}
 	if len(batch) > 0 {
 		st.AddPoints(r.ID, batch)
 	}

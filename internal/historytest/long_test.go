@@ -18,10 +18,12 @@ func TestAddThinnedKeepsWhatThinningKeeps(t *testing.T) {
 	ctx := context.Background()
 	value := func(s int64) float64 {
 		switch {
-		case s == 12_345 || s == 20_000:
-			return math.NaN()
-		case s == 7_777:
+		case s == 12_345 || s == 20_000 || s > 28_000 && s%3 != 0:
+			return math.NaN() // two, then a flood
+		case s == 7_777 || s > 28_000 && s%9 == 0:
 			return math.Inf(1)
+		case s > 28_000:
+			return math.Inf(-1)
 		case s > 25_000 && s < 25_100:
 			return 0.5 // ties: the first is the minimum, the last the maximum
 		}
