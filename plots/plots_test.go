@@ -8,9 +8,11 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -500,13 +502,43 @@ func TestAlignedFace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := sfnt.Parse(fixed)
+	f, err := sfnt.ParseReaderAt(fixed)
 	if err != nil {
 		t.Fatalf("aligned font: %v", err)
 	}
 	var buf sfnt.Buffer
 	if !covers(f, &buf, "Loss 0.25") {
 		t.Error("aligned font lost glyphs")
+	}
+	// The whole view, read in odd-sized pieces, is a font file too, whose
+	// tables hold the original bytes.
+	whole, err := io.ReadAll(io.NewSectionReader(fixed, 0, fixed.size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pieces []byte
+	piece := make([]byte, 7)
+	for off := int64(0); off < fixed.size; off += int64(len(piece)) {
+		k, err := fixed.ReadAt(piece, off)
+		if err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		pieces = append(pieces, piece[:k]...)
+	}
+	if !bytes.Equal(whole, pieces) {
+		t.Error("reads in pieces differ from one read")
+	}
+	if _, err := sfnt.Parse(whole); err != nil {
+		t.Fatalf("aligned font read whole: %v", err)
+	}
+	for i := range n {
+		rec := whole[12+16*i:]
+		o, l := binary.BigEndian.Uint32(rec[8:]), binary.BigEndian.Uint32(rec[12:])
+		orig := ttf[12+16*i:]
+		oo := binary.BigEndian.Uint32(orig[8:])
+		if o%4 != 0 || !bytes.Equal(whole[o:o+l], ttf[oo:oo+l]) {
+			t.Errorf("table %d: at %d, bytes differ from the original's or misaligned", i, o)
+		}
 	}
 	if _, err := alignedFace(data[:20], 0); err == nil {
 		t.Error("truncated file: want an error")
@@ -597,5 +629,31 @@ func TestLossChartKind(t *testing.T) {
 		if got := pt.lossKind(c.chart); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.chart.Series, got, c.want)
 		}
+	}
+}
+
+// TestMappedFontOutlivesCollections draws Chinese with a painter whose CJK
+// font file is mapped, after collections that released the mappings of
+// painters no longer used: each painter's mapping lives as long as it.
+func TestMappedFontOutlivesCollections(t *testing.T) {
+	if _, err := os.Stat(wqyZenHei); err != nil {
+		t.Skipf("no %s (apt install fonts-wqy-zenhei): %v", wqyZenHei, err)
+	}
+	chart := LossChart{Title: "验证损失 · 训练", Smoothing: 0.6, Series: []Series{{Name: "损失", Points: noisyLoss(500, 1, 0.05)}}}
+	first, err := painter(t, wqyZenHei).Loss(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := painter(t, wqyZenHei)
+	for range 3 {
+		painter(t, wqyZenHei) // dropped at once
+		runtime.GC()
+	}
+	again, err := p.Loss(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, again) {
+		t.Error("the same chart drawn after collections differs")
 	}
 }

@@ -261,9 +261,10 @@ type pendingThin struct {
 
 // ThinPoints queues the thinning of a metric's stored points to buckets of
 // width steps (trainer.Recorder): of each bucket only the first, minimum,
-// maximum and last finite points stay; NULL (NaN) and ±Inf values always
-// stay. It runs once the points queued before it are written. A thinning
-// of the same metric that is still queued is merged into this one.
+// maximum and last finite points stay, and the first and last NULL (NaN),
+// +Inf and -Inf values. It runs once the points queued before it are
+// written. A thinning of the same metric that is still queued is merged
+// into this one.
 func (s *Store) ThinPoints(runID int64, name string, width int64) {
 	if width <= 1 {
 		width = 1
@@ -282,7 +283,8 @@ func (s *Store) ThinPoints(runID int64, name string, width int64) {
 // thinPoints deletes, in one statement, every finite point of a metric that
 // is not the first or the last (by step, seq) or the minimum or the maximum
 // (by value, then step, seq: the first of equal minima, the last of equal
-// maxima) of its bucket floor(step/width).
+// maxima) of its bucket floor(step/width), and every NaN, +Inf or -Inf
+// point that is not the first or the last of its kind in its bucket.
 func (s *Store) thinPoints(th pendingThin) error {
 	ctx := context.Background()
 	id, err := s.nameID(ctx, th.name)
@@ -294,8 +296,9 @@ func (s *Store) thinPoints(th pendingThin) error {
 }
 
 // thinMetrics ranks each bucket's finite points twice, by step and by value
-// (two window orders: each costs a sort, so there are no more); NULL is
-// NaN, and 9e999 is +Inf to SQLite.
+// (two window orders: each costs a sort, so there are no more), and its
+// non-finite ones by kind and step (nonFiniteToThin); NULL is NaN, and
+// 9e999 is +Inf to SQLite.
 const thinMetrics = `DELETE FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND (step, seq) IN (
 	SELECT step, seq FROM (
 		SELECT step, seq, row_number() OVER s AS f, count(*) OVER (s ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n,
@@ -303,7 +306,19 @@ const thinMetrics = `DELETE FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND 
 		FROM (SELECT step, seq, value, CASE WHEN step >= 0 THEN step / ?3 ELSE (step + 1) / ?3 - 1 END AS b
 			FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND value IS NOT NULL AND abs(value) < 9e999)
 		WINDOW s AS (PARTITION BY b ORDER BY step, seq), v AS (PARTITION BY b ORDER BY value, step, seq))
-	WHERE f > 1 AND f < n AND r > 1 AND r < n)`
+	WHERE f > 1 AND f < n AND r > 1 AND r < n
+	UNION ALL ` + nonFiniteToThin + `)`
+
+// nonFiniteToThin selects the NaN and ±Inf points of a metric (?1 the run,
+// ?2 the name) that are not the first or the last (by step, seq) of their
+// kind (NaN, +Inf, -Inf) in their bucket of width ?3.
+const nonFiniteToThin = `SELECT step, seq FROM (
+		SELECT step, seq, row_number() OVER k AS f, count(*) OVER (k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n
+		FROM (SELECT step, seq, CASE WHEN value IS NULL THEN 0 WHEN value > 0 THEN 1 ELSE 2 END AS kind,
+				CASE WHEN step >= 0 THEN step / ?3 ELSE (step + 1) / ?3 - 1 END AS b
+			FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND (value IS NULL OR abs(value) >= 9e999))
+		WINDOW k AS (PARTITION BY b, kind ORDER BY step, seq))
+	WHERE f > 1 AND f < n`
 
 func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 	ctx := context.Background()

@@ -112,6 +112,11 @@ type Options struct {
 	// pass 30 s after Open.
 	KeepSamples, KeepAudit time.Duration
 	PruneEvery             time.Duration
+	// ThinEarlierRuns thins, once per database and in the background, the
+	// NaN and ±Inf points that runs recorded by earlier versions stored
+	// one per step (thinOldNonFinite). For the long-lived bot: a short
+	// command would pay for the pass and interrupt it.
+	ThinEarlierRuns bool
 }
 
 // Open opens (creating if needed) the database in dir, migrates it and
@@ -174,6 +179,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		go s.pruner(ctx, min(30*time.Second, opts.PruneEvery), opts.PruneEvery)
 	}
 	s.wg.Go(func() { h.watch(ctx, opts.CheckEvery) })
+	if _, done, err := s.Get(ctx, nonFiniteThinnedKey); err == nil && !done && opts.ThinEarlierRuns {
+		s.wg.Go(func() { s.thinOldNonFinite(ctx) })
+	}
 	return s, nil
 }
 

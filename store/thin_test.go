@@ -37,7 +37,8 @@ type keyed struct {
 
 // thinned is what thinning pts (in insertion order) to width keeps: per
 // bucket, the first and last by (step, seq), the first minimum and the
-// last maximum by (value, step, seq); every NaN and ±Inf.
+// last maximum by (value, step, seq); the first and last NaN, +Inf and
+// -Inf by (step, seq).
 func thinned(pts []logparse.Point, width int64) []keyed {
 	var all []keyed
 	for i, p := range pts {
@@ -49,11 +50,25 @@ func thinned(pts []logparse.Point, width int64) []keyed {
 	for i := 0; i < len(all); {
 		j := i
 		var fin []keyed
+		var nonFin [3][]keyed // NaN, +Inf, -Inf
 		for ; j < len(all) && all[j].step/width == all[i].step/width; j++ {
-			if v := all[j].v; math.IsNaN(v) || math.IsInf(v, 0) {
-				out = append(out, all[j])
-			} else {
+			switch v := all[j].v; {
+			case math.IsNaN(v):
+				nonFin[0] = append(nonFin[0], all[j])
+			case math.IsInf(v, 1):
+				nonFin[1] = append(nonFin[1], all[j])
+			case math.IsInf(v, -1):
+				nonFin[2] = append(nonFin[2], all[j])
+			default:
 				fin = append(fin, all[j])
+			}
+		}
+		for _, ks := range nonFin {
+			if len(ks) > 0 {
+				out = append(out, ks[0])
+			}
+			if len(ks) > 1 {
+				out = append(out, ks[len(ks)-1])
 			}
 		}
 		i = j
@@ -151,6 +166,50 @@ func TestThinPoints(t *testing.T) {
 	}
 	if again := stored(t, s, run, "loss"); !sameKeyed(again, got) {
 		t.Errorf("thinning twice: %d points, then %d", len(got), len(again))
+	}
+}
+
+// TestThinPointsNaNFlood thins a metric that went NaN and stayed there
+// (with some ±Inf, same steps again and a step counter that went back):
+// the first and last of each kind per bucket stay.
+func TestThinPointsNaNFlood(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	run := newRun(t, s)
+	var pts []logparse.Point
+	for i := range int64(3000) {
+		v := noise(i)
+		switch {
+		case i >= 1000 && i%7 == 0:
+			v = math.Inf(1)
+		case i >= 1000 && i%11 == 0:
+			v = math.Inf(-1)
+		case i >= 1000:
+			v = math.NaN()
+		}
+		pts = append(pts, logparse.Point{Step: i, Epoch: math.NaN(), Name: "loss", Value: v})
+		if i%5 == 0 {
+			pts = append(pts, logparse.Point{Step: i, Epoch: math.NaN(), Name: "loss", Value: math.NaN()})
+			pts = append(pts, logparse.Point{Step: i / 3, Epoch: math.NaN(), Name: "loss", Value: math.NaN()})
+		}
+	}
+	s.AddPoints(run, timed(time.Now(), pts...))
+	s.ThinPoints(run, "loss", 100)
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, want := stored(t, s, run, "loss"), thinned(pts, 100)
+	if !sameKeyed(got, want) {
+		t.Fatalf("kept %d points, want %d; first differences: %v", len(got), len(want), firstDiff(got, want))
+	}
+	nonFin := 0
+	for _, k := range got {
+		if math.IsNaN(k.v) || math.IsInf(k.v, 0) {
+			nonFin++
+		}
+	}
+	if nonFin > 30*6 {
+		t.Errorf("kept %d NaN/Inf points, want at most 6 in each of 30 buckets", nonFin)
 	}
 }
 

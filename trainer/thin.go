@@ -20,7 +20,12 @@ import (
 // maximum and the last point are stored. So a metric stores at most about
 // 4×MaxBuckets points however many it printed (ThinBudget when its step
 // counter goes back), and a chart of them has the exact envelope of every
-// bucket. NaN and ±Inf points are always stored, and not counted.
+// bucket. Of the NaN, +Inf and -Inf points of a bucket, the first and the
+// last of each kind are stored (counted apart, against ThinBudget): a chart
+// marks every pixel column that had one (a bucket is narrower than a
+// column, so it spans at most two, and its first and last mark both), and
+// a run that diverged and went on printing NaN stores at most 6 of them
+// per bucket, not one per step.
 //
 // The decision depends only on the sequence of points (never on a clock):
 // the same points give the same points to store, whatever the batches they
@@ -96,6 +101,29 @@ type thinSeries struct {
 	// The open bucket's first point (passed on) and its candidates: the
 	// minimum, the maximum and the last point (by step) so far.
 	first, min, max, last heldPoint
+	// The non-finite points, by kind (nonFinite): the open bucket of each
+	// kind, its first point's step (passed on) and its last point, held.
+	nf       [3]nonFiniteBucket
+	nfStored int // an upper bound on the non-finite points stored
+}
+
+// nonFiniteBucket is the open bucket of one kind of non-finite point.
+type nonFiniteBucket struct {
+	open, held bool
+	bucket     int64
+	firstStep  int64
+	last       TimedPoint
+}
+
+// nonFinite is the kind of a non-finite value: 0 NaN, 1 +Inf, 2 -Inf.
+func nonFinite(v float64) int {
+	switch {
+	case math.IsNaN(v):
+		return 0
+	case v > 0:
+		return 1
+	}
+	return 2
 }
 
 // heldPoint is a point of the open bucket and its arrival index in it.
@@ -148,7 +176,13 @@ func (t *thinner) flush() []TimedPoint {
 	names := slices.Sorted(maps.Keys(t.metrics))
 	var out []TimedPoint
 	for _, n := range names {
-		out = t.metrics[n].release(out)
+		s := t.metrics[n]
+		start := len(out)
+		out = s.release(out)
+		for k := range s.nf {
+			out = s.releaseNonFinite(out, k)
+		}
+		slices.SortStableFunc(out[start:], func(a, b TimedPoint) int { return cmp.Compare(a.Step, b.Step) })
 	}
 	return out
 }
@@ -160,9 +194,14 @@ func (s *thinSeries) add(out []TimedPoint, p TimedPoint) (_ []TimedPoint, mustTh
 		s.width, mustThin = BucketWidth(s.hi-s.lo, MaxBuckets), true
 		s.bucket = bucketOf(s.first.Step, s.width) // the open bucket is inside this one
 		s.stored = min(s.stored, 4*s.buckets())
+		for k := range s.nf {
+			s.nf[k].bucket = bucketOf(s.nf[k].firstStep, s.width)
+		}
+		s.nfStored = min(s.nfStored, 2*len(s.nf)*s.buckets())
 	}
 	if !finite(p.Value) {
-		return append(out, p), mustThin
+		out, mustThin = s.addNonFinite(out, p, mustThin)
+		return out, mustThin
 	}
 	b := bucketOf(p.Step, s.width)
 	switch {
@@ -194,6 +233,43 @@ func (s *thinSeries) add(out []TimedPoint, p TimedPoint) (_ []TimedPoint, mustTh
 		s.stored = 4 * s.buckets()
 	}
 	return out, mustThin
+}
+
+// addNonFinite takes a NaN or ±Inf point: the first of its kind in its
+// bucket is passed on at once, the last is held until a later bucket of
+// its kind begins (or the run ends); one of a closed bucket (the step
+// counter went back) is passed on, for the store's thinning.
+func (s *thinSeries) addNonFinite(out []TimedPoint, p TimedPoint, mustThin bool) ([]TimedPoint, bool) {
+	k := nonFinite(p.Value)
+	nf := &s.nf[k]
+	b := bucketOf(p.Step, s.width)
+	switch {
+	case !nf.open || b > nf.bucket:
+		out = s.releaseNonFinite(out, k)
+		nf.open, nf.bucket, nf.firstStep = true, b, p.Step
+		out = append(out, p)
+		s.nfStored++
+	case b == nf.bucket && p.Step >= nf.firstStep && (!nf.held || p.Step >= nf.last.Step):
+		nf.last, nf.held = p, true
+	default:
+		out = append(out, p)
+		s.nfStored++
+	}
+	if s.nfStored > ThinBudget {
+		mustThin = true
+		s.nfStored = 2 * len(s.nf) * s.buckets()
+	}
+	return out, mustThin
+}
+
+// releaseNonFinite appends the held last point of kind k, if any.
+func (s *thinSeries) releaseNonFinite(out []TimedPoint, k int) []TimedPoint {
+	if nf := &s.nf[k]; nf.held {
+		out = append(out, nf.last)
+		nf.held = false
+		s.nfStored++
+	}
+	return out
 }
 
 // buckets is how many buckets the range spans.

@@ -87,9 +87,35 @@ func (f *fakeStore) thin(name string, width int64) {
 	for _, g := range buckets {
 		keep[g.first], keep[g.last], keep[g.lo], keep[g.hi] = true, true, true, true
 	}
+	// Non-finite points: the first and the last of each kind per bucket.
+	type kindBucket struct {
+		b    int64
+		kind int
+	}
+	ends := map[kindBucket]*agg{}
+	for i, p := range f.pts {
+		if p.Name != name || finite(p.Value) {
+			continue
+		}
+		k := kindBucket{bucketOf(p.Step, width), nonFinite(p.Value)}
+		g := ends[k]
+		if g == nil {
+			ends[k] = &agg{first: i, last: i}
+			continue
+		}
+		if byStep(p, f.pts[g.first]) < 0 {
+			g.first = i
+		}
+		if byStep(p, f.pts[g.last]) > 0 {
+			g.last = i
+		}
+	}
+	for _, g := range ends {
+		keep[g.first], keep[g.last] = true, true
+	}
 	kept := f.pts[:0]
 	for i, p := range f.pts {
-		if p.Name != name || !finite(p.Value) || keep[i] {
+		if p.Name != name || keep[i] {
 			kept = append(kept, p)
 		}
 	}
@@ -301,6 +327,55 @@ func TestThinnerKeepsNaNAndInf(t *testing.T) {
 	if !slices.Equal(got, special) {
 		t.Fatalf("kept %d NaN/Inf points, want all %d", len(got), len(special))
 	}
+}
+
+// TestThinnerBoundsANaNFlood: a run that diverged and printed NaN (and
+// some Inf) at every step for 10⁶ steps stores the first and last of each
+// kind per bucket, and every bucket that had one still has one.
+func TestThinnerBoundsANaNFlood(t *testing.T) {
+	var th thinner
+	var f fakeStore
+	at := time.Unix(1000, 0)
+	const steps = 1_000_000
+	had := map[[2]int64]bool{} // bucket of the final width, kind
+	for i := int64(1); i <= steps; i++ {
+		v := NoisyLoss(i)
+		switch {
+		case i > steps/10 && i%1000 == 7:
+			v = math.Inf(1)
+		case i > steps/10:
+			v = math.NaN()
+		}
+		out, thin := th.keep(at, []logparse.Point{loss(i, v)})
+		f.add(out)
+		for _, n := range thin {
+			f.thin(n, th.width(n))
+		}
+	}
+	f.add(th.flush())
+	width := th.width("loss")
+	for i := int64(steps/10 + 1); i <= steps; i++ {
+		kind := int64(0)
+		if i%1000 == 7 {
+			kind = 1
+		}
+		had[[2]int64{bucketOf(i, width), kind}] = true
+	}
+	got := map[[2]int64]bool{}
+	nonFin := 0
+	for _, p := range f.series("loss") {
+		if !finite(p.Value) {
+			nonFin++
+			got[[2]int64{bucketOf(p.Step, width), int64(nonFinite(p.Value))}] = true
+		}
+	}
+	if len(got) != len(had) {
+		t.Errorf("%d buckets and kinds have a stored NaN/Inf, want the %d that had one", len(got), len(had))
+	}
+	if max := 2 * len(had); nonFin > max {
+		t.Errorf("stored %d NaN/Inf points, want at most %d (width %d)", nonFin, max, width)
+	}
+	t.Logf("width %d: %d NaN/Inf points stored of %d printed", width, nonFin, steps-steps/10)
 }
 
 func TestThinnerBoundsAStepCounterThatGoesBack(t *testing.T) {
