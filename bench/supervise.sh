@@ -10,7 +10,9 @@
 # "ratio" is what supervision costs the training (1.00 = nothing). "wall"
 # compares exec-to-exit of the redirected child with 开始-to-exit of the
 # supervised one, which adds the one-off start of the run's supervisor
-# ("start ms"). Medians over COUNT benchmark runs of ITER pairs each.
+# ("start ms"). "bot cpu ms" is the CPU time trainbot spent on the run
+# (reading, parsing, storing; at nice 10), until it had recorded all of it.
+# Medians over COUNT benchmark runs of ITER pairs each.
 #   bench/supervise.sh
 #   COUNT=5 ITER=3 bench/supervise.sh
 set -euo pipefail
@@ -31,11 +33,11 @@ echo "$out" | awk '
 		k = ($1 ~ /Burst/) ? "burst" : "steady"
 		n = cnt[k]++
 		of[k, n] = metric("own-file-ms/op"); os[k, n] = metric("own-supervised-ms/op"); r[k, n] = metric("ratio/op")
-		wr[k, n] = metric("wall-ratio/op"); st[k, n] = metric("start-ms/op")
+		wr[k, n] = metric("wall-ratio/op"); st[k, n] = metric("start-ms/op"); bc[k, n] = metric("bot-cpu-ms/op")
 	}
 	function med(arr, k,   i, a) { for (i = 0; i < cnt[k]; i++) a[i] = arr[k, i]; return median(a, cnt[k]) }
 	END {
-		printf "\n%-7s %12s %18s %8s %11s %9s\n", "child", "to a file ms", "under trainbot ms", "ratio", "wall ratio", "start ms"
-		for (k in cnt) printf "%-7s %12.0f %18.0f %8.3f %11.3f %9.0f\n", k, med(of, k), med(os, k), med(r, k), med(wr, k), med(st, k)
+		printf "\n%-7s %12s %18s %8s %11s %9s %11s\n", "child", "to a file ms", "under trainbot ms", "ratio", "wall ratio", "start ms", "bot cpu ms"
+		for (k in cnt) printf "%-7s %12.0f %18.0f %8.3f %11.3f %9.0f %11.0f\n", k, med(of, k), med(os, k), med(r, k), med(wr, k), med(st, k), med(bc, k)
 		printf "(medians of %d runs; the ratios are geometric means of the pairs in each run)\n", cnt["burst"]
 	}'

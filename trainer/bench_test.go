@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func BenchmarkSupervisionOverhead(b *testing.B) {
 	for _, name := range []string{"Burst", "Steady"} {
 		b.Run(name, func(b *testing.B) {
 			work := overheadWork[name]
-			var ownFile, ownSup, wallFile, wallSup, start time.Duration
+			var ownFile, ownSup, wallFile, wallSup, start, botCPU time.Duration
 			logRatio, logWall := 0.0, 0.0
 			for i := 0; i < b.N; i++ {
 				dir := b.TempDir()
@@ -60,6 +61,7 @@ func BenchmarkSupervisionOverhead(b *testing.B) {
 				of := readRuntime(b, own)
 
 				h := newBenchHarnessJob(b, filepath.Join(dir, "data"), job("c", argv))
+				cpu0 := selfCPU()
 				r, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "c"})
 				if err != nil {
 					b.Fatal(err)
@@ -68,6 +70,7 @@ func BenchmarkSupervisionOverhead(b *testing.B) {
 					b.Fatal(err)
 				}
 				got, _ := h.st.Run(context.Background(), r.ID)
+				botCPU += selfCPU() - cpu0
 				h.close()
 				if got.Outcome != trainer.OutcomeFinished || got.Steps != 1000000 {
 					b.Fatalf("got %s with %d steps", got.Outcome, got.Steps)
@@ -86,8 +89,16 @@ func BenchmarkSupervisionOverhead(b *testing.B) {
 			b.ReportMetric(float64(wallSup.Milliseconds())/n, "wall-supervised-ms/op")
 			b.ReportMetric(math.Exp(logWall/n), "wall-ratio/op")
 			b.ReportMetric(float64(start.Milliseconds())/n, "start-ms/op")
+			b.ReportMetric(float64(botCPU.Milliseconds())/n, "bot-cpu-ms/op")
 		})
 	}
+}
+
+// selfCPU is the CPU time this process (the bot) has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // readRuntime reads the runtime a cpuprint child wrote.
