@@ -466,7 +466,7 @@ func TestScheduledReportIsAMessageWithCharts(t *testing.T) {
 	charts := func(context.Context, *trainer.Run) []chat.Image {
 		return []chat.Image{{Name: "loss.png", PNG: chart, Caption: "run #1 loss"}}
 	}
-	s.notifier.Push(notify.ReportReply(context.Background(), s.sup, s.st, charts, "morning", time.Now()))
+	s.notifier.PushIn(notify.ReportReply(context.Background(), s.sup, s.st, charts, "morning", time.Now()))
 	report := awaitMessage(t, fake, operator, "⏰ morning report")
 	if report.ID == prog.ID {
 		t.Error("the report replaced the live progress message")

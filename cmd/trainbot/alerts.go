@@ -14,6 +14,7 @@ import (
 	"github.com/trainbot/trainbot/bot/push"
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -106,13 +107,13 @@ func startSchedules(entries []scheduleEntry, sup *trainer.Supervisor, st *store.
 		switch e.Action {
 		case config.ActionReport:
 			job = func(ctx context.Context) {
-				n.Push(notify.ReportReply(ctx, sup, st, charts, e.Name, time.Now()))
+				n.PushIn(notify.ReportReply(ctx, sup, st, charts, e.Name, time.Now()))
 			}
 		case config.ActionStart:
 			job = func(ctx context.Context) {
-				if r, refused := command.ScheduledStart(ctx, sup, e.Name, e.Job, e.Params, time.Now()); refused {
-					log.Warn("scheduled start refused", "schedule", e.Name, "reason", r.Text)
-					n.Push(r)
+				if words, refused := command.ScheduledStart(ctx, sup, e.Name, e.Job, e.Params, time.Now()); refused {
+					log.Warn("scheduled start refused", "schedule", e.Name, "reason", words(i18n.En).Text)
+					n.PushIn(words)
 				}
 			}
 		}

@@ -168,7 +168,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	charts := &render.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
 	alerts := web.NewAlerts(chat.AlertKinds)
 	notifier := notify.New(notify.Options{Post: pipeline.Post, Always: always, Subscriptions: st, Channels: pushed.channels,
-		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, OnAlert: alerts.Inc, PageURL: pageURL, Logger: logger})
+		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, OnAlert: alerts.Inc, PageURL: pageURL, Languages: o.bc.langs, Logger: logger})
 	notifier.Start()
 	life.opened("post the queued notices", within(15*time.Second, notifier.Close))
 	health.attach(notifier.Push)
@@ -218,7 +218,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	if interval := time.Duration(cfg.Telegram.ProgressInterval); interval > 0 {
 		progress := notify.NewProgressPublisher(notify.ProgressOptions{Trainer: sup, Post: pipeline.Post, Subscriptions: st,
-			InPlace: func(t string) bool { return inPlace[t] }, Interval: interval, Memory: lastMemory(st, logger), PageURL: pageURL, Logger: logger})
+			InPlace: func(t string) bool { return inPlace[t] }, Interval: interval, Memory: lastMemory(st, logger), PageURL: pageURL, Languages: o.bc.langs, Logger: logger})
 		sup.Subscribe(progress.OnEvent)
 		progress.Start()
 		life.opened("post the final progress", within(15*time.Second, progress.Close))
@@ -230,7 +230,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 
 	router := &command.Router{Trainer: sup, History: st, Logger: logger, Location: cfg.Location(), WatchDirs: cfg.Watch.Dirs, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
-		Access: access, ConfirmStop: confirmStop, HostAvailable: hostAvailable, PageURL: pageURL}
+		Access: access, ConfirmStop: confirmStop, HostAvailable: hostAvailable, PageURL: pageURL, Languages: o.bc.langs}
 	startSched := func(entries []scheduleEntry) (*schedule.Scheduler, error) {
 		return startSchedules(entries, sup, st, notifier, chartsHook(charts, logger), logger)
 	}

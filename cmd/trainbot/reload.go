@@ -90,6 +90,9 @@ func (r *reloader) reload(ctx context.Context) (string, error) {
 	if cfg.Telegram.Token != r.cur.Telegram.Token || cfg.HTTP != r.cur.HTTP || cfg.GPU != r.cur.GPU {
 		notes = append(notes, "[telegram], [http] and [gpu] changes take effect when trainbot restarts")
 	}
+	if was, _ := languagesFromConfig(r.cur); !reflect.DeepEqual(was, bc.langs) {
+		notes = append(notes, "the chats' language changes when trainbot restarts")
+	}
 	r.cur = cfg
 	summary := fmt.Sprintf("%d job(s), %d operator(s), %d viewer(s), %d schedule(s), %d alert rule(s) for every job",
 		len(bc.jobs), len(cfg.Auth.Operators), len(cfg.Auth.Viewers), len(bc.schedules), len(bc.alerts))
