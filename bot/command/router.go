@@ -729,9 +729,9 @@ func (r *Router) pickRun(ctx context.Context, l i18n.Lang, id int64) (*trainer.R
 	return run, ""
 }
 
-// charts returns the chart maker, or nil when the history cannot give
-// series and samples.
-func (r *Router) charts() *render.Charts {
+// charts returns the chart maker speaking l, or nil when the history
+// cannot give series and samples.
+func (r *Router) charts(l i18n.Lang) *render.Charts {
 	data := r.Charts
 	if data == nil {
 		data, _ = r.History.(render.ChartData)
@@ -739,7 +739,7 @@ func (r *Router) charts() *render.Charts {
 	if data == nil {
 		return nil
 	}
-	return &render.Charts{Data: data, Painter: r.Plots, Smoothing: r.Smoothing}
+	return &render.Charts{Data: data, Painter: r.Plots, Smoothing: r.Smoothing, Lang: l}
 }
 
 // chartWord reads the words 画图 and 对比 take besides run ids and a
@@ -783,7 +783,7 @@ func (r *Router) plot(ctx context.Context, l i18n.Lang, args []string) chat.Repl
 	if run == nil {
 		return chat.Reply{Text: msg}
 	}
-	ch := r.charts()
+	ch := r.charts(l)
 	if ch == nil {
 		return chat.Reply{Text: l.T(i18n.NoCharts), RunID: run.ID}
 	}
@@ -917,7 +917,7 @@ func (r *Router) compare(ctx context.Context, l i18n.Lang, args []string) chat.R
 	if len(runs) > maxCompare {
 		return chat.Reply{Text: l.T(i18n.CompareMost, maxCompare)}
 	}
-	ch := r.charts()
+	ch := r.charts(l)
 	if ch == nil {
 		return chat.Reply{Text: l.T(i18n.NoCompare)}
 	}
@@ -985,7 +985,7 @@ func (r *Router) fit(ctx context.Context, l i18n.Lang, args []string) chat.Reply
 		return chat.Reply{Text: l.T(i18n.FitNoParam, job.Name, param)}
 	}
 	var data render.FitData
-	if ch := r.charts(); ch != nil {
+	if ch := r.charts(l); ch != nil {
 		data, _ = ch.Data.(render.FitData)
 	}
 	if data == nil {

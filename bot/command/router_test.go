@@ -260,7 +260,7 @@ func TestScheduledReportAndStart(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	at := time.Date(2030, 1, 2, 9, 0, 0, 0, time.UTC)
-	charts := func(ctx context.Context, run *trainer.Run) []chat.Image {
+	charts := func(ctx context.Context, _ i18n.Lang, run *trainer.Run) []chat.Image {
 		imgs, err := (&render.Charts{Data: e.st}).RunCharts(ctx, run)
 		if err != nil {
 			t.Errorf("charts: %v", err)

@@ -61,8 +61,9 @@ type Options struct {
 	Always        []chat.ChatKey
 	Subscriptions Subscriptions // may be nil
 	Channels      []Channel
-	// Charts, when set, draws the charts that go with an end report.
-	Charts func(ctx context.Context, run *trainer.Run) []chat.Image
+	// Charts, when set, draws the charts that go with an end report, in a
+	// language (once per language among the report's destinations).
+	Charts func(ctx context.Context, l i18n.Lang, run *trainer.Run) []chat.Image
 	// Extremes, when set, reads the lowest and highest value of each metric
 	// of a run, for the best metrics of the end report.
 	Extremes func(ctx context.Context, runID int64) (map[string]store.Extremes, error)
@@ -324,14 +325,12 @@ func (n *Notifier) ended(ctx context.Context, e trainer.Event) {
 			n.log.Warn("read best metrics", "run", id, "err", err)
 		}
 	}
-	var charts []chat.Image
-	if n.opts.Charts != nil && ctx.Err() == nil {
-		charts = n.opts.Charts(ctx, e.Run)
-	}
 	n.post(ctx, e, func(l i18n.Lang) chat.Reply {
 		r, _ := EventReply(l, e)
 		r.Text = render.EndReport(l, e, render.BestText(l, ext, 4), advise)
-		r.Images = append(r.Images, charts...)
+		if n.opts.Charts != nil && ctx.Err() == nil {
+			r.Images = append(r.Images, n.opts.Charts(ctx, l, e.Run)...)
+		}
 		r.Buttons = append(r.Buttons, render.PageButtons(l, n.opts.PageURL, id)...)
 		return r
 	}, "")

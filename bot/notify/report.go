@@ -31,9 +31,9 @@ type History interface {
 // out like progress (subscribed chats, push channels with progress, dropped
 // during quiet hours) but as a notice: a message of its own with its
 // charts, never an edit of a run's live progress message (KindProgress).
-// What it says is read once; the reply is worded per language
-// (Notifier.PushIn).
-func ReportReply(ctx context.Context, t ActiveRuns, h History, charts func(context.Context, *trainer.Run) []chat.Image, name string, at time.Time) func(i18n.Lang) chat.Reply {
+// The runs are read once; the reply is worded, and its charts drawn, per
+// language (Notifier.PushIn) while ctx lasts.
+func ReportReply(ctx context.Context, t ActiveRuns, h History, charts func(context.Context, i18n.Lang, *trainer.Run) []chat.Image, name string, at time.Time) func(i18n.Lang) chat.Reply {
 	base := chat.Reply{Kind: chat.KindNotice, Key: fmt.Sprintf("schedule:%s:%d", name, at.Unix())}
 	active := t.Active()
 	if len(active) == 0 {
@@ -52,18 +52,16 @@ func ReportReply(ctx context.Context, t ActiveRuns, h History, charts func(conte
 			return r
 		}
 	}
-	for _, st := range active {
-		if charts != nil {
-			base.Images = append(base.Images, charts(ctx, st.Run)...)
-		}
-	}
 	base.RunID = active[0].Run.ID
 	return func(l i18n.Lang) chat.Reply {
+		r := base
 		parts := make([]string, 0, len(active))
 		for _, st := range active {
 			parts = append(parts, render.StatusText(l, st))
+			if charts != nil && ctx.Err() == nil {
+				r.Images = append(r.Images, charts(ctx, l, st.Run)...)
+			}
 		}
-		r := base
 		r.Text = l.T(i18n.ReportHead, name, strings.Join(parts, "\n\n"))
 		return r
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/historytest"
 
 	"github.com/trainbot/trainbot/store"
@@ -235,5 +236,29 @@ func TestPercent(t *testing.T) {
 		if got := percent(c.v, c.ref); got != c.want {
 			t.Errorf("percent(%g, %g) = %q, want %q", c.v, c.ref, got, c.want)
 		}
+	}
+}
+
+// A chart for a Chinese chat has a Chinese caption, and says in Chinese
+// why there is nothing to draw (still matching its sentinel).
+func TestChartsInChinese(t *testing.T) {
+	ctx := context.Background()
+	st := openHistory(t)
+	c := &Charts{Data: st, Painter: englishPainter(t), Lang: i18n.Zh}
+	r := addRun(t, st, nil, 10*time.Minute, 2000)
+	if _, err := c.Loss(ctx, r, LossOptions{}); !errors.Is(err, ErrNoMetric) || err.Error() != "训练 #1 还没有指标，没有可画的" {
+		t.Errorf("no metric: %v", err)
+	}
+	addLoss(st, r, "loss", 200, 10, decay)
+	img, err := c.Loss(ctx, r, LossOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodePNG(t, img.PNG)
+	if want := "训练 #1 demo · loss · 200 个点"; img.Caption != want {
+		t.Errorf("caption %q, want %q", img.Caption, want)
+	}
+	if _, err := c.Memory(ctx, r); !errors.Is(err, ErrNoSamples) || !strings.Contains(err.Error(), "画不了显存图") {
+		t.Errorf("no samples: %v", err)
 	}
 }

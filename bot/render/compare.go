@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -68,7 +69,7 @@ func (c *Charts) compareChart(cmp Comparison, runs []*trainer.Run, series []plot
 		nums[i] = fmt.Sprint(r.ID)
 	}
 	chart := plots.LossChart{
-		KindZH: "对比", KindEN: "Comparison",
+		KindZH: "对比", KindEN: "Comparison", Lang: c.Lang,
 		Title:     fmt.Sprintf("%s · runs %s", cmp.Metric, strings.Join(ids, " vs ")),
 		YLabel:    cmp.Metric,
 		XTime:     o.XTime,
@@ -124,7 +125,7 @@ func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric str
 		}
 		names[i] = n
 	}
-	m, err := commonMetric(runs, names, metric)
+	m, err := commonMetric(c.Lang, runs, names, metric)
 	if err != nil && !(anyMetric && metric == "" && errors.Is(err, ErrNoMetric)) {
 		return Comparison{}, nil, err
 	}
@@ -244,7 +245,7 @@ func equalPoints(a, b []store.Point) bool {
 // commonMetric picks the metric to compare: the named one, else "loss",
 // else "train_loss", else the first loss every run logged, else the first
 // metric every run logged, else the first run's first loss.
-func commonMetric(runs []*trainer.Run, names [][]string, metric string) (string, error) {
+func commonMetric(l i18n.Lang, runs []*trainer.Run, names [][]string, metric string) (string, error) {
 	in := func(list []string, n string) bool {
 		for _, x := range list {
 			if strings.EqualFold(x, n) {
@@ -294,9 +295,9 @@ func commonMetric(runs []*trainer.Run, names [][]string, metric string) (string,
 			return n, nil
 		}
 	}
-	for i, l := range names {
-		if len(l) > 0 {
-			pick, _ := pickLosses(runs[i], l, "")
+	for i, ns := range names {
+		if len(ns) > 0 {
+			pick, _ := pickLosses(l, runs[i], ns, "")
 			return pick[0], nil
 		}
 	}

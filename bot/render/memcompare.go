@@ -189,6 +189,7 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 	}
 	what += ")"
 	chart := plots.LossChart{
+		Lang:   c.Lang,
 		KindZH: zh, KindEN: "Memory",
 		Title:  fmt.Sprintf("%s · runs %s", what, strings.Join(ids, " vs ")),
 		XLabel: "time since start", XTime: true,
