@@ -98,3 +98,19 @@ var (
 	CancelFailed   = Def(Msg{Key: "queue.cancel_failed", EN: "Could not cancel: %s", ZH: "取消失败：%s"})
 	CancelDone     = Def(Msg{Key: "queue.cancel_done", EN: "🗑 queue entry #%d (%s) removed.", ZH: "🗑 排队 #%d（%s）已取消。"})
 )
+
+// 关注: runs trainbot did not start.
+var (
+	WatchOff        = Def(Msg{Key: "watch.off", EN: "/watch is off: the config's [watch] dirs names no directory whose logs a chat may watch. On the host: trainbot watch --log FILE [--pid PID].", Mix: "关注 is off: the config's [watch] dirs names no directory whose logs a chat may watch. On the host: trainbot watch --log FILE [--pid PID].", ZH: "关注 没有打开：配置的 [watch] dirs 没有列出聊天可以关注的日志目录。在主机上：trainbot watch --log FILE [--pid PID]。"})
+	WatchUsage      = Def(Msg{Key: "watch.usage", EN: "/watch takes a log file and, optionally, the pid that writes it: /watch /data/exp1/train.log 12345", Mix: "关注 takes a log file and, optionally, the pid that writes it: 关注 /data/exp1/train.log 12345", ZH: "关注 后面跟日志文件，还可以跟写它的进程号：关注 /data/exp1/train.log 12345"})
+	NotWatched      = Def(Msg{Key: "watch.not_watched", EN: "Not watched: %s", ZH: "没有关注：%s"})
+	NotWatchedPID   = Def(Msg{Key: "watch.not_pid", EN: "Not watched: %q is not a process id.", ZH: "没有关注：“%s”不是进程号。"})
+	WatchingRun     = Def(Msg{Key: "watch.watching", EN: "👁 watching run #%d (%s): %s", ZH: "👁 正在关注训练 #%d（%s）：%s"})
+	WatchEndsPID    = Def(Msg{Key: "watch.ends_pid", EN: "; it ends when pid %d exits", ZH: "；进程 %d 退出时结束"})
+	WatchEndsStop   = Def(Msg{Key: "watch.ends_stop", EN: "; with no pid it ends on /stop %d", Mix: "; with no pid it ends on 停止 %d", ZH: "；没有进程号，发送 停止 %d 结束"})
+	WatchKillAsk    = Def(Msg{Key: "watch.kill_ask", EN: "Kill the watched process of run #%d (%s, pid %d)? trainbot did not start it. SIGINT, then SIGTERM and SIGKILL.", ZH: "结束训练 #%d（%s，进程 %d）的被关注进程？它不是 trainbot 启动的。先 SIGINT，再 SIGTERM 和 SIGKILL。"})
+	WatchGone       = Def(Msg{Key: "watch.gone", EN: "Run #%d is no longer watched.", ZH: "训练 #%d 已经不再关注。"})
+	WatchKilling    = Def(Msg{Key: "watch.killing", EN: "⏹ stopping the watched process of run #%d (pid %d): SIGINT sent; you will get a message when it has exited.", ZH: "⏹ 正在停止训练 #%d 的被关注进程（进程 %d）：已发送 SIGINT；退出后会通知你。"})
+	WatchUnwatched  = Def(Msg{Key: "watch.unwatched", EN: "⏏️ run #%d (%s) is no longer watched.", ZH: "⏏️ 训练 #%d（%s）已不再关注。"})
+	WatchProcGoesOn = Def(Msg{Key: "watch.process_goes_on", EN: " Its process (pid %d) goes on; /stop %d kill stops it (asks first).", Mix: " Its process (pid %d) goes on; 停止 %d kill stops it (asks first).", ZH: "它的进程（%d）继续运行；发送 停止 %d kill 结束它（会先确认）。"})
+)

@@ -329,7 +329,7 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed, l 
 	case "note":
 		return r.note(ctx, l, p)
 	case "watch":
-		return r.watch(ctx, m, p.Args)
+		return r.watch(ctx, m, l, p)
 	case "queue":
 		if len(p.Args) == 0 && p.Word != "排队" {
 			return r.queueList(ctx, l)
@@ -640,7 +640,7 @@ func (r *Router) stop(ctx context.Context, m chat.Message, l i18n.Lang, args []s
 		return chat.Reply{Text: l.T(i18n.NothingToStop)}
 	}
 	if st.Run.Runner == trainer.RunnerWatch {
-		return r.stopWatched(m, st, kill, confirmed)
+		return r.stopWatched(m, l, st, kill, confirmed)
 	}
 	if r.ConfirmStop[m.Transport] && !confirmed {
 		return chat.Reply{
