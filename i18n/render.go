@@ -104,3 +104,20 @@ var (
 	RetryFitted     = Def(Msg{Key: "retry.fitted", EN: "✅ %s=%s fit, after %d out-of-memory retries (previous run #%d)", One: "✅ %s=%s fit, after %d out-of-memory retry (previous run #%d)", N: 3, ZH: "✅ %s=%s 放得下了，此前显存不足重试了 %d 次（上一次训练 #%d）"})
 	RetryOf         = Def(Msg{Key: "retry.of", EN: "on_oom retry %d of %d of run #%d, with %s=%s", ZH: "on_oom 第 %d 次重试（共 %d 次），重试训练 #%d，%s=%s"})
 )
+
+// An out-of-memory error, from its parts (trainer.OOM).
+var (
+	OOMKindCUDA   = Def(Msg{Key: "oom.kind_cuda", EN: "CUDA out of memory", ZH: "CUDA 显存不足"})
+	OOMKindHost   = Def(Msg{Key: "oom.kind_host", EN: "host memory exhausted", ZH: "主机内存耗尽"})
+	OOMKindTF     = Def(Msg{Key: "oom.kind_tensorflow", EN: "TensorFlow out of memory", ZH: "TensorFlow 显存不足"})
+	OOMKindXLA    = Def(Msg{Key: "oom.kind_jax", EN: "XLA out of memory", ZH: "XLA 显存不足"})
+	OOMKindLib    = Def(Msg{Key: "oom.kind_lib", EN: "%s could not allocate memory", ZH: "%s 分配不到内存"})
+	OOMKindKiller = Def(Msg{Key: "oom.kind_killer", EN: "killed by the kernel's OOM killer", ZH: "被内核的 OOM killer 杀掉"})
+	OOMKindOther  = Def(Msg{Key: "oom.kind_other", EN: "out of memory", ZH: "内存不足"})
+	OOMOnGPU      = Def(Msg{Key: "oom.on_gpu", EN: " on GPU %d", ZH: "（GPU %d）"})
+	OOMTried      = Def(Msg{Key: "oom.tried", EN: "tried to allocate %s (%d bytes)", ZH: "尝试分配 %s（%d 字节）"})
+	OOMFreeOf     = Def(Msg{Key: "oom.free_of", EN: "%s free of %s", ZH: "剩余 %s，共 %s"})
+	OOMFree       = Def(Msg{Key: "oom.free", EN: "%s free", ZH: "剩余 %s"})
+	OOMTotal      = Def(Msg{Key: "oom.total", EN: "%s total", ZH: "共 %s"})
+	OOMReserved   = Def(Msg{Key: "oom.reserved", EN: "%s reserved by PyTorch but unallocated", ZH: "PyTorch 保留但未分配 %s"})
+)

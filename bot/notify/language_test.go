@@ -36,7 +36,7 @@ func TestEventsAreWordedPerDestination(t *testing.T) {
 
 	want := map[chat.ChatKey][]string{
 		console: {"💥 run #3 (mnist) hit out-of-memory", "peak before the crash: GPU 78.00 GiB", "What to try:", "a smaller batch: 开始 mnist batch_size=32"},
-		wecom:   {"💥 训练 #3（mnist）显存不足", "崩溃前的峰值：显存 78.00 GiB", "可以试试：", "减小 batch：开始 mnist batch_size=32", "梯度累积：2 步、每步 32，保持等效 batch 64", "混合精度：precision=bf16"},
+		wecom:   {"💥 训练 #3（mnist）显存不足：CUDA 显存不足（GPU 0）：尝试分配 2.00 GiB", "崩溃前的峰值：显存 78.00 GiB", "可以试试：", "减小 batch：开始 mnist batch_size=32", "梯度累积：2 步、每步 32，保持等效 batch 64", "混合精度：precision=bf16"},
 		lab:     {"💥 训练 #3（mnist）显存不足", "可以试试："},
 		hook:    {"💥 run #3 (mnist) hit out-of-memory", "What to try:", "gradient accumulation: 2 steps of 32 keep the effective batch of 64"},
 	}

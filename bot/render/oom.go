@@ -28,12 +28,61 @@ const maxButtonData = 64
 func OOMAlertText(l i18n.Lang, e trainer.Event) string {
 	r, a := e.Run, e.Alert
 	var b strings.Builder
-	b.WriteString(l.T(i18n.OOMHit, r.ID, r.Job, a.Text))
+	what := a.Text
+	if l == i18n.Zh && a.OOM != nil {
+		what = OOMSummary(l, a.OOM)
+	}
+	b.WriteString(l.T(i18n.OOMHit, r.ID, r.Job, what))
 	if p := peakBeforeCrash(l, r); p != "" {
 		b.WriteString(l.T(i18n.PeakBeforeCrash, p))
 	}
 	if adv := OOMAdvice(l, a.OOM, r, e.Job, e.Fit); len(adv) > 0 {
 		b.WriteString(l.T(i18n.WhatToTry, strings.Join(adv, "\n• ")))
+	}
+	return b.String()
+}
+
+// OOMSummary says what an out-of-memory error was, in l: "CUDA out of
+// memory on GPU 0: tried to allocate 2.00 GiB (…); 1.25 GiB free of 79.15
+// GiB" (in English, trainer.OOM.Summary's words).
+func OOMSummary(l i18n.Lang, o *trainer.OOM) string {
+	var b strings.Builder
+	switch o.Kind {
+	case "cuda":
+		b.WriteString(l.T(i18n.OOMKindCUDA))
+	case "host":
+		b.WriteString(l.T(i18n.OOMKindHost))
+	case "tensorflow":
+		b.WriteString(l.T(i18n.OOMKindTF))
+	case "jax":
+		b.WriteString(l.T(i18n.OOMKindXLA))
+	case "cublas", "cudnn":
+		b.WriteString(l.T(i18n.OOMKindLib, o.Kind))
+	case "oom-killer":
+		b.WriteString(l.T(i18n.OOMKindKiller))
+	default:
+		b.WriteString(l.T(i18n.OOMKindOther))
+	}
+	if o.GPU >= 0 {
+		b.WriteString(l.T(i18n.OOMOnGPU, o.GPU))
+	}
+	var parts []string
+	if o.TriedBytes > 0 {
+		parts = append(parts, l.T(i18n.OOMTried, FormatBytes(o.TriedBytes), o.TriedBytes))
+	}
+	switch {
+	case o.FreeBytes >= 0 && o.TotalBytes > 0:
+		parts = append(parts, l.T(i18n.OOMFreeOf, FormatBytes(o.FreeBytes), FormatBytes(o.TotalBytes)))
+	case o.FreeBytes >= 0:
+		parts = append(parts, l.T(i18n.OOMFree, FormatBytes(o.FreeBytes)))
+	case o.TotalBytes > 0:
+		parts = append(parts, l.T(i18n.OOMTotal, FormatBytes(o.TotalBytes)))
+	}
+	if o.Reserved > 0 {
+		parts = append(parts, l.T(i18n.OOMReserved, FormatBytes(o.Reserved)))
+	}
+	if len(parts) > 0 {
+		b.WriteString(l.Pick("：", ": ") + strings.Join(parts, l.T(i18n.ParamSep)))
 	}
 	return b.String()
 }

@@ -92,3 +92,20 @@ func TestStatusOfSlurmRuns(t *testing.T) {
 		t.Errorf("stopping: %q", got)
 	}
 }
+
+// In English the summary of an out-of-memory error is the supervisor's
+// own; in Chinese it says the same from its parts.
+func TestOOMSummaryInBothLanguages(t *testing.T) {
+	o, ok := trainer.DetectOOM("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.25 GiB is free. " +
+		"Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated.")
+	if !ok {
+		t.Fatal("not an OOM line")
+	}
+	if got, want := OOMSummary(i18n.En, o), o.Summary(); got != want {
+		t.Errorf("en %q, want the supervisor's %q", got, want)
+	}
+	want := "CUDA 显存不足（GPU 0）：尝试分配 2.00 GiB（2147483648 字节）；剩余 1.25 GiB，共 79.15 GiB；PyTorch 保留但未分配 6.50 GiB"
+	if got := OOMSummary(i18n.Zh, o); got != want {
+		t.Errorf("zh %q,\nwant %q", got, want)
+	}
+}
