@@ -286,7 +286,7 @@ func (r *Router) auditLog(ctx context.Context, l i18n.Lang, args []string) chat.
 		r.log().Error("read the audit", "err", err)
 		return chat.Reply{Text: l.T(i18n.AuditFailed, err.Error())}
 	}
-	return chat.Reply{Text: render.AuditText(entries)}
+	return chat.Reply{Text: render.AuditText(l, entries)}
 }
 
 func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed, l i18n.Lang) chat.Reply {
@@ -995,7 +995,7 @@ func (r *Router) fit(ctx context.Context, l i18n.Lang, args []string) chat.Reply
 	if err != nil {
 		return chat.Reply{Text: err.Error()}
 	}
-	return chat.Reply{Text: render.FitText(f, source)}
+	return chat.Reply{Text: render.FitText(l, f, source)}
 }
 
 // findJob returns the job named name, nil if none.

@@ -173,6 +173,11 @@ func (n *Notifier) PushExcept(r chat.Reply, transport string) {
 	n.enqueue(item{reply: &r, except: transport})
 }
 
+// PushInExcept is PushIn for every chat but those of the named transport.
+func (n *Notifier) PushInExcept(words func(i18n.Lang) chat.Reply, transport string) {
+	n.enqueue(item{words: words, except: transport})
+}
+
 func (n *Notifier) enqueue(it item) {
 	n.mu.Lock()
 	if n.stopped {

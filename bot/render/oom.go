@@ -124,7 +124,7 @@ func OOMAdvice(l i18n.Lang, o *trainer.OOM, r *trainer.Run, job *trainer.Job, fi
 	param, value, half := batchParam(job, r)
 	switch fv := fittedValue(fit, param, value); {
 	case fv > 0:
-		out = append(out, l.T(i18n.AdviceFit, fit.Advice(), startCommand(job, r, param, fv)))
+		out = append(out, l.T(i18n.AdviceFit, FitAdvice(l, fit), startCommand(job, r, param, fv)))
 		half = fv
 	case half > 0:
 		out = append(out, l.T(i18n.AdviceHalf, startCommand(job, r, param, half)))
@@ -259,7 +259,7 @@ func RetryText(l i18n.Lang, e trainer.Event) (line string, retrying bool) {
 	}
 	switch {
 	case r.Outcome == trainer.OutcomeOOM && rt.Next != "" && rt.Fit != nil:
-		return l.T(i18n.RetryFit, rt.Param, rt.Next, rt.Attempt+1, rt.Limit, rt.Fit.Advice()), true
+		return l.T(i18n.RetryFit, rt.Param, rt.Next, rt.Attempt+1, rt.Limit, FitAdvice(l, rt.Fit)), true
 	case r.Outcome == trainer.OutcomeOOM && rt.Next != "":
 		return l.T(i18n.RetryNext, rt.Param, rt.Next, rt.Attempt+1, rt.Limit), true
 	case r.Outcome == trainer.OutcomeOOM:

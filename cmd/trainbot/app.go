@@ -20,6 +20,7 @@ import (
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -151,7 +152,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	senders = append(senders, pushed.senders...)
 
-	pipeline := deliver.New(deliver.Options{Senders: senders, Store: st, Logger: logger, Quiet: pushed.quiet})
+	pipeline := deliver.New(deliver.Options{Senders: senders, Store: st, Logger: logger, Quiet: pushed.quiet, Languages: o.bc.langs})
 	pipeline.Start()
 	life.opened("deliver what is due (the rest waits in the outbox)", within(15*time.Second, pipeline.Close))
 
@@ -171,7 +172,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, OnAlert: alerts.Inc, PageURL: pageURL, Languages: o.bc.langs, Logger: logger})
 	notifier.Start()
 	life.opened("post the queued notices", within(15*time.Second, notifier.Close))
-	health.attach(notifier.Push)
+	health.attach(notifier.PushIn)
 
 	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger, SecretEnv: cfg.SecretEnv(), Queue: st, Alerts: o.bc.alerts,
 		HostAvailable: hostAvailable})
@@ -244,12 +245,18 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			pipeline.Reconfigure(old, p.senders, p.quiet)
 			notifier.SetChannels(p.channels)
 		}}
-	rl.notify = func(r chat.Reply) {
+	rl.notify = func(words func(i18n.Lang) chat.Reply) {
 		// To the chats that get trainbot's notices, and to each operator's
 		// own Telegram chat; the key makes it once per chat.
-		r.Key = fmt.Sprintf("reload:%d", time.Now().UnixNano())
-		notifier.Push(r)
+		key := fmt.Sprintf("reload:%d", time.Now().UnixNano())
+		keyed := func(l i18n.Lang) chat.Reply {
+			r := words(l)
+			r.Key = key
+			return r
+		}
+		notifier.PushIn(keyed)
 		if o.telegram && cfg.Telegram.Token != "" {
+			r := keyed(o.bc.langs.For(telegram.Name))
 			for _, op := range rl.operators() {
 				pipeline.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: op}, Reply: r, Durable: true})
 			}
@@ -287,7 +294,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	// the bot. Their messages are answered by the router, and the answers
 	// delivered like everything else.
 	runCtx, stopReceivers := context.WithCancel(ctx)
-	rcv := runTransports(runCtx, receivers, pipeline.Answer(router), transportOptions{Logger: logger, Report: notifier.PushExcept,
+	rcv := runTransports(runCtx, receivers, pipeline.Answer(router), transportOptions{Logger: logger, Report: notifier.PushInExcept,
 		Channels: len(pushed.channels), ExitAtEOF: o.exitAtEOF})
 	life.opened("stop taking messages", within(15*time.Second, func(c context.Context) error {
 		stopReceivers()

@@ -102,6 +102,9 @@ func fromConfig(c *config.Config, invalid config.Errors) (*botConfig, config.Err
 	var lerrs config.Errors
 	out.langs, lerrs = languagesFromConfig(c)
 	errs = append(errs, lerrs...)
+	for i := range out.channels {
+		out.channels[i].opts.Lang = out.langs.For(c.Push[i].ChannelName())
+	}
 	for i, rc := range c.Alerts {
 		r, rerrs := ruleFromConfig(c, fmt.Sprintf("alerts[%d]", i), rc)
 		errs = append(errs, rerrs...)

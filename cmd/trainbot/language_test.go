@@ -26,6 +26,9 @@ url = "https://example.org/hook"
 				t.Errorf("%s: got %v, want %v", tr, got, want)
 			}
 		}
+		if bc.channels[0].opts.Lang != i18n.Zh || bc.channels[1].opts.Lang != i18n.ZhEn {
+			t.Errorf("push channels speak %v and %v, want zh and zh+en", bc.channels[0].opts.Lang, bc.channels[1].opts.Lang)
+		}
 	})
 	t.Run("chat and overrides", func(t *testing.T) {
 		bc, err := convert(t, `[chat]
