@@ -142,3 +142,30 @@ var (
 	FitNoAnswer   = Def(Msg{Key: "fit.no_answer", EN: "❔ no answer: %s", ZH: "❔ 算不出来：%s"})
 	FitAdvice     = Def(Msg{Key: "fit.advice", EN: "%s=%d should fit: predicted %s of %s, from runs %s", ZH: "%s=%d 应该放得下：预计 %s / %s，依据训练 %s"})
 )
+
+// 对比: the comparison table.
+var (
+	CmpHead     = Def(Msg{Key: "compare.head", EN: "compare · %s · against run #%d\n", Mix: "对比 compare · %s · against run #%d\n", ZH: "对比 · %s · 以训练 #%d 为基准\n"})
+	CmpSame     = Def(Msg{Key: "compare.same", EN: "All runs have the same parameters.\n", ZH: "所有训练的参数都相同。\n"})
+	CmpTime     = Def(Msg{Key: "compare.time", EN: "time %s", ZH: "用时 %s"})
+	CmpFinal    = Def(Msg{Key: "compare.final", EN: "  %s final %s%s · best %s%s\n", ZH: "  %s 最终 %s%s · 最佳 %s%s\n"})
+	CmpNoMetric = Def(Msg{Key: "compare.no_metric", EN: "  no %s logged\n", ZH: "  没有记录 %s\n"})
+	CmpGPU      = Def(Msg{Key: "compare.gpu", EN: "GPU %s", ZH: "显存 %s"})
+	CmpHost     = Def(Msg{Key: "compare.host", EN: "host %s", ZH: "内存 %s"})
+	CmpPeak     = Def(Msg{Key: "compare.peak", EN: "  peak %s\n", ZH: "  峰值 %s\n"})
+	CmpVsGPU    = Def(Msg{Key: "compare.vs_gpu", EN: "peak GPU memory %s", ZH: "显存峰值 %s"})
+	CmpVsHost   = Def(Msg{Key: "compare.vs_host", EN: "peak host memory %s", ZH: "内存峰值 %s"})
+	CmpVsTime   = Def(Msg{Key: "compare.vs_time", EN: "time %s", ZH: "用时 %s"})
+	CmpVsFinal  = Def(Msg{Key: "compare.vs_final", EN: "final %s %s", ZH: "最终 %s %s"})
+	CmpVs       = Def(Msg{Key: "compare.vs", EN: "#%d vs #%d: %s\n", ZH: "#%d 对比 #%d：%s\n"})
+	ListSep     = Def(Msg{Key: "list.sep", EN: ", ", ZH: "，"})
+)
+
+// What 对比 says when there is nothing to compare.
+var (
+	CmpNoChart     = Def(Msg{Key: "compare.no_chart", EN: "\n(no chart: no run has a finite value of %s)", ZH: "\n（没有图：没有训练有 %s 的有限值）"})
+	CmpNoSuch      = Def(Msg{Key: "compare.no_such_metric", EN: "none of the runs has a metric %q", ZH: "这些训练都没有指标“%s”"})
+	CmpNoMetricYet = Def(Msg{Key: "compare.no_metric_yet", EN: "none of the runs has a metric yet, so there is nothing to compare", ZH: "这些训练都还没有指标，没有可对比的"})
+	CmpNoMemPeak   = Def(Msg{Key: "compare.no_memory_or_peak", EN: "none of the runs has a memory sample or peak, so there is no memory overlay", ZH: "这些训练都没有内存采样或峰值，画不了显存对比图"})
+	CmpNoMem       = Def(Msg{Key: "compare.no_memory", EN: "none of the runs has a memory sample, so there is no memory overlay", ZH: "这些训练都没有内存采样，画不了显存对比图"})
+)
