@@ -9,6 +9,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/procfs"
 	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/store"
@@ -187,13 +188,19 @@ func runningPGIDs(ctx context.Context, dataDir string) (map[int]int64, error) {
 	return out, nil
 }
 
-// gpuAlertReply is the chat message of a GPU alert.
-func gpuAlertReply(a gpu.Alert) chat.Reply {
+// gpuAlertReply is the chat message of a GPU alert, worded per language.
+func gpuAlertReply(a gpu.Alert) func(i18n.Lang) chat.Reply {
 	kind := chat.AlertGPU // memory, temperature, ECC thresholds
 	if a.Kind == gpu.AlertXid {
 		kind = chat.AlertXid
 	}
-	return chat.Reply{Kind: chat.KindAlert, Text: a.Text, RunID: a.RunID, Key: a.Key, Alert: kind}
+	return func(l i18n.Lang) chat.Reply {
+		text := a.Text
+		if a.Say != nil {
+			text = a.Say(l)
+		}
+		return chat.Reply{Kind: chat.KindAlert, Text: text, RunID: a.RunID, Key: a.Key, Alert: kind}
+	}
 }
 
 // gpuChatReply answers 显卡: a fresh sample, as a table.
