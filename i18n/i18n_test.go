@@ -153,3 +153,23 @@ func TestLanguagesFor(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkT is the cost of wording a message against fmt.Sprintf of its
+// English format: the catalog adds a plural check and a switch.
+func BenchmarkT(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		f    func() string
+	}{
+		{"sprintf", func() string { return fmt.Sprintf(StepOf.EN, 615, 1500) }},
+		{"en", func() string { return En.T(StepOf, 615, 1500) }},
+		{"zh", func() string { return Zh.T(StepOf, 615, 1500) }},
+		{"zh+en", func() string { return ZhEn.T(StepOf, 615, 1500) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				_ = c.f()
+			}
+		})
+	}
+}

@@ -22,3 +22,8 @@ var (
 	ChartsNotSent    = Def(Msg{Key: "deliver.charts_not_sent", EN: "📉 %d charts not sent: %s", One: "📉 chart not sent: %[2]s", ZH: "📉 %d 张图没有发出：%s"})
 	OnTheHost        = Def(Msg{Key: "deliver.on_the_host", EN: "\nOn the host: %s", ZH: "\n在主机上：%s"})
 )
+
+// The terminal chat's greeting.
+var Greet = Def(Msg{Key: "console.greet", EN: "trainbot terminal chat — %d job(s). Type /train to start, /status for status, /plot for a chart, /stop to stop, /help for help.",
+	Mix: "trainbot terminal chat — %d job(s). Type 开始 to start, 状态 for status, 画图 for a chart, 停止 to stop, 帮助 for help.",
+	ZH:  "trainbot 终端聊天 —— %d 个任务。输入 开始 开始训练，状态 查看状态，画图 看图，停止 停止，帮助 查看帮助。"})

@@ -121,7 +121,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	confirmStop := map[string]bool{telegram.Name: true}
 	if o.telegram && cfg.Telegram.Token != "" {
 		tg, err := telegram.New(telegram.Options{Token: cfg.Telegram.Token, APIEndpoint: cfg.Telegram.APIEndpoint,
-			PollTimeout: time.Duration(cfg.Telegram.PollTimeout), State: st, Logger: logger})
+			PollTimeout: time.Duration(cfg.Telegram.PollTimeout), State: st, Logger: logger, Lang: o.bc.langs.For(telegram.Name)})
 		if err != nil {
 			return errorf(e, "%v", err)
 		}
