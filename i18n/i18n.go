@@ -166,16 +166,16 @@ func (l Lang) Pick(zh, en string) string {
 	return en
 }
 
-// Button is a button label in l: "停止" in zh, "Stop" in en, "停止 Stop" in
-// zh+en.
-func (l Lang) Button(zh, en string) string {
+// Button is a button's label in l: "停止" in zh, "Stop" in en, "停止 Stop"
+// in zh+en.
+func (l Lang) Button(m Msg) string {
 	switch l {
 	case Zh:
-		return zh
+		return m.ZH
 	case En:
-		return en
+		return m.EN
 	}
-	return zh + " " + en
+	return m.ZH + " " + m.EN
 }
 
 // Duration prints d compactly in l: "3m05s" in English and zh+en

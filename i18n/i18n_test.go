@@ -173,3 +173,11 @@ func BenchmarkT(b *testing.B) {
 		})
 	}
 }
+
+func TestButton(t *testing.T) {
+	for l, want := range map[Lang]string{Zh: "停止", En: "Stop", ZhEn: "停止 Stop"} {
+		if got := l.Button(BtnStop); got != want {
+			t.Errorf("%v: got %q, want %q", l, got, want)
+		}
+	}
+}

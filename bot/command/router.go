@@ -524,7 +524,7 @@ func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.
 		hint := l.T(i18n.BusyHint, strings.TrimSpace(queue))
 		var buttons [][]chat.Button
 		if data := "/queue " + strings.Join(rawArgs, " "); len(data) <= maxButtonData {
-			buttons = [][]chat.Button{{{Label: l.Button("排队", "Queue"), Data: strings.TrimSpace(data)}}}
+			buttons = [][]chat.Button{{{Label: l.Button(i18n.BtnQueue), Data: strings.TrimSpace(data)}}}
 		}
 		if busy.Active != nil {
 			return chat.Reply{
@@ -647,8 +647,8 @@ func (r *Router) stop(ctx context.Context, m chat.Message, l i18n.Lang, args []s
 			Text:  l.T(i18n.ConfirmStop, st.Run.ID, st.Run.Job, st.Brief()),
 			RunID: st.Run.ID,
 			Buttons: [][]chat.Button{{
-				{Label: l.Button("确认", "Yes"), Data: fmt.Sprintf("/stop %d confirm", st.Run.ID)},
-				{Label: l.Button("取消", "No"), Data: "/stop cancel"},
+				{Label: l.Button(i18n.BtnYes), Data: fmt.Sprintf("/stop %d confirm", st.Run.ID)},
+				{Label: l.Button(i18n.BtnNo), Data: "/stop cancel"},
 			}},
 		}
 	}

@@ -84,8 +84,8 @@ func (r *Router) stopWatched(m chat.Message, l i18n.Lang, st trainer.Status, kil
 			Text:  l.T(i18n.WatchKillAsk, id, st.Run.Job, st.Run.PID),
 			RunID: id,
 			Buttons: [][]chat.Button{{
-				{Label: l.Button("确认", "Yes"), Data: fmt.Sprintf("/stop %d kill confirm", id)},
-				{Label: l.Button("取消", "No"), Data: "/stop cancel"},
+				{Label: l.Button(i18n.BtnYes), Data: fmt.Sprintf("/stop %d kill confirm", id)},
+				{Label: l.Button(i18n.BtnNo), Data: "/stop cancel"},
 			}},
 		}
 	}

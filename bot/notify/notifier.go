@@ -494,7 +494,7 @@ func EventReply(l i18n.Lang, e trainer.Event) (chat.Reply, bool) {
 			text = l.T(i18n.StalledAlert, r.ID, r.Job, a.Text)
 		case trainer.OutcomeRule:
 			text = l.T(i18n.RuleAlert, r.ID, r.Job, a.Text)
-			buttons = [][]chat.Button{{{Label: l.Button("画图", "Plot"), Data: fmt.Sprintf("/plot %d", r.ID)}, {Label: l.Button("状态", "Status"), Data: fmt.Sprintf("/status %d", r.ID)}}}
+			buttons = [][]chat.Button{{{Label: l.Button(i18n.BtnPlot), Data: fmt.Sprintf("/plot %d", r.ID)}, {Label: l.Button(i18n.BtnStatus), Data: fmt.Sprintf("/status %d", r.ID)}}}
 		}
 		return chat.Reply{Text: text, Kind: chat.KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:alert:%s:%d", r.ID, a.Kind, e.At.Unix()),
 			Alert: string(a.Kind), Buttons: buttons}, true

@@ -10,13 +10,13 @@ import (
 	"github.com/trainbot/trainbot/trainer"
 )
 
-// RetryHalfLabel is the label (in zh+en) of the button that starts a run again with
-// half the batch.
-const RetryHalfLabel = "用一半 batch 重试 Retry with half batch"
+// RetryHalfLabel is the label (in zh+en) of the button that starts a run
+// again with half the batch.
+var RetryHalfLabel = i18n.ZhEn.Button(i18n.BtnRetryHalf)
 
-// RetryFitLabel is the label (in zh+en) of the button that starts a run again with
-// the batch the memory fit of the job's runs says fits.
-const RetryFitLabel = "用放得下的 batch 重试 Retry with the batch that fits"
+// RetryFitLabel is the label (in zh+en) of the button that starts a run
+// again with the batch the memory fit of the job's runs says fits.
+var RetryFitLabel = i18n.ZhEn.Button(i18n.BtnRetryFit)
 
 // maxButtonData is the most bytes of data a button may carry (Telegram's
 // callback_data limit).
@@ -235,9 +235,9 @@ func startCommand(job *trainer.Job, r *trainer.Run, param string, value int64) s
 // the one the advice names.
 func OOMButtons(l i18n.Lang, job *trainer.Job, r *trainer.Run, fit *trainer.MemoryFit) [][]chat.Button {
 	param, value, half := batchParam(job, r)
-	label := l.Button("用一半 batch 重试", "Retry with half batch")
+	label := l.Button(i18n.BtnRetryHalf)
 	if fv := fittedValue(fit, param, value); fv > 0 {
-		half, label = fv, l.Button("用放得下的 batch 重试", "Retry with the batch that fits")
+		half, label = fv, l.Button(i18n.BtnRetryFit)
 	}
 	if half == 0 {
 		return nil
