@@ -161,6 +161,12 @@ func TestFormat(t *testing.T) {
 	if got := Format(none); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
+	want = "没有 NVIDIA 显卡：no NVIDIA driver (libnvidia-ml.so.1 not found)。下面是主机内存。\n" +
+		"主机内存已用 2.00 GiB，共 8.00 GiB（可用 6.00 GiB）\n" +
+		"训练 #5（进程 77）：内存 300.00 MiB，1 个进程"
+	if got := FormatIn(i18n.Zh, none); got != want {
+		t.Errorf("zh got:\n%s\nwant:\n%s", got, want)
+	}
 }
 
 func TestParseMeminfo(t *testing.T) {

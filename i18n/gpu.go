@@ -44,3 +44,22 @@ var (
 	Xid119 = Def(Msg{Key: "xid.119", EN: "GSP RPC timeout (the GPU's system processor stopped answering)", ZH: "GSP RPC 超时（GPU 的系统处理器不再响应）"})
 	Xid120 = Def(Msg{Key: "xid.120", EN: "GSP error", ZH: "GSP 错误"})
 )
+
+// The 显卡 table (gpu.FormatIn) and the notes about Slurm runs under it.
+var (
+	GPUTableNone      = Def(Msg{Key: "gpu.table_none", EN: "No NVIDIA GPU: %s. Memory below is host memory.\n", ZH: "没有 NVIDIA 显卡：%s。下面是主机内存。\n"})
+	GPUTableNoTelem   = Def(Msg{Key: "gpu.table_no_telemetry", EN: "no GPU telemetry", ZH: "没有显卡遥测"})
+	GPUTableSilent    = Def(Msg{Key: "gpu.table_silent", EN: "No GPU answered this time.\n", ZH: "这次没有显卡回应。\n"})
+	GPUTableHost      = Def(Msg{Key: "gpu.table_host", EN: "host memory %s used of %s (%s available)\n", ZH: "主机内存已用 %s，共 %s（可用 %s）\n"})
+	GPUTableRunGPU    = Def(Msg{Key: "gpu.table_run_gpu", EN: "GPU %s", ZH: "显存 %s"})
+	GPUTableOn        = Def(Msg{Key: "gpu.table_on", EN: " on %s", ZH: "（%s）"})
+	GPUTableRunHost   = Def(Msg{Key: "gpu.table_run_host", EN: "host %s in %d processes", One: "host %s in %d process", N: 2, ZH: "内存 %s，%d 个进程"})
+	GPUTableNoFigures = Def(Msg{Key: "gpu.table_no_figures", EN: "no figures", ZH: "没有数据"})
+	GPUTableRun       = Def(Msg{Key: "gpu.table_run", EN: "run #%d (pid %d): %s\n", ZH: "训练 #%d（进程 %d）：%s\n"})
+	SlurmRunNode      = Def(Msg{Key: "gpu.slurm_run", EN: "run #%d (%s) is Slurm job %s", ZH: "训练 #%d（%s）是 Slurm 作业 %s"})
+	SlurmNotYet       = Def(Msg{Key: "gpu.slurm_not_yet", EN: ", not running yet: its GPUs will be those of its node, not this host's", ZH: "，还没运行：它的显卡将是它所在节点的，不是这台主机的"})
+	SlurmOnNode       = Def(Msg{Key: "gpu.slurm_on_node", EN: " on %s: its GPUs are that node's, not in the figures above", ZH: "，在 %s 上：它的显卡属于那个节点，不在上面的数据里"})
+	SlurmMaxRSS       = Def(Msg{Key: "gpu.slurm_maxrss", EN: "; MaxRSS (sstat) %s", ZH: "；MaxRSS（sstat）%s"})
+	SlurmNoMaxRSS     = Def(Msg{Key: "gpu.slurm_no_maxrss", EN: "; sstat cannot tell its memory (%s)", ZH: "；sstat 查不到它的内存（%s）"})
+	GPUSomeMissing    = Def(Msg{Key: "gpu.some_missing", EN: "\n(some figures could not be read: %s)", ZH: "\n（有些数据读不到：%s）"})
+)

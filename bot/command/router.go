@@ -126,8 +126,9 @@ type Router struct {
 	// Location is the time zone dates are shown in; nil: the process's
 	// (TZ).
 	Location *time.Location
-	// GPU answers 显卡 when set; without it the command says so.
-	GPU func(ctx context.Context) chat.Reply
+	// GPU answers 显卡, in a language, when set; without it the command
+	// says so.
+	GPU func(ctx context.Context, l i18n.Lang) chat.Reply
 	// HostAvailable returns the host's available memory, the limit of 适配
 	// for a job that runs on the CPU; nil: unknown.
 	HostAvailable func() int64
@@ -319,7 +320,7 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed, l 
 		return chat.Reply{Text: l.T(i18n.Muted)}
 	case "gpu":
 		if r.GPU != nil {
-			return r.GPU(ctx)
+			return r.GPU(ctx, l)
 		}
 		return chat.Reply{Text: l.T(i18n.NoGPU)}
 	case "compare":

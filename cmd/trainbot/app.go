@@ -288,7 +288,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		Thresholds: gpu.Thresholds{MemoryPercent: cfg.GPU.MemoryAlert, TempC: cfg.GPU.TempAlert}, Logger: logger.With("component", "gpu")})
 	monitor.Start()
 	life.opened("stop GPU sampling", func() error { monitor.Close(); return nil })
-	router.GPU = func(ctx context.Context) chat.Reply { return gpuChatReply(ctx, monitor, sup) }
+	router.GPU = func(ctx context.Context, l i18n.Lang) chat.Reply { return gpuChatReply(ctx, l, monitor, sup) }
 
 	// Receivers: a failing one is reported and started again; none ends
 	// the bot. Their messages are answered by the router, and the answers

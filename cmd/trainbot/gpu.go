@@ -204,13 +204,13 @@ func gpuAlertReply(a gpu.Alert) func(i18n.Lang) chat.Reply {
 }
 
 // gpuChatReply answers 显卡: a fresh sample, as a table.
-func gpuChatReply(ctx context.Context, m *gpu.Monitor, sup *trainer.Supervisor) chat.Reply {
+func gpuChatReply(ctx context.Context, l i18n.Lang, m *gpu.Monitor, sup *trainer.Supervisor) chat.Reply {
 	snap, err := m.Collect(ctx)
-	text := gpu.Format(snap)
+	text := gpu.FormatIn(l, snap)
 	if err != nil {
-		text += "\n(some figures could not be read: " + err.Error() + ")"
+		text += l.T(i18n.GPUSomeMissing, err.Error())
 	}
-	if notes := slurmGPUNotes(ctx, sup.Active(), slurm.MaxRSS); notes != "" {
+	if notes := slurmGPUNotes(ctx, l, sup.Active(), slurm.MaxRSS); notes != "" {
 		text += "\n" + notes
 	}
 	return chat.Reply{Text: text}
@@ -218,23 +218,23 @@ func gpuChatReply(ctx context.Context, m *gpu.Monitor, sup *trainer.Supervisor) 
 
 // slurmGPUNotes says, for each active Slurm run, that its GPUs are on its
 // nodes (not in this host's figures) and, where sstat can tell, its MaxRSS.
-func slurmGPUNotes(ctx context.Context, active []trainer.Status, maxRSS func(context.Context, string) (int64, error)) string {
+func slurmGPUNotes(ctx context.Context, l i18n.Lang, active []trainer.Status, maxRSS func(context.Context, string) (int64, error)) string {
 	var lines []string
 	for _, st := range active {
 		r := st.Run
 		if r.SlurmJobID == "" {
 			continue
 		}
-		line := fmt.Sprintf("run #%d (%s) is Slurm job %s", r.ID, r.Job, r.SlurmJobID)
+		line := l.T(i18n.SlurmRunNode, r.ID, r.Job, r.SlurmJobID)
 		if r.Node == "" {
-			lines = append(lines, line+", not running yet: its GPUs will be those of its node, not this host's")
+			lines = append(lines, line+l.T(i18n.SlurmNotYet))
 			continue
 		}
-		line += " on " + r.Node + ": its GPUs are that node's, not in the figures above"
+		line += l.T(i18n.SlurmOnNode, r.Node)
 		if n, err := maxRSS(ctx, r.SlurmJobID); err == nil {
-			line += "; MaxRSS (sstat) " + units.Bytes(n)
+			line += l.T(i18n.SlurmMaxRSS, units.Bytes(n))
 		} else {
-			line += "; sstat cannot tell its memory (" + err.Error() + ")"
+			line += l.T(i18n.SlurmNoMaxRSS, err.Error())
 		}
 		lines = append(lines, line)
 	}
