@@ -37,6 +37,8 @@ type Config struct {
 	TimeZone string        `toml:"time_zone"`
 	LogLevel string        `toml:"log_level"`
 	Console  ConsoleConfig `toml:"console"`
+	// Chat is what every transport's chats share: the language.
+	Chat ChatConfig `toml:"chat"`
 	// Store is the data directory's privacy and retention (store.go).
 	Store StoreConfig `toml:"store"`
 	Plots PlotsConfig `toml:"plots"`
@@ -66,8 +68,20 @@ type Config struct {
 	failed map[string]bool // keys that could not be decoded
 }
 
+// ChatConfig is the [chat] section.
+type ChatConfig struct {
+	// Language is what the bot writes in: "zh", "en" or "zh+en" (English
+	// prose with the Chinese command words and bilingual buttons). Empty:
+	// each transport's default ("zh" for WeCom, Feishu and DingTalk, "zh+en"
+	// for Telegram and the terminal). A transport's own language key
+	// overrides it. cmd/trainbot checks the value.
+	Language string `toml:"language"`
+}
+
 // ConsoleConfig is the terminal transport.
 type ConsoleConfig struct {
+	// Language overrides [chat] language for the terminal.
+	Language string `toml:"language"`
 	// Enabled makes `trainbot serve` read commands from the terminal too.
 	Enabled bool `toml:"enabled"`
 }

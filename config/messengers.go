@@ -16,6 +16,8 @@ type WeComConfig struct {
 	SecretEnv string `toml:"secret_env"`
 	// URL is the WebSocket endpoint (wss://openws.work.weixin.qq.com).
 	URL string `toml:"url"`
+	// Language overrides [chat] language for WeCom (default "zh").
+	Language string `toml:"language"`
 }
 
 // FeishuConfig is the [feishu] section: a Feishu/Lark enterprise
@@ -28,6 +30,8 @@ type FeishuConfig struct {
 	// base URL ("http://127.0.0.1:8080") for both the long connection's
 	// discovery and the REST API.
 	Domain string `toml:"domain"`
+	// Language overrides [chat] language for Feishu (default "zh").
+	Language string `toml:"language"`
 }
 
 // DingTalkConfig is the [dingtalk] section: an internal app's robot in
@@ -44,6 +48,8 @@ type DingTalkConfig struct {
 	// (https://oapi.dingtalk.com).
 	APIURL  string `toml:"api_url"`
 	OAPIURL string `toml:"oapi_url"`
+	// Language overrides [chat] language for DingTalk (default "zh").
+	Language string `toml:"language"`
 }
 
 // Default endpoints of the messengers.

@@ -42,6 +42,9 @@ type PushConfig struct {
 	PerMinute int `toml:"per_minute"`
 	// Timeout bounds one request (default 10s).
 	Timeout Duration `toml:"timeout"`
+	// Language overrides [chat] language for this channel (default "zh"
+	// for WeCom, Feishu and DingTalk robots, "zh+en" for a webhook).
+	Language string `toml:"language"`
 }
 
 // QuietConfig is one [[quiet]] entry: quiet hours for a chat of a chat

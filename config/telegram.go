@@ -21,6 +21,8 @@ type TelegramConfig struct {
 	// ProgressInterval is the least time between two updates of a run's
 	// live progress message; "0s" turns live progress off.
 	ProgressInterval Duration `toml:"progress_interval"`
+	// Language overrides [chat] language for Telegram.
+	Language string `toml:"language"`
 }
 
 // AuthConfig is the [auth] section: who may use the chat transports.

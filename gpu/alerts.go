@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/units"
 )
 
@@ -26,8 +27,17 @@ type Alert struct {
 	RunID  int64 // the run using the device (the lowest id when several), 0 if none
 	// Key is unique per crossing or event ("gpu:memory:run3:dev0:1700000000123"),
 	// so that a retried delivery is recognised and a new crossing is not.
-	Key  string
+	Key string
+	// Text is the alert in zh+en (its words in English); Say words it in
+	// any language.
 	Text string
+	Say  func(i18n.Lang) string
+}
+
+// said fills Text from Say.
+func (a Alert) said() Alert {
+	a.Text = a.Say(i18n.ZhEn)
+	return a
 }
 
 // Thresholds say when to alert; a zero turns one off.
@@ -94,8 +104,8 @@ func (a *alerter) check(s Snapshot) []Alert {
 				case pct >= a.th.MemoryPercent && !a.mem[k]:
 					a.mem[k] = true
 					out = append(out, Alert{Kind: AlertMemory, Device: dev, RunID: u.RunID,
-						Key:  fmt.Sprintf("gpu:memory:run%d:dev%d:%d", u.RunID, dev, s.At.UnixMilli()),
-						Text: memoryText(d, u.RunID, runBytesOn(s, u.RunID, dev), a.th.MemoryPercent)})
+						Key: fmt.Sprintf("gpu:memory:run%d:dev%d:%d", u.RunID, dev, s.At.UnixMilli()),
+						Say: memoryText(d, u.RunID, runBytesOn(s, u.RunID, dev), a.th.MemoryPercent)}.said())
 				case pct < a.th.MemoryPercent-memoryRearm && a.mem[k]:
 					delete(a.mem, k)
 				}
@@ -117,8 +127,8 @@ func (a *alerter) check(s Snapshot) []Alert {
 				a.temp[d.Index] = true
 				runs := s.RunsOnDevice(d.Index)
 				out = append(out, Alert{Kind: AlertTemperature, Device: d.Index, RunID: first(runs),
-					Key:  fmt.Sprintf("gpu:temp:dev%d:%d", d.Index, s.At.UnixMilli()),
-					Text: tempText(d, runs, a.th.TempC)})
+					Key: fmt.Sprintf("gpu:temp:dev%d:%d", d.Index, s.At.UnixMilli()),
+					Say: tempText(d, runs, a.th.TempC)}.said())
 			case d.TempC < a.th.TempC-tempRearm && a.temp[d.Index]:
 				delete(a.temp, d.Index)
 			}
@@ -150,83 +160,86 @@ func (a *alerter) event(ev DeviceEvent, last Snapshot) (Alert, bool) {
 	case EventDoubleBitECC:
 		al.Kind = AlertECC
 		al.Key = fmt.Sprintf("gpu:ecc:dev%d:%d", ev.Device, ev.At.UnixMilli())
-		al.Text = fmt.Sprintf("🛑 %s reported a double bit ECC error: data in its memory was corrupted beyond repair.%s "+
-			"Reset the GPU (nvidia-smi -r) or reboot; if it happens again the card needs replacing.", deviceLabel(d), usedBy(runs, " Results computed on it from now on cannot be trusted."))
+		al.Say = func(l i18n.Lang) string {
+			return l.T(i18n.GPUECC, deviceLabel(l, d), usedBy(l, runs, i18n.GPUECCUntrusted))
+		}
 	default:
 		al.Kind = AlertXid
 		al.Key = fmt.Sprintf("gpu:xid%d:dev%d:%d", ev.Xid, ev.Device, ev.At.UnixMilli())
-		meaning, advice := XidMeaning(ev.Xid)
-		text := fmt.Sprintf("🛑 %s reported Xid %d", deviceLabel(d), ev.Xid)
-		if meaning != "" {
-			text += ": " + meaning
+		xid := ev.Xid
+		al.Say = func(l i18n.Lang) string {
+			meaning, advice := XidMeaningIn(l, xid)
+			text := l.T(i18n.GPUXid, deviceLabel(l, d), xid)
+			if meaning != "" {
+				text += l.Pick("：", ": ") + meaning
+			}
+			text += l.Pick("。", ".") + usedBy(l, runs, i18n.Msg{})
+			if advice != "" {
+				text += l.Pick("", " ") + advice
+			}
+			return text
 		}
-		text += "." + usedBy(runs, "")
-		if advice != "" {
-			text += " " + advice
-		}
-		al.Text = text
 	}
+	al.Text = al.Say(i18n.ZhEn)
 	return al, true
 }
 
-type xidInfo struct{ meaning, advice string }
-
-const (
-	adviceApp    = "Usually a bug in the program (e.g. an out-of-bounds index in a kernel): rerun with CUDA_LAUNCH_BLOCKING=1 to find the line."
-	adviceReset  = "Reset the GPU (nvidia-smi -r) or reboot before the next run; if it happens again the card needs replacing."
-	adviceReboot = "The GPU is unreachable until the machine is rebooted (a reset is not enough); check its power, cooling and seating."
-	adviceDriver = "Restart the run; if it happens again, update the driver or reset the GPU (nvidia-smi -r)."
-)
+type xidInfo struct{ meaning, advice i18n.Msg }
 
 // xids are the Xid errors that end training runs most often, from
-// NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors).
+// NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors); their words
+// are in the catalog (i18n).
 var xids = map[uint64]xidInfo{
-	8:   {"GPU stopped processing", adviceDriver},
-	13:  {"graphics engine exception", adviceApp},
-	31:  {"GPU memory page fault (illegal memory access)", adviceApp},
-	43:  {"GPU stopped processing (the application faulted)", adviceApp},
-	45:  {"preemptive cleanup after previous errors (the process was ended)", "Another Xid came first: look for it."},
-	48:  {"double bit ECC error (uncorrectable memory error)", adviceReset},
-	61:  {"internal micro-controller breakpoint/warning", adviceDriver},
-	62:  {"internal micro-controller halt", adviceReset},
-	63:  {"ECC page retirement or row remapping event", "The faulty memory was mapped out; reset the GPU when convenient for it to take effect."},
-	64:  {"ECC page retirement or row remapping failure", adviceReset},
-	74:  {"NVLink error", "Check the NVLink bridges and the other GPUs' logs; " + adviceReset},
-	79:  {"the GPU has fallen off the bus", adviceReboot},
-	92:  {"high single bit ECC error rate", "The memory is wearing out: plan to replace the card."},
-	94:  {"contained ECC error (the application using the memory was affected)", "Restart the run; reset the GPU when convenient."},
-	95:  {"uncontained ECC error (every application on the GPU was affected)", adviceReset},
-	119: {"GSP RPC timeout (the GPU's system processor stopped answering)", adviceReset},
-	120: {"GSP error", adviceReset},
+	8:   {i18n.Xid8, i18n.XidAdviceDriver},
+	13:  {i18n.Xid13, i18n.XidAdviceApp},
+	31:  {i18n.Xid31, i18n.XidAdviceApp},
+	43:  {i18n.Xid43, i18n.XidAdviceApp},
+	45:  {i18n.Xid45, i18n.XidAdvice45},
+	48:  {i18n.Xid48, i18n.XidAdviceReset},
+	61:  {i18n.Xid61, i18n.XidAdviceDriver},
+	62:  {i18n.Xid62, i18n.XidAdviceReset},
+	63:  {i18n.Xid63, i18n.XidAdvice63},
+	64:  {i18n.Xid64, i18n.XidAdviceReset},
+	74:  {i18n.Xid74, i18n.XidAdvice74},
+	79:  {i18n.Xid79, i18n.XidAdviceReboot},
+	92:  {i18n.Xid92, i18n.XidAdvice92},
+	94:  {i18n.Xid94, i18n.XidAdvice94},
+	95:  {i18n.Xid95, i18n.XidAdviceReset},
+	119: {i18n.Xid119, i18n.XidAdviceReset},
+	120: {i18n.Xid120, i18n.XidAdviceReset},
 }
 
-// XidMeaning explains a common Xid number and says what to do; for one not
-// in trainbot's table the meaning is "" and the advice points to NVIDIA's
-// catalog.
-func XidMeaning(xid uint64) (meaning, advice string) {
+// XidMeaning explains a common Xid number and says what to do, in
+// English; for one not in trainbot's table the meaning is "" and the
+// advice points to NVIDIA's catalog.
+func XidMeaning(xid uint64) (meaning, advice string) { return XidMeaningIn(i18n.En, xid) }
+
+// XidMeaningIn is XidMeaning in l.
+func XidMeaningIn(l i18n.Lang, xid uint64) (meaning, advice string) {
 	x, ok := xids[xid]
 	if !ok {
-		return "", "See NVIDIA's Xid catalog: https://docs.nvidia.com/deploy/xid-errors/"
+		return "", l.T(i18n.XidAdviceOther)
 	}
-	return x.meaning, x.advice
+	return l.T(x.meaning), l.T(x.advice)
 }
 
-func memoryText(d Device, run int64, held int64, threshold float64) string {
-	return fmt.Sprintf("⚠️ %s memory at %.0f%% (%s of %s; alert at %g%%): run #%d holds %s. "+
-		"The next allocation may fail with CUDA out of memory: a smaller batch, gradient checkpointing or mixed precision (bf16/fp16) would leave room.",
-		deviceLabel(d), d.MemPercent(), units.Bytes(int64(d.MemUsed+d.MemReserved)), units.Bytes(int64(d.MemTotal)),
-		threshold, run, units.Bytes(held))
+func memoryText(d Device, run int64, held int64, threshold float64) func(i18n.Lang) string {
+	return func(l i18n.Lang) string {
+		return l.T(i18n.GPUMemory, deviceLabel(l, d), d.MemPercent(), units.Bytes(int64(d.MemUsed+d.MemReserved)), units.Bytes(int64(d.MemTotal)),
+			threshold, run, units.Bytes(held))
+	}
 }
 
-func tempText(d Device, runs []int64, threshold int) string {
-	return fmt.Sprintf("🌡 %s at %d°C (alert at %d°C).%s A hot GPU slows its clocks down: check the fans and the airflow.",
-		deviceLabel(d), d.TempC, threshold, usedBy(runs, ""))
+func tempText(d Device, runs []int64, threshold int) func(i18n.Lang) string {
+	return func(l i18n.Lang) string {
+		return l.T(i18n.GPUTemp, deviceLabel(l, d), d.TempC, threshold, usedBy(l, runs, i18n.Msg{}))
+	}
 }
 
 // deviceLabel is "GPU 0 (NVIDIA A100-SXM4-40GB)".
-func deviceLabel(d Device) string {
+func deviceLabel(l i18n.Lang, d Device) string {
 	if d.Index < 0 {
-		return "a GPU"
+		return l.T(i18n.GPUAny)
 	}
 	if d.Name == "" {
 		return fmt.Sprintf("GPU %d", d.Index)
@@ -234,8 +247,9 @@ func deviceLabel(d Device) string {
 	return fmt.Sprintf("GPU %d (%s)", d.Index, d.Name)
 }
 
-// usedBy is " Run #3 uses it." (plus more), or "" when no run does.
-func usedBy(runs []int64, more string) string {
+// usedBy is " Run #3 uses it." (plus more, when more has words), or ""
+// when no run does.
+func usedBy(l i18n.Lang, runs []int64, more i18n.Msg) string {
 	if len(runs) == 0 {
 		return ""
 	}
@@ -243,11 +257,14 @@ func usedBy(runs []int64, more string) string {
 	for i, r := range runs {
 		ids[i] = fmt.Sprintf("#%d", r)
 	}
-	verb := "Run " + ids[0] + " uses it."
+	verb := l.T(i18n.GPUUsedBy, ids[0])
 	if len(ids) > 1 {
-		verb = "Runs " + strings.Join(ids, ", ") + " use it."
+		verb = l.T(i18n.GPUUsedByMany, strings.Join(ids, ", "))
 	}
-	return " " + verb + more
+	if more.EN != "" {
+		verb += l.T(more)
+	}
+	return verb
 }
 
 // runBytesOn is the memory a run's processes hold on one device.

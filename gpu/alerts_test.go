@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trainbot/trainbot/i18n"
 )
 
 const gb = 1 << 30
@@ -99,7 +101,7 @@ func TestAlerterEvents(t *testing.T) {
 		return a.event(DeviceEvent{At: t0.Add(after), Device: 0, Kind: kind, Xid: xid}, last)
 	}
 	al, ok := ev(0, EventXid, 79)
-	if !ok || al.Kind != AlertXid || al.RunID != 3 || al.Text != "🛑 GPU 0 (NVIDIA H100 80GB HBM3) reported Xid 79: the GPU has fallen off the bus. Run #3 uses it. "+adviceReboot {
+	if !ok || al.Kind != AlertXid || al.RunID != 3 || al.Text != "🛑 GPU 0 (NVIDIA H100 80GB HBM3) reported Xid 79: the GPU has fallen off the bus. Run #3 uses it. "+i18n.En.T(i18n.XidAdviceReboot) {
 		t.Errorf("xid 79 = %+v", al)
 	}
 	if _, ok := ev(time.Minute, EventXid, 79); ok {
@@ -127,6 +129,14 @@ func TestAlerterEvents(t *testing.T) {
 			t.Errorf("Xid %d has no meaning", x)
 		}
 	}
+	// The same alert in Chinese.
+	al, _ = a.event(DeviceEvent{At: t0.Add(time.Hour), Device: 0, Kind: EventXid, Xid: 79}, last)
+	if got, want := al.Say(i18n.Zh), "🛑 GPU 0 (NVIDIA H100 80GB HBM3) 报告了 Xid 79：GPU 从总线上掉了。训练 #3 在用它。重启机器之前这块显卡都无法访问（重置不够）；检查供电、散热和插接。"; got != want {
+		t.Errorf("zh xid 79 = %q,\nwant %q", got, want)
+	}
+	if al.Say(i18n.ZhEn) != al.Text {
+		t.Errorf("Text %q is not the zh+en wording %q", al.Text, al.Say(i18n.ZhEn))
+	}
 }
 
 func TestFormat(t *testing.T) {
@@ -150,6 +160,12 @@ func TestFormat(t *testing.T) {
 		"run #5 (pid 77): host 300.00 MiB in 1 process"
 	if got := Format(none); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	want = "没有 NVIDIA 显卡：no NVIDIA driver (libnvidia-ml.so.1 not found)。下面是主机内存。\n" +
+		"主机内存已用 2.00 GiB，共 8.00 GiB（可用 6.00 GiB）\n" +
+		"训练 #5（进程 77）：内存 300.00 MiB，1 个进程"
+	if got := FormatIn(i18n.Zh, none); got != want {
+		t.Errorf("zh got:\n%s\nwant:\n%s", got, want)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/units"
 )
 
@@ -13,17 +14,20 @@ const mib = 1 << 20
 // device (index, name, temperature, utilisation, memory used/total, power),
 // the processes on it with their memory and run, then the host's memory and
 // each active run's. Without device figures the first line says why.
-func Format(s Snapshot) string {
+func Format(s Snapshot) string { return FormatIn(i18n.ZhEn, s) }
+
+// FormatIn is Format worded in l.
+func FormatIn(l i18n.Lang, s Snapshot) string {
 	var b strings.Builder
 	if !s.Available {
 		reason := s.Reason
 		if reason == "" {
-			reason = "no GPU telemetry"
+			reason = l.T(i18n.GPUTableNoTelem)
 		}
-		fmt.Fprintf(&b, "No NVIDIA GPU: %s. Memory below is host memory.\n", reason)
+		b.WriteString(l.T(i18n.GPUTableNone, reason))
 	} else {
 		if len(s.Devices) == 0 {
-			b.WriteString("No GPU answered this time.\n")
+			b.WriteString(l.T(i18n.GPUTableSilent))
 		}
 		width := 0
 		for _, d := range s.Devices {
@@ -57,25 +61,25 @@ func Format(s Snapshot) string {
 		}
 	}
 	if s.Host.MemTotal > 0 {
-		fmt.Fprintf(&b, "host memory %s used of %s (%s available)\n", units.Bytes(int64(s.Host.Used())),
-			units.Bytes(int64(s.Host.MemTotal)), units.Bytes(int64(s.Host.MemAvailable)))
+		b.WriteString(l.T(i18n.GPUTableHost, units.Bytes(int64(s.Host.Used())),
+			units.Bytes(int64(s.Host.MemTotal)), units.Bytes(int64(s.Host.MemAvailable))))
 	}
 	for _, u := range s.Runs {
 		var parts []string
 		if u.GPUBytes != nil {
-			g := "GPU " + units.Bytes(*u.GPUBytes)
+			g := l.T(i18n.GPUTableRunGPU, units.Bytes(*u.GPUBytes))
 			if len(u.Devices) > 0 {
-				g += " on " + devList(u.Devices)
+				g += l.T(i18n.GPUTableOn, devList(u.Devices))
 			}
 			parts = append(parts, g)
 		}
 		if u.HostBytes != nil {
-			parts = append(parts, fmt.Sprintf("host %s in %d process%s", units.Bytes(*u.HostBytes), u.Processes, plural(u.Processes, "es")))
+			parts = append(parts, l.T(i18n.GPUTableRunHost, units.Bytes(*u.HostBytes), u.Processes))
 		}
 		if len(parts) == 0 {
-			parts = append(parts, "no figures")
+			parts = append(parts, l.T(i18n.GPUTableNoFigures))
 		}
-		fmt.Fprintf(&b, "run #%d (pid %d): %s\n", u.RunID, u.PID, strings.Join(parts, " · "))
+		b.WriteString(l.T(i18n.GPUTableRun, u.RunID, u.PID, strings.Join(parts, " · ")))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -96,11 +100,4 @@ func devList(devs []int) string {
 		return "GPU " + s[0]
 	}
 	return "GPUs " + strings.Join(s, ",")
-}
-
-func plural(n int, suffix string) string {
-	if n == 1 {
-		return ""
-	}
-	return suffix
 }

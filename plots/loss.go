@@ -1,13 +1,13 @@
 package plots
 
 import (
-	"fmt"
 	"image/color"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/units"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -21,7 +21,9 @@ import (
 type LossChart struct {
 	// Title says what the chart shows, e.g. "demo · run #12 · finished";
 	// the chart puts its kind in front.
-	Title  string
+	Title string
+	// Lang is the language of the kind, the axes and the legend.
+	Lang   i18n.Lang
 	XLabel string // "step" (or "time" with XTime) when empty
 	YLabel string // "loss" when empty
 	// XTime says X is seconds since the start: the axis shows durations.
@@ -73,14 +75,14 @@ const markersBelow = 60
 func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 	xlabel := c.XLabel
 	if strings.TrimSpace(xlabel) == "" {
-		xlabel = "step"
+		xlabel = pt.say(c.Lang, i18n.AxisStep)
 		if c.XTime {
-			xlabel = "time"
+			xlabel = pt.say(c.Lang, i18n.AxisTime)
 		}
 	}
 	ylabel := c.YLabel
 	if strings.TrimSpace(ylabel) == "" {
-		ylabel = "loss"
+		ylabel = pt.say(c.Lang, i18n.AxisLoss)
 	}
 	type prepared struct {
 		name     string
@@ -217,7 +219,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 			label += " (no finite value)"
 		}
 		if c.Peaks && s.finite > 0 {
-			pk := pt.peakMark(s.raw, c.Series[s.col], col, logY)
+			pk := pt.peakMark(c.Lang, s.raw, c.Series[s.col], col, logY)
 			p.Add(pk)
 			label += " · " + pk.label
 		}
@@ -232,7 +234,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		slices.Sort(marks)
 		glyph := draw.GlyphStyle{Color: colAlert, Radius: vg.Points(7), Shape: boldCross{width: vg.Points(2.5)}}
 		p.Add(&edgeMarks{xs: marks, style: glyph})
-		legend = append(legend, legendEntry{label: fmt.Sprintf("NaN/Inf ×%d (skipped)", nonFinite), glyph: &glyph})
+		legend = append(legend, legendEntry{label: pt.say(c.Lang, i18n.LegendNaN, nonFinite), glyph: &glyph})
 	}
 	if c.Peaks && c.YBytes {
 		// Room above the highest peak for its label.
@@ -254,13 +256,13 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 			if l, err := strokeLine([]XY{{x0, c.Ceiling}, {x1, c.Ceiling}}, colGrey, vg.Points(2), grey...); err == nil {
 				p.Add(l)
 			}
-			legend = append(legend, lineEntry(cmpOr(c.CeilingLabel, "total "+units.Bytes(int64(c.Ceiling))), colGrey, vg.Points(2), grey...))
+			legend = append(legend, lineEntry(cmpOr(c.CeilingLabel, pt.say(c.Lang, i18n.LegendTotal, units.Bytes(int64(c.Ceiling)))), colGrey, vg.Points(2), grey...))
 			p.Y.Max = math.Max(p.Y.Max, c.Ceiling*1.04)
 		}
 	}
 	note := ""
 	if smoothed {
-		note = fmt.Sprintf("light: raw values · bold: smoothed (EMA %.2g, less on short series) · label: latest value", c.Smoothing)
+		note = pt.say(c.Lang, i18n.NoteSmoothed, c.Smoothing)
 	}
 	return pt.render(frame{title: joinTitle(pt.lossKind(c), c.Title), legend: legend, note: note, plots: []*plot.Plot{p}})
 }
@@ -271,7 +273,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 func (pt *Painter) lossKind(c LossChart) string {
 	switch {
 	case c.KindEN != "" && c.KindZH != "":
-		return pt.bilingual(c.KindZH, c.KindEN)
+		return pt.kind(c.Lang, i18n.Msg{ZH: c.KindZH, EN: c.KindEN})
 	case c.KindEN != "":
 		return c.KindEN
 	case !anyLoss(c.Series):
@@ -281,7 +283,7 @@ func (pt *Painter) lossKind(c LossChart) string {
 		}
 		return strings.Join(names, ", ")
 	}
-	return pt.bilingual("损失", "Loss")
+	return pt.kind(c.Lang, i18n.KindLoss)
 }
 
 // SmoothingFor is the EMA weight a series of n finite points is smoothed
@@ -416,7 +418,7 @@ func cmpOr(s, alt string) string {
 
 // peakMark marks the highest point of a series (reduced points, drawn in
 // col), or the series' own Peak above it, with "peak 1.25 GiB".
-func (pt *Painter) peakMark(raw []XY, s Series, col color.RGBA, logY bool) *annotation {
+func (pt *Painter) peakMark(l i18n.Lang, raw []XY, s Series, col color.RGBA, logY bool) *annotation {
 	top := raw[0]
 	for _, q := range raw {
 		if q.Y > top.Y {
@@ -427,10 +429,10 @@ func (pt *Painter) peakMark(raw []XY, s Series, col color.RGBA, logY bool) *anno
 	if logY {
 		v = math.Pow(10, v)
 	}
-	label := "peak " + units.Bytes(int64(v))
+	label := pt.say(l, i18n.LegendPeak, units.Bytes(int64(v)))
 	if s.Peak > v {
 		v = s.Peak
-		label = "peak " + units.Bytes(int64(v))
+		label = pt.say(l, i18n.LegendPeak, units.Bytes(int64(v)))
 		top.Y = v
 		if logY {
 			top.Y = math.Log10(v)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/units"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -15,6 +16,8 @@ import (
 // run started; Y is bytes.
 type MemoryChart struct {
 	Title string
+	// Lang is the language of the kind, the axes and the legend.
+	Lang i18n.Lang
 	// GPU is the accelerator memory held by the run's processes.
 	GPU []XY
 	// GPUTotal is the capacity of the devices the run uses, drawn as a
@@ -32,7 +35,7 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 	if len(gpu) == 0 && len(host) == 0 {
 		return nil, ErrNoData
 	}
-	p := pt.newPlot("time since start", "memory")
+	p := pt.newPlot(pt.say(c.Lang, i18n.AxisSinceStart), pt.say(c.Lang, i18n.AxisMemory))
 	p.X.Tick.Marker = durationTicks{want: 8}
 	p.Y.Tick.Marker = byteTicks{want: 6}
 	p.Y.Min = 0
@@ -54,7 +57,7 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 		if l, err := strokeLine(line, colGrey, vg.Points(2), vg.Points(8), vg.Points(5)); err == nil {
 			p.Add(l)
 		}
-		label := "GPU total " + units.Bytes(int64(ceiling))
+		label := pt.say(c.Lang, i18n.LegendGPUTotal, units.Bytes(int64(ceiling)))
 		legend = append(legend, lineEntry(label, colGrey, vg.Points(2), vg.Points(8), vg.Points(5)))
 	}
 	type part struct {
@@ -62,7 +65,7 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 		pts  []XY
 		col  int
 	}
-	for _, s := range []part{{"GPU memory of the run", gpu, 0}, {"host memory of the process tree", host, 2}} {
+	for _, s := range []part{{pt.say(c.Lang, i18n.LegendGPURun), gpu, 0}, {pt.say(c.Lang, i18n.LegendHostRun), host, 2}} {
 		if len(s.pts) == 0 {
 			continue
 		}
@@ -79,7 +82,7 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 				peak = q
 			}
 		}
-		label := fmt.Sprintf("peak %s", units.Bytes(int64(peak.Y)))
+		label := pt.say(c.Lang, i18n.LegendPeak, units.Bytes(int64(peak.Y)))
 		if ceiling > 0 && s.col == 0 {
 			label += fmt.Sprintf(" (%.0f%%)", 100*peak.Y/ceiling)
 		}
@@ -93,11 +96,11 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 		p.Y.Max = math.Max(p.Y.Max, ceiling*1.04)
 	}
 	// 显存 is accelerator memory; a CPU-only run's chart is 内存 (host memory).
-	zh := "内存"
+	kind := i18n.KindMemoryHost
 	if len(gpu) > 0 {
-		zh = "显存"
+		kind = i18n.KindMemoryGPU
 	}
-	return pt.render(frame{title: joinTitle(pt.bilingual(zh, "Memory"), c.Title), legend: legend, plots: []*plot.Plot{p}})
+	return pt.render(frame{title: joinTitle(pt.kind(c.Lang, kind), c.Title), legend: legend, plots: []*plot.Plot{p}})
 }
 
 // stepLine turns capacity samples into a line from x0 to x1 that holds
@@ -123,17 +126,19 @@ type DeviceSeries struct {
 // DeviceChart describes the utilisation and temperature of the devices a
 // run used.
 type DeviceChart struct {
-	Title   string
+	Title string
+	// Lang is the language of the kind, the axes and the legend.
+	Lang    i18n.Lang
 	Devices []DeviceSeries
 }
 
 // Device draws utilisation (top) and temperature (bottom) of each device.
 // It returns ErrNoData when there is no sample.
 func (pt *Painter) Device(c DeviceChart) ([]byte, error) {
-	util := pt.newPlot("", "utilisation")
+	util := pt.newPlot("", pt.say(c.Lang, i18n.AxisUtil))
 	util.Y.Tick.Marker = unitTicks{want: 5, unit: "%"}
 	util.Y.Min, util.Y.Max = 0, 100
-	temp := pt.newPlot("time since start", "temperature")
+	temp := pt.newPlot(pt.say(c.Lang, i18n.AxisSinceStart), pt.say(c.Lang, i18n.AxisTemp))
 	temp.Y.Tick.Marker = unitTicks{want: 4, unit: " °C"}
 	var legend []legendEntry
 	width := vg.Points(2.4)
@@ -177,10 +182,10 @@ func (pt *Painter) Device(c DeviceChart) ([]byte, error) {
 		plots = append(plots, pl.p)
 	}
 	last := plots[len(plots)-1]
-	_, last.X.Label.Text = pt.style("time since start", sizeLabel, false)
-	title := joinTitle(pt.bilingual("显卡", "GPU")+" utilisation & temperature", c.Title)
+	_, last.X.Label.Text = pt.style(pt.say(c.Lang, i18n.AxisSinceStart), sizeLabel, false)
+	title := joinTitle(pt.kind(c.Lang, i18n.KindUtilTemp), c.Title)
 	if !hasTemp {
-		title = joinTitle(pt.bilingual("显卡", "GPU")+" utilisation", c.Title)
+		title = joinTitle(pt.kind(c.Lang, i18n.KindUtil), c.Title)
 	}
 	return pt.render(frame{title: title, legend: legend, plots: plots})
 }

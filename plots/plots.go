@@ -24,6 +24,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/trainbot/trainbot/i18n"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/text"
@@ -166,6 +167,30 @@ func (pt *Painter) bilingual(zh, en string) string {
 		return en
 	}
 	return zh + " " + en
+}
+
+// kind is a chart's kind in its title in l: bilingual in zh+en ("损失
+// Loss"), Chinese in zh, English in en; English whenever there is no
+// Chinese font.
+func (pt *Painter) kind(l i18n.Lang, m i18n.Msg) string {
+	switch {
+	case l == i18n.ZhEn && m.Mix != "" && pt.fonts.cjk != nil:
+		return m.Mix
+	case l == i18n.ZhEn:
+		return pt.bilingual(m.ZH, m.EN)
+	case l == i18n.Zh && pt.fonts.cjk != nil:
+		return m.ZH
+	}
+	return m.EN
+}
+
+// say is m in l for a label or legend: zh+en labels are English, as they
+// always were, and Chinese ones are English without a Chinese font.
+func (pt *Painter) say(l i18n.Lang, m i18n.Msg, args ...any) string {
+	if l == i18n.Zh && pt.fonts.cjk == nil {
+		l = i18n.En
+	}
+	return l.T(m, args...)
 }
 
 // style returns a text style for s, and s as it will be drawn.

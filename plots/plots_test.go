@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"codeberg.org/go-fonts/liberation/liberationsansregular"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/units"
 	"golang.org/x/image/font/sfnt"
 	"gonum.org/v1/plot"
@@ -426,6 +427,15 @@ func TestFonts(t *testing.T) {
 		if got := p.bilingual("损失", "Loss"); got != "Loss" {
 			t.Errorf("bilingual = %q, want Loss", got)
 		}
+		// Without a Chinese font, a chart for a Chinese chat is in English.
+		for _, l := range i18n.Langs {
+			if got := p.kind(l, i18n.KindLoss); got != "Loss" {
+				t.Errorf("kind %v = %q, want Loss", l, got)
+			}
+			if got := p.say(l, i18n.AxisStep); got != "step" {
+				t.Errorf("say %v = %q, want step", l, got)
+			}
+		}
 	})
 	t.Run("cjk", func(t *testing.T) {
 		if _, err := os.Stat(wqyZenHei); err != nil {
@@ -440,6 +450,38 @@ func TestFonts(t *testing.T) {
 		}
 		if got := p.bilingual("损失", "Loss"); got != "损失 Loss" {
 			t.Errorf("bilingual = %q", got)
+		}
+		for _, c := range []struct {
+			l               i18n.Lang
+			kind, util, say string
+		}{
+			{i18n.ZhEn, "损失 Loss", "显卡 GPU utilisation", "time since start"},
+			{i18n.Zh, "损失", "显卡利用率", "开始后的时间"},
+			{i18n.En, "Loss", "GPU utilisation", "time since start"},
+		} {
+			if got := p.kind(c.l, i18n.KindLoss); got != c.kind {
+				t.Errorf("kind %v = %q, want %q", c.l, got, c.kind)
+			}
+			if got := p.kind(c.l, i18n.KindUtil); got != c.util {
+				t.Errorf("util kind %v = %q, want %q", c.l, got, c.util)
+			}
+			if got := p.say(c.l, i18n.AxisSinceStart); got != c.say {
+				t.Errorf("say %v = %q, want %q", c.l, got, c.say)
+			}
+		}
+		// A chart in each language draws, and the Chinese one differs.
+		chart := LossChart{Title: "demo · run #1", Smoothing: 0.6, Series: []Series{{Name: "loss", Points: []XY{{0, 1}, {1, 0.5}, {2, 0.4}}}}}
+		var pngs [][]byte
+		for _, l := range []i18n.Lang{i18n.En, i18n.Zh} {
+			chart.Lang = l
+			png, err := p.Loss(chart)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pngs = append(pngs, png)
+		}
+		if bytes.Equal(pngs[0], pngs[1]) {
+			t.Error("the zh chart is the en chart")
 		}
 		// A title is laid out in runs: Latin in Liberation, Chinese in the CJK font.
 		l := p.line("图像分类 · run #5", sizeTitle, true, color.Black)

@@ -277,11 +277,11 @@ func (f *MemoryFit) Advice() string {
 		ids[i] = fmt.Sprintf("#%d", id)
 	}
 	return fmt.Sprintf("%s=%d should fit: predicted %s of %s, from runs %s",
-		f.Param, f.MaxFit, shortBytes(f.Predict(float64(f.MaxFit))), shortBytes(f.Limit), strings.Join(ids, " "))
+		f.Param, f.MaxFit, ShortBytes(f.Predict(float64(f.MaxFit))), ShortBytes(f.Limit), strings.Join(ids, " "))
 }
 
-// shortBytes is units.Bytes with one decimal and no trailing zeros: "21.3 GiB", "24 GiB".
-func shortBytes(n int64) string {
+// ShortBytes is units.Bytes with one decimal and no trailing zeros: "21.3 GiB", "24 GiB".
+func ShortBytes(n int64) string {
 	s := units.Bytes(n)
 	num, unit, ok := strings.Cut(s, " ")
 	if !ok {

@@ -271,20 +271,20 @@ func (p ParamSpec) canonical(v string) (string, error) {
 	case ParamInt:
 		n, err := strconv.ParseInt(v, 10, 64)
 		if errors.Is(err, strconv.ErrRange) {
-			return "", fmt.Errorf("out of range for a 64-bit integer")
+			return "", badValue(ParamIntRange, "", "out of range for a 64-bit integer")
 		}
 		if err != nil {
-			return "", fmt.Errorf("not an integer")
+			return "", badValue(ParamNotInt, "", "not an integer")
 		}
 		num, isNum = float64(n), true
 		v = strconv.FormatInt(n, 10)
 	case ParamFloat:
 		f, err := strconv.ParseFloat(v, 64)
 		if errors.Is(err, strconv.ErrRange) && !strings.ContainsAny(v, "_xXpP") {
-			return "", fmt.Errorf("out of range for a 64-bit float")
+			return "", badValue(ParamFloatRange, "", "out of range for a 64-bit float")
 		}
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || strings.ContainsAny(v, "_xXpP") {
-			return "", fmt.Errorf("not a number")
+			return "", badValue(ParamNotNumber, "", "not a number")
 		}
 		num, isNum = f, true
 	case ParamBool:
@@ -294,19 +294,19 @@ func (p ParamSpec) canonical(v string) (string, error) {
 		case "false", "0", "no", "off", "n":
 			v = "false"
 		default:
-			return "", fmt.Errorf("not true or false")
+			return "", badValue(ParamNotBool, "", "not true or false")
 		}
 	case ParamString:
 		if strings.ContainsRune(v, 0) {
-			return "", fmt.Errorf("contains a NUL byte")
+			return "", badValue(ParamNUL, "", "contains a NUL byte")
 		}
 	}
 	if isNum {
 		if p.Min != nil && num < *p.Min {
-			return "", fmt.Errorf("below the minimum %g", *p.Min)
+			return "", badValue(ParamBelowMin, fmt.Sprintf("%g", *p.Min), "below the minimum %g", *p.Min)
 		}
 		if p.Max != nil && num > *p.Max {
-			return "", fmt.Errorf("above the maximum %g", *p.Max)
+			return "", badValue(ParamAboveMax, fmt.Sprintf("%g", *p.Max), "above the maximum %g", *p.Max)
 		}
 	}
 	if len(p.Choices) > 0 {
@@ -318,7 +318,7 @@ func (p ParamSpec) canonical(v string) (string, error) {
 			}
 		}
 		if !ok {
-			return "", fmt.Errorf("not one of %s", strings.Join(p.Choices, ", "))
+			return "", badValue(ParamNotChoice, strings.Join(p.Choices, ", "), "not one of %s", strings.Join(p.Choices, ", "))
 		}
 	}
 	return v, nil
@@ -336,6 +336,45 @@ type ParamError struct {
 	Value  string
 	Given  bool   // the value was given (it may be "")
 	Reason string // a predicate: "is not an integer (int 1..4096, default 64)"
+	// Problem, Limit and Spec say the same as Reason in parts, for texts in
+	// other languages: what is wrong, the bound or the choices it broke
+	// ("4096", "adam, sgd"), and the parameter's description (Describe).
+	// For an unknown parameter, Limit lists the job's parameters.
+	Problem ParamProblem
+	Limit   string
+	Spec    string
+}
+
+// ParamProblem is what is wrong with a parameter's value.
+type ParamProblem int
+
+// The problems a parameter can have.
+const (
+	ParamUnknown    ParamProblem = iota + 1 // the job has no such parameter
+	ParamRequired                           // no value and no default
+	ParamNotInt                             // not an integer
+	ParamIntRange                           // an integer beyond 64 bits
+	ParamNotNumber                          // not a number
+	ParamFloatRange                         // a number beyond float64
+	ParamNotBool                            // not true or false
+	ParamNUL                                // a NUL byte in a string
+	ParamBelowMin                           // below Min (Limit)
+	ParamAboveMax                           // above Max (Limit)
+	ParamNotChoice                          // not one of the choices (Limit)
+)
+
+// valueError is what canonical says of a value: the problem and its
+// English wording.
+type valueError struct {
+	problem ParamProblem
+	limit   string
+	msg     string
+}
+
+func (e *valueError) Error() string { return e.msg }
+
+func badValue(p ParamProblem, limit, format string, args ...any) error {
+	return &valueError{problem: p, limit: limit, msg: fmt.Sprintf(format, args...)}
 }
 
 // Error reads `batch_size: "1;rm" is not an integer (int 1..4096, default
@@ -367,17 +406,22 @@ func (j *Job) ResolveParams(given map[string]string) (map[string]string, error) 
 		spec, ok := j.Params[k]
 		if !ok {
 			reason := "is an unknown parameter"
-			if names := j.ParamNames(); len(names) > 0 {
+			names := j.ParamNames()
+			if len(names) > 0 {
 				reason += "; " + j.Name + " takes " + strings.Join(names, ", ")
 			} else {
 				reason += "; " + j.Name + " takes no parameters"
 			}
-			errs = append(errs, &ParamError{Job: j.Name, Param: k, Value: given[k], Given: true, Reason: reason})
+			errs = append(errs, &ParamError{Job: j.Name, Param: k, Value: given[k], Given: true, Reason: reason, Problem: ParamUnknown, Limit: strings.Join(names, ", ")})
 			continue
 		}
 		v, err := spec.canonical(given[k])
 		if err != nil {
-			errs = append(errs, &ParamError{Job: j.Name, Param: k, Value: given[k], Given: true, Reason: "is " + err.Error() + " (" + spec.Describe() + ")"})
+			pe := &ParamError{Job: j.Name, Param: k, Value: given[k], Given: true, Reason: "is " + err.Error() + " (" + spec.Describe() + ")", Spec: spec.Describe()}
+			if ve := (*valueError)(nil); errors.As(err, &ve) {
+				pe.Problem, pe.Limit = ve.problem, ve.limit
+			}
+			errs = append(errs, pe)
 			continue
 		}
 		out[k] = v
@@ -391,7 +435,7 @@ func (j *Job) ResolveParams(given map[string]string) (map[string]string, error) 
 		}
 		spec := j.Params[name]
 		if !spec.HasDefault {
-			errs = append(errs, &ParamError{Job: j.Name, Param: name, Reason: "is required (" + spec.Describe() + ")"})
+			errs = append(errs, &ParamError{Job: j.Name, Param: name, Reason: "is required (" + spec.Describe() + ")", Problem: ParamRequired, Spec: spec.Describe()})
 			continue
 		}
 		v, _ := spec.canonical(spec.Default)

@@ -1,8 +1,12 @@
 package chat
 
 import (
+	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/trainbot/trainbot/i18n"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Command is one entry of the command table.
@@ -11,32 +15,32 @@ type Command struct {
 	Chinese  string   // 开始
 	Aliases  []string // other English names: "run"
 	Args     string   // usage of the arguments: "[job] [k=v…]"
-	Help     string   // one line, English
-	HelpZH   string   // one line, Chinese (Telegram's command menu)
+	Help     i18n.Msg // one line of help, in each language
+	HelpZH   string   // a few Chinese words (Telegram's command menu)
 	Operator bool     // only operators may use it
 }
 
 // Commands is the command table, in the order help shows it.
 var Commands = []Command{
-	{Name: "train", Chinese: "开始", Aliases: []string{"run"}, Args: "[job] [k=v…]", Help: "start a run", HelpZH: "开始训练", Operator: true},
-	{Name: "stop", Chinese: "停止", Args: "[run]", Help: "stop the active run", HelpZH: "停止训练", Operator: true},
-	{Name: "status", Chinese: "状态", Args: "[run]", Help: "step, epoch, loss, speed, ETA, elapsed", HelpZH: "训练状态"},
-	{Name: "plot", Chinese: "画图", Args: "[run] [metric|memory|util] [time]", Help: "loss and memory charts", HelpZH: "损失曲线和显存图"},
-	{Name: "gpu", Chinese: "显卡", Help: "GPU table and which process holds memory", HelpZH: "显卡状态"},
-	{Name: "log", Chinese: "日志", Args: "[n]", Help: "last n lines of output", HelpZH: "最近的输出"},
-	{Name: "runs", Chinese: "历史", Args: "[n]", Help: "recent runs with outcome and final loss", HelpZH: "历史记录"},
-	{Name: "compare", Chinese: "对比", Args: "A B [C…] [metric|显存]", Help: "compare runs: table, loss and memory overlaid", HelpZH: "对比训练"},
-	{Name: "fit", Chinese: "适配", Args: "[job] [param]", Help: "which batch size fits, from past runs' peak memory", HelpZH: "哪个 batch 放得下"},
-	{Name: "queue", Chinese: "排队", Args: "[job] [k=v…]", Help: "queue a start for when the job's run ends (/queue alone lists the queue)", HelpZH: "排队等待训练"},
-	{Name: "queued", Chinese: "队列", Help: "the queue: waiting starts, their positions and who asked", HelpZH: "查看队列"},
-	{Name: "cancel", Chinese: "取消", Args: "N", Help: "remove queue entry N (the one who queued it or an operator)", HelpZH: "取消排队"},
-	{Name: "watch", Chinese: "关注", Args: "PATH [pid]", Help: "watch a run trainbot did not start: its log (in [watch] dirs) and its process", HelpZH: "关注外部训练", Operator: true},
-	{Name: "note", Chinese: "备注", Args: "N text", Help: "note on run N (shown in 历史, runs and 对比); 开始 … 备注 text notes a new run", HelpZH: "给训练加备注", Operator: true},
-	{Name: "jobs", Chinese: "任务", Help: "configured jobs and their parameters", HelpZH: "任务列表"},
-	{Name: "audit", Chinese: "审计", Args: "[n]", Help: "who sent which command, allowed or refused, and the run it touched", HelpZH: "操作审计记录", Operator: true},
-	{Name: "subscribe", Chinese: "订阅", Help: "progress pushes on for this chat", HelpZH: "订阅进度推送"},
-	{Name: "mute", Chinese: "静音", Help: "progress pushes off for this chat", HelpZH: "关闭进度推送"},
-	{Name: "help", Chinese: "帮助", Help: "this table", HelpZH: "帮助"},
+	{Name: "train", Chinese: "开始", Aliases: []string{"run"}, Args: "[job] [k=v…]", Help: i18n.HelpTrain, HelpZH: "开始训练", Operator: true},
+	{Name: "stop", Chinese: "停止", Args: "[run]", Help: i18n.HelpStop, HelpZH: "停止训练", Operator: true},
+	{Name: "status", Chinese: "状态", Args: "[run]", Help: i18n.HelpStatus, HelpZH: "训练状态"},
+	{Name: "plot", Chinese: "画图", Args: "[run] [metric|memory|util] [time]", Help: i18n.HelpPlot, HelpZH: "损失曲线和显存图"},
+	{Name: "gpu", Chinese: "显卡", Help: i18n.HelpGPU, HelpZH: "显卡状态"},
+	{Name: "log", Chinese: "日志", Args: "[n]", Help: i18n.HelpLog, HelpZH: "最近的输出"},
+	{Name: "runs", Chinese: "历史", Args: "[n]", Help: i18n.HelpRuns, HelpZH: "历史记录"},
+	{Name: "compare", Chinese: "对比", Args: "A B [C…] [metric|显存]", Help: i18n.HelpCompare, HelpZH: "对比训练"},
+	{Name: "fit", Chinese: "适配", Args: "[job] [param]", Help: i18n.HelpFit, HelpZH: "哪个 batch 放得下"},
+	{Name: "queue", Chinese: "排队", Args: "[job] [k=v…]", Help: i18n.HelpQueue, HelpZH: "排队等待训练"},
+	{Name: "queued", Chinese: "队列", Help: i18n.HelpQueued, HelpZH: "查看队列"},
+	{Name: "cancel", Chinese: "取消", Args: "N", Help: i18n.HelpCancel, HelpZH: "取消排队"},
+	{Name: "watch", Chinese: "关注", Args: "PATH [pid]", Help: i18n.HelpWatch, HelpZH: "关注外部训练", Operator: true},
+	{Name: "note", Chinese: "备注", Args: "N text", Help: i18n.HelpNote, HelpZH: "给训练加备注", Operator: true},
+	{Name: "jobs", Chinese: "任务", Help: i18n.HelpJobs, HelpZH: "任务列表"},
+	{Name: "audit", Chinese: "审计", Args: "[n]", Help: i18n.HelpAudit, HelpZH: "操作审计记录", Operator: true},
+	{Name: "subscribe", Chinese: "订阅", Help: i18n.HelpSubscribe, HelpZH: "订阅进度推送"},
+	{Name: "mute", Chinese: "静音", Help: i18n.HelpMute, HelpZH: "关闭进度推送"},
+	{Name: "help", Chinese: "帮助", Help: i18n.HelpHelp, HelpZH: "帮助"},
 }
 
 // command returns the table entry of a canonical name.
@@ -52,22 +56,49 @@ func command(name string) *Command {
 // Parsed is a message split into a command and its arguments.
 type Parsed struct {
 	Cmd  *Command // nil when the text is not a command
-	Word string   // the command word as typed, lower-case, without '/' and '@bot'
-	Args []string
+	Word string   // the command word as read, lower-case, without '/' and '@bot'
+	Args []string // the arguments as read (Normalize)
+	// Raw are the arguments as typed, one for each of Args: for what must
+	// stay as the user wrote it (a note's Chinese punctuation, a path).
+	Raw []string
+	// Text is the whole message as read (Normalize), its words joined by
+	// one space, for a refusal to echo: what the user typed may not be what
+	// trainbot read. Typed is the message as typed, joined the same way.
+	Text, Typed string
 	// Start is Telegram's bare "/start" greeting: answered with help.
 	Start bool
 }
 
+// Normalize is text as trainbot reads a command: NFKC, which turns what a
+// Chinese input method types in full-width mode into ASCII — digits and
+// letters (１２８ → 128, ｌｒ → lr), the ideographic space, and the
+// separators ＝ ： ， ／ ＠ (→ = : , / @) — and leaves Chinese characters
+// and CJK punctuation that has no ASCII twin (。、“”「」) as they are.
+func Normalize(text string) string { return norm.NFKC.String(text) }
+
 // Parse recognises a command in Chinese or English, with or without a
-// slash, in any case, addressed to a bot ("/status@MyBot") or not.
+// slash, in any case, addressed to a bot ("/status@MyBot") or not, typed
+// in full-width characters or not (Normalize).
 func Parse(text string) Parsed {
-	fields := strings.FieldsFunc(strings.TrimSpace(text), unicode.IsSpace)
+	var raw, fields []string
+	for _, f := range strings.FieldsFunc(strings.TrimSpace(text), unicode.IsSpace) {
+		// Each word is read on its own so that the word as typed stays
+		// beside it; NFKC can make one word two (a compatibility space).
+		parts := strings.FieldsFunc(Normalize(f), unicode.IsSpace)
+		if len(parts) == 1 {
+			raw = append(raw, f)
+		} else {
+			raw = append(raw, parts...)
+		}
+		fields = append(fields, parts...)
+	}
 	if len(fields) == 0 {
 		return Parsed{}
 	}
+	read, typed := strings.Join(fields, " "), strings.Join(raw, " ")
 	word := fields[0]
-	args := fields[1:]
-	word = strings.TrimLeft(word, "/／")
+	args, rawArgs := fields[1:], raw[1:]
+	word = strings.TrimLeft(word, "/")
 	if at := strings.IndexByte(word, '@'); at >= 0 {
 		word = word[:at]
 	}
@@ -76,24 +107,20 @@ func Parse(text string) Parsed {
 	if c, rest := splitChinese(word); c != nil {
 		if rest != "" {
 			args = append([]string{rest}, args...)
+			rawArgs = append([]string{rest}, rawArgs...)
 		}
-		return Parsed{Cmd: c, Word: c.Chinese, Args: args}
+		return Parsed{Cmd: c, Word: c.Chinese, Args: args, Raw: rawArgs, Text: read, Typed: typed}
 	}
 	if word == "start" {
-		return Parsed{Cmd: command("help"), Word: word, Args: args, Start: true}
+		return Parsed{Cmd: command("help"), Word: word, Args: args, Raw: rawArgs, Text: read, Typed: typed, Start: true}
 	}
 	for i := range Commands {
 		c := &Commands[i]
-		if word == c.Name {
-			return Parsed{Cmd: c, Word: word, Args: args}
-		}
-		for _, a := range c.Aliases {
-			if word == a {
-				return Parsed{Cmd: c, Word: word, Args: args}
-			}
+		if word == c.Name || slices.Contains(c.Aliases, word) {
+			return Parsed{Cmd: c, Word: word, Args: args, Raw: rawArgs, Text: read, Typed: typed}
 		}
 	}
-	return Parsed{Word: word, Args: args}
+	return Parsed{Word: word, Args: args, Raw: rawArgs, Text: read, Typed: typed}
 }
 
 func splitChinese(word string) (*Command, string) {

@@ -61,7 +61,7 @@ func TestParseCommands(t *testing.T) {
 func TestEveryCommandHasChineseAndHelp(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range Commands {
-		if c.Chinese == "" || c.Help == "" || c.HelpZH == "" {
+		if c.Chinese == "" || c.Help.EN == "" || c.Help.ZH == "" || c.HelpZH == "" {
 			t.Errorf("command %s lacks a word or help", c.Name)
 		}
 		for _, w := range append([]string{c.Name, c.Chinese}, c.Aliases...) {
@@ -70,5 +70,30 @@ func TestEveryCommandHasChineseAndHelp(t *testing.T) {
 			}
 			seen[w] = true
 		}
+	}
+}
+
+// What a Chinese input method types in full-width mode is read as ASCII;
+// the words as typed stay beside the words as read.
+func TestParseNormalisesFullWidth(t *testing.T) {
+	cases := []struct {
+		text, cmd string
+		args, raw []string
+		read      string
+	}{
+		{"开始　demo　steps＝２００", "train", []string{"demo", "steps=200"}, []string{"demo", "steps＝２００"}, "开始 demo steps=200"},
+		{"开始 ｌｒ＝３ｅ－４", "train", []string{"lr=3e-4"}, []string{"ｌｒ＝３ｅ－４"}, "开始 lr=3e-4"},
+		{"／ｓｔａｔｕｓ＠ＭｙＢｏｔ　１２", "status", []string{"12"}, []string{"１２"}, "/status@MyBot 12"},
+		{"画图１２", "plot", []string{"12"}, []string{"12"}, "画图12"},
+		{"备注 3 基线，batch：64", "note", []string{"3", "基线,batch:64"}, []string{"3", "基线，batch：64"}, "备注 3 基线,batch:64"},
+	}
+	for _, c := range cases {
+		p := Parse(c.text)
+		if p.Cmd == nil || p.Cmd.Name != c.cmd || !slices.Equal(p.Args, c.args) || !slices.Equal(p.Raw, c.raw) || p.Text != c.read {
+			t.Errorf("Parse(%q) = %v %q raw %q read %q; want %s %q raw %q read %q", c.text, p.Cmd, p.Args, p.Raw, p.Text, c.cmd, c.args, c.raw, c.read)
+		}
+	}
+	if p := Parse("状态 1"); p.Text != p.Typed {
+		t.Errorf("ASCII text read as %q, typed %q", p.Text, p.Typed)
 	}
 }

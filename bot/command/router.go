@@ -15,6 +15,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -125,14 +126,19 @@ type Router struct {
 	// Location is the time zone dates are shown in; nil: the process's
 	// (TZ).
 	Location *time.Location
-	// GPU answers 显卡 when set; without it the command says so.
-	GPU func(ctx context.Context) chat.Reply
+	// GPU answers 显卡, in a language, when set; without it the command
+	// says so.
+	GPU func(ctx context.Context, l i18n.Lang) chat.Reply
 	// HostAvailable returns the host's available memory, the limit of 适配
 	// for a job that runs on the CPU; nil: unknown.
 	HostAvailable func() int64
 	// PageURL, when set, gives a run's web page address: chart replies get
 	// a [网页 Open] button (render.PageButtons).
 	PageURL func(runID int64) string
+	// Languages is the language of each transport's chats; the zero value
+	// speaks zh+en everywhere. A reload does not change it (as with the
+	// notifier's, it takes a restart).
+	Languages i18n.Languages
 }
 
 // maxText is the longest message the router reads.
@@ -166,6 +172,9 @@ func (r *Router) cur() Settings {
 	return Settings{Access: r.Access, WatchDirs: r.WatchDirs, Location: r.Location}
 }
 
+// Lang is the language the router answers a message in: its transport's.
+func (r *Router) Lang(m chat.Message) i18n.Lang { return r.Languages.For(m.Transport) }
+
 func (r *Router) log() *slog.Logger {
 	if r.Logger == nil {
 		return slog.New(slog.DiscardHandler)
@@ -186,12 +195,13 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 		}
 	}
 	p := chat.Parse(text)
+	l := r.Lang(m)
 	role := r.cur().Access.Role(m)
 	entry := store.AuditEntry{Transport: m.Transport, Chat: m.Chat, User: m.User.ID, UserName: auditName(m.User), Text: text}
 	if p.Cmd != nil {
 		entry.Command = p.Cmd.Name
 		if strings.HasPrefix(p.Cmd.Args, "[run]") {
-			entry.Run, _, _ = runArg(p.Args) // the run it names; a start's is known once started
+			entry.Run, _, _ = runArg(l, p.Args) // the run it names; a start's is known once started
 		}
 	}
 	refuse := func(reason, reply string) chat.Reply {
@@ -201,19 +211,19 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 	}
 	switch {
 	case role == RoleNone:
-		return refuse("not an allowed user", fmt.Sprintf("Sorry, you are not allowed to use this bot. 你没有权限。\nYour user id is %s: the owner can add it to [auth] %s or %s.", m.User.Who(), authKey(m, "operators"), authKey(m, "viewers")))
+		return refuse("not an allowed user", l.T(i18n.NotAllowed, m.User.Who(), authKey(m, "operators"), authKey(m, "viewers")))
 	case p.Cmd == nil:
-		return refuse("unknown command", fmt.Sprintf("I don't know %q. Send 帮助 (/help) for the commands.", render.Clip(p.Word, 40)))
+		return refuse("unknown command", l.T(i18n.UnknownWord, render.Clip(p.Word, 40))+readAs(l, p))
 	case p.Cmd.Operator && role < RoleOperator:
-		return refuse("viewer", fmt.Sprintf("Viewers can look but not %s. Your user id is %s: the owner can add it to [auth] %s.", p.Cmd.Help, m.User.Who(), authKey(m, "operators")))
+		return refuse("viewer", l.T(i18n.ViewerRefused, l.T(p.Cmd.Help), m.User.Who(), authKey(m, "operators")))
 	}
 	entry.Allowed = true
 	// Recorded before it is carried out, so a command that never returns
 	// is in the audit too; the run it touched is added after.
 	id := r.audit(ctx, entry)
-	reply := r.dispatch(ctx, m, p)
+	reply := r.dispatch(ctx, m, p, l)
 	if reply.Empty() {
-		reply.Text = "OK"
+		reply.Text = l.T(i18n.OK)
 	}
 	if id != 0 && reply.RunID != 0 && reply.RunID != entry.Run {
 		if err := r.History.AuditRun(context.WithoutCancel(ctx), id, reply.RunID); err != nil {
@@ -221,6 +231,16 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 		}
 	}
 	return reply
+}
+
+// readAs is the line a refusal ends with when what was read (p.Text,
+// Normalize) is not what was typed: "(read as: 开始 demo steps=200)", so
+// the user sees what trainbot understood. "" when they are the same.
+func readAs(l i18n.Lang, p chat.Parsed) string {
+	if p.Text == p.Typed {
+		return ""
+	}
+	return "\n" + l.T(i18n.ReadAs, p.Text)
 }
 
 // auditName is the name the audit keeps: with the messenger's id where
@@ -257,90 +277,101 @@ func (r *Router) audit(ctx context.Context, e store.AuditEntry) int64 {
 }
 
 // auditLog answers 审计 [n]: the newest n entries (20; at most 50).
-func (r *Router) auditLog(ctx context.Context, args []string) chat.Reply {
-	n, bad := countArg(args, 20, 50, "审计 takes a number of entries, e.g. 审计 50")
+func (r *Router) auditLog(ctx context.Context, l i18n.Lang, args []string) chat.Reply {
+	n, bad := countArg(l, args, 20, 50, l.T(i18n.AuditUsage))
 	if bad != nil {
 		return *bad
 	}
 	entries, err := r.History.AuditLog(ctx, store.AuditFilter{Limit: n})
 	if err != nil {
 		r.log().Error("read the audit", "err", err)
-		return chat.Reply{Text: "Could not read the audit: " + err.Error()}
+		return chat.Reply{Text: l.T(i18n.AuditFailed, err.Error())}
 	}
-	return chat.Reply{Text: render.AuditText(entries)}
+	return chat.Reply{Text: render.AuditText(l, entries)}
 }
 
-func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed) chat.Reply {
+func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed, l i18n.Lang) chat.Reply {
 	switch p.Cmd.Name {
 	case "help":
-		return chat.Reply{Text: HelpText()}
+		return chat.Reply{Text: HelpText(l)}
 	case "train":
-		return r.train(ctx, m, p.Args)
+		return r.train(ctx, m, l, p)
 	case "stop":
-		return r.stop(ctx, m, p.Args)
+		return r.stop(ctx, m, l, p.Args)
 	case "status":
-		return r.status(ctx, p.Args)
+		return r.status(ctx, l, p.Args)
 	case "plot":
-		return r.plot(ctx, p.Args)
+		return r.plot(ctx, l, p.Args)
 	case "log":
-		return r.logTail(ctx, p.Args)
+		return r.logTail(ctx, l, p.Args)
 	case "runs":
-		return r.runs(ctx, p.Args)
+		return r.runs(ctx, l, p.Args)
 	case "jobs":
-		return chat.Reply{Text: render.JobsText(r.Trainer.Jobs())}
+		return chat.Reply{Text: render.JobsText(l, r.Trainer.Jobs())}
 	case "subscribe", "mute":
 		on := p.Cmd.Name == "subscribe"
 		if err := r.History.SetSubscribed(ctx, m.Transport, m.Chat, on); err != nil {
 			r.log().Error("subscribe", "err", err)
-			return chat.Reply{Text: "Could not save that: " + err.Error()}
+			return chat.Reply{Text: l.T(i18n.SaveFailed, err.Error())}
 		}
 		if on {
-			return chat.Reply{Text: "Subscribed: this chat gets run progress and reports. Send 静音 (/mute) to stop them. Alerts always come."}
+			return chat.Reply{Text: l.T(i18n.Subscribed)}
 		}
-		return chat.Reply{Text: "Muted: no more progress pushes here (alerts still come). Send 订阅 (/subscribe) to turn them back on."}
+		return chat.Reply{Text: l.T(i18n.Muted)}
 	case "gpu":
 		if r.GPU != nil {
-			return r.GPU(ctx)
+			return r.GPU(ctx, l)
 		}
-		return chat.Reply{Text: "显卡 (/gpu) is not available in this version yet: GPU telemetry through NVML is still being built."}
+		return chat.Reply{Text: l.T(i18n.NoGPU)}
 	case "compare":
-		return r.compare(ctx, p.Args)
+		return r.compare(ctx, l, p.Args)
 	case "audit":
-		return r.auditLog(ctx, p.Args)
+		return r.auditLog(ctx, l, p.Args)
 	case "note":
-		return r.note(ctx, p.Args)
+		return r.note(ctx, l, p)
 	case "watch":
-		return r.watch(ctx, m, p.Args)
+		return r.watch(ctx, m, l, p)
 	case "queue":
 		if len(p.Args) == 0 && p.Word != "排队" {
-			return r.queueList(ctx)
+			return r.queueList(ctx, l)
 		}
 		if r.cur().Access.Role(m) < RoleOperator {
-			return chat.Reply{Text: fmt.Sprintf("Viewers can look at the queue (队列) but not add to it. Your user id is %d: the owner can add it to [auth] operators.", m.User.ID)}
+			return chat.Reply{Text: l.T(i18n.ViewerQueue, m.User.ID)}
 		}
-		return r.enqueue(ctx, m, p.Args)
+		return r.enqueue(ctx, m, l, p)
 	case "queued":
-		return r.queueList(ctx)
+		return r.queueList(ctx, l)
 	case "cancel":
-		return r.cancelQueued(ctx, m, p.Args)
+		return r.cancelQueued(ctx, m, l, p.Args)
 	case "fit":
-		return r.fit(ctx, p.Args)
+		return r.fit(ctx, l, p.Args)
 	}
-	return chat.Reply{Text: HelpText()}
+	return chat.Reply{Text: HelpText(l)}
 }
 
-// HelpText is the command table.
-func HelpText() string {
+// HelpText is the command table in l: both command words in zh+en and zh
+// (either may be typed), the English one in en.
+func HelpText(l i18n.Lang) string {
 	var b strings.Builder
-	b.WriteString("trainbot commands (中文 or English, with or without /):\n")
+	b.WriteString(l.T(i18n.HelpTitle) + "\n")
 	for _, c := range chat.Commands {
 		usage := c.Chinese
+		if l == i18n.En {
+			usage = "/" + c.Name
+		}
 		if c.Args != "" {
 			usage += " " + c.Args
 		}
-		fmt.Fprintf(&b, "%s  /%s — %s\n", usage, c.Name, c.Help)
+		switch l {
+		case i18n.En:
+			fmt.Fprintf(&b, "%s — %s\n", usage, l.T(c.Help))
+		case i18n.Zh:
+			fmt.Fprintf(&b, "%s（/%s）— %s\n", usage, c.Name, l.T(c.Help))
+		default:
+			fmt.Fprintf(&b, "%s  /%s — %s\n", usage, c.Name, l.T(c.Help))
+		}
 	}
-	b.WriteString("Example: 开始 batch_size=32 lr=3e-4")
+	b.WriteString(l.T(i18n.HelpExample))
 	return b.String()
 }
 
@@ -349,16 +380,26 @@ func HelpText() string {
 // "-- …").
 var noteWords = []string{"备注", "备注:", "备注：", "note", "note:", "--"}
 
-// splitNote separates a note from 开始's arguments.
-func splitNote(args []string) (rest []string, note string) {
+// splitNote separates a note from 开始's arguments (as read, args) and
+// takes the note from the words as typed (raw, one for each of args): a
+// note is free text, and its Chinese punctuation (，：（）) stays as
+// written instead of becoming ASCII.
+func splitNote(args, raw []string) (rest []string, note string) {
+	if len(raw) != len(args) {
+		raw = args
+	}
 	for i, a := range args {
 		low := strings.ToLower(a)
 		if slices.Contains(noteWords, low) {
-			return args[:i], cleanNote(strings.Join(args[i+1:], " "))
+			return args[:i], cleanNote(strings.Join(raw[i+1:], " "))
 		}
 		for _, w := range []string{"备注:", "备注：", "note:"} {
 			if strings.HasPrefix(low, w) {
-				return args[:i], cleanNote(a[len(w):] + " " + strings.Join(args[i+1:], " "))
+				// The word as typed may have had "：" or "︰": cut at its
+				// first colon of any width.
+				typed := raw[i]
+				cut := strings.IndexFunc(typed, func(c rune) bool { return chat.Normalize(string(c)) == ":" })
+				return args[:i], cleanNote(typed[cut+len(string([]rune(typed[cut:])[0])):] + " " + strings.Join(raw[i+1:], " "))
 			}
 		}
 	}
@@ -377,25 +418,30 @@ func cleanNote(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// note answers 备注 N text.
-func (r *Router) note(ctx context.Context, args []string) chat.Reply {
+// note answers 备注 N text. The text is kept as typed (p.Raw).
+func (r *Router) note(ctx context.Context, l i18n.Lang, p chat.Parsed) chat.Reply {
+	args := p.Args
 	if len(args) < 1 {
-		return chat.Reply{Text: "备注 takes a run and a text, e.g. 备注 12 checkpointing on (备注 12 alone removes the note)."}
+		return chat.Reply{Text: l.T(i18n.NoteUsage)}
 	}
 	id, err := strconv.ParseInt(strings.TrimPrefix(args[0], "#"), 10, 64)
 	if err != nil || id <= 0 {
-		return chat.Reply{Text: fmt.Sprintf("%q is not a run number: 备注 N text, e.g. 备注 12 checkpointing on.", args[0])}
+		return chat.Reply{Text: l.T(i18n.NoteBadRun, args[0])}
 	}
-	text := cleanNote(strings.Join(args[1:], " "))
+	raw := p.Raw
+	if len(raw) != len(args) {
+		raw = args
+	}
+	text := cleanNote(strings.Join(raw[1:], " "))
 	if err := r.History.SetNote(ctx, id, text); errors.Is(err, store.ErrNotFound) {
-		return chat.Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
+		return chat.Reply{Text: l.T(i18n.NoSuchRun, id)}
 	} else if err != nil {
-		return chat.Reply{Text: "Could not save the note: " + err.Error()}
+		return chat.Reply{Text: l.T(i18n.NoteFailed, err.Error())}
 	}
 	if text == "" {
-		return chat.Reply{Text: fmt.Sprintf("📝 run #%d has no note now.", id), RunID: id}
+		return chat.Reply{Text: l.T(i18n.NoteRemoved, id), RunID: id}
 	}
-	return chat.Reply{Text: fmt.Sprintf("📝 run #%d: %s", id, text), RunID: id}
+	return chat.Reply{Text: l.T(i18n.NoteSet, id, text), RunID: id}
 }
 
 // maxButtonData is the most bytes a button's data may have (Telegram's
@@ -403,9 +449,10 @@ func (r *Router) note(ctx context.Context, args []string) chat.Reply {
 const maxButtonData = 64
 
 // startArgs reads 开始's (and 排队's) arguments: [job] [k=v…] [备注 text].
-// problem is the refusal when they cannot be read.
-func (r *Router) startArgs(args []string) (jobName string, params map[string]string, note, problem string) {
-	args, note = splitNote(args)
+// problems are what is wrong when they cannot be read (joined in the
+// refusal).
+func (r *Router) startArgs(l i18n.Lang, p chat.Parsed) (jobName string, params map[string]string, note string, problems []string) {
+	args, note := splitNote(p.Args, p.Raw)
 	params = map[string]string{}
 	var bad, twice []string
 	for i, a := range args {
@@ -424,37 +471,50 @@ func (r *Router) startArgs(args []string) (jobName string, params map[string]str
 			continue
 		}
 		if prev, dup := params[k]; dup {
-			twice = append(twice, fmt.Sprintf("%s is given twice (%q and %q): give it once", k, prev, v))
+			twice = append(twice, l.T(i18n.ParamTwice, k, prev, v))
 			continue
 		}
 		params[k] = v
 	}
 	if len(bad) == 0 && len(twice) == 0 {
-		return jobName, params, note, ""
+		return jobName, params, note, nil
 	}
 	// Say first what is wrong with the values read ("1;rm" of
 	// batch_size=1;rm -rf /), then what could not be read at all.
-	var problems []string
 	if job := r.job(jobName); job != nil {
 		if _, err := job.ResolveParams(params); err != nil {
 			for _, e := range unwrapJoined(err) {
 				if pe := (*trainer.ParamError)(nil); errors.As(e, &pe) && pe.Given {
-					problems = append(problems, e.Error())
+					problems = append(problems, render.ParamErrorText(l, pe))
 				}
 			}
 		}
 	}
 	problems = append(problems, twice...)
 	if len(bad) > 0 {
-		problems = append(problems, fmt.Sprintf("I could not read %s: parameters are written name=value without spaces, e.g. 开始 batch_size=32", strings.Join(bad, " ")))
+		problems = append(problems, l.T(i18n.ParamUnread, strings.Join(bad, " ")))
 	}
-	return "", nil, "", "Not started: " + strings.Join(problems, "; ") + ".\nSend 任务 (/jobs) for the parameters."
+	return "", nil, "", problems
 }
 
-func (r *Router) train(ctx context.Context, m chat.Message, rawArgs []string) chat.Reply {
-	jobName, params, note, problem := r.startArgs(rawArgs)
-	if problem != "" {
-		return chat.Reply{Text: problem}
+// paramErrors words the parameter errors joined in err, in l.
+func paramErrors(l i18n.Lang, err error) string {
+	var parts []string
+	for _, e := range unwrapJoined(err) {
+		if pe := (*trainer.ParamError)(nil); errors.As(e, &pe) {
+			parts = append(parts, render.ParamErrorText(l, pe))
+		} else {
+			parts = append(parts, e.Error())
+		}
+	}
+	return strings.Join(parts, l.T(i18n.ParamSep))
+}
+
+func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.Parsed) chat.Reply {
+	rawArgs := p.Args
+	jobName, params, note, problems := r.startArgs(l, p)
+	if len(problems) > 0 {
+		return chat.Reply{Text: l.T(i18n.NotStarted, strings.Join(problems, l.T(i18n.ParamSep))) + readAs(l, p)}
 	}
 	run, err := r.Trainer.Start(ctx, trainer.StartRequest{Job: jobName, Params: params, By: who(m), Origin: m.ChatKey().String(), Note: note})
 	var busy *trainer.BusyError
@@ -462,31 +522,31 @@ func (r *Router) train(ctx context.Context, m chat.Message, rawArgs []string) ch
 	switch {
 	case errors.As(err, &busy):
 		queue := "排队 " + strings.Join(rawArgs, " ")
-		hint := fmt.Sprintf(" Send 停止 to stop it first, or %s to start this when it ends.", strings.TrimSpace(queue))
+		hint := l.T(i18n.BusyHint, strings.TrimSpace(queue))
 		var buttons [][]chat.Button
 		if data := "/queue " + strings.Join(rawArgs, " "); len(data) <= maxButtonData {
-			buttons = [][]chat.Button{{{Label: "排队 Queue", Data: strings.TrimSpace(data)}}}
+			buttons = [][]chat.Button{{{Label: l.Button(i18n.BtnQueue), Data: strings.TrimSpace(data)}}}
 		}
 		if busy.Active != nil {
 			return chat.Reply{
-				Text:    fmt.Sprintf("Not started: run #%d (%s) is already running — %s.", busy.Active.Run.ID, busy.Active.Run.Job, busy.Active.Brief()) + hint,
-				Buttons: append(buttons, render.StartButtons()...), RunID: busy.Active.Run.ID,
+				Text:    l.T(i18n.BusyRun, busy.Active.Run.ID, busy.Active.Run.Job, busy.Active.Brief()) + hint,
+				Buttons: append(buttons, render.StartButtons(l)...), RunID: busy.Active.Run.ID,
 			}
 		}
-		return chat.Reply{Text: "Not started: " + busy.Other + "." + hint, Buttons: buttons}
+		return chat.Reply{Text: l.T(i18n.BusyOther, busy.Other) + hint, Buttons: buttons}
 	case errors.As(err, &startErr):
-		return chat.Reply{Text: fmt.Sprintf("❌ run #%d could not start: %v", startErr.Run.ID, startErr.Err), RunID: startErr.Run.ID}
+		return chat.Reply{Text: l.T(i18n.CouldNotRun, startErr.Run.ID, startErr.Err), RunID: startErr.Run.ID}
 	case errors.Is(err, trainer.ErrBadParam):
-		return chat.Reply{Text: "Not started: " + joinErrors(err) + "\nSend 任务 (/jobs) for the parameters."}
+		return chat.Reply{Text: l.T(i18n.NotStartedP, paramErrors(l, err)) + readAs(l, p)}
 	case errors.Is(err, trainer.ErrUnknownJob):
-		return chat.Reply{Text: "Not started: " + err.Error() + "."}
+		return chat.Reply{Text: l.T(i18n.NotStartedE, err.Error()) + readAs(l, p)}
 	case errors.Is(err, trainer.ErrClosed):
-		return chat.Reply{Text: "Not started: trainbot is shutting down."}
+		return chat.Reply{Text: l.T(i18n.ShuttingDown)}
 	case err != nil:
 		r.log().Error("start run", "err", err)
-		return chat.Reply{Text: "Not started: " + err.Error()}
+		return chat.Reply{Text: l.T(i18n.NotStartedRaw, err.Error())}
 	}
-	text := fmt.Sprintf("▶️ run #%d started: %s", run.ID, run.Job)
+	text := l.T(i18n.RunStarted, run.ID, run.Job)
 	if len(run.Params) > 0 {
 		text += " " + render.ParamsText(run.Params)
 	}
@@ -494,19 +554,11 @@ func (r *Router) train(ctx context.Context, m chat.Message, rawArgs []string) ch
 		text += "\n📝 " + run.Note
 	}
 	if run.SlurmJobID != "" {
-		text += fmt.Sprintf("\nSlurm job %s · log %s", run.SlurmJobID, run.LogPath)
+		text += l.T(i18n.SlurmLine, run.SlurmJobID, run.LogPath)
 	} else {
-		text += fmt.Sprintf("\npid %d · log %s", run.PID, run.LogPath)
+		text += l.T(i18n.PIDLine, run.PID, run.LogPath)
 	}
-	return chat.Reply{Text: text, Buttons: render.StartButtons(), RunID: run.ID}
-}
-
-func joinErrors(err error) string {
-	var parts []string
-	for _, e := range unwrapJoined(err) {
-		parts = append(parts, e.Error())
-	}
-	return strings.Join(parts, "; ")
+	return chat.Reply{Text: text, Buttons: render.StartButtons(l), RunID: run.ID}
 }
 
 // unwrapJoined is the errors joined in err (err itself when it joins none).
@@ -544,7 +596,7 @@ func who(m chat.Message) string {
 }
 
 // runArg reads an optional run id: "12" or "#12".
-func runArg(args []string) (int64, []string, error) {
+func runArg(l i18n.Lang, args []string) (int64, []string, error) {
 	if len(args) == 0 {
 		return 0, args, nil
 	}
@@ -554,14 +606,14 @@ func runArg(args []string) (int64, []string, error) {
 		return 0, args, nil
 	}
 	if id <= 0 {
-		return 0, args, fmt.Errorf("%q is not a run id", args[0])
+		return 0, args, errors.New(l.T(i18n.NotRunID, args[0]))
 	}
 	return id, args[1:], nil
 }
 
-func (r *Router) stop(ctx context.Context, m chat.Message, args []string) chat.Reply {
+func (r *Router) stop(ctx context.Context, m chat.Message, l i18n.Lang, args []string) chat.Reply {
 	if len(args) > 0 && (args[0] == "cancel" || args[len(args)-1] == "cancel") {
-		return chat.Reply{Text: "OK, the run keeps going."}
+		return chat.Reply{Text: l.T(i18n.KeepsGoing)}
 	}
 	confirmed := len(args) > 0 && args[len(args)-1] == "confirm"
 	if confirmed {
@@ -571,7 +623,7 @@ func (r *Router) stop(ctx context.Context, m chat.Message, args []string) chat.R
 	if kill {
 		args = args[:len(args)-1]
 	}
-	id, _, err := runArg(args)
+	id, _, err := runArg(l, args)
 	if err != nil {
 		return chat.Reply{Text: err.Error()}
 	}
@@ -579,33 +631,33 @@ func (r *Router) stop(ctx context.Context, m chat.Message, args []string) chat.R
 	if err != nil {
 		if id != 0 {
 			if run, herr := r.History.Run(ctx, id); herr == nil {
-				return chat.Reply{Text: fmt.Sprintf("Run #%d already ended: %s.", id, run.Outcome), RunID: id}
+				return chat.Reply{Text: l.T(i18n.AlreadyEnded, id, render.OutcomeWord(l, run.Outcome)), RunID: id}
 			}
-			return chat.Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
+			return chat.Reply{Text: l.T(i18n.NoSuchRun, id)}
 		}
 		if errors.Is(err, trainer.ErrAmbiguous) {
-			return chat.Reply{Text: "Several runs are active: " + r.activeIDs() + ". Say which: 停止 12"}
+			return chat.Reply{Text: l.T(i18n.Ambiguous, r.activeIDs())}
 		}
-		return chat.Reply{Text: "No run is active, nothing to stop."}
+		return chat.Reply{Text: l.T(i18n.NothingToStop)}
 	}
 	if st.Run.Runner == trainer.RunnerWatch {
-		return r.stopWatched(m, st, kill, confirmed)
+		return r.stopWatched(m, l, st, kill, confirmed)
 	}
 	if r.ConfirmStop[m.Transport] && !confirmed {
 		return chat.Reply{
-			Text:  fmt.Sprintf("Stop run #%d (%s)? %s", st.Run.ID, st.Run.Job, st.Brief()),
+			Text:  l.T(i18n.ConfirmStop, st.Run.ID, st.Run.Job, st.Brief()),
 			RunID: st.Run.ID,
 			Buttons: [][]chat.Button{{
-				{Label: "确认 Yes", Data: fmt.Sprintf("/stop %d confirm", st.Run.ID)},
-				{Label: "取消 No", Data: "/stop cancel"},
+				{Label: l.Button(i18n.BtnYes), Data: fmt.Sprintf("/stop %d confirm", st.Run.ID)},
+				{Label: l.Button(i18n.BtnNo), Data: "/stop cancel"},
 			}},
 		}
 	}
 	run, err := r.Trainer.Stop(st.Run.ID, who(m))
 	if err != nil {
-		return chat.Reply{Text: fmt.Sprintf("Run #%d already ended.", st.Run.ID)}
+		return chat.Reply{Text: l.T(i18n.EndedBefore, st.Run.ID)}
 	}
-	return chat.Reply{Text: fmt.Sprintf("⏹ stopping run #%d (%s): SIGINT sent so it can save a checkpoint; you will get a message when it has exited.", run.ID, run.Job), RunID: run.ID}
+	return chat.Reply{Text: l.T(i18n.Stopping, run.ID, run.Job), RunID: run.ID}
 }
 
 func (r *Router) activeIDs() string {
@@ -616,8 +668,8 @@ func (r *Router) activeIDs() string {
 	return strings.Join(ids, ", ")
 }
 
-func (r *Router) status(ctx context.Context, args []string) chat.Reply {
-	id, _, err := runArg(args)
+func (r *Router) status(ctx context.Context, l i18n.Lang, args []string) chat.Reply {
+	id, _, err := runArg(l, args)
 	if err != nil {
 		return chat.Reply{Text: err.Error()}
 	}
@@ -626,12 +678,12 @@ func (r *Router) status(ctx context.Context, args []string) chat.Reply {
 		if len(active) > 0 {
 			var parts []string
 			for _, st := range active {
-				parts = append(parts, render.StatusText(st))
+				parts = append(parts, render.StatusText(l, st))
 			}
 			return chat.Reply{Text: strings.Join(parts, "\n\n"), RunID: active[0].Run.ID}
 		}
 	} else if st, err := r.Trainer.Status(id); err == nil {
-		return chat.Reply{Text: render.StatusText(st), RunID: id}
+		return chat.Reply{Text: render.StatusText(l, st), RunID: id}
 	}
 	var run *trainer.Run
 	if id != 0 {
@@ -641,30 +693,30 @@ func (r *Router) status(ctx context.Context, args []string) chat.Reply {
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound) && id != 0:
-		return chat.Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
+		return chat.Reply{Text: l.T(i18n.NoSuchRun, id)}
 	case errors.Is(err, store.ErrNotFound):
-		return chat.Reply{Text: "No run yet. Send 开始 to start one."}
+		return chat.Reply{Text: l.T(i18n.NoRunYet)}
 	case err != nil:
-		return chat.Reply{Text: "Could not read the history: " + err.Error()}
+		return chat.Reply{Text: l.T(i18n.HistoryFailed, err.Error())}
 	}
 	last, _ := r.History.LastValues(ctx, run.ID)
 	prefix := ""
 	if id == 0 {
-		prefix = "No run is active. The last one:\n"
+		prefix = l.T(i18n.LastOne)
 	}
-	return chat.Reply{Text: prefix + render.EndedText(run, last), RunID: run.ID}
+	return chat.Reply{Text: prefix + render.EndedText(l, run, last), RunID: run.ID}
 }
 
 // pickRun chooses the run a command is about: the given id, else the
 // active run, else the newest.
-func (r *Router) pickRun(ctx context.Context, id int64) (*trainer.Run, string) {
+func (r *Router) pickRun(ctx context.Context, l i18n.Lang, id int64) (*trainer.Run, string) {
 	if id != 0 {
 		if st, err := r.Trainer.Status(id); err == nil {
 			return st.Run, ""
 		}
 		run, err := r.History.Run(ctx, id)
 		if err != nil {
-			return nil, fmt.Sprintf("There is no run #%d.", id)
+			return nil, l.T(i18n.NoSuchRun, id)
 		}
 		return run, ""
 	}
@@ -673,14 +725,14 @@ func (r *Router) pickRun(ctx context.Context, id int64) (*trainer.Run, string) {
 	}
 	run, err := r.History.LatestRun(ctx, "")
 	if err != nil {
-		return nil, "No run yet, so nothing to draw. Send 开始 to start one."
+		return nil, l.T(i18n.NothingToDraw)
 	}
 	return run, ""
 }
 
-// charts returns the chart maker, or nil when the history cannot give
-// series and samples.
-func (r *Router) charts() *render.Charts {
+// charts returns the chart maker speaking l, or nil when the history
+// cannot give series and samples.
+func (r *Router) charts(l i18n.Lang) *render.Charts {
 	data := r.Charts
 	if data == nil {
 		data, _ = r.History.(render.ChartData)
@@ -688,7 +740,7 @@ func (r *Router) charts() *render.Charts {
 	if data == nil {
 		return nil
 	}
-	return &render.Charts{Data: data, Painter: r.Plots, Smoothing: r.Smoothing}
+	return &render.Charts{Data: data, Painter: r.Plots, Smoothing: r.Smoothing, Lang: l}
 }
 
 // chartWord reads the words 画图 and 对比 take besides run ids and a
@@ -709,8 +761,8 @@ func chartWord(w string) (kind string, xTime, ok bool) {
 
 // plot answers 画图 [run] [metric | memory | util] [time]: by default the
 // loss chart and the memory chart of the run.
-func (r *Router) plot(ctx context.Context, args []string) chat.Reply {
-	id, rest, err := runArg(args)
+func (r *Router) plot(ctx context.Context, l i18n.Lang, args []string) chat.Reply {
+	id, rest, err := runArg(l, args)
 	if err != nil {
 		return chat.Reply{Text: err.Error()}
 	}
@@ -725,16 +777,16 @@ func (r *Router) plot(ctx context.Context, args []string) chat.Reply {
 		case metric == "":
 			metric = a
 		default:
-			return chat.Reply{Text: fmt.Sprintf("画图 takes a run, a metric and memory, util or time, e.g. 画图 12 val_loss; %q is one word too many.", a)}
+			return chat.Reply{Text: l.T(i18n.PlotTooMany, a)}
 		}
 	}
-	run, msg := r.pickRun(ctx, id)
+	run, msg := r.pickRun(ctx, l, id)
 	if run == nil {
 		return chat.Reply{Text: msg}
 	}
-	ch := r.charts()
+	ch := r.charts(l)
 	if ch == nil {
-		return chat.Reply{Text: "Charts are not available: the history cannot give series.", RunID: run.ID}
+		return chat.Reply{Text: l.T(i18n.NoCharts), RunID: run.ID}
 	}
 	var imgs []chat.Image
 	var notes []string
@@ -761,11 +813,11 @@ func (r *Router) plot(ctx context.Context, args []string) chat.Reply {
 			notes = append(notes, err.Error())
 		}
 	}
-	return chat.Reply{Text: strings.Join(notes, "\n"), Images: imgs, RunID: run.ID, Buttons: render.PageButtons(r.PageURL, run.ID)}
+	return chat.Reply{Text: strings.Join(notes, "\n"), Images: imgs, RunID: run.ID, Buttons: render.PageButtons(l, r.PageURL, run.ID)}
 }
 
-func (r *Router) logTail(ctx context.Context, args []string) chat.Reply {
-	n, bad := countArg(args, 20, 200, "日志 takes a number of lines, e.g. 日志 50")
+func (r *Router) logTail(ctx context.Context, l i18n.Lang, args []string) chat.Reply {
+	n, bad := countArg(l, args, 20, 200, l.T(i18n.LogUsage))
 	if bad != nil {
 		return *bad
 	}
@@ -773,57 +825,57 @@ func (r *Router) logTail(ctx context.Context, args []string) chat.Reply {
 		id := active[0].Run.ID
 		lines, err := r.Trainer.Tail(id, n)
 		if err == nil {
-			return chat.Reply{Text: logText(id, lines), RunID: id}
+			return chat.Reply{Text: logText(l, id, lines), RunID: id}
 		}
 	}
 	run, err := r.History.LatestRun(ctx, "")
 	if err != nil {
-		return chat.Reply{Text: "No run yet, so no output."}
+		return chat.Reply{Text: l.T(i18n.NoOutput)}
 	}
 	lines, err := TailFile(run.LogPath, n)
 	if err != nil {
-		return chat.Reply{Text: fmt.Sprintf("Could not read the log of run #%d: %v", run.ID, err)}
+		return chat.Reply{Text: l.T(i18n.LogFailed, run.ID, err)}
 	}
-	return chat.Reply{Text: logText(run.ID, lines), RunID: run.ID}
+	return chat.Reply{Text: logText(l, run.ID, lines), RunID: run.ID}
 }
 
 // countArg reads the optional count of 日志, 历史 and 审计: def without one,
 // at most most; anything but a positive number is answered with usage.
-func countArg(args []string, def, most int, usage string) (int, *chat.Reply) {
+func countArg(l i18n.Lang, args []string, def, most int, usage string) (int, *chat.Reply) {
 	if len(args) == 0 {
 		return def, nil
 	}
 	v, err := strconv.Atoi(args[0])
 	if err != nil || v < 1 {
-		return 0, &chat.Reply{Text: fmt.Sprintf("%s; %q is not one.", usage, args[0])}
+		return 0, &chat.Reply{Text: l.T(i18n.NotOne, usage, args[0])}
 	}
 	return min(v, most), nil
 }
 
-func logText(id int64, lines []string) string {
+func logText(l i18n.Lang, id int64, lines []string) string {
 	if len(lines) == 0 {
-		return fmt.Sprintf("Run #%d has printed nothing yet.", id)
+		return l.T(i18n.PrintedNothing, id)
 	}
-	return fmt.Sprintf("Last %d lines of run #%d:\n%s", len(lines), id, strings.Join(lines, "\n"))
+	return l.T(i18n.LastLines, len(lines), id, strings.Join(lines, "\n"))
 }
 
-func (r *Router) runs(ctx context.Context, args []string) chat.Reply {
-	n, bad := countArg(args, 10, 50, "历史 takes a number of runs, e.g. 历史 20")
+func (r *Router) runs(ctx context.Context, l i18n.Lang, args []string) chat.Reply {
+	n, bad := countArg(l, args, 10, 50, l.T(i18n.RunsUsage))
 	if bad != nil {
 		return *bad
 	}
 	runs, err := r.History.Runs(ctx, store.RunFilter{Limit: n})
 	if err != nil {
-		return chat.Reply{Text: "Could not read the history: " + err.Error()}
+		return chat.Reply{Text: l.T(i18n.HistoryFailed, err.Error())}
 	}
 	if len(runs) == 0 {
-		return chat.Reply{Text: "No run yet. Send 开始 to start one."}
+		return chat.Reply{Text: l.T(i18n.NoRunYet)}
 	}
 	var b strings.Builder
-	b.WriteString("Recent runs:\n")
+	b.WriteString(l.T(i18n.RecentRuns))
 	for _, run := range runs {
 		last, _ := r.History.LastValues(ctx, run.ID)
-		b.WriteString(render.RunLine(run, last, r.now()) + "\n")
+		b.WriteString(render.RunLine(l, run, last, r.now()) + "\n")
 	}
 	return chat.Reply{Text: strings.TrimRight(b.String(), "\n")}
 }
@@ -833,18 +885,18 @@ const maxCompare = 8
 
 // compare answers 对比 A B [C D…] [metric] [time]: the runs' curves
 // overlaid and a table with ratios against the first run.
-func (r *Router) compare(ctx context.Context, args []string) chat.Reply {
+func (r *Router) compare(ctx context.Context, l i18n.Lang, args []string) chat.Reply {
 	var runs []*trainer.Run
 	metric, kind := "", ""
 	xTime, xStep := false, false
 	for _, a := range args {
 		if id, err := strconv.ParseInt(strings.TrimPrefix(a, "#"), 10, 64); err == nil {
 			if id <= 0 {
-				return chat.Reply{Text: fmt.Sprintf("%q is not a run id.", a)}
+				return chat.Reply{Text: l.T(i18n.NotRunIDDot, a)}
 			}
 			run, err := r.History.Run(ctx, id)
 			if err != nil {
-				return chat.Reply{Text: fmt.Sprintf("There is no run #%d.", id)}
+				return chat.Reply{Text: l.T(i18n.NoSuchRun, id)}
 			}
 			runs = append(runs, run)
 			continue
@@ -856,22 +908,22 @@ func (r *Router) compare(ctx context.Context, args []string) chat.Reply {
 			continue
 		}
 		if metric != "" {
-			return chat.Reply{Text: fmt.Sprintf("对比 takes run ids and one metric, e.g. 对比 12 13 val_loss; %q is one word too many.", a)}
+			return chat.Reply{Text: l.T(i18n.CompareTooMany, a)}
 		}
 		metric = a
 	}
 	if len(runs) < 2 {
-		return chat.Reply{Text: "对比 takes two or more run ids, e.g. 对比 12 13."}
+		return chat.Reply{Text: l.T(i18n.CompareTwo)}
 	}
 	if len(runs) > maxCompare {
-		return chat.Reply{Text: fmt.Sprintf("对比 compares at most %d runs at once.", maxCompare)}
+		return chat.Reply{Text: l.T(i18n.CompareMost, maxCompare)}
 	}
-	ch := r.charts()
+	ch := r.charts(l)
 	if ch == nil {
-		return chat.Reply{Text: "Comparisons are not available: the history cannot give series."}
+		return chat.Reply{Text: l.T(i18n.NoCompare)}
 	}
 	if kind == render.KindMemory && metric != "" {
-		return chat.Reply{Text: fmt.Sprintf("对比 draws either a metric or memory; %q and 显存 together are one too many.", metric)}
+		return chat.Reply{Text: l.T(i18n.CompareEither, metric)}
 	}
 	o := render.LossOptions{Metric: metric, XTime: xTime, XStep: xStep}
 	var imgs []chat.Image
@@ -903,9 +955,9 @@ func (r *Router) compare(ctx context.Context, args []string) chat.Reply {
 
 // fit answers 适配 [job] [param]: the largest value of the job's batch
 // parameter (or param) that the peak memory of its past runs says fits.
-func (r *Router) fit(ctx context.Context, args []string) chat.Reply {
+func (r *Router) fit(ctx context.Context, l i18n.Lang, args []string) chat.Reply {
 	if len(args) > 2 {
-		return chat.Reply{Text: "适配 takes a job and a parameter, e.g. 适配 mnist batch_size."}
+		return chat.Reply{Text: l.T(i18n.FitArgs)}
 	}
 	jobs := r.Trainer.Jobs()
 	var job *trainer.Job
@@ -916,7 +968,7 @@ func (r *Router) fit(ctx context.Context, args []string) chat.Reply {
 			continue
 		}
 		if param != "" {
-			return chat.Reply{Text: fmt.Sprintf("适配 takes a job and a parameter; %q is neither a job nor the only parameter.", a)}
+			return chat.Reply{Text: l.T(i18n.FitNeither, a)}
 		}
 		param = a
 	}
@@ -926,25 +978,25 @@ func (r *Router) fit(ctx context.Context, args []string) chat.Reply {
 			for i, j := range jobs {
 				names[i] = j.Name
 			}
-			return chat.Reply{Text: "Which job? 适配 JOB [param], with one of: " + strings.Join(names, ", ")}
+			return chat.Reply{Text: l.T(i18n.FitWhichJob, strings.Join(names, ", "))}
 		}
 		job = jobs[0]
 	}
 	if spec, ok := job.Params[param]; param != "" && (!ok || (spec.Type != trainer.ParamInt && spec.Type != trainer.ParamFloat)) {
-		return chat.Reply{Text: fmt.Sprintf("%s has no numeric parameter %q.", job.Name, param)}
+		return chat.Reply{Text: l.T(i18n.FitNoParam, job.Name, param)}
 	}
 	var data render.FitData
-	if ch := r.charts(); ch != nil {
+	if ch := r.charts(l); ch != nil {
 		data, _ = ch.Data.(render.FitData)
 	}
 	if data == nil {
-		return chat.Reply{Text: "适配 is not available: the history cannot give the job's runs."}
+		return chat.Reply{Text: l.T(i18n.NoFit)}
 	}
 	f, source, err := render.MemoryFit(ctx, data, render.FitOptions{Job: job, Name: job.Name, Param: param, HostAvailable: r.HostAvailable})
 	if err != nil {
 		return chat.Reply{Text: err.Error()}
 	}
-	return chat.Reply{Text: render.FitText(f, source)}
+	return chat.Reply{Text: render.FitText(l, f, source)}
 }
 
 // findJob returns the job named name, nil if none.

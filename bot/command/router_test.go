@@ -17,6 +17,7 @@ import (
 	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/bot/notify"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -38,6 +39,12 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvJob(t, "train")
+}
+
+// newEnvJob is newEnv with the job named name.
+func newEnvJob(t *testing.T, name string) *env {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(dir, store.Options{FlushEvery: 20 * time.Millisecond})
 	if err != nil {
@@ -45,7 +52,7 @@ func newEnv(t *testing.T) *env {
 	}
 	min1 := 1.0
 	j := &trainer.Job{
-		Name: "train",
+		Name: name,
 		Command: []string{"/bin/sh", "-c", `trap 'echo bye; exit 130' INT; i=0; while [ $i -lt $0 ]; do i=$((i+1)); echo "Epoch [1/1], Step [$i/$0], Loss: 0.$((1000-i))"; sleep 0.05; done`,
 			"{steps}"},
 		Params:    map[string]trainer.ParamSpec{"steps": {Type: trainer.ParamInt, Default: "100", HasDefault: true, Min: &min1}},
@@ -253,19 +260,19 @@ func TestScheduledReportAndStart(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	at := time.Date(2030, 1, 2, 9, 0, 0, 0, time.UTC)
-	charts := func(ctx context.Context, run *trainer.Run) []chat.Image {
+	charts := func(ctx context.Context, _ i18n.Lang, run *trainer.Run) []chat.Image {
 		imgs, err := (&render.Charts{Data: e.st}).RunCharts(ctx, run)
 		if err != nil {
 			t.Errorf("charts: %v", err)
 		}
 		return imgs
 	}
-	r := notify.ReportReply(ctx, e.sup, e.st, charts, "morning", at)
+	r := notify.ReportReply(ctx, e.sup, e.st, charts, "morning", at)(i18n.ZhEn)
 	if r.Text != "⏰ morning: no run is active." || r.Kind != chat.KindNotice || len(r.Images) != 0 {
 		t.Errorf("report with no run: %+v", r)
 	}
-	if r, refused := command.ScheduledStart(ctx, e.sup, "nightly", "train", map[string]string{"steps": "400"}, at); refused {
-		t.Fatalf("start refused: %s", r.Text)
+	if words, refused := command.ScheduledStart(ctx, e.sup, "nightly", "train", map[string]string{"steps": "400"}, at); refused {
+		t.Fatalf("start refused: %s", words(i18n.ZhEn).Text)
 	}
 	active := e.sup.Active()
 	if len(active) != 1 || active[0].Run.StartedBy != "schedule nightly" || active[0].Run.Params["steps"] != "400" {
@@ -278,16 +285,18 @@ func TestScheduledReportAndStart(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	r = notify.ReportReply(ctx, e.sup, e.st, charts, "morning", at)
+	r = notify.ReportReply(ctx, e.sup, e.st, charts, "morning", at)(i18n.ZhEn)
 	if !strings.HasPrefix(r.Text, "⏰ morning report\nrun #1 · train · running") || len(r.Images) != 1 || r.RunID != 1 || r.Key != "schedule:morning:1893574800" {
 		t.Errorf("report of a run: %q, %d images, run %d, key %s", r.Text, len(r.Images), r.RunID, r.Key)
 	}
 	// A second start while the run is active is refused, with a message.
-	r, refused := command.ScheduledStart(ctx, e.sup, "nightly", "train", nil, at)
+	words, refused := command.ScheduledStart(ctx, e.sup, "nightly", "train", nil, at)
+	r = words(i18n.ZhEn)
 	if !refused || r.Kind != chat.KindAlert || r.Alert != chat.AlertSchedule || !strings.Contains(r.Text, "⏰ nightly: train not started: run #1 (train) is still running") {
 		t.Errorf("busy: %v %+v", refused, r)
 	}
-	r, refused = command.ScheduledStart(ctx, e.sup, "typo", "train", map[string]string{"steps": "0"}, at)
+	words, refused = command.ScheduledStart(ctx, e.sup, "typo", "train", map[string]string{"steps": "0"}, at)
+	r = words(i18n.ZhEn)
 	if !refused || !strings.Contains(r.Text, "below the minimum 1") {
 		t.Errorf("bad param: %+v", r)
 	}

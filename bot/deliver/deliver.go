@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // Envelope is one reply for one destination.
@@ -69,6 +70,9 @@ type Options struct {
 	RecordRetry time.Duration
 	// Now is the clock of quiet hours (default time.Now).
 	Now func() time.Time
+	// Languages is the language of each destination's transport, for what
+	// delivery itself says (charts that could not be sent).
+	Languages i18n.Languages
 }
 
 // Pipeline delivers envelopes. New, Start, Post…, Close.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // item is an envelope in its lane.
@@ -263,7 +264,7 @@ func (l *lane) settle(ctx context.Context, it *item, err error) {
 			l.p.rec.write(id, func(ctx context.Context) error { return l.p.opts.Store.MarkOutboxFailed(ctx, id, now, reason) })
 		}
 		if it.chart {
-			l.p.Post(chartFallback(l.to, it, err))
+			l.p.Post(chartFallback(l.p.opts.Languages.For(l.to.Transport), l.to, it, err))
 		}
 		return
 	}
@@ -291,14 +292,10 @@ func (l *lane) remove(it *item, sent bool) {
 
 // chartFallback is the text a chat gets for charts that could not be sent:
 // why, and how to draw them on the host.
-func chartFallback(to chat.ChatKey, it *item, err error) Envelope {
+func chartFallback(lang i18n.Lang, to chat.ChatKey, it *item, err error) Envelope {
 	r := it.env.Reply
-	what := "chart"
-	if len(r.Images) > 1 {
-		what = fmt.Sprintf("%d charts", len(r.Images))
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "📉 %s not sent: %s", what, chat.ReasonOf(err))
+	b.WriteString(lang.T(i18n.ChartsNotSent, len(r.Images), chat.ReasonOf(err)))
 	var cmds []string
 	for _, img := range r.Images {
 		if img.Command != "" {
@@ -306,7 +303,7 @@ func chartFallback(to chat.ChatKey, it *item, err error) Envelope {
 		}
 	}
 	if len(cmds) > 0 {
-		b.WriteString("\nOn the host: " + strings.Join(cmds, "\n"))
+		b.WriteString(lang.T(i18n.OnTheHost, strings.Join(cmds, "\n")))
 	}
 	key := ""
 	if r.Key != "" {

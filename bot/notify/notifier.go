@@ -19,6 +19,7 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -60,8 +61,9 @@ type Options struct {
 	Always        []chat.ChatKey
 	Subscriptions Subscriptions // may be nil
 	Channels      []Channel
-	// Charts, when set, draws the charts that go with an end report.
-	Charts func(ctx context.Context, run *trainer.Run) []chat.Image
+	// Charts, when set, draws the charts that go with an end report, in a
+	// language (once per language among the report's destinations).
+	Charts func(ctx context.Context, l i18n.Lang, run *trainer.Run) []chat.Image
 	// Extremes, when set, reads the lowest and highest value of each metric
 	// of a run, for the best metrics of the end report.
 	Extremes func(ctx context.Context, runID int64) (map[string]store.Extremes, error)
@@ -75,7 +77,11 @@ type Options struct {
 	// PageURL, when set, gives a run's web page address: the end report
 	// gets a [网页 Open] button (render.PageButtons).
 	PageURL func(runID int64) string
-	Logger  *slog.Logger
+	// Languages is the language of each destination's transport (a push
+	// channel's name is its transport): every event is worded once per
+	// language among the chats it goes to.
+	Languages i18n.Languages
+	Logger    *slog.Logger
 }
 
 // Notifier turns run events and pushed notices into envelopes, in the
@@ -108,10 +114,12 @@ type heldAlert struct {
 	until time.Time
 }
 
-// item is a queued run event or a ready-made reply.
+// item is a queued run event, a ready-made reply, or a reply worded per
+// language.
 type item struct {
 	event *trainer.Event
 	reply *chat.Reply
+	words func(i18n.Lang) chat.Reply
 	// except names a transport whose chats do not get it (the one it is
 	// about, which cannot deliver it).
 	except string
@@ -155,10 +163,19 @@ func (n *Notifier) OnEvent(e trainer.Event) { n.enqueue(item{event: &e}) }
 // too; other kinds go to the Always chats and the subscribed ones.
 func (n *Notifier) Push(r chat.Reply) { n.enqueue(item{reply: &r}) }
 
+// PushIn is Push for a reply worded in each language: words is called
+// once per language among the chats it goes to.
+func (n *Notifier) PushIn(words func(i18n.Lang) chat.Reply) { n.enqueue(item{words: words}) }
+
 // PushExcept is Push for every chat but those of the named transport: a
 // notice that the transport stopped goes to the others.
 func (n *Notifier) PushExcept(r chat.Reply, transport string) {
 	n.enqueue(item{reply: &r, except: transport})
+}
+
+// PushInExcept is PushIn for every chat but those of the named transport.
+func (n *Notifier) PushInExcept(words func(i18n.Lang) chat.Reply, transport string) {
+	n.enqueue(item{words: words, except: transport})
 }
 
 func (n *Notifier) enqueue(it item) {
@@ -262,7 +279,12 @@ func (n *Notifier) loop(ctx context.Context) {
 // handle posts one event or reply.
 func (n *Notifier) handle(ctx context.Context, it item) {
 	if it.reply != nil {
-		n.post(ctx, trainer.Event{Run: &trainer.Run{}}, *it.reply, it.except)
+		r := *it.reply
+		n.post(ctx, trainer.Event{Run: &trainer.Run{}}, func(i18n.Lang) chat.Reply { return r }, it.except)
+		return
+	}
+	if it.words != nil {
+		n.post(ctx, trainer.Event{Run: &trainer.Run{}}, it.words, it.except)
 		return
 	}
 	e := *it.event
@@ -276,8 +298,8 @@ func (n *Notifier) handle(ctx context.Context, it item) {
 		n.ended(ctx, e)
 		return
 	}
-	if r, ok := EventReply(e); ok {
-		n.post(ctx, e, r, "")
+	if _, ok := EventReply(i18n.ZhEn, e); ok {
+		n.post(ctx, e, func(l i18n.Lang) chat.Reply { r, _ := EventReply(l, e); return r }, "")
 	}
 }
 
@@ -300,21 +322,23 @@ func (n *Notifier) ended(ctx context.Context, e trainer.Event) {
 	// run's report, and again only when on_oom gives up.
 	advise := !n.advised[id] && (e.Retry == nil || e.Retry.Attempt == 0 || e.Retry.Next == "")
 	delete(n.advised, id)
-	r, _ := EventReply(e)
-	best := ""
+	var ext map[string]store.Extremes
 	if n.opts.Extremes != nil && ctx.Err() == nil {
-		ext, err := n.opts.Extremes(ctx, id)
+		var err error
+		ext, err = n.opts.Extremes(ctx, id)
 		if err != nil {
 			n.log.Warn("read best metrics", "run", id, "err", err)
 		}
-		best = render.BestText(ext, 4)
 	}
-	r.Text = render.EndReport(e, best, advise)
-	if n.opts.Charts != nil && ctx.Err() == nil {
-		r.Images = append(r.Images, n.opts.Charts(ctx, e.Run)...)
-	}
-	r.Buttons = append(r.Buttons, render.PageButtons(n.opts.PageURL, id)...)
-	n.post(ctx, e, r, "")
+	n.post(ctx, e, func(l i18n.Lang) chat.Reply {
+		r, _ := EventReply(l, e)
+		r.Text = render.EndReport(l, e, render.BestText(l, ext, 4), advise)
+		if n.opts.Charts != nil && ctx.Err() == nil {
+			r.Images = append(r.Images, n.opts.Charts(ctx, l, e.Run)...)
+		}
+		r.Buttons = append(r.Buttons, render.PageButtons(l, n.opts.PageURL, id)...)
+		return r
+	}, "")
 }
 
 // flushHeld posts the held OOM alerts whose grace ended at now (all when
@@ -341,32 +365,46 @@ func (n *Notifier) flushHeld(ctx context.Context, now time.Time) time.Time {
 }
 
 func (n *Notifier) postHeld(ctx context.Context, h heldAlert) {
-	if r, ok := EventReply(h.e); ok {
+	if _, ok := EventReply(i18n.ZhEn, h.e); ok {
 		n.advised[h.e.Run.ID] = true
 		if len(n.advised) > 1000 {
 			clear(n.advised) // runs that never ended here
 		}
-		n.post(ctx, h.e, r, "")
+		n.post(ctx, h.e, func(l i18n.Lang) chat.Reply { r, _ := EventReply(l, h.e); return r }, "")
 	}
 }
 
-// post hands r to delivery for every chat and push channel that gets it.
-func (n *Notifier) post(ctx context.Context, e trainer.Event, r chat.Reply, except string) {
+// post hands the reply words says to delivery for every chat and push
+// channel that gets it, worded in each one's language (once per
+// language).
+func (n *Notifier) post(ctx context.Context, e trainer.Event, words func(i18n.Lang) chat.Reply, except string) {
 	if n.opts.Post == nil {
 		return
 	}
-	if r.Kind == chat.KindAlert && n.opts.OnAlert != nil {
-		n.opts.OnAlert(r.Alert)
+	worded := map[i18n.Lang]chat.Reply{}
+	in := func(to chat.ChatKey) chat.Reply {
+		l := n.opts.Languages.For(to.Transport)
+		r, ok := worded[l]
+		if !ok {
+			r = words(l)
+			worded[l] = r
+		}
+		return r
 	}
-	durable := r.Kind != chat.KindProgress
-	for _, to := range n.targets(ctx, e, r.Kind) {
+	first := in(chat.ChatKey{}) // the kind and the alert are the same in every language
+	if first.Kind == chat.KindAlert && n.opts.OnAlert != nil {
+		n.opts.OnAlert(first.Alert)
+	}
+	durable := first.Kind != chat.KindProgress
+	for _, to := range n.targets(ctx, e, first.Kind) {
 		if to.Transport != except {
-			n.opts.Post(deliver.Envelope{To: to, Reply: r, Durable: durable})
+			n.opts.Post(deliver.Envelope{To: to, Reply: in(to), Durable: durable})
 		}
 	}
 	for _, c := range n.channels() {
-		if c.Wants(r) {
-			n.opts.Post(deliver.Envelope{To: chat.ChatKey{Transport: c.Name}, Reply: r, Durable: durable})
+		if c.Wants(first) {
+			to := chat.ChatKey{Transport: c.Name}
+			n.opts.Post(deliver.Envelope{To: to, Reply: in(to), Durable: durable})
 		}
 	}
 }
@@ -414,56 +452,56 @@ func (n *Notifier) targets(ctx context.Context, e trainer.Event, kind chat.Kind)
 
 // EventReply is the message for a run event; ok is false for events that
 // are not announced. An end report's text here has no best metrics (the
-// Notifier adds them, and the charts).
-func EventReply(e trainer.Event) (chat.Reply, bool) {
+// Notifier adds them, and the charts). It is worded in l.
+func EventReply(l i18n.Lang, e trainer.Event) (chat.Reply, bool) {
 	r := e.Run
 	switch e.Kind {
 	case trainer.EventStarted:
 		if r.Runner == trainer.RunnerWatch {
-			text := fmt.Sprintf("👁 watching run #%d: %s — %s", r.ID, r.Job, r.LogPath)
+			text := l.T(i18n.Watching, r.ID, r.Job, r.LogPath)
 			if r.PID > 0 {
-				text += fmt.Sprintf(" (pid %d)", r.PID)
+				text += l.T(i18n.WatchingPID, r.PID)
 			}
 			return chat.Reply{Text: text, Kind: chat.KindNotice, RunID: r.ID, Key: fmt.Sprintf("run:%d:started", r.ID)}, true
 		}
-		text := fmt.Sprintf("▶️ run #%d started: %s", r.ID, r.Job)
+		text := l.T(i18n.RunStarted, r.ID, r.Job)
 		if len(r.Params) > 0 {
 			text += " " + render.ParamsText(r.Params)
 		}
 		if q := e.Queued; q != nil {
-			text += fmt.Sprintf(", from the queue (request #%d, queued %s ago)", q.ID, render.FormatDuration(e.At.Sub(q.At)))
+			text += l.T(i18n.FromQueue, q.ID, l.Duration(e.At.Sub(q.At)))
 		}
 		if r.StartedBy != "" {
-			text += " (by " + r.StartedBy + ")"
+			text += l.T(i18n.StartedBy, r.StartedBy)
 		}
-		return chat.Reply{Text: text, Kind: chat.KindNotice, RunID: r.ID, Buttons: render.StartButtons(), Key: fmt.Sprintf("run:%d:started", r.ID)}, true
+		return chat.Reply{Text: text, Kind: chat.KindNotice, RunID: r.ID, Buttons: render.StartButtons(l), Key: fmt.Sprintf("run:%d:started", r.ID)}, true
 	case trainer.EventQueue:
 		return chat.Reply{Text: "🗑 " + e.Queue.Text, Kind: chat.KindNotice, Key: fmt.Sprintf("queue:%d:dropped", e.Queue.Entry.ID)}, true
 	case trainer.EventAttached:
-		text := fmt.Sprintf("🔗 re-attached to run #%d (%s) — running for %s", r.ID, r.Job, render.FormatDuration(r.Duration(e.At)))
-		return chat.Reply{Text: text, Kind: chat.KindNotice, RunID: r.ID, Buttons: render.StartButtons(), Key: fmt.Sprintf("run:%d:attached:%d", r.ID, e.At.Unix())}, true
+		text := l.T(i18n.Reattached, r.ID, r.Job, l.Duration(r.Duration(e.At)))
+		return chat.Reply{Text: text, Kind: chat.KindNotice, RunID: r.ID, Buttons: render.StartButtons(l), Key: fmt.Sprintf("run:%d:attached:%d", r.ID, e.At.Unix())}, true
 	case trainer.EventAlert:
 		a := e.Alert
-		text := fmt.Sprintf("%s run #%d (%s): %s", render.OutcomeIcon(a.Kind), r.ID, r.Job, a.Text)
+		text := l.T(i18n.AlertLine, render.OutcomeIcon(a.Kind), r.ID, r.Job, a.Text)
 		var buttons [][]chat.Button
 		switch a.Kind {
 		case trainer.OutcomeOOM:
-			text = render.OOMAlertText(e)
-			buttons = render.OOMButtons(e.Job, r, e.Fit)
+			text = render.OOMAlertText(l, e)
+			buttons = render.OOMButtons(l, e.Job, r, e.Fit)
 		case trainer.OutcomeNaN:
-			text = fmt.Sprintf("⚠️ run #%d (%s) has a NaN loss: %s", r.ID, r.Job, a.Text)
+			text = l.T(i18n.NaNAlert, r.ID, r.Job, a.Text)
 		case trainer.OutcomeStalled:
-			text = fmt.Sprintf("⏸ run #%d (%s) looks stalled: %s", r.ID, r.Job, a.Text)
+			text = l.T(i18n.StalledAlert, r.ID, r.Job, a.Text)
 		case trainer.OutcomeRule:
-			text = fmt.Sprintf("📏 run #%d (%s): %s", r.ID, r.Job, a.Text)
-			buttons = [][]chat.Button{{{Label: "画图 Plot", Data: fmt.Sprintf("/plot %d", r.ID)}, {Label: "状态 Status", Data: fmt.Sprintf("/status %d", r.ID)}}}
+			text = l.T(i18n.RuleAlert, r.ID, r.Job, a.Text)
+			buttons = [][]chat.Button{{{Label: l.Button(i18n.BtnPlot), Data: fmt.Sprintf("/plot %d", r.ID)}, {Label: l.Button(i18n.BtnStatus), Data: fmt.Sprintf("/status %d", r.ID)}}}
 		}
 		return chat.Reply{Text: text, Kind: chat.KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:alert:%s:%d", r.ID, a.Kind, e.At.Unix()),
 			Alert: string(a.Kind), Buttons: buttons}, true
 	case trainer.EventEnded:
-		reply := chat.Reply{Text: render.EndReport(e, "", true), Kind: chat.KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:ended", r.ID), Alert: string(r.Outcome)}
-		if _, retrying := render.RetryText(e); r.Outcome == trainer.OutcomeOOM && !retrying {
-			reply.Buttons = render.OOMButtons(e.Job, r, e.Fit)
+		reply := chat.Reply{Text: render.EndReport(l, e, "", true), Kind: chat.KindAlert, RunID: r.ID, Key: fmt.Sprintf("run:%d:ended", r.ID), Alert: string(r.Outcome)}
+		if _, retrying := render.RetryText(l, e); r.Outcome == trainer.OutcomeOOM && !retrying {
+			reply.Buttons = render.OOMButtons(l, e.Job, r, e.Fit)
 		}
 		return reply, true
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/deliver"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
@@ -172,7 +173,7 @@ func TestEndReportIsOneMessageWithChartsAndBest(t *testing.T) {
 				"lr":       {Min: 1e-5, Max: 1e-3},
 			}, nil
 		},
-		Charts: func(ctx context.Context, run *trainer.Run) []chat.Image {
+		Charts: func(ctx context.Context, _ i18n.Lang, run *trainer.Run) []chat.Image {
 			asked = run
 			return []chat.Image{{Name: "loss.png", PNG: []byte("png")}, {Name: "memory.png", PNG: []byte("png")}}
 		}})
@@ -301,7 +302,10 @@ func TestOOMAlertOfARunThatGoesOn(t *testing.T) {
 func TestEventsAfterCloseArePosted(t *testing.T) {
 	p := &posts{}
 	n := New(Options{Post: p.post, Always: []chat.ChatKey{console},
-		Charts: func(context.Context, *trainer.Run) []chat.Image { t.Error("no chart is drawn after Close"); return nil }})
+		Charts: func(context.Context, i18n.Lang, *trainer.Run) []chat.Image {
+			t.Error("no chart is drawn after Close")
+			return nil
+		}})
 	n.Start()
 	closeNotifier(t, n)
 	run := &trainer.Run{ID: 8, Job: "j", Outcome: trainer.OutcomeFailed, StartedAt: time.Now()}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -34,7 +35,7 @@ func TestOOMAlertSaysWhatToDo(t *testing.T) {
 	peak := int64(78 << 30)
 	run := &trainer.Run{ID: 3, Job: "mnist", Params: map[string]string{"batch_size": "64", "lr": "0.01", "precision": "fp32"}, PeakGPUMem: &peak}
 	e := trainer.Event{Kind: trainer.EventAlert, Run: run, Job: mnistJob(false), At: time.Now(), Alert: &trainer.Alert{Kind: trainer.OutcomeOOM, Text: o.Summary(), OOM: o}}
-	r, _ := EventReply(e)
+	r, _ := EventReply(i18n.ZhEn, e)
 	for _, want := range []string{
 		"💥 run #3 (mnist) hit out-of-memory: CUDA out of memory on GPU 0: tried to allocate 2.00 GiB",
 		"1.25 GiB free of 79.15 GiB",
@@ -60,7 +61,7 @@ func TestOOMAlertSaysWhatToDo(t *testing.T) {
 	plain, _ := trainer.DetectOOM("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total capacity; 5.12 GiB already allocated; 12.00 MiB free; 5.30 GiB reserved in total by PyTorch)")
 	job := &trainer.Job{Name: "x", Command: []string{"x"}}
 	e = trainer.Event{Kind: trainer.EventAlert, Run: &trainer.Run{ID: 4, Job: "x"}, Job: job, Alert: &trainer.Alert{Kind: trainer.OutcomeOOM, Text: plain.Summary(), OOM: plain}}
-	r, _ = EventReply(e)
+	r, _ = EventReply(i18n.ZhEn, e)
 	if strings.Contains(r.Text, "expandable_segments") || !strings.Contains(r.Text, "a smaller batch size") || r.Buttons != nil {
 		t.Errorf("plain OOM alert:\n%s\nbuttons %+v", r.Text, r.Buttons)
 	}
@@ -69,16 +70,16 @@ func TestOOMAlertSaysWhatToDo(t *testing.T) {
 func TestOOMButtonFitsTelegram(t *testing.T) {
 	job := mnistJob(false)
 	run := &trainer.Run{ID: 1, Job: "mnist", Params: map[string]string{"batch_size": "1", "lr": "0.001", "precision": "fp32"}}
-	if b := render.OOMButtons(job, run, nil); b != nil {
+	if b := render.OOMButtons(i18n.ZhEn, job, run, nil); b != nil {
 		t.Errorf("batch_size=1 cannot be halved, got %+v", b)
 	}
 	run.Params["batch_size"] = "256"
 	run.Params["lr"] = "0.000123456789012345678901234567890123456789"
-	if b := render.OOMButtons(job, run, nil); b != nil {
+	if b := render.OOMButtons(i18n.ZhEn, job, run, nil); b != nil {
 		t.Errorf("a command over 64 bytes got a button: %+v", b)
 	}
 	bs := &trainer.Job{Name: "j", Params: map[string]trainer.ParamSpec{"bs": {Type: trainer.ParamInt}}}
-	if b := render.OOMButtons(bs, &trainer.Run{Params: map[string]string{"bs": "10"}}, nil); len(b) != 1 || b[0][0].Data != "开始 j bs=5" {
+	if b := render.OOMButtons(i18n.ZhEn, bs, &trainer.Run{Params: map[string]string{"bs": "10"}}, nil); len(b) != 1 || b[0][0].Data != "开始 j bs=5" {
 		t.Errorf("a job with bs: %+v", b)
 	}
 }
@@ -89,7 +90,7 @@ func TestEndReportTellsWhatOnOOMDid(t *testing.T) {
 	mk := func(outcome trainer.Outcome, bs string, retryOf int64, rt *trainer.Retry) chat.Reply {
 		run := &trainer.Run{ID: 13, Job: "mnist", Outcome: outcome, StartedAt: at.Add(-time.Minute), Params: map[string]string{"batch_size": bs}, RetryOf: retryOf,
 			Detail: "CUDA out of memory on GPU 0"}
-		r, _ := EventReply(trainer.Event{Kind: trainer.EventEnded, Run: run, Job: job, At: at, Retry: rt})
+		r, _ := EventReply(i18n.ZhEn, trainer.Event{Kind: trainer.EventEnded, Run: run, Job: job, At: at, Retry: rt})
 		return r
 	}
 	r := mk(trainer.OutcomeOOM, "64", 0, &trainer.Retry{Param: "batch_size", Value: "64", Limit: 2, Next: "32"})
@@ -125,7 +126,7 @@ func TestOOMAlertNamesTheFittedBatch(t *testing.T) {
 	run := &trainer.Run{ID: 9, Job: "mnist", Outcome: trainer.OutcomeOOM, Params: map[string]string{"batch_size": "64", "lr": "0.01", "precision": "fp32"}}
 	fit := trainer.FitMemory(append(runs, run), mnistJob(false), "mnist", "batch_size", run, o.TotalBytes)
 	e := trainer.Event{Kind: trainer.EventAlert, Run: run, Job: mnistJob(false), At: time.Now(), Alert: &trainer.Alert{Kind: trainer.OutcomeOOM, Text: o.Summary(), OOM: o}, Fit: &fit}
-	r, _ := EventReply(e)
+	r, _ := EventReply(i18n.ZhEn, e)
 	// 90 % of 24 GiB is 21.6 GiB: (21.6 − 5) / 0.35 = 47.4.
 	for _, want := range []string{
 		"a smaller batch: batch_size=47 should fit: predicted 21.4 GiB of 24 GiB, from runs #3 #4 #5: 开始 mnist batch_size=47 lr=0.01",
@@ -144,13 +145,13 @@ func TestOOMAlertNamesTheFittedBatch(t *testing.T) {
 // dropped queue entry is told to its chat.
 func TestRuleAndQueueReplies(t *testing.T) {
 	run := &trainer.Run{ID: 5, Job: "mnist", Origin: "telegram:1"}
-	r, ok := EventReply(trainer.Event{Kind: trainer.EventAlert, Run: run, Alert: &trainer.Alert{Kind: trainer.OutcomeRule, Text: "loss plateaued (rule: loss no_improvement for 20 steps): loss is 0.5"}})
+	r, ok := EventReply(i18n.ZhEn, trainer.Event{Kind: trainer.EventAlert, Run: run, Alert: &trainer.Alert{Kind: trainer.OutcomeRule, Text: "loss plateaued (rule: loss no_improvement for 20 steps): loss is 0.5"}})
 	if !ok || r.Text != "📏 run #5 (mnist): loss plateaued (rule: loss no_improvement for 20 steps): loss is 0.5" || r.Alert != chat.AlertRule ||
 		len(r.Buttons) != 1 || r.Buttons[0][0].Data != "/plot 5" || chat.SeverityOf(r) != chat.SeverityWarning {
 		t.Errorf("rule alert %+v", r)
 	}
 	q := trainer.QueueEntry{ID: 4, Job: "gone"}
-	r, ok = EventReply(trainer.Event{Kind: trainer.EventQueue, Run: &trainer.Run{Job: "gone", Origin: "telegram:2"}, Queue: &trainer.QueueNotice{Entry: q, Text: "queued request #4 (gone, by bob) was dropped: job gone is no longer configured"}})
+	r, ok = EventReply(i18n.ZhEn, trainer.Event{Kind: trainer.EventQueue, Run: &trainer.Run{Job: "gone", Origin: "telegram:2"}, Queue: &trainer.QueueNotice{Entry: q, Text: "queued request #4 (gone, by bob) was dropped: job gone is no longer configured"}})
 	if !ok || !strings.HasPrefix(r.Text, "🗑 queued request #4") {
 		t.Errorf("queue notice %+v", r)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -31,7 +32,9 @@ type ProgressOptions struct {
 	// PageURL, when set, gives a run's web page address: the progress
 	// message gets a [网页 Open] button (render.PageButtons).
 	PageURL func(runID int64) string
-	Logger  *slog.Logger
+	// Languages is the language of each transport's chats.
+	Languages i18n.Languages
+	Logger    *slog.Logger
 }
 
 // ProgressPublisher keeps a live progress message per run: every Interval
@@ -170,14 +173,20 @@ func (p *ProgressPublisher) publish(ctx context.Context) {
 				mem = &m
 			}
 		}
-		text := render.ProgressText(st, mem)
+		texts := map[i18n.Lang]string{}
 		for _, to := range p.targets(st.Run, subs) {
+			l := p.opts.Languages.For(to.Transport)
+			text, ok := texts[l]
+			if !ok {
+				text = render.ProgressText(l, st, mem)
+				texts[l] = text
+			}
 			k := sentKey{chat: to, run: st.Run.ID}
 			if p.sent[k] == text {
 				continue
 			}
 			p.sent[k] = text
-			buttons := append(render.StartButtons(), render.PageButtons(p.opts.PageURL, st.Run.ID)...)
+			buttons := append(render.StartButtons(l), render.PageButtons(l, p.opts.PageURL, st.Run.ID)...)
 			p.post(to, chat.Reply{Text: text, Kind: chat.KindProgress, RunID: st.Run.ID, Buttons: buttons, Key: progressKey(st.Run.ID)})
 		}
 	}
@@ -194,7 +203,6 @@ func (p *ProgressPublisher) final(ctx context.Context, e trainer.Event) {
 			}
 		}
 	}
-	text := render.FinalProgressText(e)
 	for k := range p.sent {
 		if k.run != id {
 			continue
@@ -202,6 +210,7 @@ func (p *ProgressPublisher) final(ctx context.Context, e trainer.Event) {
 		delete(p.sent, k)
 		// Where progress is a line per update, the end report says it all.
 		if p.opts.InPlace(k.chat.Transport) {
+			text := render.FinalProgressText(p.opts.Languages.For(k.chat.Transport), e)
 			p.post(k.chat, chat.Reply{Text: text, Kind: chat.KindProgress, RunID: id, Key: progressKey(id)})
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // dingtalkTextMax is the most bytes of a DingTalk robot message
@@ -22,7 +23,10 @@ const dingtalkTextMax = 20000 - 1000
 // https://oapi.dingtalk.com/robot/send?access_token=TOKEN, with
 // &timestamp=MS&sign=SIGN added when the robot has a signing secret. It
 // answers {"errcode":0,"errmsg":"ok"}.
-type dingtalk struct{ url, secret string }
+type dingtalk struct {
+	url, secret string
+	lang        i18n.Lang
+}
 
 type dingtalkMsg struct {
 	MsgType  string           `json:"msgtype"`
@@ -35,7 +39,7 @@ type dingtalkMarkdown struct {
 }
 
 func (d *dingtalk) messages(r chat.Reply) ([]any, error) {
-	text := textOf(r, imagesNotSent(r, "DingTalk robots cannot upload images"))
+	text := textOf(d.lang, r, imagesNotSent(d.lang, r, d.lang.T(i18n.PushNoDingTalk)))
 	// Markdown joins lines without two trailing spaces: they count against
 	// the limit too, so the text is split with them.
 	var out []any

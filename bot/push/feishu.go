@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // feishuBodyMax is the largest request body a Feishu custom bot takes
@@ -23,7 +24,10 @@ const feishuBodyMax = 20<<10 - 256
 // {"msg_type":"text"|"post","content":…} and, when the bot has a signing
 // secret, "timestamp" (seconds, a string) and "sign" in the same object.
 // It answers {"code":0,"msg":"success"} (older bots: "StatusCode").
-type feishu struct{ url, secret string }
+type feishu struct {
+	url, secret string
+	lang        i18n.Lang
+}
 
 type feishuMsg struct {
 	Timestamp string `json:"timestamp,omitempty"`
@@ -51,7 +55,7 @@ type feishuPostBlock struct {
 }
 
 func (f *feishu) messages(r chat.Reply) ([]any, error) {
-	text := textOf(r, imagesNotSent(r, "Feishu custom bots cannot upload images"))
+	text := textOf(f.lang, r, imagesNotSent(f.lang, r, f.lang.T(i18n.PushNoFeishu)))
 	for limit := 12000; ; limit /= 2 {
 		var out []any
 		fits := true

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // Channel kinds.
@@ -108,7 +109,10 @@ type Options struct {
 	PerMinute int
 	// Timeout bounds one HTTP request (default 10 s).
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// Lang is the language of what the channel adds to a reply: its
+	// buttons as lines, a note for charts it cannot show.
+	Lang   i18n.Lang
+	Logger *slog.Logger
 	// Client replaces the HTTP client (its Timeout is kept when set).
 	Client *http.Client
 	// Now is the clock of signatures (default time.Now).
@@ -172,12 +176,12 @@ func New(o Options) (*Channel, error) {
 	windows := []chat.Window{{N: per, Per: time.Minute}}
 	switch o.Kind {
 	case WeCom:
-		c.d = &wecom{url: o.URL}
+		c.d = &wecom{url: o.URL, lang: o.Lang}
 	case Feishu:
-		c.d = &feishu{url: o.URL, secret: o.Secret}
+		c.d = &feishu{url: o.URL, secret: o.Secret, lang: o.Lang}
 		windows = append(windows, chat.Window{N: 5, Per: time.Second})
 	case DingTalk:
-		c.d = &dingtalk{url: o.URL, secret: o.Secret}
+		c.d = &dingtalk{url: o.URL, secret: o.Secret, lang: o.Lang}
 	case Webhook:
 		c.d = &webhook{url: o.URL, secret: o.Secret}
 	}

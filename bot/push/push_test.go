@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // fakeNow is the clock of every channel under test.
@@ -596,6 +597,26 @@ func TestSplitText(t *testing.T) {
 	for _, p := range parts {
 		if len(p) > 100 {
 			t.Errorf("part of %d bytes", len(p))
+		}
+	}
+}
+
+// A channel speaking Chinese adds its notes and button lines in Chinese.
+func TestChannelNotesInItsLanguage(t *testing.T) {
+	f := newFake(t, func(n int, r *http.Request, body []byte) (int, string) {
+		return 200, `{"StatusCode":0,"StatusMessage":"success","code":0,"data":{},"msg":"success"}`
+	})
+	c := newChannel(t, Options{Kind: Feishu, URL: f.srv.URL + "/open-apis/bot/v2/hook/abcdef-hook-token", Lang: i18n.Zh})
+	r := chat.Reply{Text: "💥 训练 #3（mnist）显存不足", Kind: chat.KindAlert, Alert: chat.AlertOOM,
+		Images:  []chat.Image{{Name: "a.png", PNG: []byte("x")}, {Name: "b.png", PNG: []byte("y")}},
+		Buttons: [][]chat.Button{{{Label: "用一半 batch 重试", Data: "开始 mnist batch_size=32"}}}}
+	if err := send(c, r); err != nil {
+		t.Fatal(err)
+	}
+	body := string(f.got()[0].body)
+	for _, want := range []string{"↪ 用一半 batch 重试：向机器人发送「开始 mnist batch_size=32」", "（这里显示不了 2 张图：飞书自定义机器人不能上传图片；向机器人发送 画图）"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q: %s", want, body)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // maxParts is the most messages one reply's text is split into; beyond it
@@ -22,7 +23,7 @@ func runeCut(s string, n int) int { return chat.RuneCut(s, n) }
 // buttonLines shows the buttons of an alert as words to send to the bot
 // (push channels have no buttons; those of notices, 停止 状态 画图, would
 // only be noise in a group).
-func buttonLines(r chat.Reply) string {
+func buttonLines(l i18n.Lang, r chat.Reply) string {
 	if r.Kind != chat.KindAlert {
 		return ""
 	}
@@ -33,15 +34,15 @@ func buttonLines(r chat.Reply) string {
 				fmt.Fprintf(&b, "\n↪ %s: %s", btn.Label, btn.URL)
 				continue
 			}
-			fmt.Fprintf(&b, "\n↪ %s: send「%s」to the bot", btn.Label, btn.Data)
+			b.WriteString(l.T(i18n.PushButton, btn.Label, btn.Data))
 		}
 	}
 	return b.String()
 }
 
 // textOf is the reply's text with its buttons as lines, and notes.
-func textOf(r chat.Reply, notes []string) string {
-	t := r.Text + buttonLines(r)
+func textOf(l i18n.Lang, r chat.Reply, notes []string) string {
+	t := r.Text + buttonLines(l, r)
 	for _, n := range notes {
 		t += "\n" + n
 	}
@@ -49,15 +50,11 @@ func textOf(r chat.Reply, notes []string) string {
 }
 
 // imagesNotSent is the note for charts a channel cannot show.
-func imagesNotSent(r chat.Reply, why string) []string {
+func imagesNotSent(l i18n.Lang, r chat.Reply, why string) []string {
 	if len(r.Images) == 0 {
 		return nil
 	}
-	what := "1 chart"
-	if len(r.Images) > 1 {
-		what = fmt.Sprintf("%d charts", len(r.Images))
-	}
-	return []string{fmt.Sprintf("(%s not shown here: %s; send 画图 to the bot)", what, why)}
+	return []string{l.T(i18n.PushNotShown, len(r.Images), why)}
 }
 
 // firstLine is the first line of s, at most n bytes.

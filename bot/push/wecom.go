@@ -6,12 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // WeCom group robot limits
@@ -24,7 +24,10 @@ const (
 // wecom is the WeCom (企业微信) group robot API: POST
 // https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=KEY, answered with
 // {"errcode":0,"errmsg":"ok"}.
-type wecom struct{ url string }
+type wecom struct {
+	url  string
+	lang i18n.Lang
+}
 
 type wecomMsg struct {
 	MsgType  string      `json:"msgtype"`
@@ -47,7 +50,7 @@ func (w *wecom) messages(r chat.Reply) ([]any, error) {
 	for _, im := range r.Images {
 		data, err := fitImage(im.PNG, wecomImageMax)
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("(chart %s not sent: %v)", im.Name, err))
+			notes = append(notes, w.lang.T(i18n.PushChartNotSent, im.Name, err))
 			continue
 		}
 		sum := md5.Sum(data)
@@ -59,7 +62,7 @@ func (w *wecom) messages(r chat.Reply) ([]any, error) {
 		}
 	}
 	var out []any
-	for _, part := range splitText(wecomColor(r, textOf(r, notes)), wecomMarkdownMax) {
+	for _, part := range splitText(wecomColor(r, textOf(w.lang, r, notes)), wecomMarkdownMax) {
 		out = append(out, wecomMsg{MsgType: "markdown", Markdown: &wecomText{Content: part}})
 	}
 	return append(out, images...), nil

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 )
 
@@ -13,40 +14,40 @@ import (
 // run it touched:
 //
 //	2026-12-01 00:35:12 · telegram chat -100 · eve (7) · 停止 3 · refused: not an allowed user · run #3
-func AuditLine(e store.AuditEntry) string {
+func AuditLine(l i18n.Lang, e store.AuditEntry) string {
 	who := strconv.FormatInt(e.User, 10)
 	if e.UserName != "" {
 		who = fmt.Sprintf("%s (%d)", e.UserName, e.User)
 	}
-	verdict := "allowed"
+	verdict := l.T(i18n.AuditAllowed)
 	if !e.Allowed {
-		verdict = "refused"
+		verdict = l.T(i18n.AuditRefused)
 		if e.Reason != "" {
-			verdict += ": " + e.Reason
+			verdict = l.T(i18n.AuditRefusedW, e.Reason)
 		}
 	}
 	parts := []string{
 		e.T.Local().Format("2006-01-02 15:04:05"),
-		fmt.Sprintf("%s chat %d", def(e.Transport, "?"), e.Chat),
+		l.T(i18n.AuditChat, def(e.Transport, "?"), e.Chat),
 		who,
 		Clip(strings.Join(strings.Fields(e.Text), " "), 60),
 		verdict,
 	}
 	if e.Run != 0 {
-		parts = append(parts, fmt.Sprintf("run #%d", e.Run))
+		parts = append(parts, l.T(i18n.AuditRun, e.Run))
 	}
 	return strings.Join(parts, " · ")
 }
 
 // AuditText is the answer of 审计: the entries, newest first.
-func AuditText(entries []store.AuditEntry) string {
+func AuditText(l i18n.Lang, entries []store.AuditEntry) string {
 	if len(entries) == 0 {
-		return "The audit is empty: nobody has sent a command yet."
+		return l.T(i18n.AuditEmpty)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Last %d command(s), newest first:", len(entries))
+	b.WriteString(l.T(i18n.AuditHead, len(entries)))
 	for _, e := range entries {
-		b.WriteString("\n" + AuditLine(e))
+		b.WriteString("\n" + AuditLine(l, e))
 	}
 	return b.String()
 }

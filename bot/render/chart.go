@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -78,6 +79,9 @@ type Charts struct {
 	Smoothing float64
 	// Now is the clock (time.Now when nil), for runs still going.
 	Now func() time.Time
+	// Lang is the language of the charts' words, their captions and what
+	// is said when there is nothing to draw.
+	Lang i18n.Lang
 }
 
 // LossOptions choose what a loss chart shows.
@@ -116,15 +120,15 @@ func (c *Charts) now() time.Time {
 }
 
 // runTitle names a run in a chart title: "demo · run #12 · finished".
-func runTitle(run *trainer.Run) string {
-	return fmt.Sprintf("%s · run #%d · %s", run.Job, run.ID, run.Outcome)
+func (c *Charts) runTitle(run *trainer.Run) string {
+	return c.Lang.T(i18n.ChartRunTitle, run.Job, run.ID, OutcomeWord(c.Lang, run.Outcome))
 }
 
 // pickLosses chooses the metrics of a loss chart: the named one, else
 // every loss-like one (at most four), else the first metric.
-func pickLosses(run *trainer.Run, names []string, metric string) ([]string, error) {
+func pickLosses(l i18n.Lang, run *trainer.Run, names []string, metric string) ([]string, error) {
 	if len(names) == 0 {
-		return nil, userErrorf(ErrNoMetric, "run #%d has no metric yet, so there is nothing to draw", run.ID)
+		return nil, userErrorf(ErrNoMetric, "%s", l.T(i18n.ChartNoMetric, run.ID))
 	}
 	if metric != "" {
 		for _, n := range names {
@@ -132,7 +136,7 @@ func pickLosses(run *trainer.Run, names []string, metric string) ([]string, erro
 				return []string{n}, nil
 			}
 		}
-		return nil, userErrorf(ErrNoMetric, "run #%d has no metric %q; it has %s", run.ID, metric, strings.Join(names, ", "))
+		return nil, userErrorf(ErrNoMetric, "%s", l.T(i18n.ChartNoSuchMetric, run.ID, metric, strings.Join(names, ", ")))
 	}
 	var pick []string
 	for _, n := range names {
@@ -170,11 +174,11 @@ func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (cha
 	if err != nil {
 		return chat.Image{}, fmt.Errorf("read metrics of run %d: %w", run.ID, err)
 	}
-	pick, err := pickLosses(run, names, o.Metric)
+	pick, err := pickLosses(c.Lang, run, names, o.Metric)
 	if err != nil {
 		return chat.Image{}, err
 	}
-	chart := plots.LossChart{Title: runTitle(run), Smoothing: c.smoothing(), XTime: o.XTime}
+	chart := plots.LossChart{Title: c.runTitle(run), Lang: c.Lang, Smoothing: c.smoothing(), XTime: o.XTime}
 	if len(pick) == 1 {
 		chart.YLabel = pick[0]
 	}
@@ -196,14 +200,14 @@ func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (cha
 	chart.YBytes = len(pick) == 1 && byteMetric(pick[0], chart.Series)
 	png, err := c.painter().Loss(chart)
 	if errors.Is(err, plots.ErrNoData) {
-		return chat.Image{}, userErrorf(ErrNoMetric, "run #%d has no finite value of %s to draw (%d points, all NaN or Inf)", run.ID, strings.Join(pick, ", "), total)
+		return chat.Image{}, userErrorf(ErrNoMetric, "%s", c.Lang.T(i18n.ChartAllNaN, run.ID, strings.Join(pick, ", "), total))
 	}
 	if err != nil {
 		return chat.Image{}, fmt.Errorf("draw run %d: %w", run.ID, err)
 	}
-	caption := fmt.Sprintf("run #%d %s · %s · %d points", run.ID, run.Job, strings.Join(pick, ", "), total)
+	caption := c.Lang.T(i18n.ChartLossCaption, run.ID, run.Job, strings.Join(pick, ", "), total)
 	if finite < total {
-		caption += fmt.Sprintf(" (%d NaN/Inf)", total-finite)
+		caption += c.Lang.T(i18n.ChartNaNCaption, total-finite)
 	}
 	name := "loss"
 	if o.Metric != "" {
@@ -249,8 +253,7 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, erro
 	if err != nil {
 		return chat.Image{}, fmt.Errorf("read memory of run %d: %w", run.ID, err)
 	}
-	var chart plots.MemoryChart
-	chart.Title = runTitle(run)
+	chart := plots.MemoryChart{Title: c.runTitle(run), Lang: c.Lang}
 	peakGPU, peakHost, total := int64(-1), int64(-1), int64(-1)
 	for _, m := range samples {
 		x := m.T.Sub(run.StartedAt).Seconds()
@@ -269,23 +272,23 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, erro
 	}
 	png, err := c.painter().Memory(chart)
 	if errors.Is(err, plots.ErrNoData) {
-		return chat.Image{}, userErrorf(ErrNoSamples, "run #%d has no memory sample, so there is no memory chart", run.ID)
+		return chat.Image{}, userErrorf(ErrNoSamples, "%s", c.Lang.T(i18n.ChartNoMemory, run.ID))
 	}
 	if err != nil {
 		return chat.Image{}, fmt.Errorf("draw memory of run %d: %w", run.ID, err)
 	}
 	var parts []string
 	if peakGPU > 0 { // samples of 0 bytes are no peak (a run that filled the GPU between two samples)
-		s := "peak GPU " + FormatBytes(peakGPU)
+		s := c.Lang.T(i18n.ChartPeakGPU, FormatBytes(peakGPU))
 		if total > 0 {
-			s += " of " + FormatBytes(total)
+			s = c.Lang.T(i18n.ChartPeakGPUOf, FormatBytes(peakGPU), FormatBytes(total))
 		}
 		parts = append(parts, s)
 	}
 	if peakHost >= 0 {
-		parts = append(parts, "peak host "+FormatBytes(peakHost))
+		parts = append(parts, c.Lang.T(i18n.ChartPeakHost, FormatBytes(peakHost)))
 	}
-	caption := fmt.Sprintf("run #%d %s · memory · %s", run.ID, run.Job, strings.Join(parts, " · "))
+	caption := c.Lang.T(i18n.ChartMemCaption, run.ID, run.Job, strings.Join(parts, " · "))
 	file := fmt.Sprintf("run-%d-memory.png", run.ID)
 	return chat.Image{Name: file, PNG: png, Caption: caption, Command: fmt.Sprintf("trainbot plot %d --kind memory -o %s", run.ID, file)}, nil
 }
@@ -298,7 +301,7 @@ func (c *Charts) Device(ctx context.Context, run *trainer.Run) (chat.Image, erro
 	if err != nil {
 		return chat.Image{}, fmt.Errorf("read devices: %w", err)
 	}
-	chart := plots.DeviceChart{Title: runTitle(run)}
+	chart := plots.DeviceChart{Title: c.runTitle(run), Lang: c.Lang}
 	var names []string
 	for _, d := range devices {
 		samples, err := c.Data.DeviceSeries(ctx, d, from, to)
@@ -323,12 +326,12 @@ func (c *Charts) Device(ctx context.Context, run *trainer.Run) (chat.Image, erro
 	}
 	png, err := c.painter().Device(chart)
 	if errors.Is(err, plots.ErrNoData) {
-		return chat.Image{}, userErrorf(ErrNoSamples, "no GPU was sampled while run #%d ran, so there is no utilisation chart", run.ID)
+		return chat.Image{}, userErrorf(ErrNoSamples, "%s", c.Lang.T(i18n.ChartNoDevice, run.ID))
 	}
 	if err != nil {
 		return chat.Image{}, fmt.Errorf("draw devices of run %d: %w", run.ID, err)
 	}
-	caption := fmt.Sprintf("run #%d %s · utilisation and temperature · %s", run.ID, run.Job, strings.Join(names, ", "))
+	caption := c.Lang.T(i18n.ChartDevCaption, run.ID, run.Job, strings.Join(names, ", "))
 	file := fmt.Sprintf("run-%d-util.png", run.ID)
 	return chat.Image{Name: file, PNG: png, Caption: caption, Command: fmt.Sprintf("trainbot plot %d --kind util -o %s", run.ID, file)}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/historytest"
 
 	"github.com/trainbot/trainbot/store"
@@ -234,6 +235,52 @@ func TestPercent(t *testing.T) {
 	}{{124, 100, "+24 %"}, {42, 100, "−58 %"}, {100.2, 100, "±0 %"}, {1, 0, ""}, {math.NaN(), 1, ""}, {-2, -1, "−100 %"}} {
 		if got := percent(c.v, c.ref); got != c.want {
 			t.Errorf("percent(%g, %g) = %q, want %q", c.v, c.ref, got, c.want)
+		}
+	}
+}
+
+// A chart for a Chinese chat has a Chinese caption, and says in Chinese
+// why there is nothing to draw (still matching its sentinel).
+func TestChartsInChinese(t *testing.T) {
+	ctx := context.Background()
+	st := openHistory(t)
+	c := &Charts{Data: st, Painter: englishPainter(t), Lang: i18n.Zh}
+	r := addRun(t, st, nil, 10*time.Minute, 2000)
+	if _, err := c.Loss(ctx, r, LossOptions{}); !errors.Is(err, ErrNoMetric) || err.Error() != "训练 #1 还没有指标，没有可画的" {
+		t.Errorf("no metric: %v", err)
+	}
+	addLoss(st, r, "loss", 200, 10, decay)
+	img, err := c.Loss(ctx, r, LossOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodePNG(t, img.PNG)
+	if want := "训练 #1 demo · loss · 200 个点"; img.Caption != want {
+		t.Errorf("caption %q, want %q", img.Caption, want)
+	}
+	if _, err := c.Memory(ctx, r); !errors.Is(err, ErrNoSamples) || !strings.Contains(err.Error(), "画不了显存图") {
+		t.Errorf("no samples: %v", err)
+	}
+}
+
+// The comparison table in each language; zh+en is the table it always was.
+func TestComparisonTextInBothLanguages(t *testing.T) {
+	c := Comparison{Metric: "loss", Runs: []RunSummary{
+		{Run: &trainer.Run{ID: 12, Job: "mnist", Outcome: trainer.OutcomeFinished}, Duration: 10 * time.Minute, Steps: 1000, StepsPerSec: 1.67,
+			HasMetric: true, Final: 0.1, Best: 0.09, PeakGPU: 8 << 30, PeakHost: -1, Differs: []string{"batch_size=32"}},
+		{Run: &trainer.Run{ID: 13, Job: "mnist", Outcome: trainer.OutcomeFinished}, Duration: 8 * time.Minute, Steps: 1000, StepsPerSec: 2.08,
+			HasMetric: true, Final: 0.12, Best: 0.1, PeakGPU: 12 << 30, PeakHost: -1, Differs: []string{"batch_size=64"}},
+	}}
+	mix := c.Text(i18n.ZhEn)
+	for _, want := range []string{"对比 compare · loss · against run #12", "✅ #12 mnist · finished · batch_size=32", "time 10m · 1000 steps", "#13 vs #12: peak GPU memory +50 %, time −20 %"} {
+		if !strings.Contains(mix, want) {
+			t.Errorf("zh+en lacks %q:\n%s", want, mix)
+		}
+	}
+	zh := c.Text(i18n.Zh)
+	for _, want := range []string{"对比 · loss · 以训练 #12 为基准", "✅ #12 mnist · 已完成 · batch_size=32", "用时 10分钟 · 1000 步", "loss 最终 0.1000", "峰值 显存 8.00 GiB", "#13 对比 #12：显存峰值 +50 %，用时 −20 %"} {
+		if !strings.Contains(zh, want) {
+			t.Errorf("zh lacks %q:\n%s", want, zh)
 		}
 	}
 }

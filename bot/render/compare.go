@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -51,9 +52,9 @@ func (c *Charts) Compare(ctx context.Context, runs []*trainer.Run, o LossOptions
 	if err != nil {
 		return chat.Image{}, "", err
 	}
-	text := cmp.Text()
+	text := cmp.Text(c.Lang)
 	if img.PNG == nil {
-		text += fmt.Sprintf("\n(no chart: no run has a finite value of %s)", cmp.Metric)
+		text += c.Lang.T(i18n.CmpNoChart, cmp.Metric)
 	}
 	return img, text, nil
 }
@@ -68,7 +69,7 @@ func (c *Charts) compareChart(cmp Comparison, runs []*trainer.Run, series []plot
 		nums[i] = fmt.Sprint(r.ID)
 	}
 	chart := plots.LossChart{
-		KindZH: "对比", KindEN: "Comparison",
+		KindZH: "对比", KindEN: "Comparison", Lang: c.Lang,
 		Title:     fmt.Sprintf("%s · runs %s", cmp.Metric, strings.Join(ids, " vs ")),
 		YLabel:    cmp.Metric,
 		XTime:     o.XTime,
@@ -124,7 +125,7 @@ func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric str
 		}
 		names[i] = n
 	}
-	m, err := commonMetric(runs, names, metric)
+	m, err := commonMetric(c.Lang, runs, names, metric)
 	if err != nil && !(anyMetric && metric == "" && errors.Is(err, ErrNoMetric)) {
 		return Comparison{}, nil, err
 	}
@@ -244,7 +245,7 @@ func equalPoints(a, b []store.Point) bool {
 // commonMetric picks the metric to compare: the named one, else "loss",
 // else "train_loss", else the first loss every run logged, else the first
 // metric every run logged, else the first run's first loss.
-func commonMetric(runs []*trainer.Run, names [][]string, metric string) (string, error) {
+func commonMetric(l i18n.Lang, runs []*trainer.Run, names [][]string, metric string) (string, error) {
 	in := func(list []string, n string) bool {
 		for _, x := range list {
 			if strings.EqualFold(x, n) {
@@ -275,7 +276,7 @@ func commonMetric(runs []*trainer.Run, names [][]string, metric string) (string,
 		if n, ok := anyone(metric); ok {
 			return n, nil
 		}
-		return "", userErrorf(ErrNoMetric, "none of the runs has a metric %q", metric)
+		return "", userErrorf(ErrNoMetric, "%s", l.T(i18n.CmpNoSuch, metric))
 	}
 	for _, n := range []string{"loss", "train_loss"} {
 		if everyone(n) {
@@ -294,13 +295,13 @@ func commonMetric(runs []*trainer.Run, names [][]string, metric string) (string,
 			return n, nil
 		}
 	}
-	for i, l := range names {
-		if len(l) > 0 {
-			pick, _ := pickLosses(runs[i], l, "")
+	for i, ns := range names {
+		if len(ns) > 0 {
+			pick, _ := pickLosses(l, runs[i], ns, "")
 			return pick[0], nil
 		}
 	}
-	return "", userErrorf(ErrNoMetric, "none of the runs has a metric yet, so there is nothing to compare")
+	return "", userErrorf(ErrNoMetric, "%s", l.T(i18n.CmpNoMetricYet))
 }
 
 // differingParams returns, per run, "name=value" for each parameter whose
@@ -355,17 +356,17 @@ func stepsPerSec(pts []store.Point) float64 {
 }
 
 // Text is the comparison as a chat message: a block per run, ratios
-// against the first, and a one-line verdict per other run.
-func (c Comparison) Text() string {
+// against the first, and a one-line verdict per other run; in l.
+func (c Comparison) Text(l i18n.Lang) string {
 	var b strings.Builder
 	base := c.Runs[0]
-	fmt.Fprintf(&b, "对比 compare · %s · against run #%d\n", c.Metric, base.Run.ID)
+	b.WriteString(l.T(i18n.CmpHead, c.Metric, base.Run.ID))
 	if len(base.Differs) == 0 {
-		b.WriteString("All runs have the same parameters.\n")
+		b.WriteString(l.T(i18n.CmpSame))
 	}
 	for i, s := range c.Runs {
 		r := s.Run
-		fmt.Fprintf(&b, "%s #%d %s · %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome)
+		fmt.Fprintf(&b, "%s #%d %s · %s", OutcomeIcon(r.Outcome), r.ID, r.Job, OutcomeWord(l, r.Outcome))
 		if r.Note != "" {
 			b.WriteString(" · 📝 " + r.Note)
 		}
@@ -379,47 +380,46 @@ func (c Comparison) Text() string {
 			}
 			return ratio(v, ref)
 		}
-		line := []string{"time " + FormatDuration(s.Duration) + cmp(s.Duration.Seconds(), base.Duration.Seconds())}
+		line := []string{l.T(i18n.CmpTime, l.Duration(s.Duration)) + cmp(s.Duration.Seconds(), base.Duration.Seconds())}
 		if s.Steps > 0 {
-			line = append(line, fmt.Sprintf("%d steps", s.Steps))
+			line = append(line, l.T(i18n.Steps, s.Steps))
 		}
 		if s.StepsPerSec > 0 {
-			line = append(line, fmt.Sprintf("%s steps/s", trimFloat(roundSig(s.StepsPerSec, 3)))+cmp(s.StepsPerSec, base.StepsPerSec))
+			line = append(line, l.T(i18n.StepsPerSec, trimFloat(roundSig(s.StepsPerSec, 3)))+cmp(s.StepsPerSec, base.StepsPerSec))
 		}
 		b.WriteString("  " + strings.Join(line, " · ") + "\n")
 		if s.HasMetric {
-			fmt.Fprintf(&b, "  %s final %s%s · best %s%s\n", c.Metric,
-				FormatValue(s.Final), cmp(s.Final, base.Final), FormatValue(s.Best), cmp(s.Best, base.Best))
+			b.WriteString(l.T(i18n.CmpFinal, c.Metric, FormatValue(s.Final), cmp(s.Final, base.Final), FormatValue(s.Best), cmp(s.Best, base.Best)))
 		} else {
-			fmt.Fprintf(&b, "  no %s logged\n", c.Metric)
+			b.WriteString(l.T(i18n.CmpNoMetric, c.Metric))
 		}
 		var mem []string
 		if s.PeakGPU >= 0 {
-			mem = append(mem, "GPU "+FormatBytes(s.PeakGPU)+cmp(known(s.PeakGPU), known(base.PeakGPU)))
+			mem = append(mem, l.T(i18n.CmpGPU, FormatBytes(s.PeakGPU))+cmp(known(s.PeakGPU), known(base.PeakGPU)))
 		}
 		if s.PeakHost >= 0 {
-			mem = append(mem, "host "+FormatBytes(s.PeakHost)+cmp(known(s.PeakHost), known(base.PeakHost)))
+			mem = append(mem, l.T(i18n.CmpHost, FormatBytes(s.PeakHost))+cmp(known(s.PeakHost), known(base.PeakHost)))
 		}
 		if len(mem) > 0 {
-			b.WriteString("  peak " + strings.Join(mem, " · ") + "\n")
+			b.WriteString(l.T(i18n.CmpPeak, strings.Join(mem, " · ")))
 		}
 	}
 	for _, s := range c.Runs[1:] {
 		var v []string
 		switch {
 		case s.PeakGPU >= 0 && base.PeakGPU > 0:
-			v = append(v, "peak GPU memory "+percent(known(s.PeakGPU), known(base.PeakGPU)))
+			v = append(v, l.T(i18n.CmpVsGPU, percent(known(s.PeakGPU), known(base.PeakGPU))))
 		case s.PeakHost >= 0 && base.PeakHost > 0:
-			v = append(v, "peak host memory "+percent(known(s.PeakHost), known(base.PeakHost)))
+			v = append(v, l.T(i18n.CmpVsHost, percent(known(s.PeakHost), known(base.PeakHost))))
 		}
 		if base.Duration > 0 {
-			v = append(v, "time "+percent(s.Duration.Seconds(), base.Duration.Seconds()))
+			v = append(v, l.T(i18n.CmpVsTime, percent(s.Duration.Seconds(), base.Duration.Seconds())))
 		}
 		if p := percent(s.Final, base.Final); s.HasMetric && base.HasMetric && p != "" {
-			v = append(v, "final "+c.Metric+" "+p)
+			v = append(v, l.T(i18n.CmpVsFinal, c.Metric, p))
 		}
 		if len(v) > 0 {
-			fmt.Fprintf(&b, "#%d vs #%d: %s\n", s.Run.ID, base.Run.ID, strings.Join(v, ", "))
+			b.WriteString(l.T(i18n.CmpVs, s.Run.ID, base.Run.ID, strings.Join(v, l.T(i18n.ListSep))))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")

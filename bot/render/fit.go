@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -97,44 +98,57 @@ func batchParamOfRuns(runs []*trainer.Run) string {
 // FitText is the answer of 适配 and `trainbot fit`: the line, how good it
 // is, the runs it went through, and the largest value that fits or why
 // there is none.
-func FitText(f trainer.MemoryFit, limitSource string) string {
+func FitText(l i18n.Lang, f trainer.MemoryFit, limitSource string) string {
 	var b strings.Builder
-	what := "host memory"
+	what := l.T(i18n.FitHost)
 	if f.GPU {
-		what = "GPU memory"
+		what = l.T(i18n.FitGPU)
 	}
-	fmt.Fprintf(&b, "适配 fit · %s · peak %s against %s", f.Job, what, orDash(f.Param))
+	b.WriteString(l.T(i18n.FitHead, f.Job, what, orDash(f.Param)))
 	if len(f.Same) > 0 {
 		var same []string
 		for _, k := range sortedKeys(f.Same) {
 			same = append(same, k+"="+f.Same[k])
 		}
-		b.WriteString(" · runs with " + strings.Join(same, " "))
+		b.WriteString(l.T(i18n.FitSame, strings.Join(same, " ")))
 	}
 	b.WriteString("\n")
 	for i, id := range f.Runs {
-		fmt.Fprintf(&b, "  #%d %s=%s peak %s\n", id, f.Param, trimFloat(f.Values[i]), FormatBytes(f.Peaks[i]))
+		b.WriteString(l.T(i18n.FitRun, id, f.Param, trimFloat(f.Values[i]), FormatBytes(f.Peaks[i])))
 	}
 	if len(f.OOMRuns) > 0 {
 		ids := make([]string, len(f.OOMRuns))
 		for i, id := range f.OOMRuns {
 			ids[i] = fmt.Sprintf("#%d", id)
 		}
-		fmt.Fprintf(&b, "  out of memory: %s (lowest %s=%s: nothing at or above it fits)\n", strings.Join(ids, " "), f.Param, trimFloat(f.OOMAt))
+		b.WriteString(l.T(i18n.FitOOM, strings.Join(ids, " "), f.Param, trimFloat(f.OOMAt)))
 	}
 	if len(f.Runs) >= 2 && f.R2 > 0 {
-		fmt.Fprintf(&b, "peak = %s + %s × %s (R² %.4f, %d runs)\n", FormatBytes(int64(f.A)), FormatBytes(int64(f.B)), f.Param, f.R2, len(f.Runs))
+		b.WriteString(l.T(i18n.FitLine, FormatBytes(int64(f.A)), FormatBytes(int64(f.B)), f.Param, f.R2, len(f.Runs)))
 	}
 	if f.Limit > 0 {
-		fmt.Fprintf(&b, "limit %s (%s), %.0f %% kept free: %s\n", FormatBytes(f.Limit), limitSource, trainer.FitMargin*100,
-			FormatBytes(int64((1-trainer.FitMargin)*float64(f.Limit))))
+		b.WriteString(l.T(i18n.FitLimit, FormatBytes(f.Limit), limitSource, trainer.FitMargin*100,
+			FormatBytes(int64((1-trainer.FitMargin)*float64(f.Limit)))))
 	}
 	if f.OK() {
-		b.WriteString("✅ " + f.Advice())
+		b.WriteString("✅ " + FitAdvice(l, &f))
 	} else {
-		b.WriteString("❔ no answer: " + f.Problem)
+		b.WriteString(l.T(i18n.FitNoAnswer, f.Problem))
 	}
 	return b.String()
+}
+
+// FitAdvice is what a memory fit advises, in l: in English
+// trainer.MemoryFit.Advice, word for word; "" when it has no answer.
+func FitAdvice(l i18n.Lang, f *trainer.MemoryFit) string {
+	if l != i18n.Zh || !f.OK() {
+		return f.Advice()
+	}
+	ids := make([]string, len(f.Runs))
+	for i, id := range f.Runs {
+		ids[i] = fmt.Sprintf("#%d", id)
+	}
+	return l.T(i18n.FitAdvice, f.Param, f.MaxFit, trainer.ShortBytes(f.Predict(float64(f.MaxFit))), trainer.ShortBytes(f.Limit), strings.Join(ids, " "))
 }
 
 func orDash(s string) string {

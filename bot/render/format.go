@@ -7,29 +7,30 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/trainer"
 )
 
 // StatusText describes an active run: job, id, step/epoch, latest metrics,
 // speed, elapsed and ETA.
-func StatusText(st trainer.Status) string {
+func StatusText(l i18n.Lang, st trainer.Status) string {
 	var b strings.Builder
 	r := st.Run
-	fmt.Fprintf(&b, "run #%d · %s · %s for %s\n", r.ID, r.Job, stateText(st), FormatDuration(st.Elapsed))
+	b.WriteString(l.T(i18n.StatusHead, r.ID, r.Job, stateText(l, st), l.Duration(st.Elapsed)))
 	pr := st.Progress
 	switch {
 	case pr.Step == 0:
-		b.WriteString("no metric yet")
+		b.WriteString(l.T(i18n.StatusNoMetric))
 	case pr.TotalSteps > 0:
-		fmt.Fprintf(&b, "%s step %d/%d (%.1f%%)", ProgressBar(float64(pr.Step)/float64(pr.TotalSteps), 10), pr.Step, pr.TotalSteps, 100*float64(pr.Step)/float64(pr.TotalSteps))
+		fmt.Fprintf(&b, "%s %s (%.1f%%)", ProgressBar(float64(pr.Step)/float64(pr.TotalSteps), 10), l.T(i18n.StepOf, pr.Step, pr.TotalSteps), 100*float64(pr.Step)/float64(pr.TotalSteps))
 	default:
-		fmt.Fprintf(&b, "step %d", pr.Step)
+		b.WriteString(l.T(i18n.Step, pr.Step))
 	}
 	if !math.IsNaN(pr.Epoch) {
 		if pr.TotalEpochs > 0 {
-			fmt.Fprintf(&b, " · epoch %s/%d", trimFloat(pr.Epoch), pr.TotalEpochs)
+			b.WriteString(" · " + l.T(i18n.EpochOf, trimFloat(pr.Epoch), pr.TotalEpochs))
 		} else {
-			fmt.Fprintf(&b, " · epoch %s", trimFloat(pr.Epoch))
+			b.WriteString(" · " + l.T(i18n.Epoch, trimFloat(pr.Epoch)))
 		}
 	}
 	b.WriteString("\n")
@@ -38,16 +39,16 @@ func StatusText(st trainer.Status) string {
 	}
 	var speed []string
 	if st.StepsPerSec > 0 {
-		speed = append(speed, fmt.Sprintf("%s steps/s", trimFloat(roundSig(st.StepsPerSec, 3))))
+		speed = append(speed, l.T(i18n.StepsPerSec, trimFloat(roundSig(st.StepsPerSec, 3))))
 	}
 	if st.ETA > 0 {
-		speed = append(speed, "ETA "+FormatDuration(st.ETA))
+		speed = append(speed, l.T(i18n.ETA, l.Duration(st.ETA)))
 	}
 	if r.PeakGPUMem != nil {
-		speed = append(speed, "peak GPU mem "+FormatBytes(*r.PeakGPUMem))
+		speed = append(speed, l.T(i18n.PeakGPUMem, FormatBytes(*r.PeakGPUMem)))
 	}
 	if r.PeakHostMem != nil {
-		speed = append(speed, "peak host mem "+FormatBytes(*r.PeakHostMem))
+		speed = append(speed, l.T(i18n.PeakHostMem, FormatBytes(*r.PeakHostMem)))
 	}
 	if len(speed) > 0 {
 		b.WriteString(strings.Join(speed, " · ") + "\n")
@@ -57,24 +58,80 @@ func StatusText(st trainer.Status) string {
 
 // stateText is "running", "stopping", "running on node01 (Slurm job 42)" or
 // "queued in Slurm (job 42, reason: Resources, partition gpu)".
-func stateText(st trainer.Status) string {
+func stateText(l i18n.Lang, st trainer.Status) string {
 	r := st.Run
-	state := "running"
+	running := l.T(i18n.StateRunning)
+	state := running
 	switch {
 	case st.Waiting != "":
 		state = st.Waiting
 	case r.SlurmJobID != "" && r.Node != "":
-		state = fmt.Sprintf("running on %s (Slurm job %s)", r.Node, r.SlurmJobID)
+		state = l.T(i18n.StateSlurmNode, r.Node, r.SlurmJobID)
 	case r.SlurmJobID != "":
-		state = fmt.Sprintf("running in Slurm (job %s)", r.SlurmJobID)
+		state = l.T(i18n.StateSlurm, r.SlurmJobID)
 	}
 	switch {
-	case st.Stopping && state == "running":
-		state = "stopping"
+	case st.Stopping && state == running:
+		state = l.T(i18n.StateStopping)
 	case st.Stopping:
-		state = "stopping (" + state + ")"
+		state = l.T(i18n.StateStoppingX, state)
 	}
 	return state
+}
+
+// OutcomeWord is an outcome in l: "finished" in English, "已完成" in
+// Chinese; an outcome the catalog does not know is shown as it is.
+func OutcomeWord(l i18n.Lang, o trainer.Outcome) string {
+	m, ok := outcomeWords[o]
+	if !ok {
+		return string(o)
+	}
+	return l.T(m)
+}
+
+var outcomeWords = map[trainer.Outcome]i18n.Msg{
+	trainer.OutcomeRunning: i18n.OutcomeRunning, trainer.OutcomeFinished: i18n.OutcomeFinished, trainer.OutcomeStopped: i18n.OutcomeStopped,
+	trainer.OutcomeFailed: i18n.OutcomeFailed, trainer.OutcomeOOM: i18n.OutcomeOOM, trainer.OutcomeNaN: i18n.OutcomeNaN,
+	trainer.OutcomeStalled: i18n.OutcomeStalled, trainer.OutcomeInterrupted: i18n.OutcomeInterrupted, trainer.OutcomeEnded: i18n.OutcomeEnded,
+}
+
+// ParamErrorText words a refused parameter in l; in English and zh+en it
+// is the error's own text.
+func ParamErrorText(l i18n.Lang, e *trainer.ParamError) string {
+	if l != i18n.Zh {
+		return e.Error()
+	}
+	var m i18n.Msg
+	switch e.Problem {
+	case trainer.ParamUnknown:
+		if e.Limit == "" {
+			return l.T(i18n.ParamUnknown0, e.Param, e.Value, e.Job)
+		}
+		return l.T(i18n.ParamUnknown, e.Param, e.Value, e.Job, e.Limit)
+	case trainer.ParamRequired:
+		return l.T(i18n.ParamRequired, e.Param, e.Spec)
+	case trainer.ParamBelowMin:
+		return l.T(i18n.ParamBelowMin, e.Param, e.Value, e.Limit, e.Spec)
+	case trainer.ParamAboveMax:
+		return l.T(i18n.ParamAboveMax, e.Param, e.Value, e.Limit, e.Spec)
+	case trainer.ParamNotChoice:
+		return l.T(i18n.ParamNotChoice, e.Param, e.Value, e.Limit, e.Spec)
+	case trainer.ParamNotInt:
+		m = i18n.ParamNotInt
+	case trainer.ParamIntRange:
+		m = i18n.ParamIntRange
+	case trainer.ParamNotNumber:
+		m = i18n.ParamNotNumber
+	case trainer.ParamFloatRange:
+		m = i18n.ParamFltRange
+	case trainer.ParamNotBool:
+		m = i18n.ParamNotBool
+	case trainer.ParamNUL:
+		m = i18n.ParamNUL
+	default:
+		return e.Error()
+	}
+	return l.T(m, e.Param, e.Value, e.Spec)
 }
 
 // metricsText prints up to n metrics, losses first: "loss 0.4123 · acc 0.83".
@@ -163,21 +220,21 @@ func OutcomeIcon(o trainer.Outcome) string {
 }
 
 // EndedText describes a run from the history.
-func EndedText(r *trainer.Run, last map[string]float64) string {
+func EndedText(l i18n.Lang, r *trainer.Run, last map[string]float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s run #%d · %s · %s after %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, FormatDuration(r.Duration(time.Now())))
+	b.WriteString(l.T(i18n.EndedHead, OutcomeIcon(r.Outcome), r.ID, r.Job, OutcomeWord(l, r.Outcome), l.Duration(r.Duration(time.Now()))))
 	if r.Note != "" {
 		b.WriteString("\n📝 " + r.Note)
 	}
 	if r.Steps > 0 {
 		if r.Total > 0 {
-			fmt.Fprintf(&b, " · step %d/%d", r.Steps, r.Total)
+			b.WriteString(" · " + l.T(i18n.StepOf, r.Steps, r.Total))
 		} else {
-			fmt.Fprintf(&b, " · %d steps", r.Steps)
+			b.WriteString(" · " + l.T(i18n.Steps, r.Steps))
 		}
 	}
 	if len(r.Params) > 0 {
-		b.WriteString("\nparams " + ParamsText(r.Params))
+		b.WriteString(l.T(i18n.ParamsLine, ParamsText(r.Params)))
 	}
 	if len(last) > 0 {
 		b.WriteString("\n" + metricsText(mapMetrics(last), 6))
@@ -192,21 +249,21 @@ func EndedText(r *trainer.Run, last map[string]float64) string {
 //
 // The start is shown in now's time zone: "12-01 09:30" (with the year when
 // it is not now's).
-func RunLine(r *trainer.Run, last map[string]float64, now time.Time) string {
-	s := fmt.Sprintf("%s #%d %s %s %s · %s", OutcomeIcon(r.Outcome), r.ID, r.Job, r.Outcome, FormatDuration(r.Duration(now)), StartedText(r.StartedAt, now))
+func RunLine(l i18n.Lang, r *trainer.Run, last map[string]float64, now time.Time) string {
+	s := fmt.Sprintf("%s #%d %s %s %s · %s", OutcomeIcon(r.Outcome), r.ID, r.Job, OutcomeWord(l, r.Outcome), l.Duration(r.Duration(now)), StartedText(r.StartedAt, now))
 	if r.Steps > 0 {
-		s += fmt.Sprintf(" · %d steps", r.Steps)
+		s += " · " + l.T(i18n.Steps, r.Steps)
 	}
 	if m, ok := (trainer.Status{Last: mapMetrics(last)}).Loss(); ok {
 		s += fmt.Sprintf(" · %s %s", m.Name, FormatValue(m.Value))
 	}
 	if r.PeakGPUMem != nil {
-		s += " · peak GPU " + FormatBytes(*r.PeakGPUMem)
+		s += l.T(i18n.RunLinePeakGPU, FormatBytes(*r.PeakGPUMem))
 	} else if r.PeakHostMem != nil {
-		s += " · peak host " + FormatBytes(*r.PeakHostMem)
+		s += l.T(i18n.RunLinePeakHost, FormatBytes(*r.PeakHostMem))
 	}
 	if r.RetryOf != 0 {
-		s += fmt.Sprintf(" · retry of #%d", r.RetryOf)
+		s += l.T(i18n.RunLineRetry, r.RetryOf)
 	}
 	if r.Note != "" {
 		s += " · 📝 " + r.Note
@@ -225,12 +282,12 @@ func StartedText(t, now time.Time) string {
 }
 
 // JobsText lists the jobs and their parameters.
-func JobsText(jobs []*trainer.Job) string {
+func JobsText(l i18n.Lang, jobs []*trainer.Job) string {
 	if len(jobs) == 0 {
-		return "No jobs are configured: add a [[jobs]] section to the config file."
+		return l.T(i18n.NoJobs)
 	}
 	var b strings.Builder
-	b.WriteString("Jobs:\n")
+	b.WriteString(l.T(i18n.JobsHead))
 	for _, j := range jobs {
 		fmt.Fprintf(&b, "• %s", j.Name)
 		if j.Description != "" {
@@ -247,9 +304,9 @@ func JobsText(jobs []*trainer.Job) string {
 		}
 	}
 	if len(jobs) == 1 {
-		fmt.Fprintf(&b, "Start it with: 开始 [name=value …]")
+		b.WriteString(l.T(i18n.JobsStartOne))
 	} else {
-		fmt.Fprintf(&b, "Start one with: 开始 %s [name=value …]", jobs[0].Name)
+		b.WriteString(l.T(i18n.JobsStartMany, jobs[0].Name))
 	}
 	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -45,7 +46,7 @@ func (c *Charts) CompareAll(ctx context.Context, runs []*trainer.Run, o LossOpti
 		return nil, "", err
 	}
 	var imgs []chat.Image
-	text := cmp.Text()
+	text := cmp.Text(c.Lang)
 	if cmp.Metric != "" {
 		img, err := c.compareChart(cmp, runs, series, o)
 		if err != nil {
@@ -86,7 +87,7 @@ func (c *Charts) CompareMemory(ctx context.Context, runs []*trainer.Run, o LossO
 	if err != nil {
 		return chat.Image{}, "", err
 	}
-	return img, cmp.Text(), nil
+	return img, cmp.Text(c.Lang), nil
 }
 
 // memoryOverlay draws each run's memory over time (or over steps with
@@ -168,7 +169,7 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 		series = append(series, s)
 	}
 	if !found {
-		return chat.Image{}, userErrorf(ErrNoSamples, "none of the runs has a memory sample or peak, so there is no memory overlay")
+		return chat.Image{}, userErrorf(ErrNoSamples, "%s", c.Lang.T(i18n.CmpNoMemPeak))
 	}
 	ids := make([]string, len(runs))
 	nums := make([]string, len(runs))
@@ -189,6 +190,7 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 	}
 	what += ")"
 	chart := plots.LossChart{
+		Lang:   c.Lang,
 		KindZH: zh, KindEN: "Memory",
 		Title:  fmt.Sprintf("%s · runs %s", what, strings.Join(ids, " vs ")),
 		XLabel: "time since start", XTime: true,
@@ -204,7 +206,7 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 	}
 	png, err := c.painter().Loss(chart)
 	if errors.Is(err, plots.ErrNoData) {
-		return chat.Image{}, userErrorf(ErrNoSamples, "none of the runs has a memory sample, so there is no memory overlay")
+		return chat.Image{}, userErrorf(ErrNoSamples, "%s", c.Lang.T(i18n.CmpNoMem))
 	}
 	if err != nil {
 		return chat.Image{}, fmt.Errorf("draw memory comparison: %w", err)

@@ -1,22 +1,22 @@
 package render
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/trainer"
 )
 
-// RetryHalfLabel is the label of the button that starts a run again with
-// half the batch.
-const RetryHalfLabel = "用一半 batch 重试 Retry with half batch"
+// RetryHalfLabel is the label (in zh+en) of the button that starts a run
+// again with half the batch.
+var RetryHalfLabel = i18n.ZhEn.Button(i18n.BtnRetryHalf)
 
-// RetryFitLabel is the label of the button that starts a run again with
-// the batch the memory fit of the job's runs says fits.
-const RetryFitLabel = "用放得下的 batch 重试 Retry with the batch that fits"
+// RetryFitLabel is the label (in zh+en) of the button that starts a run
+// again with the batch the memory fit of the job's runs says fits.
+var RetryFitLabel = i18n.ZhEn.Button(i18n.BtnRetryFit)
 
 // maxButtonData is the most bytes of data a button may carry (Telegram's
 // callback_data limit).
@@ -25,26 +25,75 @@ const maxButtonData = 64
 // OOMAlertText is the alert sent the moment a run's output says it ran out
 // of memory: what it tried and what was free, the peak before the crash,
 // and what to try.
-func OOMAlertText(e trainer.Event) string {
+func OOMAlertText(l i18n.Lang, e trainer.Event) string {
 	r, a := e.Run, e.Alert
 	var b strings.Builder
-	fmt.Fprintf(&b, "💥 run #%d (%s) hit out-of-memory: %s", r.ID, r.Job, a.Text)
-	if p := peakBeforeCrash(r); p != "" {
-		b.WriteString("\npeak before the crash: " + p)
+	what := a.Text
+	if l == i18n.Zh && a.OOM != nil {
+		what = OOMSummary(l, a.OOM)
 	}
-	if adv := OOMAdvice(a.OOM, r, e.Job, e.Fit); len(adv) > 0 {
-		b.WriteString("\nWhat to try:\n• " + strings.Join(adv, "\n• "))
+	b.WriteString(l.T(i18n.OOMHit, r.ID, r.Job, what))
+	if p := peakBeforeCrash(l, r); p != "" {
+		b.WriteString(l.T(i18n.PeakBeforeCrash, p))
+	}
+	if adv := OOMAdvice(l, a.OOM, r, e.Job, e.Fit); len(adv) > 0 {
+		b.WriteString(l.T(i18n.WhatToTry, strings.Join(adv, "\n• ")))
 	}
 	return b.String()
 }
 
-func peakBeforeCrash(r *trainer.Run) string {
+// OOMSummary says what an out-of-memory error was, in l: "CUDA out of
+// memory on GPU 0: tried to allocate 2.00 GiB (…); 1.25 GiB free of 79.15
+// GiB" (in English, trainer.OOM.Summary's words).
+func OOMSummary(l i18n.Lang, o *trainer.OOM) string {
+	var b strings.Builder
+	switch o.Kind {
+	case "cuda":
+		b.WriteString(l.T(i18n.OOMKindCUDA))
+	case "host":
+		b.WriteString(l.T(i18n.OOMKindHost))
+	case "tensorflow":
+		b.WriteString(l.T(i18n.OOMKindTF))
+	case "jax":
+		b.WriteString(l.T(i18n.OOMKindXLA))
+	case "cublas", "cudnn":
+		b.WriteString(l.T(i18n.OOMKindLib, o.Kind))
+	case "oom-killer":
+		b.WriteString(l.T(i18n.OOMKindKiller))
+	default:
+		b.WriteString(l.T(i18n.OOMKindOther))
+	}
+	if o.GPU >= 0 {
+		b.WriteString(l.T(i18n.OOMOnGPU, o.GPU))
+	}
+	var parts []string
+	if o.TriedBytes > 0 {
+		parts = append(parts, l.T(i18n.OOMTried, FormatBytes(o.TriedBytes), o.TriedBytes))
+	}
+	switch {
+	case o.FreeBytes >= 0 && o.TotalBytes > 0:
+		parts = append(parts, l.T(i18n.OOMFreeOf, FormatBytes(o.FreeBytes), FormatBytes(o.TotalBytes)))
+	case o.FreeBytes >= 0:
+		parts = append(parts, l.T(i18n.OOMFree, FormatBytes(o.FreeBytes)))
+	case o.TotalBytes > 0:
+		parts = append(parts, l.T(i18n.OOMTotal, FormatBytes(o.TotalBytes)))
+	}
+	if o.Reserved > 0 {
+		parts = append(parts, l.T(i18n.OOMReserved, FormatBytes(o.Reserved)))
+	}
+	if len(parts) > 0 {
+		b.WriteString(l.Pick("：", ": ") + strings.Join(parts, l.T(i18n.ParamSep)))
+	}
+	return b.String()
+}
+
+func peakBeforeCrash(l i18n.Lang, r *trainer.Run) string {
 	var parts []string
 	if r.PeakGPUMem != nil {
-		parts = append(parts, "GPU "+FormatBytes(*r.PeakGPUMem))
+		parts = append(parts, l.T(i18n.PeakGPU, FormatBytes(*r.PeakGPUMem)))
 	}
 	if r.PeakHostMem != nil {
-		parts = append(parts, "host "+FormatBytes(*r.PeakHostMem))
+		parts = append(parts, l.T(i18n.PeakHost, FormatBytes(*r.PeakHostMem)))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -63,54 +112,53 @@ func fittedValue(fit *trainer.MemoryFit, param string, value int64) int64 {
 // the memory fit of the job's runs (nil if none): when it names a value of
 // the batch parameter that fits, the advice says that value instead of
 // half.
-func OOMAdvice(o *trainer.OOM, r *trainer.Run, job *trainer.Job, fit *trainer.MemoryFit) []string {
+func OOMAdvice(l i18n.Lang, o *trainer.OOM, r *trainer.Run, job *trainer.Job, fit *trainer.MemoryFit) []string {
 	var out []string
 	kind := "cuda"
 	if o != nil {
 		kind = o.Kind
 	}
 	if o != nil && o.TriedBytes > 0 && o.TotalBytes > 0 && o.TriedBytes > o.TotalBytes {
-		out = append(out, fmt.Sprintf("the allocation alone (%s) is larger than the whole GPU (%s): look for a tensor that is far too large (sequence length, image size, vocabulary)",
-			FormatBytes(o.TriedBytes), FormatBytes(o.TotalBytes)))
+		out = append(out, l.T(i18n.AdviceTooLarge, FormatBytes(o.TriedBytes), FormatBytes(o.TotalBytes)))
 	}
 	param, value, half := batchParam(job, r)
 	switch fv := fittedValue(fit, param, value); {
 	case fv > 0:
-		out = append(out, fmt.Sprintf("a smaller batch: %s: %s", fit.Advice(), startCommand(job, r, param, fv)))
+		out = append(out, l.T(i18n.AdviceFit, FitAdvice(l, fit), startCommand(job, r, param, fv)))
 		half = fv
 	case half > 0:
-		out = append(out, fmt.Sprintf("a smaller batch: %s", startCommand(job, r, param, half)))
+		out = append(out, l.T(i18n.AdviceHalf, startCommand(job, r, param, half)))
 	case param != "":
-		out = append(out, fmt.Sprintf("a smaller batch (%s=%d now)", param, value))
+		out = append(out, l.T(i18n.AdviceParamNow, param, value))
 	default:
-		out = append(out, "a smaller batch size")
+		out = append(out, l.T(i18n.AdviceSmaller))
 	}
 	if half > 0 && value%half == 0 {
-		out = append(out, fmt.Sprintf("gradient accumulation: %d steps of %d keep the effective batch of %d", value/half, half, value))
+		out = append(out, l.T(i18n.AdviceAccumKeep, value/half, half, value))
 	} else if half > 0 {
-		out = append(out, fmt.Sprintf("gradient accumulation: steps of %d, to keep an effective batch near %d", half, value))
+		out = append(out, l.T(i18n.AdviceAccumNear, half, value))
 	} else {
-		out = append(out, "gradient accumulation, to keep the effective batch size with smaller batches")
+		out = append(out, l.T(i18n.AdviceAccum))
 	}
 	if kind == "host" || kind == "oom-killer" {
-		out = append(out, "host memory: fewer DataLoader workers (num_workers), a smaller prefetch_factor, or a dataset that loads lazily instead of into memory")
+		out = append(out, l.T(i18n.AdviceHost))
 		return out
 	}
 	if p, v := precisionParam(job, r); p != "" {
-		out = append(out, fmt.Sprintf("mixed precision: %s=%s", p, v))
+		out = append(out, l.T(i18n.AdviceMixedP, p, v))
 	} else {
-		out = append(out, "mixed precision: torch.autocast(\"cuda\", dtype=torch.bfloat16), or fp16 with a GradScaler")
+		out = append(out, l.T(i18n.AdviceMixed))
 	}
-	out = append(out, "gradient checkpointing: torch.utils.checkpoint, or model.gradient_checkpointing_enable() in Hugging Face models")
+	out = append(out, l.T(i18n.AdviceCkpt))
 	if o != nil && o.Fragmented() {
-		frag := "memory is fragmented"
 		if o.Reserved > 0 {
-			frag += " (" + FormatBytes(o.Reserved) + " reserved by PyTorch but unallocated)"
+			out = append(out, l.T(i18n.AdviceFragRes, FormatBytes(o.Reserved)))
+		} else {
+			out = append(out, l.T(i18n.AdviceFrag))
 		}
-		out = append(out, frag+": set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the job's env")
 	}
 	if kind == "jax" {
-		out = append(out, "JAX reserves 75% of the GPU up front: XLA_PYTHON_CLIENT_MEM_FRACTION, or XLA_PYTHON_CLIENT_PREALLOCATE=false when the GPU is shared")
+		out = append(out, l.T(i18n.AdviceJAX))
 	}
 	return out
 }
@@ -185,11 +233,11 @@ func startCommand(job *trainer.Job, r *trainer.Run, param string, value int64) s
 // the command fits in a button; [retry with the batch that fits] when the
 // memory fit of the job's runs (fit, may be nil) names a smaller value,
 // the one the advice names.
-func OOMButtons(job *trainer.Job, r *trainer.Run, fit *trainer.MemoryFit) [][]chat.Button {
+func OOMButtons(l i18n.Lang, job *trainer.Job, r *trainer.Run, fit *trainer.MemoryFit) [][]chat.Button {
 	param, value, half := batchParam(job, r)
-	label := RetryHalfLabel
+	label := l.Button(i18n.BtnRetryHalf)
 	if fv := fittedValue(fit, param, value); fv > 0 {
-		half, label = fv, RetryFitLabel
+		half, label = fv, l.Button(i18n.BtnRetryFit)
 	}
 	if half == 0 {
 		return nil
@@ -204,29 +252,22 @@ func OOMButtons(job *trainer.Job, r *trainer.Run, fit *trainer.MemoryFit) [][]ch
 // RetryText is the line about on_oom in the report of an ended run, and
 // whether a retry follows (then no [retry with half batch] button: on_oom
 // is already doing it).
-func RetryText(e trainer.Event) (line string, retrying bool) {
+func RetryText(l i18n.Lang, e trainer.Event) (line string, retrying bool) {
 	r, rt := e.Run, e.Retry
 	if rt == nil {
 		return "", false
 	}
 	switch {
 	case r.Outcome == trainer.OutcomeOOM && rt.Next != "" && rt.Fit != nil:
-		return fmt.Sprintf("↻ on_oom: starting it again with %s=%s (retry %d of %d): %s", rt.Param, rt.Next, rt.Attempt+1, rt.Limit, rt.Fit.Advice()), true
+		return l.T(i18n.RetryFit, rt.Param, rt.Next, rt.Attempt+1, rt.Limit, FitAdvice(l, rt.Fit)), true
 	case r.Outcome == trainer.OutcomeOOM && rt.Next != "":
-		return fmt.Sprintf("↻ on_oom: starting it again with %s=%s (retry %d of %d)", rt.Param, rt.Next, rt.Attempt+1, rt.Limit), true
+		return l.T(i18n.RetryNext, rt.Param, rt.Next, rt.Attempt+1, rt.Limit), true
 	case r.Outcome == trainer.OutcomeOOM:
-		return "on_oom: no retry: " + rt.Refused, false
+		return l.T(i18n.RetryRefused, rt.Refused), false
 	case r.Outcome == trainer.OutcomeFinished && rt.Attempt > 0:
-		return fmt.Sprintf("✅ %s=%s fit, after %d out-of-memory %s (previous run #%d)", rt.Param, rt.Value, rt.Attempt, plural(rt.Attempt, "retry", "retries"), r.RetryOf), false
+		return l.T(i18n.RetryFitted, rt.Param, rt.Value, rt.Attempt, r.RetryOf), false
 	case rt.Attempt > 0:
-		return fmt.Sprintf("on_oom retry %d of %d of run #%d, with %s=%s", rt.Attempt, rt.Limit, r.RetryOf, rt.Param, rt.Value), false
+		return l.T(i18n.RetryOf, rt.Attempt, rt.Limit, r.RetryOf, rt.Param, rt.Value), false
 	}
 	return "", false
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

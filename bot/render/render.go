@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/units"
 )
 
@@ -45,12 +46,13 @@ func ParamsText(p map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// PageLabel is the label of the button that opens a run's web page.
-const PageLabel = "网页 Open"
+// PageLabel is the label of the button that opens a run's web page, in
+// zh+en.
+var PageLabel = i18n.ZhEn.Button(i18n.BtnOpen)
 
 // PageButtons is the row with the [网页 Open] button to a run's web page,
 // nil when pageURL is nil or gives no address (no [http] public_url).
-func PageButtons(pageURL func(runID int64) string, runID int64) [][]chat.Button {
+func PageButtons(l i18n.Lang, pageURL func(runID int64) string, runID int64) [][]chat.Button {
 	if pageURL == nil {
 		return nil
 	}
@@ -58,12 +60,14 @@ func PageButtons(pageURL func(runID int64) string, runID int64) [][]chat.Button 
 	if u == "" {
 		return nil
 	}
-	return [][]chat.Button{{{Label: PageLabel, URL: u}}}
+	return [][]chat.Button{{{Label: l.Button(i18n.BtnOpen), URL: u}}}
 }
 
-// StartButtons are shown under a started run and its progress.
-func StartButtons() [][]chat.Button {
-	return [][]chat.Button{{{Label: "停止 Stop", Data: "停止"}, {Label: "状态 Status", Data: "状态"}, {Label: "画图 Plot", Data: "画图"}}}
+// StartButtons are shown under a started run and its progress: labelled
+// in l ([停止 Stop] in zh+en), sending the same command words in every
+// language.
+func StartButtons(l i18n.Lang) [][]chat.Button {
+	return [][]chat.Button{{{Label: l.Button(i18n.BtnStop), Data: "停止"}, {Label: l.Button(i18n.BtnStatus), Data: "状态"}, {Label: l.Button(i18n.BtnPlot), Data: "画图"}}}
 }
 
 // Clip shortens s to n characters, ending in "…" when it was longer.

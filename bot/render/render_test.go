@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
@@ -24,7 +25,7 @@ func TestProgressText(t *testing.T) {
 	st := status(12, 615, 1500, 0.0686)
 	gpu, total, peak := int64(7<<30), int64(80<<30), int64(15<<29)
 	st.Run.PeakGPUMem = &peak
-	got := ProgressText(st, &store.RunMemory{GPUBytes: &gpu, GPUTotal: &total})
+	got := ProgressText(i18n.ZhEn, st, &store.RunMemory{GPUBytes: &gpu, GPUTotal: &total})
 	for _, want := range []string{"run #12 · demo · running for 1m30s", "▓▓▓▓░░░░░░ 41%", "step 615/1500", "loss 0.0686", "12.5 steps/s", "ETA 2m", "GPU 7.00 GiB / 80.00 GiB", "peak 7.50 GiB"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("progress text lacks %q:\n%s", want, got)
@@ -35,12 +36,12 @@ func TestProgressText(t *testing.T) {
 	}
 	empty := status(3, 0, 0, 0)
 	empty.Last = nil
-	if got := ProgressText(empty, nil); !strings.Contains(got, "waiting for the first metric") {
+	if got := ProgressText(i18n.ZhEn, empty, nil); !strings.Contains(got, "waiting for the first metric") {
 		t.Errorf("before the first metric:\n%s", got)
 	}
 	end := trainer.Event{Kind: trainer.EventEnded, At: time.Now(), Run: &trainer.Run{ID: 12, Job: "demo", Outcome: trainer.OutcomeFinished,
 		Steps: 1500, Total: 1500, StartedAt: time.Now().Add(-time.Minute), EndedAt: time.Now()}}
-	if got := FinalProgressText(end); !strings.Contains(got, "✅ run #12 (demo) finished") || !strings.Contains(got, "▓▓▓▓▓▓▓▓▓▓ 100%") {
+	if got := FinalProgressText(i18n.ZhEn, end); !strings.Contains(got, "✅ run #12 (demo) finished") || !strings.Contains(got, "▓▓▓▓▓▓▓▓▓▓ 100%") {
 		t.Errorf("final:\n%s", got)
 	}
 }
@@ -49,7 +50,7 @@ func TestEndReportNamesTheOutcome(t *testing.T) {
 	peak := int64(3 << 30)
 	run := &trainer.Run{ID: 3, Job: "j", StartedAt: time.Now().Add(-90 * time.Second), Outcome: trainer.OutcomeOOM,
 		Detail: "CUDA out of memory on GPU 0: tried to allocate 2.00 GiB", PeakGPUMem: &peak}
-	got := EndReport(trainer.Event{Kind: trainer.EventEnded, Run: run, At: time.Now()}, "", true)
+	got := EndReport(i18n.ZhEn, trainer.Event{Kind: trainer.EventEnded, Run: run, At: time.Now()}, "", true)
 	for _, want := range []string{"💥 run #3 (j) ran out of memory after 1m30s", "peak GPU memory 3.00 GiB", "tried to allocate 2.00 GiB"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report %q lacks %q", got, want)
@@ -78,16 +79,33 @@ func TestStatusOfSlurmRuns(t *testing.T) {
 	for _, c := range []struct {
 		got, want string
 	}{
-		{StatusText(queued), "run #5 · big · queued in Slurm (job 4242, reason: Resources, partition gpu) for 3m"},
-		{ProgressText(queued, nil), "▶️ run #5 · big · queued in Slurm (job 4242, reason: Resources, partition gpu) for 3m"},
-		{StatusText(running), "run #5 · big · running on gpu01 (Slurm job 4242) for 3m"},
+		{StatusText(i18n.ZhEn, queued), "run #5 · big · queued in Slurm (job 4242, reason: Resources, partition gpu) for 3m"},
+		{ProgressText(i18n.ZhEn, queued, nil), "▶️ run #5 · big · queued in Slurm (job 4242, reason: Resources, partition gpu) for 3m"},
+		{StatusText(i18n.ZhEn, running), "run #5 · big · running on gpu01 (Slurm job 4242) for 3m"},
 	} {
 		if !strings.HasPrefix(c.got, c.want) {
 			t.Errorf("got %q, want %q…", c.got, c.want)
 		}
 	}
 	running.Stopping = true
-	if got := StatusText(running); !strings.HasPrefix(got, "run #5 · big · stopping (running on gpu01 (Slurm job 4242)) for") {
+	if got := StatusText(i18n.ZhEn, running); !strings.HasPrefix(got, "run #5 · big · stopping (running on gpu01 (Slurm job 4242)) for") {
 		t.Errorf("stopping: %q", got)
+	}
+}
+
+// In English the summary of an out-of-memory error is the supervisor's
+// own; in Chinese it says the same from its parts.
+func TestOOMSummaryInBothLanguages(t *testing.T) {
+	o, ok := trainer.DetectOOM("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.25 GiB is free. " +
+		"Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated.")
+	if !ok {
+		t.Fatal("not an OOM line")
+	}
+	if got, want := OOMSummary(i18n.En, o), o.Summary(); got != want {
+		t.Errorf("en %q, want the supervisor's %q", got, want)
+	}
+	want := "CUDA 显存不足（GPU 0）：尝试分配 2.00 GiB（2147483648 字节）；剩余 1.25 GiB，共 79.15 GiB；PyTorch 保留但未分配 6.50 GiB"
+	if got := OOMSummary(i18n.Zh, o); got != want {
+		t.Errorf("zh %q,\nwant %q", got, want)
 	}
 }

@@ -1,10 +1,10 @@
 package render
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -34,7 +34,7 @@ func MetricGoal(name string) int {
 
 // BestText is "best val_loss 0.0498 (step 1200) · val_acc 0.9912 (step
 // 1300)": the best value of up to n metrics with a goal, losses first.
-func BestText(ext map[string]store.Extremes, n int) string {
+func BestText(l i18n.Lang, ext map[string]store.Extremes, n int) string {
 	var names []string
 	for name := range ext {
 		if MetricGoal(name) != 0 {
@@ -57,39 +57,39 @@ func BestText(ext map[string]store.Extremes, n int) string {
 		if MetricGoal(name) > 0 {
 			v, step = x.Max, x.MaxStep
 		}
-		parts[i] = fmt.Sprintf("%s %s (step %d)", name, FormatValue(v), step)
+		parts[i] = l.T(i18n.BestAt, name, FormatValue(v), step)
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return "best " + strings.Join(parts, " · ")
+	return l.T(i18n.Best, strings.Join(parts, " · "))
 }
 
 // EndReport describes how a run ended: outcome, duration, steps, final
 // metrics, best (BestText, "" for none), peak memory, the detail, and what
 // on_oom did; advise adds what to try after running out of memory, when
 // the report is the first to say it.
-func EndReport(e trainer.Event, best string, advise bool) string {
+func EndReport(l i18n.Lang, e trainer.Event, best string, advise bool) string {
 	r := e.Run
 	var b strings.Builder
-	verb := string(r.Outcome)
+	verb := OutcomeWord(l, r.Outcome)
 	switch r.Outcome {
 	case trainer.OutcomeOOM:
-		verb = "ran out of memory"
+		verb = l.T(i18n.EndVerbOOM)
 	case trainer.OutcomeNaN:
-		verb = "diverged (NaN loss)"
+		verb = l.T(i18n.EndVerbNaN)
 	case trainer.OutcomeStopped:
-		verb = "stopped"
+		verb = l.T(i18n.EndVerbStopped)
 		if r.StoppedBy != "" {
-			verb += " by " + r.StoppedBy
+			verb = l.T(i18n.EndVerbStopBy, r.StoppedBy)
 		}
 	}
-	fmt.Fprintf(&b, "%s run #%d (%s) %s after %s", OutcomeIcon(r.Outcome), r.ID, r.Job, verb, FormatDuration(r.Duration(e.At)))
+	b.WriteString(l.T(i18n.EndHead, OutcomeIcon(r.Outcome), r.ID, r.Job, verb, l.Duration(r.Duration(e.At))))
 	if r.Steps > 0 {
 		if r.Total > 0 {
-			fmt.Fprintf(&b, " · step %d/%d", r.Steps, r.Total)
+			b.WriteString(l.T(i18n.EndStepOf, r.Steps, r.Total))
 		} else {
-			fmt.Fprintf(&b, " · %d steps", r.Steps)
+			b.WriteString(l.T(i18n.EndSteps, r.Steps))
 		}
 	}
 	if e.Status != nil && len(e.Status.Last) > 0 {
@@ -100,10 +100,10 @@ func EndReport(e trainer.Event, best string, advise bool) string {
 	}
 	var mem []string
 	if r.PeakGPUMem != nil {
-		mem = append(mem, "peak GPU memory "+FormatBytes(*r.PeakGPUMem))
+		mem = append(mem, l.T(i18n.PeakGPUMemory, FormatBytes(*r.PeakGPUMem)))
 	}
 	if r.PeakHostMem != nil {
-		mem = append(mem, "peak host memory "+FormatBytes(*r.PeakHostMem))
+		mem = append(mem, l.T(i18n.PeakHostMemory, FormatBytes(*r.PeakHostMem)))
 	}
 	if len(mem) > 0 {
 		b.WriteString("\n" + strings.Join(mem, " · "))
@@ -111,12 +111,12 @@ func EndReport(e trainer.Event, best string, advise bool) string {
 	if r.Outcome != trainer.OutcomeFinished && r.Outcome != trainer.OutcomeStopped && r.Detail != "" {
 		b.WriteString("\n" + r.Detail)
 	}
-	if line, _ := RetryText(e); line != "" {
+	if line, _ := RetryText(l, e); line != "" {
 		b.WriteString("\n" + line)
 	}
 	if advise && r.Outcome == trainer.OutcomeOOM {
-		if adv := OOMAdvice(e.OOM, r, e.Job, e.Fit); len(adv) > 0 {
-			b.WriteString("\nWhat to try:\n• " + strings.Join(adv, "\n• "))
+		if adv := OOMAdvice(l, e.OOM, r, e.Job, e.Fit); len(adv) > 0 {
+			b.WriteString(l.T(i18n.WhatToTry, strings.Join(adv, "\n• ")))
 		}
 	}
 	return b.String()

@@ -19,6 +19,7 @@ import (
 	"github.com/trainbot/trainbot/bot/notify"
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -463,10 +464,10 @@ func TestScheduledReportIsAMessageWithCharts(t *testing.T) {
 		t.Fatal("no live progress message")
 	}
 	chart := pngBytes(t, color.White)
-	charts := func(context.Context, *trainer.Run) []chat.Image {
+	charts := func(context.Context, i18n.Lang, *trainer.Run) []chat.Image {
 		return []chat.Image{{Name: "loss.png", PNG: chart, Caption: "run #1 loss"}}
 	}
-	s.notifier.Push(notify.ReportReply(context.Background(), s.sup, s.st, charts, "morning", time.Now()))
+	s.notifier.PushIn(notify.ReportReply(context.Background(), s.sup, s.st, charts, "morning", time.Now()))
 	report := awaitMessage(t, fake, operator, "⏰ morning report")
 	if report.ID == prog.ID {
 		t.Error("the report replaced the live progress message")

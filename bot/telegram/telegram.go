@@ -38,6 +38,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/inbound"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // Name is the transport's name.
@@ -82,6 +83,9 @@ type Options struct {
 	// HandleGrace is how long messages being handled may take to finish
 	// after Run is asked to stop (default 10 s).
 	HandleGrace time.Duration
+	// Lang is the language of the command menu: English descriptions in
+	// "en", Chinese ones that name the Chinese word otherwise.
+	Lang i18n.Lang
 }
 
 // Transport is the Telegram transport.
@@ -257,7 +261,7 @@ func (t *Transport) connect(ctx context.Context) (tgbotapi.User, error) {
 func (t *Transport) registerCommands(ctx context.Context) {
 	cmds := make([]tgbotapi.BotCommand, 0, len(chat.Commands))
 	for _, c := range chat.Commands {
-		cmds = append(cmds, tgbotapi.BotCommand{Command: c.Name, Description: CommandDescription(c)})
+		cmds = append(cmds, tgbotapi.BotCommand{Command: c.Name, Description: CommandDescription(t.opts.Lang, c)})
 	}
 	if _, err := t.api.request(ctx, "setMyCommands", tgbotapi.NewSetMyCommands(cmds...)); err != nil {
 		t.log.Warn("command menu not registered", "err", err)
@@ -267,8 +271,11 @@ func (t *Transport) registerCommands(ctx context.Context) {
 }
 
 // CommandDescription is a command's line in Telegram's menu:
-// "开始训练（也可发“开始”）".
-func CommandDescription(c chat.Command) string {
+// "开始训练（也可发“开始”）", or in English "start a run".
+func CommandDescription(l i18n.Lang, c chat.Command) string {
+	if l == i18n.En {
+		return l.T(c.Help)
+	}
 	return fmt.Sprintf("%s（也可发“%s”）", c.HelpZH, c.Chinese)
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 )
 
@@ -191,6 +192,24 @@ func TestConnectRegistersCommands(t *testing.T) {
 	}
 	if got := tr.Self().UserName; got != "TrainTestBot" {
 		t.Errorf("Self: got %q", got)
+	}
+}
+
+// With language = "en" the menu is in English.
+func TestCommandMenuInEnglish(t *testing.T) {
+	fake := telegramtest.NewServer(token)
+	defer fake.Close()
+	var logs logBuffer
+	opts := testOptions(fake, &logs)
+	opts.Lang = i18n.En
+	start(t, opts, &recorder{})
+	if !fake.Await(wait, func() bool { return len(fake.Commands()) > 0 }) {
+		t.Fatal("setMyCommands was not called")
+	}
+	for _, c := range fake.Commands() {
+		if c.Command == "train" && c.Description != "start a run" {
+			t.Errorf("train's description %q, want start a run", c.Description)
+		}
 	}
 }
 

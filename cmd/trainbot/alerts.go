@@ -14,6 +14,7 @@ import (
 	"github.com/trainbot/trainbot/bot/push"
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -85,9 +86,11 @@ func pushChannels(bc *botConfig, logger *slog.Logger) (pushedChannels, error) {
 
 // chartsHook draws the charts of reports and end-of-run messages; a chart
 // that fails is logged and left out.
-func chartsHook(charts *render.Charts, logger *slog.Logger) func(context.Context, *trainer.Run) []chat.Image {
-	return func(ctx context.Context, run *trainer.Run) []chat.Image {
-		imgs, err := charts.RunCharts(ctx, run)
+func chartsHook(charts *render.Charts, logger *slog.Logger) func(context.Context, i18n.Lang, *trainer.Run) []chat.Image {
+	return func(ctx context.Context, l i18n.Lang, run *trainer.Run) []chat.Image {
+		in := *charts
+		in.Lang = l
+		imgs, err := in.RunCharts(ctx, run)
 		if err != nil {
 			logger.Warn("draw charts", "run", run.ID, "err", err)
 		}
@@ -98,7 +101,7 @@ func chartsHook(charts *render.Charts, logger *slog.Logger) func(context.Context
 // startSchedules runs the [[schedules]]: reports pushed as progress, starts
 // through the supervisor (a refusal is pushed as an alert).
 func startSchedules(entries []scheduleEntry, sup *trainer.Supervisor, st *store.Store, n *notify.Notifier,
-	charts func(context.Context, *trainer.Run) []chat.Image, logger *slog.Logger) (*schedule.Scheduler, error) {
+	charts func(context.Context, i18n.Lang, *trainer.Run) []chat.Image, logger *slog.Logger) (*schedule.Scheduler, error) {
 	log := logger.With("component", "schedule")
 	s := schedule.New(schedule.Options{Logger: log})
 	for _, e := range entries {
@@ -106,13 +109,13 @@ func startSchedules(entries []scheduleEntry, sup *trainer.Supervisor, st *store.
 		switch e.Action {
 		case config.ActionReport:
 			job = func(ctx context.Context) {
-				n.Push(notify.ReportReply(ctx, sup, st, charts, e.Name, time.Now()))
+				n.PushIn(notify.ReportReply(ctx, sup, st, charts, e.Name, time.Now()))
 			}
 		case config.ActionStart:
 			job = func(ctx context.Context) {
-				if r, refused := command.ScheduledStart(ctx, sup, e.Name, e.Job, e.Params, time.Now()); refused {
-					log.Warn("scheduled start refused", "schedule", e.Name, "reason", r.Text)
-					n.Push(r)
+				if words, refused := command.ScheduledStart(ctx, sup, e.Name, e.Job, e.Params, time.Now()); refused {
+					log.Warn("scheduled start refused", "schedule", e.Name, "reason", words(i18n.En).Text)
+					n.PushIn(words)
 				}
 			}
 		}

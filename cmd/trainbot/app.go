@@ -20,6 +20,7 @@ import (
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -120,7 +121,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	confirmStop := map[string]bool{telegram.Name: true}
 	if o.telegram && cfg.Telegram.Token != "" {
 		tg, err := telegram.New(telegram.Options{Token: cfg.Telegram.Token, APIEndpoint: cfg.Telegram.APIEndpoint,
-			PollTimeout: time.Duration(cfg.Telegram.PollTimeout), State: st, Logger: logger})
+			PollTimeout: time.Duration(cfg.Telegram.PollTimeout), State: st, Logger: logger, Lang: o.bc.langs.For(telegram.Name)})
 		if err != nil {
 			return errorf(e, "%v", err)
 		}
@@ -151,7 +152,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	senders = append(senders, pushed.senders...)
 
-	pipeline := deliver.New(deliver.Options{Senders: senders, Store: st, Logger: logger, Quiet: pushed.quiet})
+	pipeline := deliver.New(deliver.Options{Senders: senders, Store: st, Logger: logger, Quiet: pushed.quiet, Languages: o.bc.langs})
 	pipeline.Start()
 	life.opened("deliver what is due (the rest waits in the outbox)", within(15*time.Second, pipeline.Close))
 
@@ -168,10 +169,10 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	charts := &render.Charts{Data: st, Painter: painter, Smoothing: chartSmoothing(cfg.Plots)}
 	alerts := web.NewAlerts(chat.AlertKinds)
 	notifier := notify.New(notify.Options{Post: pipeline.Post, Always: always, Subscriptions: st, Channels: pushed.channels,
-		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, OnAlert: alerts.Inc, PageURL: pageURL, Logger: logger})
+		Charts: chartsHook(charts, logger), Extremes: st.MetricExtremes, OnAlert: alerts.Inc, PageURL: pageURL, Languages: o.bc.langs, Logger: logger})
 	notifier.Start()
 	life.opened("post the queued notices", within(15*time.Second, notifier.Close))
-	health.attach(notifier.Push)
+	health.attach(notifier.PushIn)
 
 	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger, SecretEnv: cfg.SecretEnv(), Queue: st, Alerts: o.bc.alerts,
 		HostAvailable: hostAvailable})
@@ -218,7 +219,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	if interval := time.Duration(cfg.Telegram.ProgressInterval); interval > 0 {
 		progress := notify.NewProgressPublisher(notify.ProgressOptions{Trainer: sup, Post: pipeline.Post, Subscriptions: st,
-			InPlace: func(t string) bool { return inPlace[t] }, Interval: interval, Memory: lastMemory(st, logger), PageURL: pageURL, Logger: logger})
+			InPlace: func(t string) bool { return inPlace[t] }, Interval: interval, Memory: lastMemory(st, logger), PageURL: pageURL, Languages: o.bc.langs, Logger: logger})
 		sup.Subscribe(progress.OnEvent)
 		progress.Start()
 		life.opened("post the final progress", within(15*time.Second, progress.Close))
@@ -230,7 +231,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 
 	router := &command.Router{Trainer: sup, History: st, Logger: logger, Location: cfg.Location(), WatchDirs: cfg.Watch.Dirs, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
-		Access: access, ConfirmStop: confirmStop, HostAvailable: hostAvailable, PageURL: pageURL}
+		Access: access, ConfirmStop: confirmStop, HostAvailable: hostAvailable, PageURL: pageURL, Languages: o.bc.langs}
 	startSched := func(entries []scheduleEntry) (*schedule.Scheduler, error) {
 		return startSchedules(entries, sup, st, notifier, chartsHook(charts, logger), logger)
 	}
@@ -244,12 +245,18 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			pipeline.Reconfigure(old, p.senders, p.quiet)
 			notifier.SetChannels(p.channels)
 		}}
-	rl.notify = func(r chat.Reply) {
+	rl.notify = func(words func(i18n.Lang) chat.Reply) {
 		// To the chats that get trainbot's notices, and to each operator's
 		// own Telegram chat; the key makes it once per chat.
-		r.Key = fmt.Sprintf("reload:%d", time.Now().UnixNano())
-		notifier.Push(r)
+		key := fmt.Sprintf("reload:%d", time.Now().UnixNano())
+		keyed := func(l i18n.Lang) chat.Reply {
+			r := words(l)
+			r.Key = key
+			return r
+		}
+		notifier.PushIn(keyed)
 		if o.telegram && cfg.Telegram.Token != "" {
+			r := keyed(o.bc.langs.For(telegram.Name))
 			for _, op := range rl.operators() {
 				pipeline.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: op}, Reply: r, Durable: true})
 			}
@@ -277,17 +284,17 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	life.opened("close the GPU telemetry", telemetry.Close)
 	monitor := gpu.NewMonitor(gpu.MonitorOptions{Sampler: telemetry, Interval: time.Duration(cfg.GPU.Interval),
-		Runs: sup, Recorder: st, Alert: func(a gpu.Alert) { notifier.Push(gpuAlertReply(a)) },
+		Runs: sup, Recorder: st, Alert: func(a gpu.Alert) { notifier.PushIn(gpuAlertReply(a)) },
 		Thresholds: gpu.Thresholds{MemoryPercent: cfg.GPU.MemoryAlert, TempC: cfg.GPU.TempAlert}, Logger: logger.With("component", "gpu")})
 	monitor.Start()
 	life.opened("stop GPU sampling", func() error { monitor.Close(); return nil })
-	router.GPU = func(ctx context.Context) chat.Reply { return gpuChatReply(ctx, monitor, sup) }
+	router.GPU = func(ctx context.Context, l i18n.Lang) chat.Reply { return gpuChatReply(ctx, l, monitor, sup) }
 
 	// Receivers: a failing one is reported and started again; none ends
 	// the bot. Their messages are answered by the router, and the answers
 	// delivered like everything else.
 	runCtx, stopReceivers := context.WithCancel(ctx)
-	rcv := runTransports(runCtx, receivers, pipeline.Answer(router), transportOptions{Logger: logger, Report: notifier.PushExcept,
+	rcv := runTransports(runCtx, receivers, pipeline.Answer(router), transportOptions{Logger: logger, Report: notifier.PushInExcept,
 		Channels: len(pushed.channels), ExitAtEOF: o.exitAtEOF})
 	life.opened("stop taking messages", within(15*time.Second, func(c context.Context) error {
 		stopReceivers()

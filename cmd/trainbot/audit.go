@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 )
 
@@ -78,7 +79,7 @@ func cmdAudit(ctx context.Context, args []string, e env) int {
 		return exitOK
 	}
 	for _, a := range entries {
-		fmt.Fprintln(e.stdout, render.AuditLine(a))
+		fmt.Fprintln(e.stdout, render.AuditLine(i18n.ZhEn, a))
 	}
 	return exitOK
 }

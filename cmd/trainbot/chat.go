@@ -8,7 +8,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/trainbot/trainbot/bot/console"
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/slurm"
@@ -161,7 +163,7 @@ func startBot(ctx context.Context, e env, o botOptions, extra []*trainer.Job) in
 		if len(o.jobs) == 0 {
 			fmt.Fprintln(e.stderr, "trainbot: the config has no [[jobs]]; 开始 will have nothing to start")
 		}
-		greet(e, len(o.jobs))
+		greet(e, o.bc.langs.For(console.Name), len(o.jobs))
 	}
 	return runBot(ctx, e, o)
 }
@@ -235,7 +237,8 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 	return exitOK
 }
 
-// greet prints the first lines of a terminal chat.
-func greet(e env, jobs int) {
-	fmt.Fprintf(e.stdout, "trainbot terminal chat — %d job(s). Type 开始 to start, 状态 for status, 画图 for a chart, 停止 to stop, 帮助 for help.\n", jobs)
+// greet prints the first lines of a terminal chat, in the terminal's
+// language.
+func greet(e env, l i18n.Lang, jobs int) {
+	fmt.Fprintln(e.stdout, l.T(i18n.Greet, jobs))
 }

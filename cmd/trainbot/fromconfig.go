@@ -12,6 +12,7 @@ import (
 	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/push"
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
@@ -34,6 +35,8 @@ type botConfig struct {
 	// ("" for none), whose mode is checked when it holds a secret.
 	sharing    sharing
 	configPath string
+	// langs is the language of each transport and push channel.
+	langs i18n.Languages
 }
 
 // pushChannel is a [[push]] entry: the channel to make, and what it wants.
@@ -95,6 +98,12 @@ func fromConfig(c *config.Config, invalid config.Errors) (*botConfig, config.Err
 		s, serrs := scheduleFromConfig(c, i, jobs)
 		errs = append(errs, serrs...)
 		out.schedules = append(out.schedules, s)
+	}
+	var lerrs config.Errors
+	out.langs, lerrs = languagesFromConfig(c)
+	errs = append(errs, lerrs...)
+	for i := range out.channels {
+		out.channels[i].opts.Lang = out.langs.For(c.Push[i].ChannelName())
 	}
 	for i, rc := range c.Alerts {
 		r, rerrs := ruleFromConfig(c, fmt.Sprintf("alerts[%d]", i), rc)

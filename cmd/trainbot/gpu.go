@@ -9,6 +9,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/procfs"
 	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/store"
@@ -187,23 +188,29 @@ func runningPGIDs(ctx context.Context, dataDir string) (map[int]int64, error) {
 	return out, nil
 }
 
-// gpuAlertReply is the chat message of a GPU alert.
-func gpuAlertReply(a gpu.Alert) chat.Reply {
+// gpuAlertReply is the chat message of a GPU alert, worded per language.
+func gpuAlertReply(a gpu.Alert) func(i18n.Lang) chat.Reply {
 	kind := chat.AlertGPU // memory, temperature, ECC thresholds
 	if a.Kind == gpu.AlertXid {
 		kind = chat.AlertXid
 	}
-	return chat.Reply{Kind: chat.KindAlert, Text: a.Text, RunID: a.RunID, Key: a.Key, Alert: kind}
+	return func(l i18n.Lang) chat.Reply {
+		text := a.Text
+		if a.Say != nil {
+			text = a.Say(l)
+		}
+		return chat.Reply{Kind: chat.KindAlert, Text: text, RunID: a.RunID, Key: a.Key, Alert: kind}
+	}
 }
 
 // gpuChatReply answers 显卡: a fresh sample, as a table.
-func gpuChatReply(ctx context.Context, m *gpu.Monitor, sup *trainer.Supervisor) chat.Reply {
+func gpuChatReply(ctx context.Context, l i18n.Lang, m *gpu.Monitor, sup *trainer.Supervisor) chat.Reply {
 	snap, err := m.Collect(ctx)
-	text := gpu.Format(snap)
+	text := gpu.FormatIn(l, snap)
 	if err != nil {
-		text += "\n(some figures could not be read: " + err.Error() + ")"
+		text += l.T(i18n.GPUSomeMissing, err.Error())
 	}
-	if notes := slurmGPUNotes(ctx, sup.Active(), slurm.MaxRSS); notes != "" {
+	if notes := slurmGPUNotes(ctx, l, sup.Active(), slurm.MaxRSS); notes != "" {
 		text += "\n" + notes
 	}
 	return chat.Reply{Text: text}
@@ -211,23 +218,23 @@ func gpuChatReply(ctx context.Context, m *gpu.Monitor, sup *trainer.Supervisor) 
 
 // slurmGPUNotes says, for each active Slurm run, that its GPUs are on its
 // nodes (not in this host's figures) and, where sstat can tell, its MaxRSS.
-func slurmGPUNotes(ctx context.Context, active []trainer.Status, maxRSS func(context.Context, string) (int64, error)) string {
+func slurmGPUNotes(ctx context.Context, l i18n.Lang, active []trainer.Status, maxRSS func(context.Context, string) (int64, error)) string {
 	var lines []string
 	for _, st := range active {
 		r := st.Run
 		if r.SlurmJobID == "" {
 			continue
 		}
-		line := fmt.Sprintf("run #%d (%s) is Slurm job %s", r.ID, r.Job, r.SlurmJobID)
+		line := l.T(i18n.SlurmRunNode, r.ID, r.Job, r.SlurmJobID)
 		if r.Node == "" {
-			lines = append(lines, line+", not running yet: its GPUs will be those of its node, not this host's")
+			lines = append(lines, line+l.T(i18n.SlurmNotYet))
 			continue
 		}
-		line += " on " + r.Node + ": its GPUs are that node's, not in the figures above"
+		line += l.T(i18n.SlurmOnNode, r.Node)
 		if n, err := maxRSS(ctx, r.SlurmJobID); err == nil {
-			line += "; MaxRSS (sstat) " + units.Bytes(n)
+			line += l.T(i18n.SlurmMaxRSS, units.Bytes(n))
 		} else {
-			line += "; sstat cannot tell its memory (" + err.Error() + ")"
+			line += l.T(i18n.SlurmNoMaxRSS, err.Error())
 		}
 		lines = append(lines, line)
 	}

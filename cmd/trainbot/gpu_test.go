@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -213,7 +214,7 @@ func TestGPUNotesOfSlurmRuns(t *testing.T) {
 		}
 		return 0, errors.New("sstat: no steps")
 	}
-	got := slurmGPUNotes(context.Background(), runs, maxRSS)
+	got := slurmGPUNotes(context.Background(), i18n.ZhEn, runs, maxRSS)
 	for _, want := range []string{
 		"run #2 (big) is Slurm job 42 on gpu01: its GPUs are that node's, not in the figures above; MaxRSS (sstat) 3.00 GiB",
 		"run #3 (big2) is Slurm job 43, not running yet",

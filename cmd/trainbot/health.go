@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 )
 
@@ -16,8 +17,8 @@ import (
 // sees until then waits for attach.
 type storeHealth struct {
 	mu    sync.Mutex
-	push  func(chat.Reply)
-	early []chat.Reply
+	push  func(func(i18n.Lang) chat.Reply)
+	early []func(i18n.Lang) chat.Reply
 	down  *store.HealthEvent // the store cannot write (for /healthz); nil when it can
 }
 
@@ -44,8 +45,8 @@ func (h *storeHealth) on(e store.HealthEvent) {
 }
 
 // attach sends what came so far, and from now on, with push
-// (notifier.Push: it only queues).
-func (h *storeHealth) attach(push func(chat.Reply)) {
+// (notifier.PushIn: it only queues).
+func (h *storeHealth) attach(push func(func(i18n.Lang) chat.Reply)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.push = push
@@ -58,22 +59,26 @@ func (h *storeHealth) attach(push func(chat.Reply)) {
 // healthReply is the alert for a change of the store's health. It goes
 // through the notifier and the pipeline like any alert; when the outbox
 // cannot store it (the disk is full) the pipeline delivers it from memory.
-func healthReply(e store.HealthEvent) chat.Reply {
-	var text string
-	switch e.Kind {
-	case store.HealthFailing:
-		text = fmt.Sprintf("⚠️ disk full on %s: history is not being saved", e.Dir)
-		if e.Err != nil {
-			text += "\n(" + e.Err.Error() + ")"
+// It is worded per language.
+func healthReply(e store.HealthEvent) func(i18n.Lang) chat.Reply {
+	key := fmt.Sprintf("store:%s:%d", e.Kind, time.Now().UnixNano())
+	return func(l i18n.Lang) chat.Reply {
+		var text string
+		switch e.Kind {
+		case store.HealthFailing:
+			text = l.T(i18n.DiskFull, e.Dir)
+			if e.Err != nil {
+				text += "\n(" + e.Err.Error() + ")"
+			}
+		case store.HealthRecovered:
+			text = l.T(i18n.DiskBack, e.Dir)
+		case store.HealthReplaced:
+			text = l.T(i18n.DBReplaced, store.DBName, e.Dir)
+		default:
+			text = l.T(i18n.DBOther, e.Dir, e.Kind)
 		}
-	case store.HealthRecovered:
-		text = fmt.Sprintf("✅ disk space is back on %s: history is saved again", e.Dir)
-	case store.HealthReplaced:
-		text = fmt.Sprintf("⚠️ %s on %s was deleted or replaced while trainbot ran: history is not being saved; restart trainbot", store.DBName, e.Dir)
-	default:
-		text = fmt.Sprintf("trainbot's database on %s: %s", e.Dir, e.Kind)
+		return chat.Reply{Text: text, Kind: chat.KindAlert, Alert: chat.AlertTrainbot, Key: key}
 	}
-	return chat.Reply{Text: text, Kind: chat.KindAlert, Alert: chat.AlertTrainbot, Key: fmt.Sprintf("store:%s:%d", e.Kind, time.Now().UnixNano())}
 }
 
 // up is /healthz's check of the store: it writes (no full disk, the

@@ -5,14 +5,17 @@ import (
 	"testing"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 )
 
 func TestStoreHealthAlertsInOrderOnceAttached(t *testing.T) {
 	h := &storeHealth{}
 	h.on(store.HealthEvent{Kind: store.HealthFailing, Dir: "/data", Err: errors.New("database or disk is full (13)")})
-	var got []chat.Reply
-	h.attach(func(r chat.Reply) { got = append(got, r) })
+	var got, zh []chat.Reply
+	h.attach(func(words func(i18n.Lang) chat.Reply) {
+		got, zh = append(got, words(i18n.ZhEn)), append(zh, words(i18n.Zh))
+	})
 	h.on(store.HealthEvent{Kind: store.HealthRecovered, Dir: "/data"})
 	h.on(store.HealthEvent{Kind: store.HealthReplaced, Dir: "/data", Err: errors.New("/data/trainbot.db was deleted")})
 	want := []string{
@@ -32,5 +35,11 @@ func TestStoreHealthAlertsInOrderOnceAttached(t *testing.T) {
 			t.Errorf("alert %d: key %q used twice", i, r.Key)
 		}
 		keys[r.Key] = true
+		if zh[i].Key != r.Key {
+			t.Errorf("alert %d: zh key %q, zh+en key %q: one alert, one key", i, zh[i].Key, r.Key)
+		}
+	}
+	if zh[0].Text != "⚠️ /data 磁盘已满：历史记录没有保存\n(database or disk is full (13))" {
+		t.Errorf("zh: %q", zh[0].Text)
 	}
 }

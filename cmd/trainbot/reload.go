@@ -15,6 +15,7 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/procfs"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/trainer"
@@ -35,7 +36,7 @@ type reloader struct {
 	extra   []*trainer.Job // jobs that are not the config's (demo's)
 	sup     *trainer.Supervisor
 	router  *command.Router
-	notify  func(chat.Reply)
+	notify  func(func(i18n.Lang) chat.Reply)
 	log     *slog.Logger
 
 	mu    sync.Mutex
@@ -89,6 +90,9 @@ func (r *reloader) reload(ctx context.Context) (string, error) {
 	}
 	if cfg.Telegram.Token != r.cur.Telegram.Token || cfg.HTTP != r.cur.HTTP || cfg.GPU != r.cur.GPU {
 		notes = append(notes, "[telegram], [http] and [gpu] changes take effect when trainbot restarts")
+	}
+	if was, _ := languagesFromConfig(r.cur); !reflect.DeepEqual(was, bc.langs) {
+		notes = append(notes, "the chats' language changes when trainbot restarts")
 	}
 	r.cur = cfg
 	summary := fmt.Sprintf("%d job(s), %d operator(s), %d viewer(s), %d schedule(s), %d alert rule(s) for every job",
@@ -147,12 +151,15 @@ func (r *reloader) onHangup(ctx context.Context) {
 	summary, err := r.reload(ctx)
 	if err != nil {
 		r.log.Error("config reload failed; the old config stays", "config", r.path, "err", err)
-		r.notify(chat.Reply{Kind: chat.KindAlert, Alert: chat.AlertTrainbot,
-			Text: fmt.Sprintf("⚠️ config reload failed; the old config stays:\n%s", err)})
+		r.notify(func(l i18n.Lang) chat.Reply {
+			return chat.Reply{Kind: chat.KindAlert, Alert: chat.AlertTrainbot, Text: l.T(i18n.ReloadFailed, err)}
+		})
 		return
 	}
 	r.log.Info("config reloaded", "config", r.path, "summary", summary)
-	r.notify(chat.Reply{Kind: chat.KindNotice, Text: "🔄 config reloaded from " + filepath.Base(r.path) + ": " + summary})
+	r.notify(func(l i18n.Lang) chat.Reply {
+		return chat.Reply{Kind: chat.KindNotice, Text: l.T(i18n.Reloaded, filepath.Base(r.path), summary)}
+	})
 }
 
 // writeServePID records serve's pid in the data directory; the returned

@@ -13,6 +13,7 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -133,7 +134,7 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 			}
 			return printJSON(e, j)
 		}
-		fmt.Fprintln(e.stdout, render.EndedText(r, last))
+		fmt.Fprintln(e.stdout, render.EndedText(i18n.ZhEn, r, last))
 		fmt.Fprintf(e.stdout, "started %s by %s\ncommand %s\nlog %s\n", r.StartedAt.Format(time.RFC3339), def(r.StartedBy, "?"), strings.Join(r.Command, " "), r.LogPath)
 		if r.Supervisor > 0 && r.Runner != "" {
 			fmt.Fprintf(e.stdout, "runner %s · supervisor pid %d\n", r.Runner, r.Supervisor)
@@ -163,7 +164,7 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 		if *asJSON {
 			out = append(out, toJSON(r, last, now))
 		} else {
-			fmt.Fprintln(e.stdout, render.RunLine(r, last, now))
+			fmt.Fprintln(e.stdout, render.RunLine(i18n.ZhEn, r, last, now))
 		}
 	}
 	if *asJSON {

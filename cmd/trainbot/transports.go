@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // transportOptions configure runTransports.
@@ -20,7 +21,7 @@ type transportOptions struct {
 	// Report tells the chats of the other transports, and the push
 	// channels, that a transport stopped (notifier.PushExcept); nil: logged
 	// only.
-	Report func(r chat.Reply, except string)
+	Report func(words func(i18n.Lang) chat.Reply, except string)
 	// Channels is how many push channels there are: the log says what is
 	// left when the last transport is gone.
 	Channels int
@@ -139,13 +140,19 @@ func (r *transports) keep(ctx context.Context, t chat.Receiver, deliver func(con
 		r.mark(name, func(d *transportDown) { d.err, d.gone, d.restarted = err, chat.IsPermanent(err), time.Time{} })
 		if chat.IsPermanent(err) {
 			log.Error("transport stopped for good: trainbot goes on without it; fix the config and restart trainbot", "err", err)
-			r.report(name, fmt.Sprintf("⚠️ %s stopped: %v\ntrainbot goes on without it, and runs go on; fix the config and restart trainbot.", name, err))
+			r.report(name, func(l i18n.Lang) string { return l.T(i18n.TransportGone, name, err) })
 			r.gone(false)
 			return
 		}
 		wait := backoff(failures, r.opts.MinBackoff, r.opts.MaxBackoff)
 		if failures == 0 {
-			r.report(name, fmt.Sprintf("⚠️ %s stopped: %v\ntrainbot goes on, and runs go on; it starts %s again in %s (then less often while it fails).", name, err, name, wait))
+			r.report(name, func(l i18n.Lang) string {
+				after := wait.String()
+				if l == i18n.Zh {
+					after = l.Duration(wait)
+				}
+				return l.T(i18n.TransportRetry, name, err, name, after)
+			})
 		}
 		failures++
 		log.Error("transport stopped; starting it again", "in", wait, "failures", failures, "err", err)
@@ -211,12 +218,14 @@ func backoff(failures int, minWait, maxWait time.Duration) time.Duration {
 	return min(d, maxWait)
 }
 
-func (r *transports) report(name, text string) {
+func (r *transports) report(name string, text func(i18n.Lang) string) {
 	if r.opts.Report == nil {
 		return
 	}
-	r.opts.Report(chat.Reply{Text: text, Kind: chat.KindAlert, Alert: chat.AlertTrainbot,
-		Key: fmt.Sprintf("transport:%s:stopped:%d", name, time.Now().UnixMilli())}, name)
+	key := fmt.Sprintf("transport:%s:stopped:%d", name, time.Now().UnixMilli())
+	r.opts.Report(func(l i18n.Lang) chat.Reply {
+		return chat.Reply{Text: text(l), Kind: chat.KindAlert, Alert: chat.AlertTrainbot, Key: key}
+	}, name)
 }
 
 // gone counts a transport that will not run again, and says so when it was

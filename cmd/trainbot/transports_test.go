@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // scriptedTransport's Receive returns the next of its results (nil: end of
@@ -66,7 +67,8 @@ type reports struct {
 	got []report
 }
 
-func (r *reports) add(reply chat.Reply, except string) {
+func (r *reports) add(words func(i18n.Lang) chat.Reply, except string) {
+	reply := words(i18n.ZhEn)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, report{reply.Text, except, reply.Kind, reply.Alert})

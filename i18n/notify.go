@@ -1,0 +1,19 @@
+package i18n
+
+// Run events pushed to chats (bot/notify).
+var (
+	Watching      = Def(Msg{Key: "event.watching", EN: "👁 watching run #%d: %s — %s", ZH: "👁 正在关注训练 #%d：%s —— %s"})
+	WatchingPID   = Def(Msg{Key: "event.watching_pid", EN: " (pid %d)", ZH: "（进程 %d）"})
+	FromQueue     = Def(Msg{Key: "event.from_queue", EN: ", from the queue (request #%d, queued %s ago)", ZH: "，来自队列（请求 #%d，%s 前排的队）"})
+	StartedBy     = Def(Msg{Key: "event.started_by", EN: " (by %s)", ZH: "（由 %s 发起）"})
+	Reattached    = Def(Msg{Key: "event.reattached", EN: "🔗 re-attached to run #%d (%s) — running for %s", ZH: "🔗 重新接上训练 #%d（%s）—— 已运行 %s"})
+	AlertLine     = Def(Msg{Key: "event.alert", EN: "%s run #%d (%s): %s", ZH: "%s 训练 #%d（%s）：%s"})
+	NaNAlert      = Def(Msg{Key: "event.nan", EN: "⚠️ run #%d (%s) has a NaN loss: %s", ZH: "⚠️ 训练 #%d（%s）的损失是 NaN：%s"})
+	StalledAlert  = Def(Msg{Key: "event.stalled", EN: "⏸ run #%d (%s) looks stalled: %s", ZH: "⏸ 训练 #%d（%s）好像卡住了：%s"})
+	RuleAlert     = Def(Msg{Key: "event.rule", EN: "📏 run #%d (%s): %s", ZH: "📏 训练 #%d（%s）：%s"})
+	ReportNone    = Def(Msg{Key: "report.none_active", EN: "⏰ %s: no run is active.", ZH: "⏰ %s：没有正在进行的训练。"})
+	ReportLastOne = Def(Msg{Key: "report.last_one", EN: " The last one:\n", ZH: "最近一次：\n"})
+	ReportHead    = Def(Msg{Key: "report.scheduled", EN: "⏰ %s report\n%s", ZH: "⏰ %s 报告\n%s"})
+	SchedBusy     = Def(Msg{Key: "schedule.busy", EN: "⏰ %s: %s not started: run #%d (%s) is still running — %s. Send /stop to stop it, or let it finish.", Mix: "⏰ %s: %s not started: run #%d (%s) is still running — %s. Send 停止 to stop it, or let it finish.", ZH: "⏰ %s：%s 没有开始：训练 #%d（%s）还在进行 —— %s。发送 停止 停掉它，或等它结束。"})
+	SchedRefused  = Def(Msg{Key: "schedule.refused", EN: "⏰ %s: %s not started: %s", ZH: "⏰ %s：%s 没有开始：%s"})
+)
