@@ -21,7 +21,6 @@ import (
 	"github.com/trainbot/trainbot/trainer/logparse"
 	"github.com/trainbot/trainbot/trainer/shim"
 	"github.com/trainbot/trainbot/trainer/tfevents"
-	"golang.org/x/sys/unix"
 )
 
 type stopRequest struct {
@@ -154,42 +153,6 @@ const (
 	readBudget = 4 << 20                // log bytes parsed between two looks at the control channels
 )
 
-// Pacing of a backlog. A run that prints in a flood (a million lines a
-// second) gives the bot more to parse and store than the training spends
-// printing it: on a machine without a spare core, every millisecond the
-// bot works is taken from the training, whatever its nice value (memory,
-// caches, the hypervisor's cores). So while the bot is less than pacedLag
-// behind the run, and the run goes on, it reads a backlog at most
-// pacedDuty of the time (of its thread's CPU time); further behind, or once
-// the run has ended, it reads at full speed. Nothing is lost: the log is
-// read at the bot's own pace anyway. Alerts from the output (NaN, rules)
-// come at most about pacedLag late during a flood.
-const (
-	pacedDuty   = 0.1
-	pacedLag    = 10 * time.Second
-	pacedBudget = readChunk // log bytes read at a time while paced (a few ms of work)
-)
-
-// pace returns how long to wait before reading more of a backlog whose last
-// read took took of the thread's CPU time, the last line read having been
-// read by the run's supervisor at lastRead.
-func (a *active) pace(took time.Duration, lastRead, now time.Time) time.Duration {
-	if a.ending || lastRead.IsZero() || now.Sub(lastRead) > pacedLag {
-		return 0
-	}
-	return time.Duration(float64(took) * (1/pacedDuty - 1))
-}
-
-// threadCPU is the CPU time of the calling thread (observe holds its
-// thread: nice.LowerThread locks it).
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
-}
-
 // observe owns the run from the bot's side until it ends or the bot
 // detaches: the only goroutine that reads the run's files, parses, stores
 // and talks to the shim.
@@ -206,8 +169,7 @@ func (a *active) observe() {
 	defer watch.close()
 	poll := time.NewTimer(0)
 	defer poll.Stop()
-	var nextSlow, nextControl, resume time.Time
-	paced := true // reads of a backlog are paced until pace says otherwise
+	var nextSlow, nextControl time.Time
 	for {
 		select {
 		case <-a.detach:
@@ -225,28 +187,21 @@ func (a *active) observe() {
 			}
 		}
 		n := 0
-		if tl != nil && !time.Now().Before(resume) {
+		if tl != nil {
 			var err error
 			lt.refresh()
-			cpu, budget := threadCPU(), readBudget
-			if paced {
-				budget = pacedBudget
-			}
-			if n, err = tl.read(budget, func(l line) { a.handleOutput(l, lt) }); err != nil {
+			if n, err = tl.read(readBudget, func(l line) { a.handleOutput(l, lt) }); err != nil {
 				a.log.Warn("read run log", "err", err)
 			}
 			if n > 0 {
 				a.storeOffsets(tl.off)
 			}
-			if n >= budget {
-				now := time.Now()
-				wait := a.pace(threadCPU()-cpu, lt.last, now)
-				paced, resume = wait > 0, now.Add(wait)
-				poll.Reset(wait) // a backlog: go on (at once, or paced), after a look at the channels
-				continue
-			}
 		}
 		now := time.Now()
+		if n == readBudget {
+			poll.Reset(0) // a backlog: go on at once, after a look at the channels
+			continue
+		}
 		if !now.Before(nextSlow) {
 			nextSlow = now.Add(slowEvery)
 			a.readMetricsFile()
@@ -257,11 +212,7 @@ func (a *active) observe() {
 			a.readEvents(false)
 		}
 		if now.Before(nextControl) && !a.ending {
-			wake := nextControl
-			if resume.After(now) && resume.Before(wake) {
-				wake = resume // a paced backlog
-			}
-			poll.Reset(wake.Sub(now))
+			poll.Reset(nextControl.Sub(now))
 			continue
 		}
 		nextControl = now.Add(pollEvery)
@@ -293,11 +244,7 @@ func (a *active) observe() {
 			poll.Reset(endingPoll)
 			continue
 		}
-		wake := pollEvery
-		if resume.After(now) {
-			wake = min(wake, resume.Sub(now)) // a paced backlog
-		}
-		poll.Reset(wake)
+		poll.Reset(pollEvery)
 	}
 }
 
