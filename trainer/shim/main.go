@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -344,6 +345,13 @@ func (s *shim) run(ready *os.File) int {
 	// ended. On a full disk it is written again every second, while the
 	// socket answers with it and the job stays locked; a SIGTERM gives up.
 	for failed := 0; s.writeState(st) != nil; failed++ {
+		if _, err := os.Stat(filepath.Dir(s.path(StateFile))); errors.Is(err, fs.ErrNotExist) {
+			// The run's directory was removed (by hand, or a test's
+			// cleanup): nothing can read the end any more, and waiting for
+			// a disk to take it would keep this process for ever.
+			s.log.Warn("the run's directory is gone: its end is not recorded")
+			break
+		}
 		if failed == 0 {
 			s.log.Warn("state.json not written; trying again every second until it is")
 		}

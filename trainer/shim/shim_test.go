@@ -518,3 +518,27 @@ func TestMaxRSSIsThePeak(t *testing.T) {
 		t.Errorf("max_rss = %d, want at least the 96 MiB the child held (and not absurd)", st.MaxRSS)
 	}
 }
+
+// TestRemovedRunDirEndsTheShim: a run whose directory is removed while it
+// runs (by hand, or a test's cleanup) is stopped by a signal to its shim,
+// and the shim exits instead of trying for ever to write an end nothing
+// can read.
+func TestRemovedRunDirEndsTheShim(t *testing.T) {
+	spec := newSpec(t, "quiet")
+	dir := spec.RunDir
+	h, _ := start(t, spec, "")
+	waitFor(t, 10*time.Second, "first line", logHas(t, dir, "step 1"))
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Kill(h.ShimPID, unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the shim still runs 20 s after its run's directory was removed and it was asked to stop")
+	}
+}
