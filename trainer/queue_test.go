@@ -68,8 +68,7 @@ func TestQueueAcrossARestart(t *testing.T) {
 	if err != nil || first.State != trainer.StateEnded {
 		t.Errorf("the re-attached run %+v (%v) should have ended before the queue started", first, err)
 	}
-	// The entry is removed once its run has started (after EventStarted):
-	// a crash in between starts it again rather than losing it.
+	// The entry is removed once its run has started, after EventStarted.
 	for i := 0; ; i++ {
 		q, _ := h2.sup.Queued(ctx)
 		if len(q) == 0 {
