@@ -874,10 +874,6 @@ type benchHarness struct {
 	sup *trainer.Supervisor
 }
 
-func newBenchHarness(b *testing.B, dir, work string) *benchHarness {
-	return newBenchHarnessJob(b, dir, job("c", childCommand("cpuprint", overheadLines, work)))
-}
-
 func newBenchHarnessJob(b testing.TB, dir string, j *trainer.Job) *benchHarness {
 	st, err := store.Open(dir, store.Options{})
 	if err != nil {
