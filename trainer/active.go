@@ -730,11 +730,12 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 	a.run.Total = a.progress.TotalSteps
 	a.rate.add(now, step)
 	var nanAlert string
+	var streak *NaNStreak
 	count := func(name string, v float64, r *nanRun, at int64) {
 		r.n++
 		if r.n == a.job.NaNAfter && a.nanText == "" {
 			a.nanText = fmt.Sprintf("%s is %v for %d points in a row (step %d)", name, v, r.n, at)
-			nanAlert = a.nanText
+			nanAlert, streak = a.nanText, &NaNStreak{Metric: name, Value: v, Count: r.n, Step: at}
 		}
 	}
 	for _, p := range pts {
@@ -792,7 +793,7 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 		a.publishRules(fired)
 	}
 	if nanAlert != "" && !replay {
-		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeNaN, Text: nanAlert}})
+		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeNaN, Text: nanAlert, NaN: streak}})
 		if a.job.StopOnNaN {
 			select {
 			case a.stopCh <- stopRequest{by: "trainbot (NaN loss)", reason: OutcomeNaN}:
@@ -926,17 +927,19 @@ func (a *active) checkStall(now time.Time) {
 		quiet = m
 	}
 	alert := ""
+	var stall *Stall
 	switch {
 	case quiet >= a.job.StallAfter && !a.stalled && a.stopReq == nil:
 		a.stalled = true
-		alert = fmt.Sprintf("no output and no metric for %s (stall_after %s); the process is still alive", quiet.Round(time.Second), a.job.StallAfter)
+		stall = &Stall{Quiet: quiet.Round(time.Second), After: a.job.StallAfter}
+		alert = fmt.Sprintf("no output and no metric for %s (stall_after %s); the process is still alive", stall.Quiet, stall.After)
 	case quiet < a.job.StallAfter && a.stalled:
 		a.stalled = false
 	}
 	a.mu.Unlock()
 	if alert != "" {
 		a.log.Warn("run stalled", "detail", alert)
-		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: alert}})
+		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: alert, Stall: stall}})
 	}
 }
 

@@ -127,9 +127,26 @@ type Event struct {
 
 // Alert is raised while a run is still going.
 type Alert struct {
-	Kind Outcome // OutcomeOOM, OutcomeNaN or OutcomeStalled
-	Text string
-	OOM  *OOM // for OutcomeOOM
+	Kind  Outcome // OutcomeOOM, OutcomeNaN or OutcomeStalled
+	Text  string
+	OOM   *OOM       // for OutcomeOOM
+	NaN   *NaNStreak // for OutcomeNaN: what Text says, for wording it in another language
+	Stall *Stall     // for a silent run's OutcomeStalled (not for a Slurm warning)
+}
+
+// NaNStreak is a loss metric's run of NaN or ±Inf points that raised a NaN
+// alert: Value (NaN, +Inf or -Inf) Count times in a row, the last at Step.
+type NaNStreak struct {
+	Metric string
+	Value  float64
+	Count  int
+	Step   int64
+}
+
+// Stall is a silence that raised a stalled alert: no output and no metric
+// for Quiet, stall_after being After.
+type Stall struct {
+	Quiet, After time.Duration
 }
 
 // Listener receives events. It is called synchronously from supervision

@@ -493,6 +493,9 @@ func TestNaNAlertAndStopOnNaN(t *testing.T) {
 	if e.Alert.Kind != trainer.OutcomeNaN || !strings.Contains(e.Alert.Text, "step 5") {
 		t.Fatalf("got alert %v %q, want nan at step 5", e.Alert.Kind, e.Alert.Text)
 	}
+	if n := e.Alert.NaN; n == nil || n.Metric == "" || !math.IsNaN(n.Value) || n.Count != 3 || n.Step != 5 {
+		t.Errorf("the alert's streak %+v, want the metric, NaN, 3 points, step 5 (%q)", n, e.Alert.Text)
+	}
 	got := h.wait(r.ID)
 	if got.Outcome != trainer.OutcomeNaN || !strings.Contains(got.Detail, "stopped by trainbot") {
 		t.Fatalf("got %s (%s), want nan stopped by trainbot", got.Outcome, got.Detail)
@@ -553,6 +556,9 @@ func TestStallAlertKeepsTheRun(t *testing.T) {
 	e := h.waitEvent(trainer.EventAlert, r.ID)
 	if e.Alert.Kind != trainer.OutcomeStalled {
 		t.Fatalf("got alert %s, want stalled", e.Alert.Kind)
+	}
+	if st := e.Alert.Stall; st == nil || st.After != time.Second || st.Quiet < time.Second {
+		t.Errorf("the alert's silence %+v, want at least stall_after (1s)", st)
 	}
 	got := h.wait(r.ID)
 	if got.Outcome != trainer.OutcomeFinished {

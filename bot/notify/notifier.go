@@ -489,9 +489,9 @@ func EventReply(l i18n.Lang, e trainer.Event) (chat.Reply, bool) {
 			text = render.OOMAlertText(l, e)
 			buttons = render.OOMButtons(l, e.Job, r, e.Fit)
 		case trainer.OutcomeNaN:
-			text = l.T(i18n.NaNAlert, r.ID, r.Job, a.Text)
+			text = l.T(i18n.NaNAlert, r.ID, r.Job, nanDetail(l, a))
 		case trainer.OutcomeStalled:
-			text = l.T(i18n.StalledAlert, r.ID, r.Job, a.Text)
+			text = l.T(i18n.StalledAlert, r.ID, r.Job, stallDetail(l, a))
 		case trainer.OutcomeRule:
 			text = l.T(i18n.RuleAlert, r.ID, r.Job, a.Text)
 			buttons = [][]chat.Button{{{Label: l.Button(i18n.BtnPlot), Data: fmt.Sprintf("/plot %d", r.ID)}, {Label: l.Button(i18n.BtnStatus), Data: fmt.Sprintf("/status %d", r.ID)}}}
@@ -506,4 +506,28 @@ func EventReply(l i18n.Lang, e trainer.Event) (chat.Reply, bool) {
 		return reply, true
 	}
 	return chat.Reply{}, false
+}
+
+// nanDetail is what a NaN alert says of its streak, in l; the supervisor's
+// English text when the alert does not carry the streak.
+func nanDetail(l i18n.Lang, a *trainer.Alert) string {
+	n := a.NaN
+	if n == nil {
+		return a.Text
+	}
+	return l.T(i18n.NaNStreak, n.Metric, fmt.Sprint(n.Value), n.Count, n.Step)
+}
+
+// stallDetail is what a stalled alert says of the silence, in l (a Slurm
+// warning has no Stall: its text is the supervisor's).
+func stallDetail(l i18n.Lang, a *trainer.Alert) string {
+	st := a.Stall
+	if st == nil {
+		return a.Text
+	}
+	quiet, after := st.Quiet.String(), st.After.String()
+	if l == i18n.Zh {
+		quiet, after = l.Duration(st.Quiet), l.Duration(st.After)
+	}
+	return l.T(i18n.StallDetail, quiet, after)
 }
