@@ -19,8 +19,9 @@ const Background = 10
 // LowerThread locks the calling goroutine to its OS thread and lowers that
 // thread's priority to Background (never raising it: a trainbot started
 // with a higher nice value keeps it). The goroutine must not unlock the
-// thread: when it returns, Go ends the thread, so the lower priority never
-// reaches other goroutines. It reports whether the thread runs at
+// thread: when it returns, Go ends the thread (or parks it for good, if it
+// was the process's main thread), so the lower priority never reaches
+// other goroutines. It reports whether the thread runs at
 // Background or lower priority.
 func LowerThread() bool {
 	runtime.LockOSThread()
