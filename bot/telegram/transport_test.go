@@ -629,6 +629,8 @@ func TestServerErrorsAndDroppedConnectionsAreRetried(t *testing.T) {
 	fake.Inject(telegramtest.Fault{Method: "sendMessage", Kind: telegramtest.Drop})
 	p.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: 41}, Reply: chat.Reply{Text: "hello"}, Durable: true})
 	awaitMessages(t, fake, 41, 1)
+	// The fake shows the message before it records the request.
+	fake.Await(5*time.Second, func() bool { return len(fake.Requests("sendMessage")) >= 3 })
 	reqs := fake.Requests("sendMessage")
 	if len(reqs) != 3 || reqs[0].Fault != telegramtest.ServerError || reqs[1].Fault != telegramtest.Drop {
 		t.Errorf("calls: %+v", reqs)
