@@ -14,7 +14,6 @@ var (
 	DetailExit       = Def(Msg{Key: "detail.exit", EN: "exit status %s", ZH: "退出码 %s"})
 	DetailKilledBy   = Def(Msg{Key: "detail.killed_by", EN: "killed by %s", ZH: "被 %s 终止"})
 	DetailStderr     = Def(Msg{Key: "detail.last_stderr", EN: "; last stderr:\n", ZH: "；stderr 最后几行：\n"})
-	DetailNaN        = Def(Msg{Key: "detail.nan", EN: "%s is %s for %s points in a row (step %s)", ZH: "%s 为 %s，已连续 %s 个点（第 %s 步）"})
 	DetailRecovered  = Def(Msg{Key: "detail.recovered", EN: ", then it recovered", ZH: "，之后恢复了"})
 	DetailStoppedNaN = Def(Msg{Key: "detail.stopped_nan", EN: "; stopped by trainbot", ZH: "；已被 trainbot 停止"})
 	DetailNoStart    = Def(Msg{Key: "detail.no_start", EN: "could not start: ", ZH: "无法启动："})
@@ -52,7 +51,7 @@ func (l Lang) Detail(d string) string {
 	}
 	head = detailNaN.ReplaceAllStringFunc(head, func(s string) string {
 		m := detailNaN.FindStringSubmatch(s)
-		return l.T(DetailNaN, m[1], m[2], m[3], m[4])
+		return l.T(NaNStreak, m[1], m[2], m[3], m[4]) // the alert's own words
 	})
 	head = strings.ReplaceAll(head, DetailRecovered.EN, DetailRecovered.ZH)
 	head = strings.ReplaceAll(head, DetailStoppedNaN.EN, DetailStoppedNaN.ZH)

@@ -9,7 +9,7 @@ var (
 	Reattached    = Def(Msg{Key: "event.reattached", EN: "🔗 re-attached to run #%d (%s) — running for %s", ZH: "🔗 重新接上训练 #%d（%s）—— 已运行 %s"})
 	AlertLine     = Def(Msg{Key: "event.alert", EN: "%s run #%d (%s): %s", ZH: "%s 训练 #%d（%s）：%s"})
 	NaNAlert      = Def(Msg{Key: "event.nan", EN: "⚠️ run #%d (%s) has a NaN loss: %s", ZH: "⚠️ 训练 #%d（%s）的损失是 NaN：%s"})
-	NaNStreak     = Def(Msg{Key: "event.nan_streak", EN: "%s is %s for %d points in a row (step %d)", ZH: "%s 为 %s，已连续 %d 个点（第 %d 步）"})
+	NaNStreak     = Def(Msg{Key: "event.nan_streak", EN: "%s is %s for %v points in a row (step %v)", ZH: "%s 为 %s，已连续 %v 个点（第 %v 步）"})
 	StallDetail   = Def(Msg{Key: "event.stall_detail", EN: "no output and no metric for %s (stall_after %s); the process is still alive", ZH: "已经 %s 没有输出也没有指标（stall_after %s）；进程仍在运行"})
 	StalledAlert  = Def(Msg{Key: "event.stalled", EN: "⏸ run #%d (%s) looks stalled: %s", ZH: "⏸ 训练 #%d（%s）好像卡住了：%s"})
 	RuleAlert     = Def(Msg{Key: "event.rule", EN: "📏 run #%d (%s): %s", ZH: "📏 训练 #%d（%s）：%s"})
