@@ -506,36 +506,50 @@ func (p *Parser) learn(li *lineInfo, s string) *template {
 
 const fixedFields = 8
 
-// fieldsOf lists li's numbers: the fixed fields, then each metric's value.
-func fieldsOf(li *lineInfo) []float64 {
-	f := make([]float64, fixedFields, fixedFields+len(li.metrics))
-	f[0], f[1], f[2], f[3] = float64(li.absStep), float64(li.n), float64(li.total), li.epoch
-	f[4], f[5], f[6], f[7] = float64(li.epochTotal), float64(li.totalSteps), float64(li.stepsKey), li.objValue
-	for _, m := range li.metrics {
-		f = append(f, m.value)
-	}
-	return f
-}
-
-// setField sets fixed field f (in fieldsOf's order) to v.
-func (li *lineInfo) setField(f int, v float64) {
+// fixedField is fixed field f of li: an integer or a float, in one order
+// for reading (fieldsOf) and setting (setField).
+func (li *lineInfo) fixedField(f int) (*int64, *float64) {
 	switch f {
 	case 0:
-		li.absStep = int64(v)
+		return &li.absStep, nil
 	case 1:
-		li.n = int64(v)
+		return &li.n, nil
 	case 2:
-		li.total = int64(v)
+		return &li.total, nil
 	case 3:
-		li.epoch = v
+		return nil, &li.epoch
 	case 4:
-		li.epochTotal = int64(v)
+		return &li.epochTotal, nil
 	case 5:
-		li.totalSteps = int64(v)
+		return &li.totalSteps, nil
 	case 6:
-		li.stepsKey = int64(v)
-	case 7:
-		li.objValue = v
+		return &li.stepsKey, nil
+	}
+	return nil, &li.objValue
+}
+
+// fieldsOf lists li's numbers: the fixed fields, then each metric's value.
+func fieldsOf(li *lineInfo) []float64 {
+	out := make([]float64, fixedFields, fixedFields+len(li.metrics))
+	for f := range fixedFields {
+		if i, x := li.fixedField(f); i != nil {
+			out[f] = float64(*i)
+		} else {
+			out[f] = *x
+		}
+	}
+	for _, m := range li.metrics {
+		out = append(out, m.value)
+	}
+	return out
+}
+
+// setField sets fixed field f to v.
+func (li *lineInfo) setField(f int, v float64) {
+	if i, x := li.fixedField(f); i != nil {
+		*i = int64(v)
+	} else {
+		*x = v
 	}
 }
 
