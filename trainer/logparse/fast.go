@@ -338,7 +338,7 @@ func (sh *shapes) matchDirect(s string, tp *template) bool {
 	slots := sh.slots[:0]
 	pos := 0
 	for k, lit := range tp.lits[:len(tp.classes)] {
-		if !hasAt(s, pos, lit) {
+		if !strings.HasPrefix(s[pos:], lit) {
 			return false
 		}
 		pos += len(lit)
@@ -354,23 +354,6 @@ func (sh *shapes) matchDirect(s string, tp *template) bool {
 	}
 	sh.slots = slots
 	return s[pos:] == tp.lits[len(tp.classes)]
-}
-
-// hasAt reports whether s has lit at pos; the pieces between numbers are
-// short, and a loop over a few bytes beats a call to memequal.
-func hasAt(s string, pos int, lit string) bool {
-	if len(s)-pos < len(lit) {
-		return false
-	}
-	if len(lit) > 16 {
-		return s[pos:pos+len(lit)] == lit
-	}
-	for i := 0; i < len(lit); i++ {
-		if s[pos+i] != lit[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // fill sets li from a template and the numbers of a line of its shape.
