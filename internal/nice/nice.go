@@ -36,9 +36,9 @@ func LowerThread() bool {
 	return unix.Setpriority(unix.PRIO_PROCESS, tid, Background) == nil
 }
 
-// Thread returns the nice value of the calling goroutine's thread (the
+// threadNice returns the nice value of the calling goroutine's thread (the
 // caller should hold it with runtime.LockOSThread to ask about its own).
-func Thread() (int, error) {
+func threadNice() (int, error) {
 	prio, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
 	return 20 - prio, err
 }

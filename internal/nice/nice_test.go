@@ -15,7 +15,7 @@ import (
 func TestLowerThread(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	before, err := Thread()
+	before, err := threadNice()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,14 +29,14 @@ func TestLowerThread(t *testing.T) {
 	done := make(chan result)
 	go func() {
 		ok := LowerThread()
-		n, _ := Thread()
+		n, _ := threadNice()
 		done <- result{unix.Gettid(), n, ok}
 	}()
 	r := <-done
 	if !r.ok || r.nice != Background {
 		t.Fatalf("LowerThread: ok %v, nice %d; want nice %d", r.ok, r.nice, Background)
 	}
-	if now, _ := Thread(); now != before {
+	if now, _ := threadNice(); now != before {
 		t.Errorf("the test's own thread went from nice %d to %d", before, now)
 	}
 }
