@@ -12,6 +12,7 @@ var (
 	NaNStreak     = Def(Msg{Key: "event.nan_streak", EN: "%s is %s for %v points in a row (step %v)", ZH: "%s 为 %s，已连续 %v 个点（第 %v 步）"})
 	StallDetail   = Def(Msg{Key: "event.stall_detail", EN: "no output and no metric for %s (stall_after %s); the process is still alive", ZH: "已经 %s 没有输出也没有指标（stall_after %s）；进程仍在运行"})
 	StalledAlert  = Def(Msg{Key: "event.stalled", EN: "⏸ run #%d (%s) looks stalled: %s", ZH: "⏸ 训练 #%d（%s）好像卡住了：%s"})
+	Unsupervised  = Def(Msg{Key: "event.unsupervised", EN: "❔ run #%d (%s): its supervisor (pid %d) died; %d process(es) of the run (process group %d) live on unsupervised, their output no longer read. The job stays locked while they live; /stop %d ends them.", Mix: "❔ run #%d (%s): its supervisor (pid %d) died; %d process(es) of the run (process group %d) live on unsupervised, their output no longer read. The job stays locked while they live; 停止 %d ends them.", ZH: "❔ 训练 #%d（%s）：它的监管进程（%d）死了；训练的 %d 个进程（进程组 %d）仍在无人监管地运行，输出不再被读取。它们活着时任务保持锁定；发送 停止 %d 结束它们。"})
 	RuleAlert     = Def(Msg{Key: "event.rule", EN: "📏 run #%d (%s): %s", ZH: "📏 训练 #%d（%s）：%s"})
 	ReportNone    = Def(Msg{Key: "report.none_active", EN: "⏰ %s: no run is active.", ZH: "⏰ %s：没有正在进行的训练。"})
 	ReportLastOne = Def(Msg{Key: "report.last_one", EN: " The last one:\n", ZH: "最近一次：\n"})

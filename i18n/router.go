@@ -39,6 +39,7 @@ var (
 	ParamSep       = Def(Msg{Key: "router.param_sep", EN: "; ", ZH: "；"})
 	BusyHint       = Def(Msg{Key: "router.busy_hint", EN: " Send /stop to stop it first, or %s to start this when it ends.", Mix: " Send 停止 to stop it first, or %s to start this when it ends.", ZH: "先发送 停止 停掉它，或发送 %s，等它结束后再开始。"})
 	BusyRun        = Def(Msg{Key: "router.busy_run", EN: "Not started: run #%d (%s) is already running — %s.", ZH: "没有开始：训练 #%d（%s）正在进行 —— %s。"})
+	BusyOrphan     = Def(Msg{Key: "router.busy_orphan", EN: "Not started: run #%d (%s) is still alive, unsupervised — its supervisor (pid %d) died and %d process(es) of process group %d live on. /stop %d ends them.", Mix: "Not started: run #%d (%s) is still alive, unsupervised — its supervisor (pid %d) died and %d process(es) of process group %d live on. 停止 %d ends them.", ZH: "没有开始：训练 #%d（%s）仍在无人监管地运行 —— 它的监管进程（%d）死了，进程组 %[5]d 的 %[4]d 个进程仍活着。发送 停止 %[6]d 结束它们。"})
 	BusyOther      = Def(Msg{Key: "router.busy_other", EN: "Not started: %s.", ZH: "没有开始：%s。"})
 	CouldNotRun    = Def(Msg{Key: "router.could_not_start", EN: "❌ run #%d could not start: %v", ZH: "❌ 训练 #%d 启动失败：%v"})
 	NotStartedE    = Def(Msg{Key: "router.not_started_err", EN: "Not started: %s.", ZH: "没有开始：%s。"})

@@ -22,18 +22,46 @@ const runColumns = `id, job, params, command, state, outcome, detail, exit_code,
 
 // CreateRun inserts a run and returns its id.
 func (s *Store) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
+	return s.insertRun(ctx, r, false)
+}
+
+// RestoreRun stores a run found in its directory under its own id, unless
+// a run of that id is recorded (trainer.RunRestorer); restored says
+// whether it was stored.
+func (s *Store) RestoreRun(ctx context.Context, r *trainer.Run) (restored bool, err error) {
+	if r.ID <= 0 {
+		return false, fmt.Errorf("restore run: no id")
+	}
+	id, err := s.insertRun(ctx, r, true)
+	return id != 0, err
+}
+
+// insertRun inserts r: under the lowest id above every recorded one and
+// not below r.ID (CreateRun), or under r.ID exactly unless it is taken
+// (restore; then it returns 0).
+func (s *Store) insertRun(ctx context.Context, r *trainer.Run, restore bool) (int64, error) {
 	params, command, err := encodeRun(r)
 	if err != nil {
 		return 0, err
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO runs(job, params, command, state, outcome, detail, exit_code, pid,
+	verb, id := `INSERT INTO`, `(SELECT max(coalesce(max(id), 0) + 1, ?) FROM runs)`
+	if restore {
+		verb, id = `INSERT OR IGNORE INTO`, `?`
+	}
+	res, err := s.w.ExecContext(ctx, verb+` runs(id, job, params, command, state, outcome, detail, exit_code, pid,
 		supervisor_pid, started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node, note, peak_host_how) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
+		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node, note, peak_host_how) VALUES(`+id+`,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		r.ID, r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
 		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.Note, r.PeakHostHow)
 	if err != nil {
 		return 0, fmt.Errorf("create run: %w", err)
+	}
+	if restore {
+		if n, _ := res.RowsAffected(); n == 0 {
+			return 0, nil
+		}
+		return r.ID, nil
 	}
 	return res.LastInsertId()
 }

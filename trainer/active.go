@@ -81,25 +81,39 @@ type active struct {
 	eventNames map[string]bool
 	eventOff   map[string]int64
 
-	mu          sync.Mutex
-	run         *Run
-	progress    logparse.Progress
-	last        map[string]float64
-	lastOrder   []string
-	rate        rateWindow
-	firstMetric time.Time
-	lastMetric  time.Time
-	lastOutput  time.Time          // when the run last printed (the shim's clock, or the log's index)
-	eventStep   int64              // the highest step of the event files' points
-	nan         map[string]*nanRun // loss metrics whose latest value is NaN or Inf
-	nanText     string             // the NaN alert, "" before one
-	oom         *OOM
-	stalled     bool
-	stopReq     *stopRequest // the first stop asked of this trainbot
-	oomAtStop   *OOM         // the run had run out of memory when the stop came
-	stopSent    bool         // the shim took the stop request (or the kill, once asked)
-	dropped     int64        // output bytes the shim could not write
-	waiting     string       // the run waits in its owner's queue (Slurm); "" when it runs
+	mu           sync.Mutex
+	run          *Run
+	progress     logparse.Progress
+	last         map[string]float64
+	lastOrder    []string
+	rate         rateWindow
+	firstMetric  time.Time
+	lastMetric   time.Time
+	lastOutput   time.Time          // when the run last printed (the shim's clock, or the log's index)
+	eventStep    int64              // the highest step of the event files' points
+	nan          map[string]*nanRun // loss metrics whose latest value is NaN or Inf
+	nanText      string             // the NaN alert, "" before one
+	oom          *OOM
+	stalled      bool
+	stopReq      *stopRequest  // the first stop asked of this trainbot
+	oomAtStop    *OOM          // the run had run out of memory when the stop came
+	stopSent     bool          // the shim took the stop request (or the kill, once asked)
+	dropped      int64         // output bytes the shim could not write
+	waiting      string        // the run waits in its owner's queue (Slurm); "" when it runs
+	unsupervised *Unsupervised // its supervisor died and processes of the run live on
+
+	// quiet: a run restored from its directory that had ended, read
+	// again for its points; recorded is its record, put back at the end.
+	// Nothing of it is announced, retried or started.
+	quiet    bool
+	recorded *Run
+}
+
+// publish announces an event of the run, unless it is read again quietly.
+func (a *active) publish(e Event) {
+	if !a.quiet {
+		a.sup.publish(e)
+	}
 }
 
 func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
@@ -275,9 +289,18 @@ func (a *active) control(now time.Time) (end *runEnd, gone bool) {
 	if moved {
 		a.save()
 	}
+	if u := live.unsupervised; u != nil {
+		u.RunID = a.run.ID
+		a.mu.Lock()
+		a.unsupervised = u
+		a.mu.Unlock()
+		text := fmt.Sprintf("its supervisor (pid %d) died; %d process(es) of the run (process group %d) live on unsupervised: their output is no longer read; 停止 %d (/stop %d) ends them",
+			u.SupervisorPID, u.Processes, u.PGID, a.run.ID, a.run.ID)
+		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeInterrupted, Text: text, Unsupervised: u}})
+	}
 	if live.warn != "" {
 		a.log.Warn("run warning", "detail", live.warn)
-		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: live.warn}})
+		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: live.warn}})
 	}
 	if end == nil && !gone && a.pendingStop() {
 		a.sendStop()
@@ -463,7 +486,7 @@ func (a *active) unregister() {
 // publishAttached tells the chats that this trainbot observes the run again.
 func (a *active) publishAttached() {
 	st := a.status()
-	a.sup.publish(Event{Kind: EventAttached, Run: st.Run, Status: &st})
+	a.publish(Event{Kind: EventAttached, Run: st.Run, Status: &st})
 }
 
 // kill is the last resort of Close, when it cannot wait any longer.
@@ -512,10 +535,17 @@ func (a *active) finish(end *runEnd) {
 	r := a.run
 	switch {
 	case end == nil:
-		outcome, detail = OutcomeInterrupted, a.runner.goneDetail()
+		var at time.Time
+		outcome, detail = OutcomeInterrupted, ""
+		detail, at = a.runner.goneDetail()
 		r.EndedAt = a.lastOutput
 		if fi, err := os.Stat(r.LogPath); err == nil && fi.ModTime().After(r.StartedAt) {
 			r.EndedAt = fi.ModTime()
+		}
+		if at.After(r.EndedAt) {
+			// The runner saw it alive later than its last output (a
+			// quiet run): that is when it ended, as far as is known.
+			r.EndedAt = at
 		}
 	case end.outcome != "" && !(end.outcome == OutcomeFailed && (e.oom != nil || (e.nanSeen != "" && !e.nanRecovered))):
 		// The owner decided (Slurm's states), unless the output tells
@@ -551,6 +581,10 @@ func (a *active) finish(end *runEnd) {
 	if r.Outcome == OutcomeStopped || r.Outcome == OutcomeNaN || (r.Outcome == OutcomeOOM && e.oomBeforeStop) {
 		r.StoppedBy = e.stopBy
 	}
+	if rec := a.recorded; rec != nil {
+		r.Outcome, r.Detail, r.EndedAt, r.ExitCode, r.StoppedBy = rec.Outcome, rec.Detail, rec.EndedAt, rec.ExitCode, rec.StoppedBy
+		r.PeakGPUMem, r.PeakHostMem, r.PeakHostHow = rec.PeakGPUMem, rec.PeakHostMem, rec.PeakHostHow
+	}
 	a.mu.Unlock()
 
 	if rest := a.thin.flush(); len(rest) > 0 {
@@ -578,7 +612,15 @@ func (a *active) finish(end *runEnd) {
 		}
 	}
 	a.runner.done()
+	if err := writeRunFile(a.runDir, a.snapshot()); err != nil && a.run.Runner != RunnerWatch {
+		a.log.Warn("write the run's record in its directory", "err", err)
+	}
 	st2 := a.status()
+	if a.quiet {
+		a.unregister()
+		a.log.Info("run read again from its directory", "outcome", st2.Run.Outcome)
+		return
+	}
 	// A retry (on_oom) counts as activity from here, so that Wait does not
 	// return between this run and its retry.
 	var oom *OOM
@@ -593,7 +635,7 @@ func (a *active) finish(end *runEnd) {
 	retry := a.sup.planRetry(a, st2.Run, fit)
 	a.unregister()
 	a.log.Info("run ended", "outcome", outcome, "detail", firstLine(detail))
-	a.sup.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom, Fit: fit})
+	a.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom, Fit: fit})
 	a.sup.retryAfterOOM(st2.Run, a.job, retry, oom)
 	a.sup.StartQueued(context.Background())
 }
@@ -646,7 +688,7 @@ func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay b
 			}
 			a.mu.Unlock()
 			if first && !replay {
-				a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeOOM, Text: o.Summary(), OOM: o},
+				a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeOOM, Text: o.Summary(), OOM: o},
 					Fit: a.sup.MemoryFit(a.job, a.snapshot(), o)})
 			}
 		}
@@ -793,7 +835,7 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 		a.publishRules(fired)
 	}
 	if nanAlert != "" && !replay {
-		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeNaN, Text: nanAlert, NaN: streak}})
+		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeNaN, Text: nanAlert, NaN: streak}})
 		if a.job.StopOnNaN {
 			select {
 			case a.stopCh <- stopRequest{by: "trainbot (NaN loss)", reason: OutcomeNaN}:
@@ -882,7 +924,7 @@ func (a *active) caughtUpWithLog() bool { return a.stored == 0 || a.caughtUp }
 func (a *active) publishRules(fired []string) {
 	for _, text := range fired {
 		a.log.Info("alert rule fired", "detail", text)
-		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeRule, Text: text}})
+		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeRule, Text: text}})
 	}
 }
 
@@ -939,7 +981,7 @@ func (a *active) checkStall(now time.Time) {
 	a.mu.Unlock()
 	if alert != "" {
 		a.log.Warn("run stalled", "detail", alert)
-		a.sup.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: alert, Stall: stall}})
+		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: alert, Stall: stall}})
 	}
 }
 
@@ -1011,6 +1053,9 @@ type Status struct {
 	// Waiting is set while the run waits to run, e.g. "queued in Slurm
 	// (job 4242, reason: Resources, partition gpu)"; "" once it runs.
 	Waiting string
+	// Unsupervised is set when the run's supervisor died and processes of
+	// the run live on.
+	Unsupervised *Unsupervised
 }
 
 // Metric is a named value.
@@ -1040,6 +1085,9 @@ func (s Status) Brief() string {
 	if s.Waiting != "" {
 		return s.Waiting + " for " + units.Duration(s.Elapsed)
 	}
+	if u := s.Unsupervised; u != nil {
+		return fmt.Sprintf("unsupervised: its supervisor (pid %d) died, %d process(es) of process group %d live on, for %s", u.SupervisorPID, u.Processes, u.PGID, units.Duration(s.Elapsed))
+	}
 	var parts []string
 	if s.Progress.Step > 0 {
 		if s.Progress.TotalSteps > 0 {
@@ -1062,12 +1110,13 @@ func (a *active) status() Status {
 	defer a.mu.Unlock()
 	now := time.Now()
 	st := Status{
-		Run:      a.run.Clone(),
-		Progress: a.progress,
-		Elapsed:  a.run.Duration(now),
-		Stopping: a.stopReq != nil,
-		Dropped:  a.dropped,
-		Waiting:  a.waiting,
+		Run:          a.run.Clone(),
+		Progress:     a.progress,
+		Elapsed:      a.run.Duration(now),
+		Stopping:     a.stopReq != nil,
+		Dropped:      a.dropped,
+		Waiting:      a.waiting,
+		Unsupervised: a.unsupervised,
 	}
 	if st.Progress == (logparse.Progress{}) {
 		st.Progress = emptyProgress()

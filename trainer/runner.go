@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer/shim"
@@ -22,8 +26,9 @@ type runner interface {
 	// stop forwards a stop, or a kill with req.kill; an error means it
 	// did not reach the owner, and the observer asks again later.
 	stop(req stopRequest) error
-	// goneDetail says what is known of a run whose owner vanished.
-	goneDetail() string
+	// goneDetail says what is known of a run whose owner vanished, and
+	// when it ended as far as the runner knows (zero: it cannot tell).
+	goneDetail() (string, time.Time)
 	// done is called once the end is recorded.
 	done()
 }
@@ -35,6 +40,9 @@ type runLive struct {
 	waiting    string    // the run waits, e.g. "queued in Slurm (job 42, reason: Resources, partition gpu)"; "" when it runs
 	node       string    // where it runs, when not on this host
 	warn       string    // a warning to raise once, as a stalled alert
+	// unsupervised is set once, when the run's supervisor died and
+	// processes of the run live on.
+	unsupervised *Unsupervised
 }
 
 // runEnd is how a run ended, as its owner tells it.
@@ -59,17 +67,41 @@ type shimRunner struct {
 	maxLog    int64        // the job's max_log_bytes, for the end's detail
 	handle    *shim.Handle // the shim this trainbot started (to reap); nil when attached to an earlier one
 	log       *slog.Logger
-	down      time.Time // when the shim stopped answering; zero while it answers
+	down      time.Time // when the shim was found gone; zero while it answers or lives
+	unknown   time.Time // when the shim's liveness could first not be told; zero otherwise
+
+	// The shim died and processes of the run live on (orphaned): the
+	// bot holds the job's lock for them until they are gone, and stops
+	// them itself.
+	lockPath   string // the job's lock file
+	lockName   string
+	stopGrace  time.Duration
+	killGrace  time.Duration
+	orphaned   time.Time // when the shim was found dead with the run alive; zero otherwise
+	orphanLock *fileLock
+	lastAlive  time.Time // the run last seen alive by this trainbot (its shim answered, or its orphans lived)
+	goneAt     time.Time // when it ended, as far as this trainbot saw; zero when it never saw it alive
+	nextLook   time.Time
+	procs      int // processes of the run last seen
+	stopBy     string
+	stopAt     time.Time
+	signals    int // sent to the orphans: 1 SIGINT, 2 SIGTERM, 3 SIGKILL
 }
 
 // shimGoneWait is how long a shim that neither answers nor lives is waited
-// for before the run counts as interrupted.
+// for before its run's processes are looked for.
 const shimGoneWait = 3 * time.Second
 
+// orphanLook is how often the processes of an orphaned run are looked for.
+const orphanLook = time.Second
+
 func (r *shimRunner) poll(now time.Time) (*runEnd, runLive, bool) {
+	if !r.orphaned.IsZero() {
+		return r.pollOrphan(now)
+	}
 	resp, err := shim.Call(r.runDir, shim.Request{Op: "status"}, 2*time.Second)
 	if err == nil && resp.State != nil {
-		r.down = time.Time{}
+		r.down, r.unknown, r.lastAlive = time.Time{}, time.Time{}, now
 		live := runLive{lastOutput: resp.State.LastOutput, dropped: resp.State.BytesDropped}
 		if resp.State.Ended {
 			return r.end(resp.State), live, false
@@ -77,19 +109,111 @@ func (r *shimRunner) poll(now time.Time) (*runEnd, runLive, bool) {
 		return nil, live, false
 	}
 	// No answer: the shim has ended (its state file says how), is busy,
-	// or died.
+	// cannot be reached (descriptors exhausted), or died.
 	if st, ferr := shim.ReadState(r.runDir); ferr == nil && st.Ended {
 		return r.end(st), runLive{dropped: st.BytesDropped}, false
 	}
-	if r.shimPID > 0 && processStartedBefore(r.shimPID, r.startedAt.Add(time.Minute)) {
-		r.down = time.Time{}
+	switch processLiveness(r.shimPID, r.startedAt.Add(time.Minute)) {
+	case processAlive:
+		r.down, r.unknown, r.lastAlive = time.Time{}, time.Time{}, now
 		return nil, runLive{}, false // alive: it will answer
+	case livenessUnknown:
+		// Unknown is not dead: the run goes on as running, and is
+		// looked at again.
+		if r.unknown.IsZero() {
+			r.unknown = now
+			r.log.Warn("cannot tell whether the run's supervisor lives; the run stays running and is looked at again", "pid", r.shimPID, "err", err)
+		}
+		return nil, runLive{}, false
 	}
 	if r.down.IsZero() {
 		r.down = now
-		r.log.Warn("the run's supervisor does not answer", "pid", r.shimPID, "err", err)
+		r.log.Warn("the run's supervisor is gone", "pid", r.shimPID, "err", err)
 	}
-	return nil, runLive{}, now.Sub(r.down) >= shimGoneWait
+	if now.Sub(r.down) < shimGoneWait {
+		return nil, runLive{}, false
+	}
+	// The shim is gone without recording an end. Is anything of the run
+	// left?
+	pids, known := runProcesses(r.runDir, r.pid)
+	if !known {
+		return nil, runLive{}, false
+	}
+	if len(pids) == 0 {
+		// It ended with its supervisor, or after: when exactly is not
+		// known; the last time it was seen alive is.
+		r.goneAt = r.lastAlive
+		return nil, runLive{}, true
+	}
+	r.orphaned, r.lastAlive, r.procs, r.nextLook = now, now, len(pids), now.Add(orphanLook)
+	r.holdLock()
+	r.log.Warn("the run's supervisor died; processes of the run live on unsupervised", "supervisor", r.shimPID, "pgid", r.pid, "processes", len(pids))
+	return nil, runLive{unsupervised: &Unsupervised{SupervisorPID: r.shimPID, PGID: r.pid, Processes: len(pids)}}, false
+}
+
+// holdLock takes the job's lock again for the orphaned processes of the
+// run: it went with the shim, and no second run of the lock may start
+// while they live (a trainbot that comes later finds them the same way).
+func (r *shimRunner) holdLock() {
+	if r.lockPath == "" || r.orphanLock != nil {
+		return
+	}
+	l, err := acquireLock(r.lockPath)
+	if err != nil {
+		r.log.Warn("take the job's lock for the orphaned run", "lock", r.lockName, "err", err)
+		return
+	}
+	l.describe(lockHolder{Run: runIDOf(r.runDir), RunDir: r.runDir, PGID: r.pid,
+		What: fmt.Sprintf("the orphaned process group %d of run #%d (its supervisor pid %d died), watched by trainbot pid %d", r.pid, runIDOf(r.runDir), r.shimPID, os.Getpid())})
+	r.orphanLock = l
+}
+
+// pollOrphan looks, once a second, whether processes of an orphaned run
+// are still alive, and escalates a stop asked of them.
+func (r *shimRunner) pollOrphan(now time.Time) (*runEnd, runLive, bool) {
+	if now.Before(r.nextLook) {
+		return nil, runLive{}, false
+	}
+	r.nextLook = now.Add(orphanLook)
+	pids, known := runProcesses(r.runDir, r.pid)
+	if !known {
+		return nil, runLive{}, false
+	}
+	if len(pids) == 0 {
+		r.goneAt = now
+		return nil, runLive{}, true
+	}
+	r.lastAlive, r.procs = now, len(pids)
+	if r.signals > 0 && r.signals < 3 {
+		switch {
+		case r.signals == 1 && now.Sub(r.stopAt) >= r.stopGrace:
+			r.signalOrphans(syscall.SIGTERM)
+		case r.signals == 2 && now.Sub(r.stopAt) >= r.stopGrace+r.killGrace:
+			r.signalOrphans(syscall.SIGKILL)
+		}
+	}
+	return nil, runLive{}, false
+}
+
+// signalOrphans sends sig to the run's process group and to every process
+// that carries the run's directory in its environment.
+func (r *shimRunner) signalOrphans(sig syscall.Signal) {
+	if r.pid > 0 {
+		syscall.Kill(-r.pid, sig)
+	}
+	pids, _ := runProcesses(r.runDir, 0)
+	for _, p := range pids {
+		syscall.Kill(p, sig)
+	}
+	switch sig {
+	case syscall.SIGINT:
+		r.signals = 1
+	case syscall.SIGTERM:
+		r.signals = 2
+	case syscall.SIGKILL:
+		r.signals = 3
+	}
+	r.log.Info("signalled the orphaned run", "signal", unix.SignalName(sig), "pgid", r.pid, "others", len(pids))
 }
 
 // end reads how the run ended from the shim's state.
@@ -132,6 +256,18 @@ func (r *shimRunner) end(st *shim.State) *runEnd {
 }
 
 func (r *shimRunner) stop(req stopRequest) error {
+	if !r.orphaned.IsZero() {
+		if r.stopBy == "" {
+			r.stopBy, r.stopAt = req.by, time.Now()
+		}
+		switch {
+		case req.kill:
+			r.signalOrphans(syscall.SIGKILL)
+		case r.signals == 0:
+			r.signalOrphans(syscall.SIGINT)
+		}
+		return nil
+	}
 	op := "stop"
 	if req.kill {
 		op = "kill"
@@ -143,15 +279,19 @@ func (r *shimRunner) stop(req stopRequest) error {
 	return err
 }
 
-func (r *shimRunner) goneDetail() string {
+func (r *shimRunner) goneDetail() (string, time.Time) {
 	d := fmt.Sprintf("the run's supervisor (pid %d) ended without recording how the run ended", r.shimPID)
-	if r.pid > 0 && syscall.Kill(-r.pid, 0) == nil && processStartedBefore(r.pid, r.startedAt.Add(time.Minute)) {
-		d += fmt.Sprintf("; its process group %d is still alive, unsupervised", r.pid)
+	if !r.orphaned.IsZero() {
+		d += fmt.Sprintf("; its processes (group %d) lived on unsupervised until %s", r.pid, r.goneAt.Format(time.RFC3339))
+		if r.stopBy != "" {
+			d += fmt.Sprintf(", stopped by %s (%s)", r.stopBy, unix.SignalName([]syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}[r.signals]))
+		}
 	}
-	return d
+	return d, r.goneAt
 }
 
 func (r *shimRunner) done() {
+	r.orphanLock.release()
 	if r.handle != nil {
 		if err := r.handle.Wait(); err != nil {
 			r.log.Debug("run supervisor exit", "err", err)
@@ -163,5 +303,7 @@ func (r *shimRunner) done() {
 // trainbot started, nil for one an earlier trainbot started.
 func newShimRunner(a *active, h *shim.Handle) *shimRunner {
 	return &shimRunner{runDir: a.runDir, shimPID: a.run.Supervisor, startedAt: a.run.StartedAt, pid: a.run.PID,
-		maxLog: a.job.MaxLogBytes, handle: h, log: a.log}
+		maxLog: a.job.MaxLogBytes, handle: h, log: a.log,
+		lockPath: filepath.Join(a.sup.opts.DataDir, "locks", lockFileName(a.job.Lock)), lockName: a.job.Lock,
+		stopGrace: a.job.StopGrace, killGrace: a.job.KillGrace}
 }

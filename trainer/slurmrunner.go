@@ -304,7 +304,11 @@ func (r *slurmRunner) saveStop() {
 	}
 }
 
-func (r *slurmRunner) goneDetail() string {
+func (r *slurmRunner) goneDetail() (string, time.Time) {
+	return r.goneText(), time.Time{}
+}
+
+func (r *slurmRunner) goneText() string {
 	d := fmt.Sprintf("Slurm no longer knows job %s", r.id)
 	if r.goneWhy != "" {
 		d += " (" + r.goneWhy + ")"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -25,7 +26,10 @@ import (
 // Recorder stores runs and their metric points. The store package
 // implements it; the supervisor never blocks on it for long.
 type Recorder interface {
-	// CreateRun stores a new run and returns its id.
+	// CreateRun stores a new run and returns its id: above every id
+	// recorded, and not below r.ID when it is set (the supervisor sets it
+	// above every run directory on disk, so that an id is never reused,
+	// also after the database was lost or replaced by an older one).
 	CreateRun(ctx context.Context, r *Run) (int64, error)
 	// UpdateRun stores the run's current fields.
 	UpdateRun(ctx context.Context, r *Run) error
@@ -66,12 +70,19 @@ var (
 // BusyError is returned by Start when the job's lock is held.
 type BusyError struct {
 	Active *Status // the active run of this trainbot, nil when Other is set
-	Other  string  // the lock is held by another trainbot process
+	Other  string  // the lock is held by another trainbot process, or by what is left of a run
+	// Orphan is set when processes of the lock's last run live on after
+	// its supervisor died (Other says so too).
+	Orphan *Unsupervised
 }
 
 func (e *BusyError) Error() string {
 	if e.Active == nil {
 		return "a run is already active: " + e.Other
+	}
+	if u := e.Active.Unsupervised; u != nil {
+		return fmt.Sprintf("run #%d (%s) is still alive, unsupervised: its supervisor (pid %d) died and %d process(es) of process group %d live on; 停止 %d (/stop %d) ends them",
+			e.Active.Run.ID, e.Active.Run.Job, u.SupervisorPID, u.Processes, u.PGID, e.Active.Run.ID, e.Active.Run.ID)
 	}
 	return fmt.Sprintf("run #%d (%s) is already running: %s", e.Active.Run.ID, e.Active.Run.Job, e.Active.Brief())
 }
@@ -132,6 +143,20 @@ type Alert struct {
 	OOM   *OOM       // for OutcomeOOM
 	NaN   *NaNStreak // for OutcomeNaN: what Text says, for wording it in another language
 	Stall *Stall     // for a silent run's OutcomeStalled (not for a Slurm warning)
+	// Unsupervised is set, with Kind OutcomeInterrupted, when the run's
+	// supervisor died and processes of the run live on: the run stays
+	// running (and holds its lock) until they are gone; 停止 ends them.
+	Unsupervised *Unsupervised
+}
+
+// Unsupervised says what lives on of a run whose supervisor (its shim)
+// died: Processes processes, of process group PGID or carrying the run's
+// TRAINBOT_RUN_DIR.
+type Unsupervised struct {
+	RunID         int64
+	SupervisorPID int
+	PGID          int
+	Processes     int
 }
 
 // NaNStreak is a loss metric's run of NaN or ±Inf points that raised a NaN
@@ -202,6 +227,16 @@ type Options struct {
 	HostAvailable func() int64
 }
 
+// RunRestorer is a Recorder that can take back a run found in its
+// directory (DATA/runs/ID/run.json) that it has no record of: the
+// database was deleted, damaged or replaced by an older one. The store
+// implements it.
+type RunRestorer interface {
+	// RestoreRun stores r under its own id unless a run of that id is
+	// recorded; restored says whether it was stored.
+	RestoreRun(ctx context.Context, r *Run) (restored bool, err error)
+}
+
 // JobHistory is what the supervisor reads of a job's past runs: a
 // Recorder that has it (the store does) makes the OOM advice and on_oom
 // use the memory fit of the job's runs (FitMemory).
@@ -232,7 +267,16 @@ type Supervisor struct {
 	noRetries chan struct{} // closed when retries drops to 0
 	resumed   bool
 	stopWatch chan struct{} // closed by Close and Detach: the adoption watch ends
+	// minID is the lowest id the next run may take: above every run
+	// directory on disk when the supervisor started, and every run since.
+	minID atomic.Int64
+	// restored is the runs restored from their directories that had
+	// ended, until adopt has taken them (read again quietly).
+	restored map[int64]*Run
 }
+
+// nextID is the lowest id the next run may take.
+func (s *Supervisor) nextID() int64 { return max(s.minID.Load(), 1) }
 
 // New checks the jobs and returns a supervisor. Runs that an earlier
 // trainbot started are re-attached by Resume, once the listeners are
@@ -266,6 +310,7 @@ func New(ctx context.Context, opts Options) (*Supervisor, error) {
 			return nil, err
 		}
 	}
+	s.minID.Store(MaxRunDirID(opts.DataDir) + 1)
 	return s, nil
 }
 
@@ -391,7 +436,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		st := busy.status()
 		return nil, &BusyError{Active: &st}
 	}
-	lock, err := acquireLock(filepath.Join(s.opts.DataDir, "locks", lockFileName(job.Lock)))
+	lock, err := acquireJobLock(filepath.Join(s.opts.DataDir, "locks", lockFileName(job.Lock)))
 	if err != nil {
 		return nil, err
 	}
@@ -418,11 +463,13 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	}
 	argv, env := job.Argv(params)
 	run.Command = argv
+	run.ID = s.nextID()
 	id, err := s.opts.Recorder.CreateRun(ctx, run)
 	if err != nil {
 		return nil, fmt.Errorf("record run: %w", err)
 	}
 	run.ID = id
+	s.minID.Store(max(s.minID.Load(), id+1))
 	log := s.log.With("run", id, "job", job.Name)
 	runDir := filepath.Join(s.opts.DataDir, "runs", strconv.FormatInt(id, 10))
 	run.LogPath = filepath.Join(runDir, shim.LogFile)
@@ -436,7 +483,17 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		s.publish(Event{Kind: EventEnded, Run: run.Clone(), Status: &Status{Run: run.Clone(), Progress: emptyProgress()}})
 		return run.Clone(), &StartError{Run: run.Clone(), Err: err}
 	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
+	// A run's directory is its own: one that exists (another trainbot's
+	// run, with another database, in the same data directory) is never
+	// shared.
+	if err := os.Mkdir(runDir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			s.minID.Store(max(s.minID.Load(), MaxRunDirID(s.opts.DataDir)+1))
+			err = fmt.Errorf("its directory %s already exists: another trainbot with another database uses this data directory? (the next run takes a higher id)", runDir)
+		}
+		return fail(err)
+	}
+	if err := writeRunFile(runDir, run); err != nil {
 		return fail(err)
 	}
 	// The script appends to it: created here, it has trainbot's private
@@ -451,7 +508,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	if err != nil {
 		return fail(err)
 	}
-	lock.describe(fmt.Sprintf("run #%d (%s), started %s by trainbot pid %d", id, job.Name, now.Format(time.RFC3339), os.Getpid()))
+	lock.describe(lockHolder{Run: id, RunDir: runDir, What: fmt.Sprintf("run #%d (%s), started %s by trainbot pid %d", id, job.Name, now.Format(time.RFC3339), os.Getpid())})
 	if job.Runner == RunnerSlurm {
 		sid, err := slurm.Submit(ctx, slurm.SubmitSpec{RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir,
 			Env: runAdditions(env, id, runDir, metricsPath), SecretEnv: s.opts.SecretEnv, Umask: childUmask(), RunDir: runDir, LogPath: run.LogPath, Options: job.Slurm})
@@ -462,6 +519,9 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		run.SlurmJobID = sid
 		if err := s.opts.Recorder.UpdateRun(ctx, run); err != nil {
 			log.Error("record the Slurm job id", "slurm_job", sid, "err", err)
+		}
+		if err := writeRunFile(runDir, run); err != nil {
+			log.Error("write the run's record in its directory", "err", err)
 		}
 		handed = true // the run's observer holds the job's lock until the run ends
 		a := newActive(s, job, run, runDir)
@@ -489,6 +549,9 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	run.PID, run.Supervisor = h.PID, h.ShimPID
 	if err := s.opts.Recorder.UpdateRun(ctx, run); err != nil {
 		log.Error("record run pid", "err", err)
+	}
+	if err := writeRunFile(runDir, run); err != nil {
+		log.Error("write the run's record in its directory", "err", err)
 	}
 	a := newActive(s, job, run, runDir)
 	a.runner = newShimRunner(a, h)
@@ -600,7 +663,9 @@ func (s *Supervisor) Active() []Status {
 	s.mu.Lock()
 	as := make([]*active, 0, len(s.active))
 	for _, a := range s.active {
-		as = append(as, a)
+		if !a.quiet {
+			as = append(as, a)
+		}
 	}
 	s.mu.Unlock()
 	out := make([]Status, 0, len(as))
@@ -788,6 +853,13 @@ func (s *Supervisor) Resume(ctx context.Context) error {
 	}
 	s.resumed = true
 	s.mu.Unlock()
+	ended, err := s.restoreRuns(ctx)
+	if err != nil {
+		return fmt.Errorf("find runs left running: %w", err)
+	}
+	s.mu.Lock()
+	s.restored = ended
+	s.mu.Unlock()
 	if err := s.adopt(ctx); err != nil {
 		return fmt.Errorf("find runs left running: %w", err)
 	}
@@ -867,8 +939,20 @@ func (s *Supervisor) adopt(ctx context.Context) error {
 			job = cloneJob(job)
 			job.Lock = fmt.Sprintf("%s#run%d", job.Lock, r.ID)
 		}
+		s.mu.Lock()
+		rec := s.restored[r.ID]
+		delete(s.restored, r.ID)
+		s.mu.Unlock()
+		if rec != nil {
+			// Its points are read again, under a lock of its own; nothing
+			// of it is announced.
+			job = cloneJob(job)
+			job.Lock = fmt.Sprintf("restored#run%d", r.ID)
+		}
 		a := newActive(s, job, r, runDir)
-		if r.Runner == RunnerSlurm {
+		if rec != nil {
+			a.runner, a.quiet, a.recorded = recordedRunner{rec}, true, rec
+		} else if r.Runner == RunnerSlurm {
 			// The job's lock is the observer's: take it again (the
 			// trainbot that held it is gone; another process that holds
 			// it now is told by its name in the lock file).
@@ -876,7 +960,7 @@ func (s *Supervisor) adopt(ctx context.Context) error {
 			if err != nil {
 				s.log.Warn("re-attach to a Slurm run without its job's lock", "run", r.ID, "err", err)
 			}
-			lock.describe(fmt.Sprintf("run #%d (%s), Slurm job %s, observed by trainbot pid %d", r.ID, r.Job, r.SlurmJobID, os.Getpid()))
+			lock.describe(lockHolder{What: fmt.Sprintf("run #%d (%s), Slurm job %s, observed by trainbot pid %d", r.ID, r.Job, r.SlurmJobID, os.Getpid())})
 			a.runner = newSlurmRunner(a, lock)
 		} else if r.Runner == RunnerWatch {
 			a.runner = newWatchRunner(a)

@@ -3,6 +3,7 @@ package trainer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -937,5 +938,124 @@ func TestIgnoredNamesOfACutLog(t *testing.T) {
 	}
 	if !strings.Contains(got.Detail, "max_log_bytes") || !strings.Contains(got.Detail, "the log has those max_log_bytes did not free") || strings.Contains(got.Detail, "(the log has them)") {
 		t.Errorf("detail: %s", got.Detail)
+	}
+}
+
+// A run whose shim is killed (-9) while its processes live on keeps its
+// job's lock: a second start is refused naming the live group, 停止
+// reaches the orphans (also the one that left the group), and then the
+// job starts again.
+func TestKilledSupervisorKeepsTheLockUntilTheRunIsGone(t *testing.T) {
+	h := newHarness(t, job("q", childCommand("stubborn", "2")))
+	r := h.start("q", nil)
+	lines := h.waitTail(r.ID, "ready")
+	var grandchildren []int
+	for _, l := range lines {
+		var pid int
+		if _, err := fmt.Sscanf(l, "grandchild %d", &pid); err == nil {
+			grandchildren = append(grandchildren, pid)
+		}
+	}
+	if len(grandchildren) != 2 {
+		t.Fatalf("got grandchildren %v in %q, want 2", grandchildren, lines)
+	}
+	if err := syscall.Kill(r.Supervisor, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	e := h.waitEvent(trainer.EventAlert, r.ID)
+	if e.Alert.Unsupervised == nil || e.Alert.Unsupervised.PGID != r.PID || e.Alert.Unsupervised.Processes < 3 {
+		t.Fatalf("got alert %+v (%+v), want the run unsupervised with its 3 processes of group %d", e.Alert, e.Alert.Unsupervised, r.PID)
+	}
+	_, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "q", By: "tester"})
+	var busy *trainer.BusyError
+	if !errors.As(err, &busy) || busy.Active == nil || busy.Active.Unsupervised == nil || !strings.Contains(err.Error(), fmt.Sprintf("process group %d", r.PID)) {
+		t.Fatalf("second start: got %v, want refused naming the live group %d", err, r.PID)
+	}
+	// Another trainbot on the same data directory is refused too: the
+	// lock file is held for the orphans.
+	other := newHarnessIn(t, h.dir, job("q", childCommand("print", "1")))
+	if _, err := other.sup.Start(context.Background(), trainer.StartRequest{Job: "q", By: "other"}); !errors.As(err, &busy) {
+		t.Fatalf("start by another trainbot: got %v, want busy", err)
+	}
+	if _, err := h.sup.Stop(r.ID, "tester"); err != nil {
+		t.Fatal(err)
+	}
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeInterrupted || !strings.Contains(got.Detail, "lived on unsupervised") || !strings.Contains(got.Detail, "stopped by tester") {
+		t.Fatalf("got %s (%s), want interrupted, stopped by tester", got.Outcome, got.Detail)
+	}
+	for _, pid := range append(grandchildren, r.PID) {
+		if alive(pid) {
+			t.Errorf("process %d of the run is still alive", pid)
+		}
+	}
+	r2 := h.start("q", nil)
+	if r2.ID <= r.ID {
+		t.Fatalf("got run #%d after #%d", r2.ID, r.ID)
+	}
+	h.sup.Stop(r2.ID, "tester")
+	h.wait(r2.ID)
+}
+
+// A quiet run whose shim dies ends, as far as anyone can tell, when its
+// processes were last seen alive: not at its last output.
+func TestOrphanedQuietRunEndsWhenItsProcessesDo(t *testing.T) {
+	h := newHarness(t, job("s", childCommand("quiet", "4000")))
+	r := h.start("s", nil)
+	h.waitTail(r.ID, "step 1")
+	if err := syscall.Kill(r.Supervisor, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeInterrupted || !strings.Contains(got.Detail, "lived on unsupervised") {
+		t.Fatalf("got %s (%s), want interrupted, lived on unsupervised", got.Outcome, got.Detail)
+	}
+	if d := got.EndedAt.Sub(got.StartedAt); d < 3500*time.Millisecond {
+		t.Fatalf("got a duration of %s, want about the 4 s its process lived", d)
+	}
+}
+
+// Descriptors exhausted in trainbot (idle connections, say) leave the
+// run's supervisor unreachable and /proc unreadable for a while: unknown is
+// not dead, so the run is recorded as it really ends, with every step.
+func TestDescriptorExhaustionDoesNotEndARun(t *testing.T) {
+	const n = 120
+	h := newHarness(t, job("fd", childCommand("print", strconv.Itoa(n), "50")))
+	r := h.start("fd", nil)
+	h.waitTail(r.ID, "Step [10/")
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = 1024
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var held []*os.File
+	for range 2048 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			if !errors.Is(err, syscall.EMFILE) {
+				t.Fatalf("open: %v", err)
+			}
+			break
+		}
+		held = append(held, f)
+	}
+	if _, err := os.Open(os.DevNull); !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("descriptors not exhausted: %v", err)
+	}
+	// Longer than the wait before a silent supervisor counts as gone.
+	time.Sleep(4 * time.Second)
+	for _, f := range held {
+		f.Close()
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	got := h.wait(r.ID)
+	if got.Outcome != trainer.OutcomeFinished || got.Steps != n {
+		t.Fatalf("got %s at step %d (%s), want finished at step %d", got.Outcome, got.Steps, got.Detail, n)
 	}
 }

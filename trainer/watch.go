@@ -52,14 +52,19 @@ func (s *Supervisor) Watch(ctx context.Context, req WatchRequest) (*Run, error) 
 		return nil, ErrClosed
 	}
 	ctx = context.WithoutCancel(ctx)
+	run.ID = s.nextID()
 	id, err := s.opts.Recorder.CreateRun(ctx, run)
 	if err != nil {
 		return nil, fmt.Errorf("record run: %w", err)
 	}
 	run.ID = id
+	s.minID.Store(max(s.minID.Load(), id+1))
 	runDir := RunDir(s.opts.DataDir, id)
 	if err := os.MkdirAll(runDir, 0o700); err != nil {
 		return nil, err
+	}
+	if err := writeRunFile(runDir, run); err != nil {
+		s.log.Warn("write the run's record in its directory", "run", id, "err", err)
 	}
 	obs, err := acquireObserver(runDir)
 	if err != nil {
@@ -247,6 +252,6 @@ func (r *watchRunner) stop(req stopRequest) error {
 	return nil
 }
 
-func (r *watchRunner) goneDetail() string { return "the watch ended" }
+func (r *watchRunner) goneDetail() (string, time.Time) { return "the watch ended", time.Time{} }
 
 func (r *watchRunner) done() {}

@@ -527,6 +527,11 @@ func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.
 		if data := "/queue " + strings.Join(rawArgs, " "); len(data) <= maxButtonData {
 			buttons = [][]chat.Button{{{Label: l.Button(i18n.BtnQueue), Data: strings.TrimSpace(data)}}}
 		}
+		if busy.Active != nil && busy.Active.Unsupervised != nil {
+			u, run := busy.Active.Unsupervised, busy.Active.Run
+			return chat.Reply{Text: l.T(i18n.BusyOrphan, run.ID, run.Job, u.SupervisorPID, u.Processes, u.PGID, run.ID),
+				Buttons: [][]chat.Button{{{Label: l.Button(i18n.BtnStop), Data: fmt.Sprintf("/stop %d", run.ID)}}}, RunID: run.ID}
+		}
 		if busy.Active != nil {
 			return chat.Reply{
 				Text:    l.T(i18n.BusyRun, busy.Active.Run.ID, busy.Active.Run.Job, busy.Active.Brief()) + hint,

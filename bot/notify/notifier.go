@@ -492,6 +492,11 @@ func EventReply(l i18n.Lang, e trainer.Event) (chat.Reply, bool) {
 			text = l.T(i18n.NaNAlert, r.ID, r.Job, nanDetail(l, a))
 		case trainer.OutcomeStalled:
 			text = l.T(i18n.StalledAlert, r.ID, r.Job, stallDetail(l, a))
+		case trainer.OutcomeInterrupted:
+			if u := a.Unsupervised; u != nil {
+				text = l.T(i18n.Unsupervised, r.ID, r.Job, u.SupervisorPID, u.Processes, u.PGID, r.ID)
+				buttons = [][]chat.Button{{{Label: l.Button(i18n.BtnStop), Data: fmt.Sprintf("/stop %d", r.ID)}}}
+			}
 		case trainer.OutcomeRule:
 			text = l.T(i18n.RuleAlert, r.ID, r.Job, a.Text)
 			buttons = [][]chat.Button{{{Label: l.Button(i18n.BtnPlot), Data: fmt.Sprintf("/plot %d", r.ID)}, {Label: l.Button(i18n.BtnStatus), Data: fmt.Sprintf("/status %d", r.ID)}}}

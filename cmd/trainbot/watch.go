@@ -36,6 +36,7 @@ func cmdWatch(ctx context.Context, args []string, e env) int {
 		return code
 	}
 	defer st.Close()
+	run.ID = trainer.MaxRunDirID(cfg.DataDir) + 1 // an id never used on disk
 	id, err := st.CreateRun(ctx, run)
 	if err != nil {
 		return errorf(e, "%v", err)

@@ -439,3 +439,48 @@ func parseHWM(b []byte) (int64, bool) {
 	}
 	return n << 10, true
 }
+
+// WithEnv returns the processes whose environment holds the entry
+// key=value (from /proc/PID/environ, as the process started): how the
+// processes of a run are found after the process that started them is
+// gone, whatever process group or session they moved to. Processes whose
+// environment cannot be read (another user's, a kernel thread) are
+// skipped; an error means the process table itself could not be read
+// (descriptors exhausted, say), and then nothing is known.
+func WithEnv(key, value string) ([]int, error) { return withEnv("/proc", key, value) }
+
+func withEnv(root, key, value string) ([]int, error) {
+	d, err := os.Open(root)
+	if err != nil {
+		return nil, fmt.Errorf("read processes: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read processes: %w", err)
+	}
+	want := []byte(key + "=" + value + "\x00")
+	buf := make([]byte, 256<<10) // the run's variables come last in its environment
+	var pids []int
+	self := os.Getpid()
+	for _, name := range names {
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == self {
+			continue
+		}
+		b, err := readSmall([]byte(root+"/"+name+"/environ"), buf)
+		switch {
+		case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+			return nil, fmt.Errorf("read processes: %w", err)
+		case err != nil:
+			continue // ended meanwhile, or not ours to read
+		}
+		if bytes.HasPrefix(b, want) || bytes.Contains(b, append([]byte{0}, want...)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}

@@ -92,6 +92,13 @@ func listen(runDir string) (*net.UnixListener, error) {
 		return nil, err
 	}
 	defer done()
+	// A socket that still answers is a live shim's: never removed.
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("%s answers: another supervisor serves this run directory", SocketFile)
+	} else if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("cannot tell whether %s is stale: %w", SocketFile, err)
+	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket: %w", err)
 	}

@@ -201,6 +201,15 @@ func (s *shim) run(ready *os.File) int {
 		tell(ready, readyMsg{Error: err.Error()})
 		return 1
 	}
+	// A run directory is one run's: one that holds a state file, or a
+	// control socket that answers, is another run's (a database that
+	// was lost restarted the ids), and nothing of it is touched — not
+	// even its state file, which failStart would write.
+	if err := s.claimRunDir(); err != nil {
+		s.log.Error("run directory", "err", err)
+		tell(ready, readyMsg{Error: err.Error()})
+		return 1
+	}
 	// Orphans of the run re-parent to the shim, which reaps and kills them.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		s.errf("set child subreaper", err)
@@ -372,6 +381,19 @@ func (s *shim) run(ready *os.File) int {
 	<-reapDone
 	s.reapAll()
 	return 0
+}
+
+// claimRunDir refuses a run directory that another run has used: it holds
+// state.json, or a ctl.sock that answers.
+func (s *shim) claimRunDir() error {
+	if _, err := os.Lstat(s.path(StateFile)); err == nil {
+		return fmt.Errorf("%s already holds %s: it is another run's directory", s.spec.RunDir, StateFile)
+	}
+	if c, err := Dial(s.spec.RunDir, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("%s of %s answers: another run's supervisor uses this directory", SocketFile, s.spec.RunDir)
+	}
+	return nil
 }
 
 // supervise waits for the main process to end, escalating a stop

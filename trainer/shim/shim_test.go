@@ -542,3 +542,44 @@ func TestRemovedRunDirEndsTheShim(t *testing.T) {
 		t.Fatal("the shim still runs 20 s after its run's directory was removed and it was asked to stop")
 	}
 }
+
+// A shim never takes over a run directory another run uses: not one whose
+// supervisor answers on ctl.sock (its socket stays), not one that holds a
+// state file (it is left as it was).
+func TestAnotherRunsDirectoryIsRefused(t *testing.T) {
+	spec := newSpec(t, "stubborn")
+	dir := spec.RunDir
+	h, _ := start(t, spec, "")
+	waitFor(t, 10*time.Second, "ready", logHas(t, dir, "ready\n"))
+	before := readState(t, dir)
+	second := newSpec(t, "print", "3")
+	second.RunDir, second.RunID = dir, 2
+	lock, err := lockFile(filepath.Join(t.TempDir(), "other.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(shimArgv(""), second, lock, 10*time.Second); !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "another run") {
+		t.Fatalf("second shim in a live run's directory: got %v, want refused", err)
+	}
+	if _, err := Call(dir, Request{Op: "status"}, 2*time.Second); err != nil {
+		t.Fatalf("the live run's socket no longer answers: %v", err)
+	}
+	if after := readState(t, dir); after.RunID != before.RunID || after.PID != before.PID {
+		t.Errorf("the live run's state was rewritten: %+v", after)
+	}
+	if _, err := Call(dir, Request{Op: "kill", By: "test"}, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, h, dir)
+	// Ended, its directory still holds its state: refused all the same.
+	lock, err = lockFile(filepath.Join(t.TempDir(), "other.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(shimArgv(""), second, lock, 10*time.Second); !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), StateFile) {
+		t.Fatalf("second shim in an ended run's directory: got %v, want refused", err)
+	}
+	if log := readLog(t, dir); strings.Contains(log, "run 2 of") {
+		t.Errorf("the second run wrote into the first one's log:\n%s", log)
+	}
+}
