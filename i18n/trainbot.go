@@ -5,6 +5,8 @@ var (
 	DiskFull       = Def(Msg{Key: "health.disk_full", EN: "⚠️ disk full on %s: history is not being saved", ZH: "⚠️ %s 磁盘已满：历史记录没有保存"})
 	DiskBack       = Def(Msg{Key: "health.disk_back", EN: "✅ disk space is back on %s: history is saved again", ZH: "✅ %s 磁盘空间恢复：历史记录重新开始保存"})
 	DBReplaced     = Def(Msg{Key: "health.db_replaced", EN: "⚠️ %s on %s was deleted or replaced while trainbot ran: history is not being saved; restart trainbot", ZH: "⚠️ trainbot 运行时 %s（在 %s）被删除或替换：历史记录没有保存；请重启 trainbot"})
+	DBDamaged      = Def(Msg{Key: "health.db_damaged", EN: "⚠️ trainbot's database %s on %s is damaged (%v): history is not being saved; the runs go on and their logs keep every line. Restart trainbot: it starts a new database and rebuilds every run's history from its directory.", ZH: "⚠️ trainbot 的数据库 %s（在 %s）损坏了（%v）：历史记录没有保存；训练继续运行，日志保留每一行。请重启 trainbot：它会启用新的数据库，并从每次训练的目录重建历史。"})
+	DBMovedAside   = Def(Msg{Key: "health.db_moved_aside", EN: "🔧 trainbot's database on %s was damaged: %v. A new one was started; every run's history is rebuilt from its directory.", ZH: "🔧 trainbot 的数据库（在 %s）损坏了：%v。已启用新的数据库；每次训练的历史会从它的目录重建。"})
 	DBOther        = Def(Msg{Key: "health.db_other", EN: "trainbot's database on %s: %s", ZH: "trainbot 的数据库（%s）：%s"})
 	TransportGone  = Def(Msg{Key: "transport.gone", EN: "⚠️ %s stopped: %v\ntrainbot goes on without it, and runs go on; fix the config and restart trainbot.", ZH: "⚠️ %s 停止了：%v\ntrainbot 没有它也继续运行，训练也继续；请修正配置后重启 trainbot。"})
 	TransportRetry = Def(Msg{Key: "transport.retry", EN: "⚠️ %s stopped: %v\ntrainbot goes on, and runs go on; it starts %s again in %s (then less often while it fails).", ZH: "⚠️ %s 停止了：%v\ntrainbot 继续运行，训练也继续；%s 会在 %s 后重新启动（失败时间隔会变长）。"})

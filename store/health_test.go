@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -269,5 +270,112 @@ func TestASmallWriteDoesNotEndAFailingSpell(t *testing.T) {
 	s.health.mu.Unlock()
 	if !failing || pending != 0 {
 		t.Errorf("failing %v with %d events to tell, want still failing and nothing to tell", failing, pending)
+	}
+}
+
+// A database file truncated under the store (or overwritten) is damaged:
+// told once, writes refused with an error that says no retry mends it,
+// points kept queued, the file moved aside at once (so that closing the
+// store cannot checkpoint its log into it); the next Open starts anew.
+func TestDamagedDatabaseIsToldAndMovedAside(t *testing.T) {
+	for _, how := range []string{"truncated", "overwritten", "shortened"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := Options{FlushEvery: time.Hour, CheckEvery: 10 * time.Millisecond}
+			events := healthEvents(&opts)
+			s, err := Open(dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			id, err := s.CreateRun(ctx, &trainer.Run{Job: "j", State: trainer.StateRunning, StartedAt: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.AddPoints(id, points(0, 5000))
+			if err := s.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Pages in the file itself, not only in the write-ahead log.
+			if _, err := s.w.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, DBName)
+			switch how {
+			case "truncated":
+				s.AddPoints(id, points(5000, 10)) // the log holds something again
+				if err := s.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+				err = os.Truncate(path, 0)
+			case "overwritten":
+				err = os.WriteFile(path, []byte(strings.Repeat("not a database, ", 10)), 0o644)
+			case "shortened":
+				var fi os.FileInfo
+				if fi, err = os.Stat(path); err == nil {
+					err = os.Truncate(path, fi.Size()/2)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := awaitEvent(t, events, HealthDamaged)
+			aside, _ := filepath.Glob(path + ".damaged-*")
+			if len(aside) == 0 || e.Err == nil || !strings.Contains(e.Err.Error(), aside[0]) {
+				t.Errorf("moved aside to %v, told %v", aside, e.Err)
+			}
+			if _, err := s.CreateRun(ctx, &trainer.Run{Job: "j", State: trainer.StateRunning, StartedAt: time.Now()}); !errors.Is(err, ErrDamaged) || !errors.Is(err, trainer.ErrUnrecorded) {
+				t.Errorf("CreateRun: got %v, want ErrDamaged (trainer.ErrUnrecorded)", err)
+			}
+			s.AddPoints(id, points(6000, 10))
+			if err := s.Flush(ctx); !errors.Is(err, ErrDamaged) {
+				t.Errorf("Flush: got %v, want ErrDamaged", err)
+			}
+			select {
+			case e := <-events:
+				t.Errorf("one more health event %s (%v), want none", e.Kind, e.Err)
+			case <-time.After(100 * time.Millisecond): // ten more checks
+			}
+			s.Close()
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("closing the damaged store left a %s: %v", DBName, err)
+			}
+			s2, err := Open(dir, Options{})
+			if err != nil {
+				t.Fatalf("open after the damage: %v", err)
+			}
+			defer s2.Close()
+			if id2, err := s2.CreateRun(ctx, &trainer.Run{ID: id, Job: "j", State: trainer.StateRunning, StartedAt: time.Now()}); err != nil || id2 != id {
+				t.Errorf("the new database: CreateRun got %d, %v", id2, err)
+			}
+		})
+	}
+}
+
+// A database file damaged while no trainbot ran: a command that only reads
+// is refused (it must not empty the history), the bot moves it aside.
+func TestDamagedDatabaseAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, DBName)
+	if err := os.WriteFile(path, []byte(strings.Repeat("not a database, ", 10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("open for reading: got %v, want ErrDamaged", err)
+	}
+	opts := Options{MoveAsideDamaged: true}
+	events := healthEvents(&opts)
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e := awaitEvent(t, events, HealthMovedAside)
+	aside, _ := filepath.Glob(path + ".damaged-*")
+	if len(aside) != 1 || !strings.Contains(e.Err.Error(), aside[0]) {
+		t.Errorf("moved aside to %v, told %v", aside, e.Err)
+	}
+	if _, err := s.CreateRun(context.Background(), &trainer.Run{Job: "j", State: trainer.StateRunning, StartedAt: time.Now()}); err != nil {
+		t.Errorf("the new database: %v", err)
 	}
 }

@@ -260,7 +260,8 @@ func (s *Store) RunningRuns(ctx context.Context) ([]*trainer.Run, error) {
 	return s.queryRuns(ctx, `SELECT `+runColumns+` FROM runs WHERE state = ? ORDER BY id`, string(trainer.StateRunning))
 }
 
-func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*trainer.Run, error) {
+func (s *Store) queryRuns(ctx context.Context, q string, args ...any) (runs []*trainer.Run, err error) {
+	defer func() { s.health.noteRead(err) }()
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,10 @@
 // A write that fails because the disk is full or failing is told to
 // Options.OnHealth once, and its recovery once; metric points wait in the
 // queue meanwhile. A database file deleted or replaced under the store is
-// noticed within CheckEvery, told, and no longer written (ErrReplaced).
+// noticed within CheckEvery, told, and no longer written (ErrReplaced); one
+// found damaged (SQLITE_CORRUPT, SQLITE_NOTADB, a truncated file) likewise
+// (ErrDamaged), and Open moves a damaged file aside and starts a new one
+// (HealthMovedAside): trainer restores the runs from their directories.
 package store
 
 import (
@@ -94,7 +97,8 @@ type Options struct {
 	// goroutine. It must not block long.
 	OnHealth func(HealthEvent)
 	// CheckEvery is how often the database file is compared with the one
-	// opened (also right after a failed write). Default 20 s.
+	// opened and its header looked at (also right after a failed write): a
+	// stat and a 100-byte read. Default 5 s.
 	CheckEvery time.Duration
 	// RecoverAfter is how long writes must go without a disk fault before
 	// a success counts as recovered (a small write may fit where a batch
@@ -117,6 +121,13 @@ type Options struct {
 	// one per step (thinOldNonFinite). For the long-lived bot: a short
 	// command would pay for the pass and interrupt it.
 	ThinEarlierRuns bool
+	// MoveAsideDamaged makes Open move a damaged database file aside
+	// (trainbot.db.damaged-TIME) and start a new one, told as
+	// HealthMovedAside: for the bot, whose supervisor then restores the
+	// runs from their directories. Without it Open refuses a damaged file
+	// (ErrDamaged), so that a command that only reads does not empty the
+	// history before the bot can rebuild it.
+	MoveAsideDamaged bool
 }
 
 // Open opens (creating if needed) the database in dir, migrates it and
@@ -132,7 +143,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		opts.MaxPending = 1_000_000
 	}
 	if opts.CheckEvery <= 0 {
-		opts.CheckEvery = 20 * time.Second
+		opts.CheckEvery = 5 * time.Second
 	}
 	if opts.RecoverAfter <= 0 {
 		opts.RecoverAfter = 10 * time.Second
@@ -144,14 +155,36 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	path := filepath.Join(dir, DBName)
-	w, err := sql.Open("sqlite", dsn(path, false))
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+	var movedAside []HealthEvent
+	damage, short := fileDamage(path)
+	if short {
+		// Another process's checkpoint may be growing the file: only a
+		// second look that agrees makes it damaged.
+		time.Sleep(250 * time.Millisecond)
+		damage, _ = fileDamage(path)
 	}
-	w.SetMaxOpenConns(1)
-	if err := migrate(w); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+	if damage != nil {
+		if !opts.MoveAsideDamaged {
+			return nil, fmt.Errorf("open store: %w: %v", ErrDamaged, damage)
+		}
+		ev, err := moveAside(path, damage)
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		movedAside = append(movedAside, ev)
+	}
+	w, err := openWriter(path)
+	if err != nil && damagedErr(err) && opts.MoveAsideDamaged {
+		// Damaged beyond its header: moved aside, and a new one.
+		ev, merr := moveAside(path, err)
+		if merr != nil {
+			return nil, fmt.Errorf("open store: %w", merr)
+		}
+		movedAside = append(movedAside, ev)
+		w, err = openWriter(path)
+	}
+	if err != nil {
+		return nil, err
 	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {
@@ -178,11 +211,45 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.wg.Add(1)
 		go s.pruner(ctx, min(30*time.Second, opts.PruneEvery), opts.PruneEvery)
 	}
+	if len(movedAside) > 0 {
+		h.mu.Lock()
+		h.events = append(h.events, movedAside...)
+		h.mu.Unlock()
+		h.kick <- struct{}{}
+	}
 	s.wg.Go(func() { h.watch(ctx, opts.CheckEvery) })
 	if _, done, err := s.Get(ctx, nonFiniteThinnedKey); err == nil && !done && opts.ThinEarlierRuns {
 		s.wg.Go(func() { s.thinOldNonFinite(ctx) })
 	}
 	return s, nil
+}
+
+// openWriter opens the write connection of the database at path and
+// migrates it.
+func openWriter(path string) (*sql.DB, error) {
+	w, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	if err := migrate(w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return w, nil
+}
+
+// moveAside renames a damaged database file (and its -wal and -shm) to
+// trainbot.db.damaged-TIME, so that a new one can start and the damaged
+// one is kept for whoever wants to look at it.
+func moveAside(path string, damage error) (HealthEvent, error) {
+	aside := path + ".damaged-" + time.Now().UTC().Format("20060102T150405Z")
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Rename(path+suffix, aside+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return HealthEvent{}, fmt.Errorf("move the damaged %s aside: %w", path+suffix, err)
+		}
+	}
+	return HealthEvent{Kind: HealthMovedAside, Dir: filepath.Dir(path), Err: fmt.Errorf("%v; moved aside to %s", damage, aside)}, nil
 }
 
 func dsn(path string, readOnly bool) string {

@@ -172,6 +172,18 @@ const (
 // and talks to the shim.
 func (a *active) observe() {
 	defer a.sup.wg.Done()
+	if a.quiet {
+		// Restored runs that had ended are read again two at a time: a
+		// database rebuilt from many run directories must not take the
+		// host's cores from the runs that go on.
+		select {
+		case a.sup.quietSlots <- struct{}{}:
+			defer func() { <-a.sup.quietSlots }()
+		case <-a.detach:
+			a.leave()
+			return
+		}
+	}
 	nice.LowerThread()
 	lt := &lineTimes{path: filepath.Join(a.runDir, shim.IndexFile)}
 	var tl *logTail
@@ -593,12 +605,21 @@ func (a *active) finish(end *runEnd) {
 	if err := a.sup.opts.Recorder.Flush(ctx); err != nil {
 		a.log.Error("flush metric points", "err", err)
 	}
+	// The run's directory has its end first: a database that takes no
+	// writes until trainbot restarts gets it from there.
+	if err := writeRunFile(a.runDir, a.snapshot()); err != nil && a.run.Runner != RunnerWatch {
+		a.log.Warn("write the run's record in its directory", "err", err)
+	}
 	// The end must be recorded, also on a disk that is full now: the run
 	// stays "running" in the store until it is, and a trainbot that comes
 	// back reads it again from the shim's state file.
 	for attempt := 0; ; attempt++ {
 		err := a.saveErr()
 		if err == nil {
+			break
+		}
+		if errors.Is(err, ErrUnrecorded) {
+			a.log.Error("the end of the run is not in the database; its directory has it, and the next trainbot records it", "err", err)
 			break
 		}
 		if attempt == 0 {
@@ -612,9 +633,6 @@ func (a *active) finish(end *runEnd) {
 		}
 	}
 	a.runner.done()
-	if err := writeRunFile(a.runDir, a.snapshot()); err != nil && a.run.Runner != RunnerWatch {
-		a.log.Warn("write the run's record in its directory", "err", err)
-	}
 	st2 := a.status()
 	if a.quiet {
 		a.unregister()

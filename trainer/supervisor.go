@@ -65,6 +65,11 @@ var (
 	ErrAmbiguous  = errors.New("several runs are active")
 	ErrClosed     = errors.New("supervisor is shutting down")
 	ErrBusy       = errors.New("a run is already active")
+	// ErrUnrecorded is wrapped by a Recorder's errors that no retry
+	// mends until trainbot restarts (its database was deleted, replaced
+	// or damaged): the run's directory keeps what would have been
+	// recorded (run.json, the log), and the next trainbot restores it.
+	ErrUnrecorded = errors.New("the history database takes no writes until trainbot restarts")
 )
 
 // BusyError is returned by Start when the job's lock is held.
@@ -272,7 +277,8 @@ type Supervisor struct {
 	minID atomic.Int64
 	// restored is the runs restored from their directories that had
 	// ended, until adopt has taken them (read again quietly).
-	restored map[int64]*Run
+	restored   map[int64]*Run
+	quietSlots chan struct{} // restored runs read again at once
 }
 
 // nextID is the lowest id the next run may take.
@@ -301,7 +307,7 @@ func New(ctx context.Context, opts Options) (*Supervisor, error) {
 		}
 		opts.ShimCommand = []string{exe, "shim"}
 	}
-	s := &Supervisor{opts: opts, active: map[string]*active{}, log: opts.Logger, stopWatch: make(chan struct{})}
+	s := &Supervisor{opts: opts, active: map[string]*active{}, log: opts.Logger, stopWatch: make(chan struct{}), quietSlots: make(chan struct{}, 2)}
 	if err := s.Reconfigure(opts.Jobs, opts.Alerts); err != nil {
 		return nil, err
 	}

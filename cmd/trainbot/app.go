@@ -101,7 +101,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 
 	health := &storeHealth{} // the disk full, trainbot.db replaced: told once the notifier exists
-	st, err := store.Open(cfg.DataDir, store.Options{Logger: logger, OnHealth: health.on, ThinEarlierRuns: true,
+	st, err := store.Open(cfg.DataDir, store.Options{Logger: logger, OnHealth: health.on, ThinEarlierRuns: true, MoveAsideDamaged: true,
 		KeepSamples: time.Duration(cfg.Store.KeepSamples), KeepAudit: time.Duration(cfg.Store.KeepAudit)})
 	if err != nil {
 		return errorf(e, "%v", err)

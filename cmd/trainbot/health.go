@@ -13,7 +13,7 @@ import (
 
 // storeHealth tells the chats what the store's health watcher saw: the disk
 // full (once, and once when writes succeed again), the database file
-// deleted or replaced. The store opens before the notifier exists: what it
+// deleted, replaced or damaged, a damaged one moved aside at the start. The store opens before the notifier exists: what it
 // sees until then waits for attach.
 type storeHealth struct {
 	mu    sync.Mutex
@@ -28,8 +28,8 @@ func (h *storeHealth) on(e store.HealthEvent) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch e.Kind {
-	case store.HealthFailing, store.HealthReplaced:
-		if h.down == nil || h.down.Kind != store.HealthReplaced { // replaced stays
+	case store.HealthFailing, store.HealthReplaced, store.HealthDamaged:
+		if h.down == nil || h.down.Kind == store.HealthFailing { // replaced or damaged stays
 			h.down = &e
 		}
 	case store.HealthRecovered:
@@ -74,6 +74,10 @@ func healthReply(e store.HealthEvent) func(i18n.Lang) chat.Reply {
 			text = l.T(i18n.DiskBack, e.Dir)
 		case store.HealthReplaced:
 			text = l.T(i18n.DBReplaced, store.DBName, e.Dir)
+		case store.HealthDamaged:
+			text = l.T(i18n.DBDamaged, store.DBName, e.Dir, e.Err)
+		case store.HealthMovedAside:
+			text = l.T(i18n.DBMovedAside, e.Dir, e.Err)
 		default:
 			text = l.T(i18n.DBOther, e.Dir, e.Kind)
 		}
@@ -91,6 +95,8 @@ func (h *storeHealth) up(ctx context.Context, st *store.Store) error {
 		switch down.Kind {
 		case store.HealthReplaced:
 			return fmt.Errorf("%s on %s was deleted or replaced: history is not being saved; restart trainbot", store.DBName, down.Dir)
+		case store.HealthDamaged:
+			return fmt.Errorf("%s on %s is damaged (%v): history is not being saved; restart trainbot (it starts a new database and rebuilds the history from the run directories)", store.DBName, down.Dir, down.Err)
 		default:
 			return fmt.Errorf("writes fail on %s (disk full or failing): %v", down.Dir, down.Err)
 		}
