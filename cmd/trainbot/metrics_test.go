@@ -4,9 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +18,7 @@ import (
 // 200.
 func TestMetricsDuringARun(t *testing.T) {
 	cfgPath, data := writeStepsJob(t, 200, 25*time.Millisecond)
-	b, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(b), "[[jobs]]", "[http]\nlisten = \"127.0.0.1:0\"\n[[jobs]]", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	withHTTP(t, cfgPath)
 	in, typed := io.Pipe()
 	defer typed.Close()
 	e, stdout, stderr := testEnv(t, in)
@@ -41,17 +32,7 @@ func TestMetricsDuringARun(t *testing.T) {
 	waitFor(t, stdout, 0, `run #1 started`)
 
 	// The terminal chat logs to DATA/trainbot.log: the port is there.
-	addr := ""
-	rx := regexp.MustCompile(`msg="http listening: /metrics, /healthz" .*addr=(127\.0\.0\.1:\d+)`)
-	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		b, _ := os.ReadFile(filepath.Join(data, "trainbot.log"))
-		if m := rx.FindSubmatch(b); m != nil {
-			addr = string(m[1])
-		}
-	}
-	if addr == "" {
-		t.Fatalf("no http address in the log; stderr:\n%s", stderr.String())
-	}
+	addr := httpAddr(t, data, 0)
 
 	// Scrape until the run has a loss and is past step 20 (it prints for ~5 s).
 	var body string

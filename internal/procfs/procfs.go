@@ -41,14 +41,9 @@ func ReadProcs() (*Procs, error) { return ReadProcsAt("/proc") }
 
 // ReadProcsAt reads a process table from another procfs root (tests).
 func ReadProcsAt(root string) (*Procs, error) {
-	d, err := os.Open(root)
+	names, err := readNames(root)
 	if err != nil {
-		return nil, fmt.Errorf("read processes: %w", err)
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return nil, fmt.Errorf("read processes: %w", err)
+		return nil, err
 	}
 	p := &Procs{root: root, m: make(map[int]Stat, len(names)), pageSize: int64(os.Getpagesize())}
 	var buf [1024]byte
@@ -74,6 +69,20 @@ func ReadProcsAt(root string) (*Procs, error) {
 		p.m[pid] = st
 	}
 	return p, nil
+}
+
+// readNames lists a procfs root (its pid directories and the rest).
+func readNames(root string) ([]string, error) {
+	d, err := os.Open(root)
+	if err != nil {
+		return nil, fmt.Errorf("read processes: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read processes: %w", err)
+	}
+	return names, nil
 }
 
 // readSmall reads a small file into buf with three system calls (the
@@ -450,14 +459,9 @@ func parseHWM(b []byte) (int64, bool) {
 func WithEnv(key, value string) ([]int, error) { return withEnv("/proc", key, value) }
 
 func withEnv(root, key, value string) ([]int, error) {
-	d, err := os.Open(root)
+	names, err := readNames(root)
 	if err != nil {
-		return nil, fmt.Errorf("read processes: %w", err)
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return nil, fmt.Errorf("read processes: %w", err)
+		return nil, err
 	}
 	want := []byte(key + "=" + value + "\x00")
 	buf := make([]byte, 256<<10) // the run's variables come last in its environment
