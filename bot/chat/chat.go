@@ -47,6 +47,13 @@ type Message struct {
 	Callback  bool   // Text came from a button press
 	Local     bool   // from the local terminal: the user is the operator
 	Group     bool   // a group chat
+	// Edited says the message is an edit of one sent before (Telegram's
+	// edited_message), not a new one: the command in it was read when it
+	// was first sent.
+	Edited bool
+	// Channel says the message is a post in a channel: nobody in
+	// particular sent it, and User names the channel (ID 0).
+	Channel bool
 	// Press, on a button press that the transport can answer on its own,
 	// with a note only the presser sees (Telegram's answerCallbackQuery
 	// toast, Feishu's card toast), is that answer; nil otherwise.
