@@ -19,6 +19,7 @@ import (
 //     to the chat.
 //   - Otherwise a refused sender is told at most once per chat per
 //     Options.RefusalEvery (10 minutes); the other attempts get no answer.
+//     The rule remembers in memory: a restart may tell a sender again.
 //   - A refusal goes on a lane of its own for the chat, never on the
 //     members' lane: no member's answer waits behind one. It is sent at
 //     once when that delays no one — the members' lane of the chat has
