@@ -6,6 +6,10 @@ var (
 		EN:  "Sorry, you are not allowed to use this bot.\nYour user id is %s: the owner can add it to [auth] %s or %s.",
 		Mix: "Sorry, you are not allowed to use this bot. 你没有权限。\nYour user id is %s: the owner can add it to [auth] %s or %s.",
 		ZH:  "抱歉，你没有权限使用这个机器人。\n你的用户 ID 是 %s：管理员可以把它加到 [auth] 的 %s 或 %s 里。"})
+	EditedNotRun = Def(Msg{Key: "router.edited_not_run",
+		EN:  "✏️ An edited message is not carried out, so an edit never starts a second run. To run %q, send it as a new message.",
+		Mix: "✏️ An edited message is not carried out (编辑过的消息不执行), so an edit never starts a second run. To run %q, send it as a new message.",
+		ZH:  "✏️ 编辑过的消息不会执行，以免一次编辑再启动一次训练。要执行“%s”，请把它作为新消息重新发送。"})
 	UnknownWord = Def(Msg{Key: "router.unknown_word",
 		EN:  "I don't know %q. Send /help for the commands.",
 		Mix: "I don't know %q. Send 帮助 (/help) for the commands.",

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -41,7 +42,51 @@ func (s *Store) Audit(ctx context.Context, e AuditEntry) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("audit: %w", err)
 	}
+	if !e.Allowed && s.maxRefused > 0 && s.refusedAdded.Add(1) >= s.refusedTrimEvery() {
+		if n, err := s.trimRefused(ctx); err != nil {
+			s.log.Warn("trim the audit's refused entries", "err", err)
+		} else if n > 0 {
+			s.log.Debug("audit: oldest refused entries removed", "entries", n, "kept", s.maxRefused)
+		}
+	}
 	return id, nil
+}
+
+// DefaultMaxRefused is how many refused entries the audit keeps at most
+// (Options.MaxRefused): a few MB.
+const DefaultMaxRefused = 100_000
+
+// refusedTrimEvery is how many refused entries are written between two
+// trims: a tenth of the bound, at most 1,000, so the audit holds at most
+// MaxRefused plus that many.
+func (s *Store) refusedTrimEvery() int64 { return max(1, min(1000, s.maxRefused/10)) }
+
+// trimRefused deletes the oldest refused audit entries past MaxRefused.
+func (s *Store) trimRefused(ctx context.Context) (int64, error) {
+	if s.maxRefused <= 0 {
+		return 0, nil
+	}
+	s.refusedAdded.Store(0)
+	var cut int64
+	err := s.r.QueryRowContext(ctx, `SELECT id FROM audit WHERE allowed = 0 ORDER BY id DESC LIMIT 1 OFFSET ?`, s.maxRefused).Scan(&cut)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("trim the audit: %w", err)
+	}
+	var total int64
+	for {
+		res, err := s.w.ExecContext(ctx, fmt.Sprintf(`DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE allowed = 0 AND id <= ? LIMIT %d)`, pruneBatch), cut)
+		if err != nil {
+			return total, fmt.Errorf("trim the audit: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		total += n
+		if n < pruneBatch {
+			return total, nil
+		}
+	}
 }
 
 // AuditRun records the run an audited command touched, once the command

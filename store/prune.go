@@ -14,13 +14,15 @@ const pruneBatch = 5000
 // Pruned counts the rows one Prune deleted.
 type Pruned struct {
 	DeviceSamples, RunMemory, Audit int64
+	// Refused counts the refused audit entries past MaxRefused.
+	Refused int64
 }
 
 // Prune deletes device samples and runs' memory samples older than
 // KeepSamples, and audit entries older than KeepAudit, before now (a keep
-// of 0 keeps everything). Runs, their metric points and their peak memory
-// are never pruned: a run's memory chart older than KeepSamples has only
-// its peaks.
+// of 0 keeps everything), and the oldest refused audit entries past
+// MaxRefused. Runs, their metric points and their peak memory are never
+// pruned: a run's memory chart older than KeepSamples has only its peaks.
 func (s *Store) Prune(ctx context.Context, now time.Time) (Pruned, error) {
 	var p Pruned
 	var err error
@@ -43,6 +45,9 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (Pruned, error) {
 		if p.Audit, err = s.pruneTable(ctx, "audit", "t", ms(now.Add(-s.keepAudit))); err != nil {
 			return p, err
 		}
+	}
+	if p.Refused, err = s.trimRefused(ctx); err != nil {
+		return p, err
 	}
 	return p, nil
 }
@@ -86,8 +91,8 @@ func (s *Store) pruner(ctx context.Context, first, every time.Duration) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.log.Warn("prune old samples", "err", err)
-		case p.DeviceSamples+p.RunMemory+p.Audit > 0:
-			s.log.Info("pruned old rows", "device_samples", p.DeviceSamples, "run_memory", p.RunMemory, "audit", p.Audit,
+		case p.DeviceSamples+p.RunMemory+p.Audit+p.Refused > 0:
+			s.log.Info("pruned old rows", "device_samples", p.DeviceSamples, "run_memory", p.RunMemory, "audit", p.Audit, "audit_refused", p.Refused,
 				"took", time.Since(start).Round(time.Millisecond))
 		}
 		t.Reset(every)

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +97,66 @@ func TestPrunerRunsInTheBackground(t *testing.T) {
 		}
 	}
 	t.Fatal("the old sample is still there")
+}
+
+// TestRefusedAuditIsBounded: a flood of refused commands keeps at most
+// MaxRefused of them (plus the few written since the last trim), the
+// newest, and pushes out nothing that was carried out.
+func TestRefusedAuditIsBounded(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{MaxRefused: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 540 {
+		e := AuditEntry{Transport: "telegram", Chat: -100, User: 999, Text: fmt.Sprint("/status ", i), Command: "status", Reason: "not an allowed user"}
+		if i%20 == 0 {
+			e = AuditEntry{Transport: "telegram", Chat: -100, User: 111, Text: fmt.Sprint("状态 ", i), Command: "status", Allowed: true}
+		}
+		if _, err := s.Audit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log, err := s.AuditLog(ctx, AuditFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var allowed, refused int
+	for _, e := range log {
+		if e.Allowed {
+			allowed++
+		} else {
+			refused++
+		}
+	}
+	if allowed != 27 {
+		t.Errorf("%d allowed entries left, want all 27", allowed)
+	}
+	if refused < 50 || refused > 50+int(s.refusedTrimEvery()) {
+		t.Errorf("%d refused entries left, want 50 to %d", refused, 50+s.refusedTrimEvery())
+	}
+	if log[0].Text != "/status 539" {
+		t.Errorf("the newest entry is %q, want the last written", log[0].Text)
+	}
+	// A prune trims to the bound exactly.
+	p, err := s.Prune(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(p.Refused) != refused-50 {
+		t.Errorf("the prune removed %d refused entries, want %d", p.Refused, refused-50)
+	}
+	var n int
+	if err := s.r.QueryRow(`SELECT count(*) FROM audit WHERE allowed = 0`).Scan(&n); err != nil || n != 50 {
+		t.Errorf("%d refused entries after the prune (%v), want 50", n, err)
+	}
+	// The bound's query reads the partial index, not the table.
+	var plan string
+	if err := s.r.QueryRow(`EXPLAIN QUERY PLAN SELECT id FROM audit WHERE allowed = 0 ORDER BY id DESC LIMIT 1 OFFSET 50`).Scan(new(int), new(int), new(int), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "audit_refused") {
+		t.Errorf("query plan %q does not use audit_refused", plan)
+	}
 }

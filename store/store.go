@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trainbot/trainbot/trainer"
@@ -55,6 +56,8 @@ type Store struct {
 	sampleBuckets int64
 
 	keepSamples, keepAudit time.Duration // Options.KeepSamples, KeepAudit
+	maxRefused             int64         // Options.MaxRefused
+	refusedAdded           atomic.Int64  // refused audit entries written since the last trim
 
 	pmu        sync.Mutex
 	pending    []pendingPoint
@@ -116,6 +119,14 @@ type Options struct {
 	// pass 30 s after Open.
 	KeepSamples, KeepAudit time.Duration
 	PruneEvery             time.Duration
+	// MaxRefused bounds the audit's refused entries (what was not carried
+	// out: strangers, viewers, unknown words, edits), so that a flood of
+	// them cannot grow the database without limit: past it the oldest
+	// refused entries go (checked every refusedTrimEvery of them and at
+	// each prune). The entries of what was carried out are kept by
+	// KeepAudit alone: a flood cannot push them out. Default
+	// DefaultMaxRefused; negative: no bound.
+	MaxRefused int
 	// ThinEarlierRuns thins, once per database and in the background, the
 	// NaN and ±Inf points that runs recorded by earlier versions stored
 	// one per step (thinOldNonFinite). For the long-lived bot: a short
@@ -150,6 +161,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.SampleBuckets <= 0 {
 		opts.SampleBuckets = trainer.MaxBuckets
+	}
+	if opts.MaxRefused == 0 {
+		opts.MaxRefused = DefaultMaxRefused
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -200,11 +214,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{w: writeDB{DB: w, h: h}, r: r, log: opts.Logger, health: h, maxPending: opts.MaxPending, runNames: map[[2]int64]bool{},
-		sampleBuckets: int64(opts.SampleBuckets), seq: time.Now().UnixNano(), keepSamples: opts.KeepSamples, keepAudit: opts.KeepAudit,
+		sampleBuckets: int64(opts.SampleBuckets), seq: time.Now().UnixNano(), keepSamples: opts.KeepSamples, keepAudit: opts.KeepAudit, maxRefused: int64(opts.MaxRefused),
 		kick: make(chan struct{}, 1), flushes: make(chan chan error), stopped: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)
 	go s.writer(ctx, opts.FlushEvery)
-	if opts.KeepSamples > 0 || opts.KeepAudit > 0 {
+	if opts.KeepSamples > 0 || opts.KeepAudit > 0 || opts.MaxRefused > 0 {
 		if opts.PruneEvery <= 0 {
 			opts.PruneEvery = time.Hour
 		}
@@ -475,6 +489,11 @@ CREATE TABLE queue (
 	// the sum of its processes' high-water marks, 'cgroup' memory.peak.
 	`
 ALTER TABLE runs ADD COLUMN peak_host_how TEXT NOT NULL DEFAULT '';
+`,
+	// 11: the audit's refused entries by age, so that keeping them within
+	// Options.MaxRefused reads no other row.
+	`
+CREATE INDEX audit_refused ON audit(id) WHERE allowed = 0;
 `,
 }
 

@@ -47,6 +47,27 @@ type Message struct {
 	Callback  bool   // Text came from a button press
 	Local     bool   // from the local terminal: the user is the operator
 	Group     bool   // a group chat
+	// Edited says the message is an edit of one sent before (Telegram's
+	// edited_message), not a new one: the command in it was read when it
+	// was first sent.
+	Edited bool
+	// Channel says the message is a post in a channel: nobody in
+	// particular sent it, and User names the channel (ID 0).
+	Channel bool
+	// Press, on a button press that the transport can answer on its own,
+	// with a note only the presser sees (Telegram's answerCallbackQuery
+	// toast, Feishu's card toast), is that answer; nil otherwise.
+	Press Press
+}
+
+// Press is a button press waiting for its answer. The transport answers it
+// with nothing once the message is handled, unless it was answered before.
+type Press interface {
+	// Answer shows text to the presser alone ("": nothing, the press is
+	// only acknowledged). A press has one answer: the call that gives it
+	// reports true; a later one, or one that comes too late for the
+	// service, reports false (text was not shown).
+	Answer(ctx context.Context, text string) bool
 }
 
 // ChatKey identifies the chat of a message.
@@ -104,6 +125,10 @@ const (
 	KindAlert                // a run alert: must be delivered
 	KindProgress             // a live progress update of a run: the newest replaces the older
 	KindNotice               // a run started or other news
+	// KindRefusal is the answer to someone who may not use the bot.
+	// Delivery sends it as bot/deliver's refusal rule says (seldom, and
+	// never ahead of or instead of the answers of those who may).
+	KindRefusal
 )
 
 // Reply is what the bot says.

@@ -210,12 +210,29 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 		return chat.Reply{Text: reply}
 	}
 	switch {
+	case m.Channel:
+		// Nobody in particular sent it: nobody to allow, nobody to tell.
+		refuse(ReasonChannel, "")
+		return chat.Reply{}
+	case m.Edited:
+		// The command was read when the message was first sent; an edit
+		// must not carry it out again (a second run). Members who meant
+		// the edit are told to send it anew; strangers are not told.
+		reply := refuse(ReasonEdited, l.T(i18n.EditedNotRun, render.Clip(text, 60)))
+		if role == RoleNone || p.Cmd == nil {
+			return chat.Reply{}
+		}
+		return reply
 	case role == RoleNone:
-		return refuse("not an allowed user", l.T(i18n.NotAllowed, m.User.Who(), authKey(m, "operators"), authKey(m, "viewers")))
+		// A refusal, which delivery sends by its refusal rule (seldom,
+		// never ahead of members' answers).
+		reply := refuse(ReasonStranger, l.T(i18n.NotAllowed, m.User.Who(), authKey(m, "operators"), authKey(m, "viewers")))
+		reply.Kind = chat.KindRefusal
+		return reply
 	case p.Cmd == nil:
-		return refuse("unknown command", l.T(i18n.UnknownWord, render.Clip(p.Word, 40))+readAs(l, p))
+		return refuse(ReasonUnknown, l.T(i18n.UnknownWord, render.Clip(p.Word, 40))+readAs(l, p))
 	case p.Cmd.Operator && role < RoleOperator:
-		return refuse("viewer", l.T(i18n.ViewerRefused, l.T(p.Cmd.Help), m.User.Who(), authKey(m, "operators")))
+		return refuse(ReasonViewer, l.T(i18n.ViewerRefused, l.T(p.Cmd.Help), m.User.Who(), authKey(m, "operators")))
 	}
 	entry.Allowed = true
 	// Recorded before it is carried out, so a command that never returns
@@ -232,6 +249,16 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 	}
 	return reply
 }
+
+// Why a message was not carried out, as the audit records it (its reason
+// column, trainbot audit's "reason").
+const (
+	ReasonStranger = "not an allowed user"
+	ReasonUnknown  = "unknown command"
+	ReasonViewer   = "viewer"
+	ReasonEdited   = "edited message"
+	ReasonChannel  = "channel post"
+)
 
 // readAs is the line a refusal ends with when what was read (p.Text,
 // Normalize) is not what was typed: "(read as: 开始 demo steps=200)", so

@@ -108,6 +108,54 @@ func TestStrangerIsRefusedAndAudited(t *testing.T) {
 	}
 	// Even help is refused: a stranger learns nothing but their id.
 	mustContain(t, e.say(stranger, "帮助"), "not allowed")
+	// Delivery decides how often a refusal goes out: the router marks it.
+	if r.Kind != chat.KindRefusal {
+		t.Errorf("a stranger's refusal is of kind %v, want KindRefusal", r.Kind)
+	}
+	if r := e.say(viewer, "开始"); r.Kind == chat.KindRefusal {
+		t.Error("a viewer's answer is a member's answer, not a stranger's refusal")
+	}
+}
+
+// TestEditsAndChannelPostsAreAuditedNotCarriedOut: an edited command is
+// recorded and not carried out (no second run); a member is told to send
+// it anew, a stranger is told nothing. A channel post has nobody to tell.
+func TestEditsAndChannelPostsAreAuditedNotCarriedOut(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	edit := func(user int64, text string) chat.Reply {
+		return e.r.Handle(ctx, chat.Message{Transport: "telegram", Chat: user, User: chat.User{ID: user, Name: "u"}, Text: text, Edited: true})
+	}
+	r := edit(operator, "开始 steps=5")
+	mustContain(t, r, "edited message is not carried out", `"开始 steps=5"`)
+	if len(e.runs()) != 0 {
+		t.Fatal("an edited 开始 started a run")
+	}
+	if r := edit(operator, "hello there"); !r.Empty() {
+		t.Errorf("an edit that is no command was answered: %q", r.Text)
+	}
+	if r := edit(stranger, "开始"); !r.Empty() {
+		t.Errorf("a stranger's edit was answered: %q", r.Text)
+	}
+	post := e.r.Handle(ctx, chat.Message{Transport: "telegram", Chat: -1001, User: chat.User{Name: "news"}, Text: "/train", Channel: true})
+	if !post.Empty() {
+		t.Errorf("a channel post was answered: %q", post.Text)
+	}
+	log, err := e.st.AuditLog(ctx, store.AuditFilter{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range log {
+		if a.Allowed {
+			t.Errorf("audit %+v: carried out", a)
+		}
+		got = append([]string{fmt.Sprintf("%d %s %s: %s", a.User, a.UserName, a.Command, a.Reason)}, got...)
+	}
+	want := []string{"100 u train: edited message", "100 u : edited message", "300 u train: edited message", "0 news train: channel post"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("audit:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 // 审计 reads the audit back to operators: who sent what, allowed or

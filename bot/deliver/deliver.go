@@ -17,6 +17,10 @@
 // holds back no later reply, and one that cannot be sent becomes one text
 // that says why and how to draw the chart on the host.
 //
+// A refusal (chat.KindRefusal, the answer to someone who may not use the
+// bot) follows the refusal rule (refusal.go): seldom, on a lane of its own,
+// and only when it delays none of the chat's members.
+//
 // When the outcome of an attempt cannot be recorded (the disk is full),
 // the lane still knows it in memory and does not send again; the record is
 // retried every RecordRetry. Only a restart before it lands sends the
@@ -46,6 +50,10 @@ type Envelope struct {
 	// NotBefore holds the envelope until then (quiet hours); it holds
 	// back none of the destination's other envelopes.
 	NotBefore time.Time
+	// Refused is, for a KindRefusal reply, who is refused (chat.User.Who):
+	// the refusal rule tells each sender no once per chat per
+	// RefusalEvery.
+	Refused string
 }
 
 // Options configure a Pipeline.
@@ -68,7 +76,11 @@ type Options struct {
 	// RecordRetry is the pause between tries of an outbox write that
 	// failed (default 2 s).
 	RecordRetry time.Duration
-	// Now is the clock of quiet hours (default time.Now).
+	// RefusalEvery is how often one refused sender is told no in a chat
+	// (default DefaultRefusalEvery, 10 minutes).
+	RefusalEvery time.Duration
+	// Now is the clock of quiet hours and of the refusal rule (default
+	// time.Now).
 	Now func() time.Time
 	// Languages is the language of each destination's transport, for what
 	// delivery itself says (charts that could not be sent).
@@ -90,10 +102,12 @@ type Pipeline struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // lane goroutines
 
-	mu    sync.Mutex // guards lanes, and closing against a lane's start
-	lanes map[chat.ChatKey]*lane
+	mu           sync.Mutex // guards lanes, refusalLanes, and closing against a lane's start
+	lanes        map[chat.ChatKey]*lane
+	refusalLanes map[chat.ChatKey]*lane // refusals, apart from the members' lanes
 
-	rec *recorder
+	refusals *refusalGate
+	rec      *recorder
 }
 
 // New returns a pipeline; Start begins delivery.
@@ -113,12 +127,15 @@ func New(opts Options) *Pipeline {
 	if opts.RecordRetry <= 0 {
 		opts.RecordRetry = 2 * time.Second
 	}
+	if opts.RefusalEvery <= 0 {
+		opts.RefusalEvery = DefaultRefusalEvery
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pipeline{opts: opts, log: opts.Logger.With("component", "deliver"), senders: map[string]chat.Sender{}, paces: map[string]*Pacer{},
-		ctx: ctx, cancel: cancel, lanes: map[chat.ChatKey]*lane{}}
+		ctx: ctx, cancel: cancel, lanes: map[chat.ChatKey]*lane{}, refusalLanes: map[chat.ChatKey]*lane{}, refusals: newRefusalGate(opts.RefusalEvery)}
 	for _, s := range opts.Senders {
 		p.addSender(s)
 	}
@@ -219,6 +236,11 @@ func (p *Pipeline) Post(e Envelope) {
 		p.log.Debug("no such transport; not sent", "to", e.To.String(), "key", e.Reply.Key)
 		return
 	}
+	if e.Reply.Kind == chat.KindRefusal {
+		// Quiet hours let it through, as any answer to what was just typed.
+		p.refuse(e)
+		return
+	}
 	p.smu.RLock()
 	q, ok := p.quiet[e.To]
 	p.smu.RUnlock()
@@ -244,7 +266,9 @@ func (p *Pipeline) Post(e Envelope) {
 
 // Answer returns what a receiver calls for each incoming message: the
 // handler's answer, posted as a durable envelope to the message's chat
-// (in a group, as a reply to the message).
+// (in a group, as a reply to the message). A refusal goes by the refusal
+// rule instead: to the press itself when the message is a press its
+// transport can answer (chat.Press), else to the chat, seldom.
 func (p *Pipeline) Answer(h chat.Handler) func(context.Context, chat.Message) {
 	return func(ctx context.Context, m chat.Message) {
 		r := h.Handle(ctx, m)
@@ -253,6 +277,10 @@ func (p *Pipeline) Answer(h chat.Handler) func(context.Context, chat.Message) {
 		}
 		if m.Group && r.ReplyTo == 0 {
 			r.ReplyTo = m.ID
+		}
+		if r.Kind == chat.KindRefusal {
+			p.answerRefusal(ctx, m, r)
+			return
 		}
 		p.Post(Envelope{To: m.ChatKey(), Reply: r, Durable: true})
 	}
@@ -311,6 +339,11 @@ func (p *Pipeline) post(it *item) {
 func (p *Pipeline) lane(to chat.ChatKey) *lane {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.laneLocked(to)
+}
+
+// laneLocked is lane, with p.mu held.
+func (p *Pipeline) laneLocked(to chat.ChatKey) *lane {
 	l := p.lanes[to]
 	if l == nil {
 		p.smu.RLock()
@@ -334,8 +367,11 @@ func (p *Pipeline) lane(to chat.ChatKey) *lane {
 func (p *Pipeline) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closing.Store(true)
-	lanes := make([]*lane, 0, len(p.lanes))
+	lanes := make([]*lane, 0, len(p.lanes)+len(p.refusalLanes))
 	for _, l := range p.lanes {
+		lanes = append(lanes, l)
+	}
+	for _, l := range p.refusalLanes {
 		lanes = append(lanes, l)
 	}
 	p.mu.Unlock()

@@ -2,6 +2,7 @@ package deliver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,6 +33,9 @@ type lane struct {
 	pace   *Pacer // the destination's own limits; nil when none
 	shared *Pacer // the sender's limits over all its destinations; nil when none
 	wake   chan struct{}
+	// refusal marks a refusal lane (refusal.go): its items are sent
+	// when there is room to spare, or not at all.
+	refusal bool
 	// uploaded gets the outcome of the upload in flight.
 	uploaded chan uploadResult
 
@@ -79,6 +83,11 @@ func (l *lane) add(it *item) {
 			l.p.log.Debug("duplicate; not sent again", "to", l.to.String(), "key", key)
 			return
 		}
+	}
+	if l.refusal && len(*q) >= maxRefusalQueue {
+		l.p.log.Debug("refusal not sent: too many waiting", "to", l.to.String(), "user", it.env.Refused)
+		l.p.refusals.forget(l.to, it.env.Refused)
+		return
 	}
 	*q = append(*q, it)
 	if !l.running {
@@ -204,12 +213,18 @@ func (l *lane) run(ctx context.Context) {
 }
 
 // attempt makes one attempt at an item, within the destination's and the
-// sender's pace.
+// sender's pace; on a refusal lane, only when there is room to spare.
 func (l *lane) attempt(ctx context.Context, it *item) error {
-	for _, p := range []*Pacer{l.pace, l.shared} {
-		if p != nil {
-			if err := p.Wait(ctx); err != nil {
-				return err
+	if l.refusal {
+		if !l.roomForRefusal() {
+			return errNoRoom
+		}
+	} else {
+		for _, p := range []*Pacer{l.pace, l.shared} {
+			if p != nil {
+				if err := p.Wait(ctx); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -250,10 +265,19 @@ func (l *lane) settle(ctx context.Context, it *item, err error) {
 		return
 	}
 	it.attempts++
+	if errors.Is(err, errNoRoom) {
+		l.remove(it, false)
+		l.p.refusals.forget(l.to, it.env.Refused)
+		log.Debug("refusal not sent: it would delay the chat's members", "user", it.env.Refused)
+		return
+	}
 	v := l.p.opts.Policy.Decide(it.attempts, it.env.Durable, it.chart, err)
 	reason := chat.ReasonOf(err)
 	if v.GiveUp {
 		l.remove(it, false)
+		if l.refusal {
+			l.p.refusals.forget(l.to, it.env.Refused)
+		}
 		if v.Permanent {
 			log.Error("refused for good; not tried again", "attempts", it.attempts, "err", err)
 		} else {

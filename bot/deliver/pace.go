@@ -76,3 +76,35 @@ func (p *Pacer) delay(now time.Time) time.Duration {
 	}
 	return d
 }
+
+// Spare reports whether one more send now leaves every window at most half
+// full (a window of N allows max(N/2, 1)): room that a send which must
+// delay no other (a refusal) may take. It counts nothing and never waits.
+func (p *Pacer) Spare() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	for _, w := range p.windows {
+		if w.N <= 0 {
+			continue
+		}
+		in := 0
+		for i := len(p.sent) - 1; i >= 0 && now.Sub(p.sent[i]) < w.Per; i-- {
+			in++
+		}
+		if in+1 > max(w.N/2, 1) {
+			return false
+		}
+	}
+	return true
+}
+
+// Count counts a send made now without waiting (one Spare allowed).
+func (p *Pacer) Count() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent = append(p.sent, p.now())
+	if len(p.sent) > p.keep {
+		p.sent = append(p.sent[:0], p.sent[len(p.sent)-p.keep:]...)
+	}
+}

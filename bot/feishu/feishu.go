@@ -15,7 +15,12 @@
 // endpoint, dial, ping every PingInterval the server sets, ack each event
 // at once with the dispatcher's answer, hand the message on
 // (inbound.Queue), drop an id already handled (inbound.Seen, kept in the
-// store), reconnect with a capped backoff, and stop with ctx.
+// store), reconnect with a capped backoff, and stop with ctx. A card
+// click's ack carries its toast, which only the clicker sees: it waits,
+// off the reader, for the click's message to be handled (at most
+// clickWait, within Feishu's 3 s), so that a stranger's click is answered
+// with the refusal there (chat.Press) instead of in the chat; a member's
+// shows the command.
 //
 // As a chat.Sender each Send is one attempt: text as text messages (split
 // under Feishu's 150 KB), a reply with buttons as an interactive card whose
@@ -182,9 +187,7 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 	}
 	t.mu.Unlock()
 	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff,
-		Stable: time.Minute, Grace: t.opts.HandleGrace}.Run(ctx, deliver, func(ctx context.Context, hand func(chat.Message)) error {
-		return t.session(ctx, t.dispatcher(ctx, hand))
-	})
+		Stable: time.Minute, Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
 }
 
 // endpoint asks for the long connection's URL and the ping interval.
@@ -233,8 +236,11 @@ func (t *Transport) endpoint(ctx context.Context) (string, time.Duration, error)
 	return er.Data.Url, ping, nil
 }
 
-// session opens a connection and reads it until it ends.
-func (t *Transport) session(ctx context.Context, d *dispatcher.EventDispatcher) error {
+// session opens a connection and reads it until it ends; messages go to
+// hand.
+func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error {
+	var clicked *click // set by the dispatcher's click handler, on this goroutine
+	d := t.dispatcher(ctx, hand, func(c *click) { clicked = c })
 	u, ping, err := t.endpoint(ctx)
 	if err != nil {
 		return err
@@ -330,18 +336,32 @@ func (t *Transport) session(ctx context.Context, d *dispatcher.EventDispatcher) 
 			}
 		}
 		began := time.Now()
-		res := larkws.NewResponseByCode(http.StatusOK)
-		rsp, err := d.Do(ctx, payload) // our handlers only queue: it returns at once
-		if err != nil {
-			t.log.Warn("event not handled", "err", err)
-			res = larkws.NewResponseByCode(http.StatusInternalServerError)
-		} else if rsp != nil {
-			res.Data, _ = json.Marshal(rsp)
+		ack := func(rsp any, err error) error {
+			res := larkws.NewResponseByCode(http.StatusOK)
+			if err != nil {
+				t.log.Warn("event not handled", "err", err)
+				res = larkws.NewResponseByCode(http.StatusInternalServerError)
+			} else if rsp != nil {
+				res.Data, _ = json.Marshal(rsp)
+			}
+			hs.Add(larkws.HeaderBizRt, strconv.FormatInt(time.Since(began).Milliseconds(), 10))
+			f.Headers = hs
+			f.Payload, _ = json.Marshal(res)
+			return write(&f)
 		}
-		hs.Add(larkws.HeaderBizRt, strconv.FormatInt(time.Since(began).Milliseconds(), 10))
-		f.Headers = hs
-		f.Payload, _ = json.Marshal(res)
-		if err := write(&f); err != nil {
+		clicked = nil
+		rsp, err := d.Do(ctx, payload) // our handlers only queue: it returns at once
+		if c := clicked; c != nil && err == nil {
+			// The toast waits for the click's message to be handled; the
+			// reader goes on.
+			wg.Go(func() {
+				if err := ack(c.response(done)); err != nil {
+					t.log.Debug("click not acked", "err", err)
+				}
+			})
+			continue
+		}
+		if err := ack(rsp, err); err != nil {
 			return fmt.Errorf("feishu: ack: %w", err)
 		}
 	}
@@ -381,15 +401,19 @@ func combine(m map[string]*split, id string, sum, seq int, part []byte) []byte {
 	return whole
 }
 
-// dispatcher turns events into messages for hand.
-func (t *Transport) dispatcher(ctx context.Context, hand func(chat.Message)) *dispatcher.EventDispatcher {
+// dispatcher turns events into messages for hand; a card click handed on
+// goes to clicked too, for its ack.
+func (t *Transport) dispatcher(ctx context.Context, hand func(chat.Message), clicked func(*click)) *dispatcher.EventDispatcher {
 	return dispatcher.NewEventDispatcher("", "").
 		OnP2MessageReceiveV1(func(_ context.Context, e *larkim.P2MessageReceiveV1) error {
 			t.onMessage(ctx, e, hand)
 			return nil
 		}).
 		OnP2CardActionTrigger(func(_ context.Context, e *callback.CardActionTriggerEvent) (*callback.CardActionTriggerResponse, error) {
-			return t.onClick(ctx, e, hand), nil
+			if c := t.onClick(ctx, e, hand); c != nil {
+				clicked(c)
+			}
+			return nil, nil
 		})
 }
 
@@ -431,8 +455,8 @@ func (t *Transport) onMessage(ctx context.Context, e *larkim.P2MessageReceiveV1,
 }
 
 // onClick turns a card button's click into the message of its command,
-// and answers with a toast.
-func (t *Transport) onClick(ctx context.Context, e *callback.CardActionTriggerEvent, hand func(chat.Message)) *callback.CardActionTriggerResponse {
+// and returns the click, whose toast is its ack's answer (nil: none).
+func (t *Transport) onClick(ctx context.Context, e *callback.CardActionTriggerEvent, hand func(chat.Message)) *click {
 	if e.Event == nil || e.Event.Operator == nil || e.Event.Action == nil || e.Event.Context == nil {
 		return nil
 	}
@@ -449,9 +473,59 @@ func (t *Transport) onClick(ctx context.Context, e *callback.CardActionTriggerEv
 		t.log.Error("chat id", "err", err)
 		return nil
 	}
-	hand(chat.Message{Transport: Name, Chat: n, Text: cmd, Callback: true,
+	c := &click{cmd: cmd, answered: make(chan struct{})}
+	hand(chat.Message{Transport: Name, Chat: n, Text: cmd, Callback: true, Press: c,
 		User: chat.User{ID: inbound.Number(openID), Ref: openID, Name: openID}})
-	return &callback.CardActionTriggerResponse{Toast: &callback.Toast{Type: "info", Content: cmd}}
+	return c
+}
+
+// clickWait is how long a click's ack waits for its message to be handled
+// (Feishu pushes a click again after 3 s without an ack).
+const clickWait = 2 * time.Second
+
+// click is a card click waiting for its toast (chat.Press).
+type click struct {
+	cmd      string
+	answered chan struct{} // closed by the answer
+
+	mu   sync.Mutex
+	done bool // answered, or too late
+	text string
+}
+
+var _ chat.Press = (*click)(nil)
+
+// Answer sets the click's toast ("": the command), if the ack has not gone
+// without it.
+func (c *click) Answer(_ context.Context, text string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return false
+	}
+	c.done, c.text = true, text
+	close(c.answered)
+	return true
+}
+
+// response is the ack's answer: a toast with the click's answer, or with
+// its command when none came within clickWait (or the connection ended).
+func (c *click) response(done <-chan struct{}) (*callback.CardActionTriggerResponse, error) {
+	timer := time.NewTimer(clickWait)
+	defer timer.Stop()
+	select {
+	case <-c.answered:
+	case <-timer.C:
+	case <-done:
+	}
+	c.mu.Lock()
+	c.done = true
+	text := c.text
+	c.mu.Unlock()
+	if text == "" {
+		text = c.cmd
+	}
+	return &callback.CardActionTriggerResponse{Toast: &callback.Toast{Type: "info", Content: text}}, nil
 }
 
 // stripMentions removes "@_user_1" placeholders of mentions.

@@ -315,3 +315,56 @@ func TestLatency(t *testing.T) {
 	p50, p99 := chattest.Latency(t, 40, func(i int) { f.Say(operator, opChat, fmt.Sprintf("om_lat%d", i), "帮助", false) }, func(i int) bool { return count(f, opChat, "开始") >= i+1 })
 	t.Logf("message to reply: p50 %s, p99 %s (40 messages)", p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
 }
+
+// toast reads the toast of a click's ack ("" without one).
+func toast(t *testing.T, ack []byte) string {
+	t.Helper()
+	var res struct {
+		Code int
+		Data []byte // the handler's answer, as JSON
+	}
+	if err := json.Unmarshal(ack, &res); err != nil || res.Code != 200 {
+		t.Fatalf("the click was not acked with code 200: %q (%v)", ack, err)
+	}
+	var rsp struct {
+		Toast struct{ Type, Content string }
+	}
+	if err := json.Unmarshal(res.Data, &rsp); err != nil {
+		t.Fatalf("the ack's answer %q: %v", res.Data, err)
+	}
+	return rsp.Toast.Content
+}
+
+// TestStrangersClickIsRefusedInItsToast: a stranger's clicks on a card in
+// a group are answered with the refusal in the click's toast, which only
+// they see; the group gets no refusal for them. A member's click shows its
+// command.
+func TestStrangersClickIsRefusedInItsToast(t *testing.T) {
+	f := newFake(t)
+	s := newStack(t, f, chattest.Options{Access: access})
+	const group = "oc_group_team"
+	for i := range 5 {
+		f.Click(stranger, group, fmt.Sprint("ev_s", i), "停止 1")
+	}
+	for i := range 5 {
+		id := fmt.Sprint("frame-ev_s", i)
+		if !chattest.Await(func() bool { return f.Ack(id) != nil }) {
+			t.Fatalf("click %d was not acked", i)
+		}
+		if got := toast(t, f.Ack(id)); !strings.Contains(got, "not allowed") || !strings.Contains(got, stranger) {
+			t.Errorf("click %d's toast is %q, want the refusal", i, got)
+		}
+	}
+	f.Click(operator, group, "ev_op", "状态")
+	if !chattest.Await(func() bool { return f.Ack("frame-ev_op") != nil }) {
+		t.Fatal("the operator's click was not acked")
+	}
+	if got := toast(t, f.Ack("frame-ev_op")); got != "状态" {
+		t.Errorf("the operator's click's toast is %q, want its command", got)
+	}
+	await(t, f, group, "No run yet")
+	s.Close(t)
+	if n := count(f, group, "not allowed"); n != 0 {
+		t.Errorf("the group got %d refusals for the clicks", n)
+	}
+}

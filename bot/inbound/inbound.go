@@ -264,6 +264,8 @@ type Loop struct {
 // which Run returns. session gets hand, which queues a message for
 // deliver (one chat at a time, in order) and returns at once, so the
 // connection's reader can acknowledge without waiting for the answer. A
+// press (chat.Message.Press) is answered with nothing once delivered,
+// unless the handling answered it. A
 // chat.RetryAfter error's wait is kept when it is longer than the backoff.
 func (l Loop) Run(ctx context.Context, deliver func(context.Context, chat.Message), session func(ctx context.Context, hand func(chat.Message)) error) error {
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -280,7 +282,14 @@ func (l Loop) Run(ctx context.Context, deliver func(context.Context, chat.Messag
 			<-finished
 		}
 	}()
-	hand := func(m chat.Message) { q.Add(m.Chat, func() { deliver(hctx, m) }) }
+	hand := func(m chat.Message) {
+		q.Add(m.Chat, func() {
+			if m.Press != nil {
+				defer m.Press.Answer(hctx, "") // unless the handling answered it
+			}
+			deliver(hctx, m)
+		})
+	}
 	failures := 0
 	for {
 		began := time.Now()

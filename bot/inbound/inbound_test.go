@@ -2,9 +2,13 @@ package inbound_test
 
 import (
 	"context"
+	"log/slog"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/inbound"
 )
 
@@ -95,5 +99,72 @@ func TestQueueKeepsOrderPerChat(t *testing.T) {
 				t.Fatalf("chat %d: out of order: %v", chat, list)
 			}
 		}
+	}
+}
+
+// press is a chat.Press that records its answers.
+type press struct {
+	mu   sync.Mutex
+	got  []string
+	done bool
+}
+
+func (p *press) Answer(_ context.Context, text string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.got = append(p.got, text)
+	if p.done {
+		return false
+	}
+	p.done = true
+	return true
+}
+
+func (p *press) answers() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.got)
+}
+
+// TestLoopAnswersAPressOnceHandled: a press the handling did not answer
+// is answered with nothing after it; one it answered is left as it was.
+func TestLoopAnswersAPressOnceHandled(t *testing.T) {
+	quiet, refused := &press{}, &press{}
+	ctx, cancel := context.WithCancel(context.Background())
+	handled := make(chan struct{}, 2)
+	deliver := func(ctx context.Context, m chat.Message) {
+		if m.Text == "refused" {
+			m.Press.Answer(ctx, "not allowed")
+		}
+		handled <- struct{}{}
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- inbound.Loop{Log: slog.New(slog.DiscardHandler), MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Grace: time.Second}.Run(ctx, deliver,
+			func(ctx context.Context, hand func(chat.Message)) error {
+				hand(chat.Message{Chat: 1, Text: "状态", Press: quiet})
+				hand(chat.Message{Chat: 2, Text: "refused", Press: refused})
+				<-ctx.Done()
+				return nil
+			})
+	}()
+	for range 2 {
+		select {
+		case <-handled:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the presses were not handled")
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if got := quiet.answers(); !slices.Equal(got, []string{""}) {
+		t.Errorf("the unanswered press got %q, want one empty answer", got)
+	}
+	if got := refused.answers(); len(got) == 0 || got[0] != "not allowed" {
+		t.Errorf("the refused press got %q", got)
 	}
 }

@@ -10,7 +10,13 @@
 // across a restart.
 //
 // As a chat.Receiver, it turns messages and button presses into
-// chat.Messages, one chat at a time in order. As a chat.Sender, each Send
+// chat.Messages, one chat at a time in order. A press is answered
+// (answerCallbackQuery) once its message is handled, off the chat's path:
+// with the refusal as a toast only the presser sees when bot/deliver's
+// refusal rule says so (chat.Press), else with nothing. An edited message
+// and a channel post addressed to the bot are handed on marked as such
+// (chat.Message Edited, Channel) for the router to audit; it carries
+// neither out. As a chat.Sender, each Send
 // is one attempt: text split at Telegram's limit and escaped for HTML,
 // with inline buttons; charts as photos (several as one album), uploaded
 // on the pipeline's side path (chat.ChartUploader); a run's live progress
@@ -94,6 +100,8 @@ type Transport struct {
 	log  *slog.Logger
 	api  *api
 
+	presses chan pressAnswer // answers of button presses, for pressWorkers
+
 	mu            sync.Mutex
 	self          tgbotapi.User
 	seenChats     map[int64]bool      // chats logged since the start
@@ -162,6 +170,7 @@ func New(opts Options) (*Transport, error) {
 		log:      opts.Logger.With("transport", Name),
 		api:      newAPI(opts.Token, opts.APIEndpoint, opts.HTTPClient),
 		progress: map[progressKey]int{},
+		presses:  make(chan pressAnswer, maxPressesWaiting),
 	}, nil
 }
 
@@ -206,6 +215,7 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
+	answered := t.answerPresses(hctx)
 	q := inbound.NewQueue(t.log)
 	d := func(u tgbotapi.Update) { q.Add(chatOf(u), func() { t.handleUpdate(hctx, deliver, u) }) }
 
@@ -222,6 +232,7 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 		hcancel()
 		<-finished
 	}
+	answered()
 	t.confirm(ctx, offset)
 	return err
 }
@@ -279,7 +290,8 @@ func CommandDescription(l i18n.Lang, c chat.Command) string {
 	return fmt.Sprintf("%s（也可发“%s”）", c.HelpZH, c.Chinese)
 }
 
-var allowedUpdates = []string{tgbotapi.UpdateTypeMessage, tgbotapi.UpdateTypeEditedMessage, tgbotapi.UpdateTypeCallbackQuery}
+var allowedUpdates = []string{tgbotapi.UpdateTypeMessage, tgbotapi.UpdateTypeEditedMessage, tgbotapi.UpdateTypeCallbackQuery,
+	tgbotapi.UpdateTypeChannelPost, tgbotapi.UpdateTypeEditedChannelPost}
 
 // poll long-polls getUpdates until ctx ends and returns the next offset.
 // The offset is stored before the updates are handed on (d queues them).
@@ -441,6 +453,10 @@ func chatOf(u tgbotapi.Update) int64 {
 		return u.Message.Chat.ID
 	case u.EditedMessage != nil && u.EditedMessage.Chat != nil:
 		return u.EditedMessage.Chat.ID
+	case u.ChannelPost != nil && u.ChannelPost.Chat != nil:
+		return u.ChannelPost.Chat.ID
+	case u.EditedChannelPost != nil && u.EditedChannelPost.Chat != nil:
+		return u.EditedChannelPost.Chat.ID
 	}
 	return 0
 }
@@ -456,16 +472,26 @@ func (t *Transport) handleUpdate(ctx context.Context, deliver func(context.Conte
 	case u.CallbackQuery != nil:
 		t.handleCallback(ctx, deliver, u.CallbackQuery)
 	case u.Message != nil:
-		t.handleMessage(ctx, deliver, u.Message)
+		t.handleMessage(ctx, deliver, u.Message, false)
 	case u.EditedMessage != nil:
-		t.log.Debug("edited message ignored", "update", u.UpdateID)
+		t.handleMessage(ctx, deliver, u.EditedMessage, true)
+	case u.ChannelPost != nil:
+		t.handlePost(ctx, deliver, u.ChannelPost, false)
+	case u.EditedChannelPost != nil:
+		t.handlePost(ctx, deliver, u.EditedChannelPost, true)
 	default:
 		t.log.Debug("update ignored", "update", u.UpdateID)
 	}
 }
 
-func (t *Transport) handleMessage(ctx context.Context, deliver func(context.Context, chat.Message), m *tgbotapi.Message) {
-	if m.From == nil || m.Chat == nil || m.Chat.IsChannel() {
+// handleMessage delivers a message (edited: an edit of one sent before)
+// when it is meant for this bot.
+func (t *Transport) handleMessage(ctx context.Context, deliver func(context.Context, chat.Message), m *tgbotapi.Message, edited bool) {
+	if m.Chat != nil && m.Chat.IsChannel() {
+		t.handlePost(ctx, deliver, m, edited)
+		return
+	}
+	if m.From == nil || m.Chat == nil {
 		return
 	}
 	if strings.TrimSpace(m.Text) == "" {
@@ -479,7 +505,29 @@ func (t *Transport) handleMessage(ctx context.Context, deliver func(context.Cont
 		return
 	}
 	t.noteChat(m.Chat, m.From)
-	deliver(ctx, chat.Message{Transport: Name, Chat: m.Chat.ID, ID: int64(m.MessageID), User: user(m.From), Text: text, Group: group})
+	deliver(ctx, chat.Message{Transport: Name, Chat: m.Chat.ID, ID: int64(m.MessageID), User: user(m.From), Text: text, Group: group, Edited: edited})
+}
+
+// handlePost delivers a channel post meant for this bot (a command, or one
+// that mentions it). Nobody in particular sent it: the message's user is
+// the channel, by its title (and the author's signature, when the channel
+// signs posts), with no id.
+func (t *Transport) handlePost(ctx context.Context, deliver func(context.Context, chat.Message), m *tgbotapi.Message, edited bool) {
+	if m.Chat == nil || strings.TrimSpace(m.Text) == "" {
+		return
+	}
+	text, ok := t.addressed(m, true)
+	if !ok {
+		return
+	}
+	name := m.Chat.Title
+	if name == "" && m.Chat.UserName != "" {
+		name = "@" + m.Chat.UserName
+	}
+	if m.AuthorSignature != "" {
+		name += " (" + m.AuthorSignature + ")"
+	}
+	deliver(ctx, chat.Message{Transport: Name, Chat: m.Chat.ID, ID: int64(m.MessageID), User: chat.User{Name: name}, Text: text, Channel: true, Edited: edited})
 }
 
 // addressed returns the text of a message meant for this bot. A command
@@ -515,12 +563,12 @@ func (t *Transport) addressed(m *tgbotapi.Message, group bool) (string, bool) {
 	return "", false
 }
 
-// handleCallback answers a button press at once (so the button stops
-// spinning; one attempt), then delivers the button's data as a message.
+// handleCallback delivers the button's data as a message, and then
+// answers the press (so the button stops spinning), unless the handler's
+// answer did (a refusal, shown as a toast).
 func (t *Transport) handleCallback(ctx context.Context, deliver func(context.Context, chat.Message), q *tgbotapi.CallbackQuery) {
-	if _, err := t.api.request(ctx, "answerCallbackQuery", tgbotapi.NewCallback(q.ID, "")); err != nil {
-		t.log.Debug("callback not answered", "err", err)
-	}
+	p := &press{t: t, id: q.ID}
+	defer p.Answer(ctx, "")
 	if q.From == nil || strings.TrimSpace(q.Data) == "" {
 		return
 	}
@@ -529,7 +577,7 @@ func (t *Transport) handleCallback(ctx context.Context, deliver func(context.Con
 		id = q.Message.Chat.ID
 		group = q.Message.Chat.IsGroup() || q.Message.Chat.IsSuperGroup()
 	}
-	deliver(ctx, chat.Message{Transport: Name, Chat: id, User: user(q.From), Text: q.Data, Callback: true, Group: group})
+	deliver(ctx, chat.Message{Transport: Name, Chat: id, User: user(q.From), Text: q.Data, Callback: true, Group: group, Press: p})
 }
 
 // noteChat logs the first message of each chat since the start, with the

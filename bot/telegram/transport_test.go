@@ -370,26 +370,53 @@ func TestGroupAddressing(t *testing.T) {
 	}
 }
 
+// TestIgnoredUpdatesNeverCrash: what has no text or no sender is not
+// handed on; an edit and a channel post are, marked as such (the router
+// audits them and carries neither out).
 func TestIgnoredUpdatesNeverCrash(t *testing.T) {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	var logs logBuffer
-	rec := &recorder{reply: func(m chat.Message) chat.Reply { return chat.Reply{Text: "ok"} }}
+	rec := &recorder{reply: func(m chat.Message) chat.Reply {
+		if m.Edited || m.Channel {
+			return chat.Reply{}
+		}
+		return chat.Reply{Text: "ok"}
+	}}
 	start(t, testOptions(fake, &logs), rec)
 	from := telegramtest.User(9)
-	chat := &tgbotapi.Chat{ID: 9, Type: "private"}
-	fake.Push(tgbotapi.Update{Message: &tgbotapi.Message{MessageID: 1, From: from, Chat: chat, Sticker: &tgbotapi.Sticker{FileID: "s"}}})
-	fake.Push(tgbotapi.Update{Message: &tgbotapi.Message{MessageID: 2, From: from, Chat: chat, Photo: []tgbotapi.PhotoSize{{FileID: "p"}}, Caption: "开始"}})
-	fake.Push(tgbotapi.Update{EditedMessage: &tgbotapi.Message{MessageID: 3, From: from, Chat: chat, Text: "开始"}})
-	fake.Push(tgbotapi.Update{Message: &tgbotapi.Message{MessageID: 4, Chat: chat, Text: "no sender"}})
+	dm := &tgbotapi.Chat{ID: 9, Type: "private"}
+	fake.Push(tgbotapi.Update{Message: &tgbotapi.Message{MessageID: 1, From: from, Chat: dm, Sticker: &tgbotapi.Sticker{FileID: "s"}}})
+	fake.Push(tgbotapi.Update{Message: &tgbotapi.Message{MessageID: 2, From: from, Chat: dm, Photo: []tgbotapi.PhotoSize{{FileID: "p"}}, Caption: "开始"}})
+	fake.Push(tgbotapi.Update{EditedMessage: &tgbotapi.Message{MessageID: 3, From: from, Chat: dm, Text: "开始"}})
+	fake.Push(tgbotapi.Update{Message: &tgbotapi.Message{MessageID: 4, Chat: dm, Text: "no sender"}})
 	fake.Push(tgbotapi.Update{ChannelPost: &tgbotapi.Message{MessageID: 5, Chat: &tgbotapi.Chat{ID: -5, Type: "channel"}, Text: "开始"}})
 	fake.Push(tgbotapi.Update{})
 	fake.UserSays(9, strings.Repeat("长", 10000))
 	fake.UserSays(9, "帮助")
 	awaitMessages(t, fake, 9, 2)
-	got := rec.messages()
-	if len(got) != 2 || got[1].Text != "帮助" {
-		t.Fatalf("handler got %d messages, want the two text ones", len(got))
+	var got []chat.Message
+	if !fake.Await(wait, func() bool { got = rec.messages(); return len(got) >= 4 }) {
+		t.Fatalf("handler got %d messages, want 4", len(got))
+	}
+	var edits, posts, texts int
+	var last string // of chat 9, the other (the channel) is handled beside it
+	for _, m := range got {
+		switch {
+		case m.Edited && m.Chat == 9 && m.Text == "开始":
+			edits++
+		case m.Channel && m.Chat == -5 && m.User.ID == 0 && m.Text == "开始":
+			posts++
+		case !m.Edited && !m.Channel && m.Chat == 9:
+			texts++
+		}
+		if m.Chat == 9 {
+			last = m.Text
+		}
+	}
+	if len(got) != 4 || edits != 1 || posts != 1 || texts != 2 || last != "帮助" {
+		t.Fatalf("handler got %d messages (%d edits, %d channel posts, %d texts, the last %.20q), want the edit, the channel post and the two text messages",
+			len(got), edits, posts, texts, last)
 	}
 	if n := len(fake.Messages(9)); n != 2 {
 		t.Errorf("got %d replies, want 2", n)
@@ -467,8 +494,12 @@ func TestCallbackIsAnswered(t *testing.T) {
 	msgs := awaitMessages(t, fake, 11, 1)
 	q := fake.Press(11, msgs[0], "状态 3")
 	awaitMessages(t, fake, 11, 2)
-	if !fake.Answered(q) {
+	// Answered once the press was handled, with nothing to show.
+	if !fake.Await(wait, func() bool { return fake.Answered(q) }) {
 		t.Error("the callback query was not answered")
+	}
+	if toast, _ := fake.Toast(q); toast != "" {
+		t.Errorf("a member's press was answered with %q", toast)
 	}
 	got := rec.messages()
 	if len(got) != 2 || !got[1].Callback || got[1].Text != "状态 3" || got[1].Chat != 11 {

@@ -115,7 +115,7 @@ func (t *Transport) plan(c *conn, to int64, ref string, r chat.Reply) []func(con
 // answer to a message. A reply keeps the callback it was given, so that
 // the messages of a later attempt are numbered as in the first.
 func (t *Transport) streamTo(to int64, r chat.Reply) (pending, bool) {
-	if r.Kind != chat.KindReply {
+	if r.Kind != chat.KindReply && r.Kind != chat.KindRefusal {
 		return pending{}, false
 	}
 	t.mu.Lock()

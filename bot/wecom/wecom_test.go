@@ -16,6 +16,7 @@ import (
 	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/bot/inbound"
 	"github.com/trainbot/trainbot/bot/wecom"
+	"github.com/trainbot/trainbot/store"
 )
 
 func TestMain(m *testing.M) { chattest.Main(m) }
@@ -359,4 +360,29 @@ func TestLatency(t *testing.T) {
 	newStack(t, f, chattest.Options{Access: access})
 	p50, p99 := chattest.Latency(t, 40, func(i int) { f.Say(operator, "", fmt.Sprintf("lat%d", i), "帮助") }, func(i int) bool { return count(f, operator, "开始") >= i+1 })
 	t.Logf("message to reply: p50 %s, p99 %s (40 messages)", p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
+}
+
+// TestStrangerIsToldOnceAndClicksPostNoMore: WeCom has no answer a click
+// alone sees, so a stranger's clicks and messages go by the refusal rule:
+// one refusal in the chat, whatever they send, and every attempt in the
+// audit.
+func TestStrangerIsToldOnceAndClicksPostNoMore(t *testing.T) {
+	f := newFake(t)
+	s := newStack(t, f, chattest.Options{Access: access})
+	f.Say(stranger, "", "m1", "开始")
+	await(t, f, stranger, "not allowed")
+	for i := range 5 {
+		f.Click(stranger, fmt.Sprint("c", i), "停止 1")
+		f.Say(stranger, "", fmt.Sprint("m", i+2), "状态")
+	}
+	if !chattest.Await(func() bool {
+		log, err := s.Store.AuditLog(context.Background(), store.AuditFilter{Limit: 100})
+		return err == nil && len(log) == 11
+	}) {
+		t.Fatal("not every attempt is in the audit")
+	}
+	s.Close(t)
+	if n := count(f, stranger, "not allowed"); n != 1 {
+		t.Errorf("the stranger got %d refusals, want 1", n)
+	}
 }

@@ -7,8 +7,9 @@
 // messages the bot sent, and it can inject faults: 429 with retry_after,
 // 500, slow answers and dropped connections.
 //
-// Tests push what users do (UserSays, GroupSays, Press, Push) and wait for
-// what the bot does (Await with a condition on Requests or Messages).
+// Tests push what users do (UserSays, GroupSays, Edit, ChannelPost, Press,
+// Push) and wait for what the bot does (Await with a condition on
+// Requests, Messages or Toast).
 package telegramtest
 
 import (
@@ -126,6 +127,7 @@ type Server struct {
 	nextMsg   int
 	nextQuery int
 	queries   map[string]bool
+	toasts    map[string]string // the answer's text of each answered query
 	requests  []Request
 	messages  map[int]*Message
 	faults    []Fault
@@ -141,7 +143,7 @@ func NewServer(token string) *Server {
 		changed: make(chan struct{}),
 		nextID:  1000,
 		nextMsg: 1,
-		queries: map[string]bool{}, messages: map[int]*Message{}, raw: map[int]json.RawMessage{},
+		queries: map[string]bool{}, toasts: map[string]string{}, messages: map[int]*Message{}, raw: map[int]json.RawMessage{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -273,6 +275,22 @@ func (s *Server) GroupSays(chat, user int64, text string) int {
 	return s.Push(tgbotapi.Update{Message: s.message(user, &tgbotapi.Chat{ID: chat, Type: "supergroup", Title: "team"}, text)})
 }
 
+// Edit pushes an edit, to text, of a message a user sent in a group before
+// (edited_message), and returns the update id.
+func (s *Server) Edit(chat, user int64, messageID int, text string) int {
+	return s.Push(tgbotapi.Update{EditedMessage: &tgbotapi.Message{MessageID: messageID, From: User(user),
+		Chat: &tgbotapi.Chat{ID: chat, Type: "supergroup", Title: "team"}, Date: int(time.Now().Unix()) - 60, EditDate: int(time.Now().Unix()), Text: text}})
+}
+
+// ChannelPost pushes a post in a channel (channel_post: no sender user, the
+// channel is the sender_chat), and returns the update id.
+func (s *Server) ChannelPost(chat int64, text string) int {
+	c := &tgbotapi.Chat{ID: chat, Type: "channel", Title: "announcements"}
+	m := s.message(0, c, text)
+	m.From, m.SenderChat = nil, c
+	return s.Push(tgbotapi.Update{ChannelPost: m})
+}
+
 func (s *Server) message(user int64, chat *tgbotapi.Chat, text string) *tgbotapi.Message {
 	s.mu.Lock()
 	id := s.nextMsg
@@ -305,6 +323,14 @@ func (s *Server) Answered(queryID string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.queries[queryID]
+}
+
+// Toast returns the text the bot answered a callback query with (shown to
+// the presser as a toast; "" for none), and whether it answered.
+func (s *Server) Toast(queryID string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.toasts[queryID], s.queries[queryID]
 }
 
 // Unconfirm makes every update pushed so far pending again, as if the
@@ -542,10 +568,15 @@ func (s *Server) answer(req Request) (int, any) {
 	case "answerCallbackQuery":
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if _, ok := s.queries[p["callback_query_id"]]; !ok {
+		if answered, ok := s.queries[p["callback_query_id"]]; !ok || answered {
 			return http.StatusBadRequest, errorBody(400, "Bad Request: query is too old and response timeout expired or query ID is invalid", 0)
 		}
+		if n := len(utf16.Encode([]rune(p["text"]))); n > 200 {
+			return http.StatusBadRequest, errorBody(400, "Bad Request: MESSAGE_TOO_LONG", 0)
+		}
 		s.queries[p["callback_query_id"]] = true
+		s.toasts[p["callback_query_id"]] = p["text"]
+		s.changedLocked()
 		return http.StatusOK, okBody(true)
 	case "sendMessage":
 		if chat == 0 {
