@@ -6,6 +6,10 @@
 // drawn in the browser from downsampled JSON, live over Server-Sent
 // Events, every asset embedded.
 //
+// The server is bounded (limits.go): timeouts for headers, requests,
+// writes and idle keep-alives (the live streams move their own write
+// deadline), and a header size limit. Every response forbids framing.
+//
 // It only reads: what it shows comes from functions cmd/trainbot passes
 // in, so nothing here can hold up a run, the store's writer or a chat.
 package web
@@ -78,7 +82,8 @@ func New(o Options) *Server {
 			fmt.Fprintln(w, "trainbot: /metrics (Prometheus), /healthz")
 		})
 	}
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: noFraming(mux), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes, ErrorLog: newErrorLog(o.Logger)}
 	return s
 }
 
