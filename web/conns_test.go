@@ -95,11 +95,13 @@ func TestConnectionsCapped(t *testing.T) {
 	addr := s.Addr()
 	open := func() int { n, _ := s.ln.counts(); return n }
 
+	// One after another, each idle before the next: the first is the
+	// longest idle.
 	var idle []*keepAlive
-	for range max {
+	for n := range max {
 		idle = append(idle, dial(t, addr, true))
+		poll(t, "the server sees the connection idle", func() bool { _, i := s.ln.counts(); return i == n+1 })
 	}
-	poll(t, "the server sees 4 idle connections", func() bool { _, i := s.ln.counts(); return i == max })
 
 	// Twice as many idle ones: each closes the longest idle to make room.
 	for i := range max {
