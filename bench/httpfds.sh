@@ -9,11 +9,13 @@
 #
 #   bench/httpfds.sh
 #   CONNS=5000 bench/httpfds.sh
+#   SILENT=1 bench/httpfds.sh    # connections that send nothing instead
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CONNS="${CONNS:-20000}"
 BASE="${BASE:-396126a}"
+silent=false; [ -n "${SILENT:-}" ] && silent=true
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
 
 tmp="$(mktemp -d)"
@@ -26,7 +28,7 @@ git archive "$BASE" | tar -x -C "$tmp/base"
 echo "open-file limit: $(ulimit -n); connections: $CONNS"
 echo
 echo "baseline ($BASE):"
-"$tmp/httpfds" -trainbot "$tmp/trainbot-base" -conns "$CONNS"
+"$tmp/httpfds" -trainbot "$tmp/trainbot-base" -conns "$CONNS" -silent="$silent"
 echo
 echo "trainbot (this tree):"
-"$tmp/httpfds" -trainbot "$tmp/trainbot" -conns "$CONNS"
+"$tmp/httpfds" -trainbot "$tmp/trainbot" -conns "$CONNS" -silent="$silent"

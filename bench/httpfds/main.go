@@ -2,7 +2,7 @@
 // `trainbot serve` (issue 28): it starts a fake Telegram Bot API, runs the
 // given trainbot binary's serve with [http] listen on loopback, opens
 // -conns keep-alive connections to /healthz (each served once, then left
-// idle) from helper processes of its own (one process cannot hold them
+// idle; with -silent, connections that send nothing) from helper processes of its own (one process cannot hold them
 // all within the open-file limit), and prints trainbot's descriptors
 // before, at the peak and during the flood, whether a scrape of /healthz
 // and a 开始 still work, and how many lines trainbot logged meanwhile.
@@ -41,22 +41,23 @@ func main() {
 	per := flag.Int("per", 9000, "connections per helper process")
 	hold := flag.Int("hold", 0, "(helper) hold this many connections to -addr")
 	addr := flag.String("addr", "", "(helper) the address")
+	silent := flag.Bool("silent", false, "the connections send nothing (no request) instead of one request each")
 	flag.Parse()
 	if *hold > 0 {
-		helper(*addr, *hold)
+		helper(*addr, *hold, *silent)
 		return
 	}
 	if *bin == "" || *conns < 1 || *per < 1 {
 		fmt.Fprintln(os.Stderr, "usage: httpfds -trainbot BIN [-conns N] [-per N]")
 		os.Exit(2)
 	}
-	if err := measure(*bin, *conns, *per); err != nil {
+	if err := measure(*bin, *conns, *per, *silent); err != nil {
 		fmt.Fprintln(os.Stderr, "httpfds:", err)
 		os.Exit(1)
 	}
 }
 
-func measure(bin string, conns, per int) error {
+func measure(bin string, conns, per int, silent bool) error {
 	fake := telegramtest.NewServer(token)
 	defer fake.Close()
 	dir, err := os.MkdirTemp("", "httpfds")
@@ -144,7 +145,7 @@ command = ["/bin/sh", "-c", "echo step 1 loss=0.5"]
 	var results []string
 	for left := conns; left > 0; left -= per {
 		n := min(left, per)
-		h := exec.Command(os.Args[0], "-hold", fmt.Sprint(n), "-addr", addr)
+		h := exec.Command(os.Args[0], "-hold", fmt.Sprint(n), "-addr", addr, fmt.Sprintf("-silent=%v", silent))
 		in, _ := h.StdinPipe()
 		out, _ := h.StdoutPipe()
 		h.Stderr = os.Stderr
@@ -207,9 +208,10 @@ command = ["/bin/sh", "-c", "echo step 1 loss=0.5"]
 	return nil
 }
 
-// helper opens n keep-alives to addr, each served once, says how they
-// went on stdout, and holds them until stdin ends.
-func helper(addr string, n int) {
+// helper opens n keep-alives to addr, each served once (silent: none
+// sends anything), says how they went on stdout, and holds them until
+// stdin ends.
+func helper(addr string, n int, silent bool) {
 	var ok, refused, failed atomic.Int64
 	var mu sync.Mutex
 	var held []net.Conn
@@ -221,6 +223,13 @@ func helper(addr string, n int) {
 				c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 				if err != nil {
 					failed.Add(1)
+					continue
+				}
+				if silent {
+					ok.Add(1)
+					mu.Lock()
+					held = append(held, c)
+					mu.Unlock()
 					continue
 				}
 				c.SetDeadline(time.Now().Add(10 * time.Second))
