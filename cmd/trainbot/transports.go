@@ -198,7 +198,11 @@ func (r *transports) Up(context.Context) error {
 		if l.Connected || l.Since.IsZero() || now.Sub(l.Since) <= l.Backoff {
 			continue
 		}
-		err := fmt.Errorf("%s not connected for %s (it tries again at least every %s)", t.Name(), now.Sub(l.Since).Round(time.Second), l.Backoff)
+		down := now.Sub(l.Since)
+		if down >= time.Second {
+			down = down.Round(time.Second)
+		}
+		err := fmt.Errorf("%s not connected for %s (it tries again at least every %s)", t.Name(), down.Round(time.Millisecond), l.Backoff)
 		if l.Err != nil {
 			err = fmt.Errorf("%w: %w", err, l.Err)
 		}
