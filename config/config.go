@@ -187,7 +187,7 @@ func DefaultConfig() *Config {
 		GPU:      DefaultGPUConfig(),
 		Telegram: DefaultTelegramConfig(),
 		Store:    StoreConfig{KeepSamples: DefaultKeepSamples, KeepAudit: DefaultKeepAudit},
-		HTTP:     HTTPConfig{LinkTTL: DefaultLinkTTL},
+		HTTP:     HTTPConfig{LinkTTL: DefaultLinkTTL, MaxConnections: DefaultMaxConnections},
 	}
 }
 

@@ -10,6 +10,13 @@ import (
 // DefaultLinkTTL is how long a page link is valid by default.
 const DefaultLinkTTL = Duration(7 * 24 * time.Hour)
 
+// DefaultMaxConnections is how many HTTP connections trainbot keeps open
+// at once by default; MaxMaxConnections is the most it may be set to.
+const (
+	DefaultMaxConnections = 256
+	MaxMaxConnections     = 65536
+)
+
 // HTTPConfig is the [http] section: trainbot's HTTP endpoints, /metrics
 // for Prometheus, /healthz and the token-guarded run pages.
 type HTTPConfig struct {
@@ -21,6 +28,11 @@ type HTTPConfig struct {
 	PublicURL string `toml:"public_url"`
 	// LinkTTL is how long a page link is valid (default 7 days).
 	LinkTTL Duration `toml:"link_ttl"`
+	// MaxConnections caps the HTTP connections open at once (default
+	// DefaultMaxConnections); the server lowers it further to a quarter of
+	// the process's open-file limit, so that HTTP never takes the
+	// descriptors the runs and the store need.
+	MaxConnections int `toml:"max_connections"`
 }
 
 // validateHTTP checks the [http] section.
@@ -34,6 +46,9 @@ func (c *Config) validateHTTP() Errors {
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.RawQuery != "" || p.Fragment != "" {
 			errs = append(errs, c.ErrorAt("http.public_url", "want an http:// or https:// address without query, such as \"https://gpu.example.org/trainbot\", got %q", u))
 		}
+	}
+	if n := c.HTTP.MaxConnections; n < 1 || n > MaxMaxConnections {
+		errs = append(errs, c.ErrorAt("http.max_connections", "want a number of connections from 1 to %d, got %d", MaxMaxConnections, n))
 	}
 	l := c.HTTP.Listen
 	if l == "" {

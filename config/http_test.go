@@ -28,6 +28,9 @@ func TestHTTPConfig(t *testing.T) {
 		{`public_url = "https://x/?a=1"`, "http.public_url"},
 		{`link_ttl = "12h"`, ""},
 		{`link_ttl = "0s"`, "http.link_ttl"},
+		{`max_connections = 64`, ""},
+		{`max_connections = 0`, "t.toml:2: http.max_connections: want a number of connections from 1 to 65536, got 0"},
+		{`max_connections = 100000`, "http.max_connections"},
 	} {
 		c := DefaultConfig()
 		if err := c.Parse("t.toml", strings.NewReader("[http]\n"+tc.toml+"\n")); err != nil {
@@ -65,5 +68,11 @@ func TestHTTPLinks(t *testing.T) {
 	}
 	if c := parseExample(t); c.HTTP.LinkTTL != DefaultLinkTTL || c.HTTP.PublicURL != "" {
 		t.Errorf("the example: link_ttl %v, public_url %q; want 7 days and none", time.Duration(c.HTTP.LinkTTL), c.HTTP.PublicURL)
+	}
+	if got := DefaultConfig().HTTP.MaxConnections; got != DefaultMaxConnections {
+		t.Errorf("max_connections default %d, want %d", got, DefaultMaxConnections)
+	}
+	if c := parseExample(t); c.HTTP.MaxConnections != DefaultMaxConnections {
+		t.Errorf("the example: max_connections %d, want the default %d", c.HTTP.MaxConnections, DefaultMaxConnections)
 	}
 }

@@ -94,8 +94,7 @@ func (p *Pages) guard(run int64, h http.HandlerFunc) http.HandlerFunc {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Referrer-Policy", "no-referrer") // the token stays here
 		w.Header().Set("X-Robots-Tag", "noindex")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "+frameAncestors)
 		want := run
 		if run < 0 {
 			id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
@@ -495,11 +494,16 @@ func (p *Pages) events(w http.ResponseWriter, r *http.Request, stop <-chan struc
 	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	// The stream outlives the server's write timeout: each event gets
+	// one of its own. (The read timeout ends with the request: net/http
+	// clears it when it starts watching for the client to go.)
+	rc := http.NewResponseController(w)
 	tick := time.NewTicker(p.Live)
 	defer tick.Stop()
 	lastLog := ""
 	for {
 		ev, err := p.liveEvent(r.Context(), id)
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		if err != nil {
 			fmt.Fprintf(w, "event: error\ndata: %q\n\n", err.Error())
 			flusher.Flush()

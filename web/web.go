@@ -6,6 +6,13 @@
 // drawn in the browser from downsampled JSON, live over Server-Sent
 // Events, every asset embedded.
 //
+// The server is bounded (limits.go, conns.go): timeouts for headers,
+// requests, writes and idle keep-alives (the live streams move their own
+// deadlines), a header size limit, and a cap on the connections open at
+// once (Options.MaxConnections, at most a quarter of the open-file
+// limit), so that no number of clients can take the descriptors the runs
+// and the store need. Every response forbids framing.
+//
 // It only reads: what it shows comes from functions cmd/trainbot passes
 // in, so nothing here can hold up a run, the store's writer or a chat.
 package web
@@ -39,15 +46,22 @@ type Options struct {
 	Metrics *Metrics
 	Checks  []Check
 	// Pages are the run pages (nil: none; / then only names the endpoints).
-	Pages  *Pages
-	Logger *slog.Logger
+	Pages *Pages
+	// MaxConnections caps the connections open at once (default
+	// DefaultMaxConnections); Start lowers it to a quarter of the
+	// open-file limit.
+	MaxConnections int
+	Logger         *slog.Logger
 }
+
+// DefaultMaxConnections is the cap on connections when Options has none.
+const DefaultMaxConnections = 256
 
 // Server is the HTTP server. Start listens and serves in a goroutine that
 // Close stops and waits for.
 type Server struct {
 	opts Options
-	ln   net.Listener
+	ln   *connLimit
 	srv  *http.Server
 	wg   sync.WaitGroup
 	// stop is closed by Close: it ends the live streams, which Shutdown
@@ -60,6 +74,9 @@ type Server struct {
 func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = DefaultMaxConnections
 	}
 	mux := http.NewServeMux()
 	if o.Metrics != nil {
@@ -78,7 +95,8 @@ func New(o Options) *Server {
 			fmt.Fprintln(w, "trainbot: /metrics (Prometheus), /healthz")
 		})
 	}
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: noFraming(mux), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes, ErrorLog: newErrorLog(o.Logger)}
 	return s
 }
 
@@ -88,10 +106,16 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
-	s.ln = ln
-	s.opts.Logger.Info("http listening: /metrics, /healthz", "pages", s.opts.Pages != nil, "addr", ln.Addr().String())
+	want, nofile := s.opts.MaxConnections, openFileLimit()
+	n := connCap(want, nofile)
+	if n < want {
+		s.opts.Logger.Warn("http max_connections lowered to a quarter of the open-file limit", "max_connections", want, "nofile", nofile, "using", n)
+	}
+	s.ln = newConnLimit(ln, n, s.opts.Logger)
+	s.srv.ConnState = s.ln.state
+	s.opts.Logger.Info("http listening: /metrics, /healthz", "pages", s.opts.Pages != nil, "addr", ln.Addr().String(), "max_connections", n)
 	s.wg.Go(func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.opts.Logger.Error("http server stopped", "err", err)
 		}
 	})

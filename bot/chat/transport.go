@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -130,4 +131,74 @@ func ReasonOf(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// Link is what a receiver knows of its connection to its service, for
+// /healthz: a transport that reconnects inside Receive (Telegram's poll
+// loop, inbound.Loop) does not return when it loses its connection, so
+// only this tells that it has not been connected for a while.
+type Link struct {
+	// Connected says that the last attempt to reach the service got
+	// through (Telegram answered getMe or getUpdates; the long connection
+	// is up).
+	Connected bool
+	// Since is when it connected, or when it lost its connection (when
+	// Receive began, for one never connected); zero before Receive.
+	Since time.Time
+	// Err is the last failure while not connected.
+	Err error
+	// Backoff is the longest pause between two attempts to connect (the
+	// cap of its backoff): not connected for longer than that is no
+	// passing blip.
+	Backoff time.Duration
+}
+
+// Linked is implemented by receivers that report their connection.
+type Linked interface {
+	// Link returns the connection's state now.
+	Link() Link
+}
+
+// LinkState keeps a receiver's Link; it is safe for concurrent use. The
+// zero value is before Receive.
+type LinkState struct {
+	mu sync.Mutex
+	l  Link
+}
+
+// Begin is called when Receive begins: not connected from now, unless
+// connected already; backoff is the cap of its pauses.
+func (s *LinkState) Begin(backoff time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.l.Backoff = backoff
+	if !s.l.Connected {
+		s.l.Since, s.l.Err = time.Now(), nil
+	}
+}
+
+// Up says that the service was reached.
+func (s *LinkState) Up() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.l.Connected {
+		s.l.Connected, s.l.Since, s.l.Err = true, time.Now(), nil
+	}
+}
+
+// Down says that an attempt failed, or the connection was lost, with err.
+func (s *LinkState) Down(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.l.Connected || s.l.Since.IsZero() {
+		s.l.Connected, s.l.Since = false, time.Now()
+	}
+	s.l.Err = err
+}
+
+// Link returns the state now.
+func (s *LinkState) Link() Link {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.l
 }

@@ -95,6 +95,7 @@ type Transport struct {
 	log  *slog.Logger
 	api  *api
 	ids  *inbound.IDs
+	link chat.LinkState
 
 	mu       sync.Mutex
 	seen     *inbound.Seen
@@ -109,6 +110,7 @@ type session struct {
 
 var (
 	_ chat.Receiver = (*Transport)(nil)
+	_ chat.Linked   = (*Transport)(nil)
 	_ chat.Sender   = (*Transport)(nil)
 	_ chat.Paced    = (*Transport)(nil)
 )
@@ -165,6 +167,10 @@ func (t *Transport) Name() string { return Name }
 // Pace is the robot's limit, for all its chats together.
 func (t *Transport) Pace(int64) (perChat, perSender []chat.Window) { return nil, t.opts.Pace }
 
+// Link says whether the connection to DingTalk is up, since when, and the
+// cap of the pauses between reconnects (MaxBackoff).
+func (t *Transport) Link() chat.Link { return t.link.Link() }
+
 // Receive connects and delivers messages until ctx ends, reconnecting
 // with a capped backoff whenever the connection fails. It returns a
 // permanent error when DingTalk refuses the client id and secret.
@@ -174,7 +180,7 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 		t.seen = inbound.NewSeen(ctx, Name, t.opts.State, 0)
 	}
 	t.mu.Unlock()
-	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff,
+	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff, Link: &t.link,
 		Stable: 2 * t.opts.PingInterval, Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
 }
 
@@ -248,6 +254,7 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 			}
 		}
 	})
+	t.link.Up()
 	t.log.Info("connected", "client_id", t.opts.ClientID)
 	for {
 		_, data, err := ws.ReadMessage()

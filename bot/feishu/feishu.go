@@ -112,6 +112,7 @@ type Transport struct {
 	base string
 	rest *lark.Client
 	ids  *inbound.IDs
+	link chat.LinkState
 
 	mu       sync.Mutex
 	seen     *inbound.Seen
@@ -122,6 +123,7 @@ type progressKey struct{ chat, run int64 }
 
 var (
 	_ chat.Receiver        = (*Transport)(nil)
+	_ chat.Linked          = (*Transport)(nil)
 	_ chat.Sender          = (*Transport)(nil)
 	_ chat.Paced           = (*Transport)(nil)
 	_ chat.InPlaceProgress = (*Transport)(nil)
@@ -177,6 +179,10 @@ func (t *Transport) Pace(int64) (perChat, perSender []chat.Window) {
 // ProgressInPlace reports true: a run's progress is one card, updated.
 func (t *Transport) ProgressInPlace() bool { return true }
 
+// Link says whether the connection to Feishu is up, since when, and the
+// cap of the pauses between reconnects (MaxBackoff).
+func (t *Transport) Link() chat.Link { return t.link.Link() }
+
 // Receive connects and delivers messages and card clicks until ctx ends,
 // reconnecting with a capped backoff whenever the connection fails. It
 // returns a permanent error when Feishu refuses the app.
@@ -186,7 +192,7 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 		t.seen = inbound.NewSeen(ctx, Name, t.opts.State, 0)
 	}
 	t.mu.Unlock()
-	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff,
+	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff, Link: &t.link,
 		Stable: time.Minute, Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
 }
 
@@ -303,6 +309,7 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 			}
 		}
 	})
+	t.link.Up()
 	t.log.Info("connected", "app_id", t.opts.AppID)
 	parts := map[string]*split{}
 	for {

@@ -18,6 +18,7 @@ package inbound
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -257,6 +258,9 @@ type Loop struct {
 	// Grace is how long messages being handled may take to finish once
 	// ctx ends.
 	Grace time.Duration
+	// Link, when set, is told of each failed session (the session says
+	// Up when it is connected), for the transport's chat.Linked.
+	Link *chat.LinkState
 }
 
 // Run runs session until ctx ends or it returns a permanent error
@@ -291,11 +295,21 @@ func (l Loop) Run(ctx context.Context, deliver func(context.Context, chat.Messag
 		})
 	}
 	failures := 0
+	if l.Link != nil {
+		l.Link.Begin(l.MaxBackoff)
+	}
 	for {
 		began := time.Now()
 		err := session(ctx, hand)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if l.Link != nil {
+			why := err
+			if why == nil {
+				why = errors.New("connection closed")
+			}
+			l.Link.Down(why)
 		}
 		if chat.IsPermanent(err) {
 			return err

@@ -2,6 +2,7 @@ package inbound_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -166,5 +167,56 @@ func TestLoopAnswersAPressOnceHandled(t *testing.T) {
 	}
 	if got := refused.answers(); len(got) == 0 || got[0] != "not allowed" {
 		t.Errorf("the refused press got %q", got)
+	}
+}
+
+// TestLoopTellsTheLink: a session that fails marks the link down with its
+// error; one that says Up marks it up; the backoff cap is the link's.
+func TestLoopTellsTheLink(t *testing.T) {
+	var link chat.LinkState
+	if l := link.Link(); !l.Since.IsZero() || l.Connected {
+		t.Fatalf("before Receive: %+v, want the zero Link", l)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	turn := make(chan func() error)
+	done := make(chan error, 1)
+	loop := inbound.Loop{Log: slog.New(slog.DiscardHandler), MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Grace: time.Second, Link: &link}
+	go func() {
+		done <- loop.Run(ctx, nil, func(ctx context.Context, _ func(chat.Message)) error {
+			select {
+			case f := <-turn:
+				return f()
+			case <-ctx.Done():
+				return nil
+			}
+		})
+	}()
+	lost := errors.New("connection reset by peer")
+	turn <- func() error { link.Up(); return lost }
+	// The second session holds on until the first's failure is read.
+	reached, release := make(chan struct{}), make(chan struct{})
+	turn <- func() error { close(reached); <-release; return nil }
+	<-reached
+	l := link.Link()
+	if l.Connected || !errors.Is(l.Err, lost) || l.Backoff != 5*time.Millisecond || l.Since.IsZero() {
+		t.Errorf("after a lost connection: %+v, want down with %v, backoff 5ms", l, lost)
+	}
+	close(release)
+	reached3, release3 := make(chan struct{}), make(chan struct{})
+	turn <- func() error { close(reached3); <-release3; link.Up(); <-ctx.Done(); return nil }
+	<-reached3
+	if l2 := link.Link(); l2.Connected || !l2.Since.Equal(l.Since) || l2.Err == nil || l2.Err.Error() != "connection closed" {
+		t.Errorf("after a second failure, %+v: want down since the first (%s), with the second's error", l2, l.Since)
+	}
+	close(release3)
+	for deadline := time.Now().Add(10 * time.Second); !link.Link().Connected; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the link is not up after a session said so: %+v", link.Link())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
 	}
 }

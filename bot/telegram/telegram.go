@@ -99,6 +99,7 @@ type Transport struct {
 	opts Options
 	log  *slog.Logger
 	api  *api
+	link chat.LinkState
 
 	presses chan pressAnswer // answers of button presses, for pressWorkers
 
@@ -115,6 +116,7 @@ var (
 	_ chat.ChartUploader   = (*Transport)(nil)
 	_ chat.InPlaceProgress = (*Transport)(nil)
 	_ chat.Paced           = (*Transport)(nil)
+	_ chat.Linked          = (*Transport)(nil)
 )
 
 // New returns a transport. It makes no call: Run checks the token.
@@ -187,12 +189,17 @@ func (t *Transport) Self() tgbotapi.User {
 	return t.self
 }
 
+// Link says whether Telegram answered the last getMe or getUpdates, since
+// when, and the cap of the pauses between tries (MaxPollBackoff).
+func (t *Transport) Link() chat.Link { return t.link.Link() }
+
 // Receive connects (checking the token, retrying while Telegram cannot be
 // reached), registers the command menu, and delivers updates until ctx
 // ends. It returns an error only when Telegram refuses the token: a
 // chat.PermanentError (only a new config and a restart help). Messages
 // being handled when ctx ends get HandleGrace to finish.
 func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, chat.Message)) error {
+	t.link.Begin(t.opts.MaxPollBackoff)
 	me, err := t.connect(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -244,11 +251,13 @@ func (t *Transport) connect(ctx context.Context) (tgbotapi.User, error) {
 	for {
 		me, err := t.api.getMe(ctx)
 		if err == nil {
+			t.link.Up()
 			return me, nil
 		}
 		if ctx.Err() != nil {
 			return tgbotapi.User{}, ctx.Err()
 		}
+		t.link.Down(err)
 		switch apiCode(err) {
 		case 401:
 			return tgbotapi.User{}, chat.Permanent("Telegram refused the token", fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err))
@@ -319,6 +328,7 @@ func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Tim
 			if ctx.Err() != nil {
 				return offset, nil
 			}
+			t.link.Down(err)
 			if apiCode(err) == 401 {
 				return offset, chat.Permanent("Telegram refused the token", fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err))
 			}
@@ -337,6 +347,7 @@ func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Tim
 			pause = min(pause*2, t.opts.MaxPollBackoff)
 			continue
 		}
+		t.link.Up()
 		pause = t.opts.RetryPause
 		if len(updates) == 0 {
 			// A long poll that came back at once with nothing (a server

@@ -87,6 +87,7 @@ type Transport struct {
 	dialer *websocket.Dialer
 	ids    *inbound.IDs
 	seq    atomic.Int64
+	link   chat.LinkState
 
 	mu      sync.Mutex
 	cur     *conn
@@ -109,6 +110,7 @@ const pendingMaxAge = 4 * time.Minute
 
 var (
 	_ chat.Receiver = (*Transport)(nil)
+	_ chat.Linked   = (*Transport)(nil)
 	_ chat.Sender   = (*Transport)(nil)
 	_ chat.Paced    = (*Transport)(nil)
 )
@@ -163,6 +165,10 @@ func (t *Transport) Name() string { return Name }
 // Pace is WeCom's limit per conversation.
 func (t *Transport) Pace(int64) (perChat, perSender []chat.Window) { return t.opts.Pace, nil }
 
+// Link says whether the connection to WeCom is up, since when, and the
+// cap of the pauses between reconnects (MaxBackoff).
+func (t *Transport) Link() chat.Link { return t.link.Link() }
+
 // Receive connects and delivers messages until ctx ends, reconnecting
 // with a capped backoff whenever the connection fails. It returns a
 // permanent error when WeCom refuses the bot_id and secret, or when
@@ -173,7 +179,7 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 		t.seen = inbound.NewSeen(ctx, Name, t.opts.State, 0)
 	}
 	t.mu.Unlock()
-	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff,
+	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff, Link: &t.link,
 		Stable: 2 * t.opts.PingInterval, Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
 }
 
@@ -210,6 +216,7 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 	if *r.ErrCode != 0 {
 		return chat.Permanent("WeCom refused the bot_id or secret", fmt.Errorf("wecom subscribe: errcode %d: %s: check [wecom] bot_id and secret (the long-connection secret, not the webhook token)", *r.ErrCode, r.ErrMsg))
 	}
+	t.link.Up()
 	t.log.Info("connected", "bot_id", t.opts.BotID)
 	t.mu.Lock()
 	t.cur = c

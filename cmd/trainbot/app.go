@@ -319,7 +319,8 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			return errorf(e, "%v", err)
 		}
 		pages := &web.Pages{Store: st, Status: sup.Status, Tail: runTail(sup), Signer: signer}
-		srv := web.New(web.Options{Listen: cfg.HTTP.Listen, Metrics: metrics, Checks: checks, Pages: pages, Logger: logger.With("component", "http")})
+		srv := web.New(web.Options{Listen: cfg.HTTP.Listen, MaxConnections: cfg.HTTP.MaxConnections, Metrics: metrics, Checks: checks, Pages: pages,
+			Logger: logger.With("component", "http")})
 		if err := srv.Start(); err != nil {
 			return errorf(e, "[http] listen %q: %v", cfg.HTTP.Listen, err)
 		}

@@ -50,6 +50,7 @@ type transportOptions struct {
 type transports struct {
 	opts  transportOptions
 	log   *slog.Logger
+	ts    []chat.Receiver
 	ended chan string
 	wg    sync.WaitGroup
 
@@ -84,7 +85,7 @@ func runTransports(ctx context.Context, ts []chat.Receiver, deliver func(context
 	if o.UpAfter <= 0 {
 		o.UpAfter = 10 * time.Second
 	}
-	r := &transports{opts: o, log: o.Logger, ended: make(chan string, len(ts)), live: len(ts), running: len(ts),
+	r := &transports{opts: o, log: o.Logger, ts: ts, ended: make(chan string, len(ts)), live: len(ts), running: len(ts),
 		down: map[string]*transportDown{}}
 	for _, t := range ts {
 		r.wg.Go(func() { r.keep(ctx, t, deliver) })
@@ -179,11 +180,34 @@ func (r *transports) mark(name string, f func(d *transportDown)) {
 
 // Up is /healthz's check of the transports: nil when none is down, else
 // which are and why. A transport is down from its failure until a Receive
-// started again has run for UpAfter; one stopped for good stays down.
+// started again has run for UpAfter; one stopped for good stays down. One
+// that reconnects inside Receive (chat.Linked: Telegram, WeCom, Feishu,
+// DingTalk) is down too when it has not been connected for longer than
+// the cap of its backoff.
 func (r *transports) Up(context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error
+	now := time.Now()
+	for _, t := range r.ts {
+		lt, ok := t.(chat.Linked)
+		if _, failed := r.down[t.Name()]; !ok || failed {
+			continue
+		}
+		l := lt.Link()
+		if l.Connected || l.Since.IsZero() || now.Sub(l.Since) <= l.Backoff {
+			continue
+		}
+		down := now.Sub(l.Since)
+		if down >= time.Second {
+			down = down.Round(time.Second)
+		}
+		err := fmt.Errorf("%s not connected for %s (it tries again at least every %s)", t.Name(), down.Round(time.Millisecond), l.Backoff)
+		if l.Err != nil {
+			err = fmt.Errorf("%w: %w", err, l.Err)
+		}
+		errs = append(errs, err)
+	}
 	for name, d := range r.down {
 		switch {
 		case d.gone:
