@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -164,5 +166,89 @@ func TestTruncatedDatabaseMidRun(t *testing.T) {
 	}
 	if strings.Contains(out2.String(), "run #1 (steps) finished") {
 		t.Errorf("the restored run was announced again:\n%s", out2.String())
+	}
+}
+
+// TestRunUnderAnFDLimitWithIdleConnections is the acceptance of "unknown
+// is not dead" and "HTTP is bounded" together: trainbot under ulimit -n 256
+// with more idle keep-alive connections to /healthz than it has
+// descriptors; the run is recorded finished with every step, and 开始 works
+// while they are held and after they close.
+func TestRunUnderAnFDLimitWithIdleConnections(t *testing.T) {
+	const steps = 150 // 4.5 s at 30 ms
+	cfgPath, data := writeStepsJob(t, steps, 30*time.Millisecond)
+	withHTTP(t, cfgPath)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -n 256 && exec "$0" "$@"`, exe, "console", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "TRAINBOT_TEST_MAIN=1", "HOME="+t.TempDir())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	io.WriteString(stdin, "开始\n")
+	_, at := waitFor(t, out, 0, `run #1 started`)
+	addr := httpAddr(t, data, 0)
+
+	// 400 idle keep-alive connections, each having had its answer.
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 400 {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			t.Fatalf("dial after %d connections: %v", len(conns), err)
+		}
+		conns = append(conns, c)
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		buf := make([]byte, 512)
+		c.Read(buf) // an answer, or the close of a connection the cap let go: either way idle now
+	}
+	// While they are held: 状态 answers, a second job's start is refused
+	// only because the job is busy (not for want of descriptors).
+	io.WriteString(stdin, "开始\n")
+	_, at = waitFor(t, out, at, `run #1 \(steps\) is already running`)
+	_, at = waitFor(t, out, at, `run #1 \(steps\) finished`)
+	if strings.Contains(out.String(), "too many open files") {
+		t.Errorf("trainbot ran out of descriptors:\n%s", out.String())
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	io.WriteString(stdin, "开始\n")
+	waitFor(t, out, at, `run #2 started`)
+	stdin.Close()
+	werr := make(chan error, 1)
+	go func() { werr <- cmd.Wait() }()
+	select {
+	case err := <-werr:
+		if err != nil {
+			t.Fatalf("trainbot: %v\n%s", err, out.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("trainbot did not end with its second run")
+	}
+	r := runJSONOf(t, data, "1")
+	if r["outcome"] != "finished" || r["steps"] != float64(steps) {
+		t.Fatalf("run 1: %v at step %v (%v), want finished at step %d", r["outcome"], r["steps"], r["detail"], steps)
+	}
+	seen := stepsOf(t, data, "1")
+	for i := int64(1); i <= steps; i++ {
+		if seen[i] != 1 {
+			t.Fatalf("step %d stored %d times, want once", i, seen[i])
+		}
 	}
 }
