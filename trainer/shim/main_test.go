@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -132,6 +133,28 @@ func child(mode string, args []string) int {
 			return 1
 		}
 		fmt.Println("ok pid", resp.State.PID)
+		return 0
+	case "ctlhold": // open N connections to the run in RUN_DIR arg 0 and say nothing; at the end of stdin, count those refused
+		var conns []net.Conn
+		for i := 0; i < atoi(arg(1, "64")); i++ {
+			c, err := Dial(arg(0, ""), 5*time.Second)
+			if err != nil {
+				fmt.Println("error:", err)
+				return 1
+			}
+			conns = append(conns, c)
+		}
+		fmt.Println("holding", len(conns))
+		io.Copy(io.Discard, os.Stdin)
+		refused := 0
+		for _, c := range conns {
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			if strings.Contains(line, "may not control this run") {
+				refused++
+			}
+		}
+		fmt.Println("refused", refused)
 		return 0
 	case "peak": // hold N MiB for an instant (every page touched), free it, print, exit
 		b := make([]byte, atoi(arg(0, "64"))<<20)
