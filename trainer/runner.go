@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -58,6 +60,7 @@ type shimRunner struct {
 	pid       int          // the main process, its process group id
 	maxLog    int64        // the job's max_log_bytes, for the end's detail
 	handle    *shim.Handle // the shim this trainbot started (to reap); nil when attached to an earlier one
+	asked     string       // the by of the first stop this runner sent: the one the shim records from this process
 	log       *slog.Logger
 	down      time.Time // when the shim stopped answering; zero while it answers
 }
@@ -108,11 +111,13 @@ func (r *shimRunner) end(st *shim.State) *runEnd {
 		e.signal = syscall.Signal(st.Signal)
 	}
 	if s := st.Stop; s != nil {
-		e.stopBy, e.stopReason = s.By, OutcomeStopped
-		if s.Reason == string(OutcomeNaN) {
+		var vouched bool
+		e.stopBy, vouched = r.stopBy(s)
+		e.stopReason = OutcomeStopped
+		if vouched && s.Reason == string(OutcomeNaN) {
 			e.stopReason = OutcomeNaN
 		}
-		e.sentKill, e.killedNow = s.SentKill, s.KilledNow
+		e.sentKill, e.killedNow = s.SentKill, vouched && s.KilledNow
 	}
 	if st.BytesDropped > 0 {
 		reason := st.DropReason
@@ -132,6 +137,9 @@ func (r *shimRunner) end(st *shim.State) *runEnd {
 }
 
 func (r *shimRunner) stop(req stopRequest) error {
+	if r.asked == "" {
+		r.asked = req.by // before the call: a stop the shim took but did not answer is this one too
+	}
 	op := "stop"
 	if req.kill {
 		op = "kill"
@@ -164,4 +172,35 @@ func (r *shimRunner) done() {
 func newShimRunner(a *active, h *shim.Handle) *shimRunner {
 	return &shimRunner{runDir: a.runDir, shimPID: a.run.Supervisor, startedAt: a.run.StartedAt, pid: a.run.PID,
 		maxLog: a.job.MaxLogBytes, handle: h, log: a.log}
+}
+
+// stopBy is who stopped the run, as far as this trainbot can vouch for it,
+// and whether it is vouched for (then its reason, and a kill at
+// shutdown are trainbot's too): the by of the stop this runner sent when
+// the shim took the stop from this process; the shim's own words for a
+// stop it took by a signal (or the by of a shim from before peers were
+// recorded); else the process that sent it on the socket, whatever it
+// said it was.
+func (r *shimRunner) stopBy(s *shim.StopInfo) (by string, vouched bool) {
+	switch p := s.Peer; {
+	case p == nil:
+		return s.By, true
+	case p.PID == os.Getpid() && r.asked != "":
+		return r.asked, true
+	default:
+		who := fmt.Sprintf("uid %d", p.UID)
+		if p.Comm != "" {
+			who = quoteOdd(p.Comm) + ", " + who
+		}
+		return fmt.Sprintf("a request on the run's control socket from pid %d (%s)", p.PID, who), false
+	}
+}
+
+// quoteOdd quotes s when it is not plain printable text (a process names
+// itself).
+func quoteOdd(s string) string {
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q
+	}
+	return s
 }

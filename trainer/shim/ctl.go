@@ -119,7 +119,7 @@ func listen(runDir string) (*net.UnixListener, error) {
 // server answers requests on the control socket.
 type server struct {
 	ln     *net.UnixListener
-	handle func(Request) Response
+	handle func(Request, Peer) Response
 	errf   func(msg string, err error)
 	uid    int
 	wg     sync.WaitGroup // the accept loop and the handlers
@@ -130,7 +130,7 @@ type server struct {
 	closed bool
 }
 
-func newServer(ln *net.UnixListener, handle func(Request) Response, errf func(string, error)) *server {
+func newServer(ln *net.UnixListener, handle func(Request, Peer) Response, errf func(string, error)) *server {
 	return &server{ln: ln, handle: handle, errf: errf, uid: os.Getuid(), sem: make(chan struct{}, maxConns), conns: map[*net.UnixConn]bool{}}
 }
 
@@ -168,7 +168,8 @@ func (s *server) accept() {
 		// The peer is checked before it takes a handler: connections
 		// from another user, however many and however idle, cost the
 		// owner nothing.
-		if cred, err := peerCred(c); err != nil || !s.allowed(cred) {
+		cred, err := peerCred(c)
+		if err != nil || !s.allowed(cred) {
 			s.refuse(c, cred, err)
 			continue
 		}
@@ -177,7 +178,7 @@ func (s *server) accept() {
 		go func() {
 			defer s.wg.Done()
 			defer func() { <-s.sem }()
-			s.serve(c)
+			s.serve(c, Peer{PID: int(cred.Pid), UID: int(cred.Uid)})
 		}()
 	}
 }
@@ -204,8 +205,8 @@ func (s *server) refuse(c *net.UnixConn, cred *unix.Ucred, err error) {
 	c.Write(append(b, '\n'))
 }
 
-// serve answers one request on c.
-func (s *server) serve(c *net.UnixConn) {
+// serve answers one request on c, from peer.
+func (s *server) serve(c *net.UnixConn, peer Peer) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(connDeadline))
 	s.mu.Lock()
@@ -220,12 +221,12 @@ func (s *server) serve(c *net.UnixConn) {
 		delete(s.conns, c)
 		s.mu.Unlock()
 	}()
-	resp := s.answer(c)
+	resp := s.answer(c, peer)
 	b, _ := json.Marshal(resp)
 	c.Write(append(b, '\n'))
 }
 
-func (s *server) answer(c *net.UnixConn) Response {
+func (s *server) answer(c *net.UnixConn, peer Peer) Response {
 	line, err := bufio.NewReader(io.LimitReader(c, maxRequest)).ReadBytes('\n')
 	if len(line) == 0 {
 		return Response{Error: fmt.Sprintf("no request: %v", err)}
@@ -234,7 +235,7 @@ func (s *server) answer(c *net.UnixConn) Response {
 	if err := json.Unmarshal(line, &req); err != nil {
 		return Response{Error: "bad request: " + err.Error()}
 	}
-	return s.handle(req)
+	return s.handle(req, peer)
 }
 
 // peerCred is the pid, uid and gid of the process at the other end of c

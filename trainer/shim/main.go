@@ -393,14 +393,14 @@ func (s *shim) supervise(sigs <-chan os.Signal) {
 			return
 		case sig := <-sigs:
 			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
-				s.requestStop(fmt.Sprintf("a signal to the run's supervisor (pid %d)", s.pid), "signal")
+				s.requestStop(fmt.Sprintf("a signal to the run's supervisor (pid %d)", s.pid), "signal", nil)
 			}
 		case <-s.stopC:
 			s.mu.Lock()
-			by := s.st.Stop.By
+			by, peer := s.st.Stop.By, s.st.Stop.Peer
 			s.mu.Unlock()
 			others, _ := s.signalRun(syscall.SIGINT)
-			s.q.note("stop requested by %s: SIGINT to process group %d%s", by, s.child, andOthers(others))
+			s.q.note("stop requested by %s%s: SIGINT to process group %d%s", by, peer.note(), s.child, andOthers(others))
 			termT = time.NewTimer(s.spec.StopGrace)
 			termC = termT.C
 		case <-termC:
@@ -423,6 +423,15 @@ func (s *shim) supervise(sigs <-chan os.Signal) {
 	}
 }
 
+// note is " (pid 812 trainbot, uid 1000)", for the log's note of a request
+// from p: the caller's own claim comes with who it was. "" for nil.
+func (p *Peer) note() string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (pid %d %s, uid %d)", p.PID, strconv.Quote(p.Comm), p.UID)
+}
+
 func andOthers(n int) string {
 	if n == 0 {
 		return ""
@@ -430,13 +439,14 @@ func andOthers(n int) string {
 	return fmt.Sprintf(" and %d process(es) that left it", n)
 }
 
-// requestStop records the first stop and wakes supervise; later ones, and
-// any after the main process ended, change nothing.
-func (s *shim) requestStop(by, reason string) {
+// requestStop records the first stop, from peer (nil: a signal), and
+// wakes supervise; later ones, and any after the main process ended,
+// change nothing.
+func (s *shim) requestStop(by, reason string, peer *Peer) {
 	s.mu.Lock()
 	first := s.st.Stop == nil && s.st.EndedAt.IsZero()
 	if first {
-		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now()}
+		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now(), Peer: peer}
 	}
 	s.mu.Unlock()
 	if first {
@@ -448,8 +458,9 @@ func (s *shim) requestStop(by, reason string) {
 	}
 }
 
-// killNow sends SIGKILL to the whole run at once (a "kill" request).
-func (s *shim) killNow(by, reason string) {
+// killNow sends SIGKILL to the whole run at once (a "kill" request from
+// peer).
+func (s *shim) killNow(by, reason string, peer *Peer) {
 	s.mu.Lock()
 	if !s.st.EndedAt.IsZero() {
 		s.mu.Unlock()
@@ -459,12 +470,12 @@ func (s *shim) killNow(by, reason string) {
 		if reason == "" {
 			reason = "killed"
 		}
-		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now()}
+		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now(), Peer: peer}
 	}
 	s.st.Stop.KilledNow = true
 	s.mu.Unlock()
 	others, _ := s.signalRun(syscall.SIGKILL)
-	s.q.note("kill requested by %s: SIGKILL to process group %d%s", by, s.child, andOthers(others))
+	s.q.note("kill requested by %s%s: SIGKILL to process group %d%s", by, peer.note(), s.child, andOthers(others))
 	s.kickPersist()
 }
 
@@ -618,8 +629,8 @@ func (s *shim) reapAll() {
 	}
 }
 
-// handle answers one control request.
-func (s *shim) handle(req Request) Response {
+// handle answers one control request from peer.
+func (s *shim) handle(req Request, peer Peer) Response {
 	by := req.By
 	if by == "" {
 		by = "someone"
@@ -627,9 +638,11 @@ func (s *shim) handle(req Request) Response {
 	switch req.Op {
 	case "status":
 	case "stop":
-		s.requestStop(by, req.Reason)
+		peer.Comm = procfs.Comm(peer.PID)
+		s.requestStop(by, req.Reason, &peer)
 	case "kill":
-		s.killNow(by, req.Reason)
+		peer.Comm = procfs.Comm(peer.PID)
+		s.killNow(by, req.Reason, &peer)
 	default:
 		return Response{Error: fmt.Sprintf("unknown op %q", req.Op)}
 	}
@@ -644,7 +657,7 @@ func (s *shim) snapshot() State {
 	s.mu.Lock()
 	st := s.st
 	if st.Stop != nil {
-		stop := *st.Stop
+		stop := *st.Stop // its Peer is never changed once recorded
 		st.Stop = &stop
 	}
 	if st.ExitCode != nil {

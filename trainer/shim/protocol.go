@@ -117,12 +117,27 @@ type State struct {
 
 // StopInfo says who asked for a stop and what it took.
 type StopInfo struct {
+	// By is who asked, as the request said (a caller may say anything:
+	// Peer is who it was), or the shim's own words for a stop it took
+	// by a signal.
 	By        string    `json:"by"`
 	Reason    string    `json:"reason"` // as the bot gave it ("stopped", "nan"); "signal" when the shim itself got SIGTERM/SIGINT
 	At        time.Time `json:"at"`
 	SentTerm  bool      `json:"sent_term"`  // SIGTERM followed SIGINT after StopGrace
 	SentKill  bool      `json:"sent_kill"`  // SIGKILL followed after KillGrace
 	KilledNow bool      `json:"killed_now"` // a "kill" request: SIGKILL without the grace periods
+	// Peer is the process that sent the stop or kill on the control
+	// socket; nil for a stop the shim took by a signal (and in the state
+	// of shims from before it was recorded).
+	Peer *Peer `json:"peer,omitempty"`
+}
+
+// Peer is the process at the other end of a control connection, as the
+// kernel tells it (SO_PEERCRED, as it was when it connected).
+type Peer struct {
+	PID  int    `json:"pid"` // 0 when it is in another pid namespace
+	UID  int    `json:"uid"`
+	Comm string `json:"comm,omitempty"` // its command name (/proc/PID/comm) when the request was taken; "" if it had ended
 }
 
 // Request is one JSON line sent on the control socket; Response is the one

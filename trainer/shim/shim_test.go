@@ -220,6 +220,11 @@ func TestStopKillsTheWholeTree(t *testing.T) {
 	if s := st.Stop; s == nil || s.By != "alice" || !s.SentTerm || !s.SentKill || s.KilledNow {
 		t.Errorf("stop info %+v, want alice's with SIGTERM and SIGKILL sent", s)
 	}
+	// Who sent it is recorded as the kernel tells it, whatever by says.
+	me := Peer{PID: os.Getpid(), UID: os.Getuid(), Comm: thisComm(t)}
+	if s := st.Stop; s == nil || s.Peer == nil || *s.Peer != me {
+		t.Errorf("stop's peer %+v, want this test process %+v", s.Peer, me)
+	}
 	if st.Survivors != 0 || st.Signal != int(syscall.SIGKILL) {
 		t.Errorf("survivors %d signal %d, want 0 and SIGKILL", st.Survivors, st.Signal)
 	}
@@ -230,7 +235,7 @@ func TestStopKillsTheWholeTree(t *testing.T) {
 	}
 	log := readLog(t, dir)
 	for _, want := range []string{
-		fmt.Sprintf("[trainbot] stop requested by alice: SIGINT to process group %d and 1 process(es) that left it\n", h.PID),
+		fmt.Sprintf("[trainbot] stop requested by alice (pid %d %q, uid %d): SIGINT to process group %d and 1 process(es) that left it\n", me.PID, me.Comm, me.UID, h.PID),
 		"[trainbot] still running 300ms after SIGINT: SIGTERM",
 		"[trainbot] still running 300ms after SIGTERM: SIGKILL",
 		"[trainbot] the main process ended: killed by SIGKILL\n",
@@ -251,8 +256,8 @@ func TestSignalToShimStops(t *testing.T) {
 	}
 	st := wait(t, h, dir)
 	want := fmt.Sprintf("a signal to the run's supervisor (pid %d)", h.ShimPID)
-	if st.Stop == nil || st.Stop.Reason != "signal" || st.Stop.By != want || st.Stop.SentTerm {
-		t.Errorf("stop %+v, want by %q for \"signal\"", st.Stop, want)
+	if st.Stop == nil || st.Stop.Reason != "signal" || st.Stop.By != want || st.Stop.SentTerm || st.Stop.Peer != nil {
+		t.Errorf("stop %+v, want by %q for \"signal\", no peer", st.Stop, want)
 	}
 	if st.Signal != int(syscall.SIGINT) || st.ExitCode != nil {
 		t.Errorf("signal %d exit code %v, want SIGINT", st.Signal, st.ExitCode)
@@ -268,8 +273,8 @@ func TestKillRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := wait(t, h, dir)
-	if s := st.Stop; s == nil || s.By != "carol" || !s.KilledNow || s.SentTerm {
-		t.Errorf("stop info %+v, want carol's kill", s)
+	if s := st.Stop; s == nil || s.By != "carol" || !s.KilledNow || s.SentTerm || s.Peer == nil || s.Peer.PID != os.Getpid() {
+		t.Errorf("stop info %+v, want carol's kill from pid %d", s, os.Getpid())
 	}
 	if st.Survivors != 0 || st.Signal != int(syscall.SIGKILL) {
 		t.Errorf("survivors %d signal %d", st.Survivors, st.Signal)
@@ -541,4 +546,14 @@ func TestRemovedRunDirEndsTheShim(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the shim still runs 20 s after its run's directory was removed and it was asked to stop")
 	}
+}
+
+// thisComm is the command name of the test process.
+func thisComm(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
