@@ -185,6 +185,10 @@ type shim struct {
 	endedAt time.Time
 	exited  chan struct{} // closed when the main process is reaped
 
+	// The main process's peak (peak.go), under reapMu.
+	execHWM  int64 // the shim's own VmHWM once the child had started; 0 unknown
+	childHWM int64 // the child's largest VmHWM sampled
+
 	stateMu sync.Mutex    // one state.json write at a time
 	kick    chan struct{} // cap 1: write state.json
 }
@@ -269,6 +273,7 @@ func (s *shim) run(ready *os.File) int {
 	// Not cmd.Wait: the reaper reaps the child with everything else that
 	// re-parents to the shim.
 	s.child = cmd.Process.Pid
+	s.execHWM, _ = procfs.ReadHWM(s.pid)
 	cmd.Process.Release()
 	s.mu.Lock()
 	s.st.PID = s.child
@@ -279,6 +284,8 @@ func (s *shim) run(ready *os.File) int {
 	go func() { defer close(errDone); readPipe(errR, s.q, &s.tail) }()
 	reapStop, reapDone := make(chan struct{}), make(chan struct{})
 	go s.reap(chld, reapStop, reapDone)
+	hwmDone := make(chan struct{})
+	go s.sampleHWM(hwmDone)
 
 	s.writeState(s.snapshot())
 	tell(ready, readyMsg{PID: s.child})
@@ -287,6 +294,7 @@ func (s *shim) run(ready *os.File) int {
 	go s.persist(persistStop, persistDone)
 
 	s.supervise(sigs)
+	<-hwmDone // it ends with the main process
 
 	// The main process has ended.
 	s.mu.Lock()
@@ -622,7 +630,7 @@ func (s *shim) reapAll() {
 		if pid == s.child && !s.reaped {
 			s.reaped, s.ws, s.endedAt = true, ws, time.Now()
 			s.mu.Lock()
-			s.st.MaxRSS = ru.Maxrss * 1024 // Linux gives KiB
+			s.st.MaxRSS = s.childPeak(ru.Maxrss * 1024) // Linux gives KiB
 			s.mu.Unlock()
 			close(s.exited)
 		}

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trainbot/trainbot/internal/procfs"
 )
 
 // The test binary doubles as the shim ("shim" as its first argument, the
@@ -156,7 +158,7 @@ func child(mode string, args []string) int {
 		}
 		fmt.Println("refused", refused)
 		return 0
-	case "peak": // hold N MiB for an instant (every page touched), free it, print, exit
+	case "peak": // hold N MiB for an instant (every page touched), free it, print, print its own VmHWM, exit
 		b := make([]byte, atoi(arg(0, "64"))<<20)
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = 1
@@ -165,6 +167,8 @@ func child(mode string, args []string) int {
 		b = nil
 		runtime.GC()
 		debug.FreeOSMemory()
+		hwm, _ := procfs.ReadHWM(os.Getpid())
+		fmt.Println("vmhwm", hwm)
 		return 0
 	case "steps": // N stdout lines, a stderr line every 7th, one write each; then wait for RUN_DIR/finish
 		n := atoi(arg(0, "1000"))

@@ -92,8 +92,10 @@ type State struct {
 	Survivors int       `json:"survivors"`         // processes of the run still alive after the final SIGKILL (want 0)
 	// MaxRSS is the main process's high-water mark of resident memory in
 	// bytes, from wait4's rusage when it was reaped (ru_maxrss: its own,
-	// or that of a descendant it waited for when larger; never a sum); 0
-	// while it runs.
+	// or that of a descendant it waited for when larger; never a sum) —
+	// except where that could be the shim's own mark, folded into it at
+	// the child's execve: then the largest VmHWM of the child sampled
+	// while it ran (see peak.go). 0 while it runs, or when nothing told.
 	MaxRSS int64 `json:"max_rss,omitempty"`
 
 	BytesRead    int64  `json:"bytes_read"`            // output read from the pipes

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trainbot/trainbot/internal/procfs"
 )
 
 func TestRunEndToEnd(t *testing.T) {
@@ -511,16 +513,57 @@ func TestLogCap(t *testing.T) {
 
 // The run's state says the main process's high-water mark of resident
 // memory, read from wait4 when it is reaped: a peak of an instant that no
-// periodic sample would see.
+// periodic sample would see, exactly the child's own (it says its VmHWM
+// last).
 func TestMaxRSSIsThePeak(t *testing.T) {
-	spec := newSpec(t, "peak", "96")
+	spec := newSpec(t, "peak", "200")
 	h, _ := start(t, spec, "")
 	st := wait(t, h, spec.RunDir)
 	if st.ExitCode == nil || *st.ExitCode != 0 {
 		t.Fatalf("exit code %v, want 0", st.ExitCode)
 	}
-	if st.MaxRSS < 96<<20 || st.MaxRSS > 1<<30 {
-		t.Errorf("max_rss = %d, want at least the 96 MiB the child held (and not absurd)", st.MaxRSS)
+	m := regexp.MustCompile(`(?m)^vmhwm (\d+)$`).FindStringSubmatch(readLog(t, spec.RunDir))
+	if m == nil {
+		t.Fatalf("the child did not say its VmHWM:\n%s", readLog(t, spec.RunDir))
+	}
+	own, _ := strconv.ParseInt(m[1], 10, 64)
+	if st.MaxRSS < 200<<20 || st.MaxRSS < own || st.MaxRSS > own+2<<20 {
+		t.Errorf("max_rss = %d, want the child's own VmHWM %d (it held 200 MiB), at most 2 MiB more for its exit", st.MaxRSS, own)
+	}
+}
+
+// The peak of a child smaller than the shim is the child's own, not the
+// shim's: Linux folds the shim's high-water mark into the ru_maxrss of a
+// child started from it (Go's exec shares the shim's memory until the
+// execve), so there the shim's samples of the child's VmHWM say it.
+func TestMaxRSSOfASmallChildIsNotTheShims(t *testing.T) {
+	// The truth: the VmHWM of the same program, started here and read
+	// once it sleeps (it has loaded what it loads).
+	truth := exec.Command("/bin/sleep", "5")
+	if err := truth.Start(); err != nil {
+		t.Skip("no /bin/sleep:", err)
+	}
+	defer func() { truth.Process.Kill(); truth.Wait() }()
+	waitFor(t, 5*time.Second, "/bin/sleep asleep", func() bool {
+		st, err := procfs.ReadStat(truth.Process.Pid)
+		return err == nil && st.State == 'S'
+	})
+	want, ok := procfs.ReadHWM(truth.Process.Pid)
+	if !ok {
+		t.Fatal("cannot read the VmHWM of /bin/sleep")
+	}
+	spec := newSpec(t, "")
+	spec.Argv = []string{"/bin/sleep", "0.5"}
+	h, _ := start(t, spec, "")
+	if shimHWM, ok := procfs.ReadHWM(h.ShimPID); ok {
+		t.Logf("the shim's own VmHWM %d KiB, /bin/sleep's %d KiB", shimHWM>>10, want>>10)
+	}
+	st := wait(t, h, spec.RunDir)
+	if st.ExitCode == nil || *st.ExitCode != 0 {
+		t.Fatalf("exit code %v, want 0", st.ExitCode)
+	}
+	if d := st.MaxRSS - want; d < -256<<10 || d > 256<<10 {
+		t.Errorf("max_rss = %d KiB, want /bin/sleep's own %d KiB (±256 KiB)", st.MaxRSS>>10, want>>10)
 	}
 }
 
