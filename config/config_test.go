@@ -203,3 +203,35 @@ func TestRetention(t *testing.T) {
 		t.Errorf("7d and 0: %s", got)
 	}
 }
+
+// What Validate would say of a value that could not be decoded (the zero
+// the failure left) is not another problem: a name that is not a string is
+// one error, not also "a job needs a name", and a command with an item
+// that is not a string is one error, not also "a job needs a command".
+func TestDecodeFailuresAreToldOnce(t *testing.T) {
+	doc := `data_dir = "/tmp/x"
+
+[[jobs]]
+name = 5
+command = ["python3"]
+
+[[jobs]]
+name = "b"
+command = [7]
+`
+	c := DefaultConfig()
+	perr := c.Parse("test.toml", strings.NewReader(doc))
+	verr := c.Validate()
+	if perr == nil {
+		t.Fatal("parse: got nil, want the two values that are not strings")
+	}
+	text := perr.Error()
+	for _, w := range []string{`test.toml:4: jobs[0].name: `, `test.toml:9: jobs[1].command[0]: `} {
+		if !strings.Contains(text, w) {
+			t.Errorf("parse errors lack %q:\n%s", w, text)
+		}
+	}
+	if verr != nil {
+		t.Errorf("validate: %v, want nothing more than what could not be decoded", verr)
+	}
+}

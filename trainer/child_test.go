@@ -169,6 +169,12 @@ func child(mode string, args []string) int {
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 		time.Sleep(time.Minute)
 		return 0
+	case "ctlstop": // on the control socket of the run in RUN_DIR arg 0, ask for a stop as arg 1 for reason arg 2
+		if _, err := shim.Call(arg(0, ""), shim.Request{Op: "stop", By: arg(1, "alice"), Reason: arg(2, "stopped")}, 5*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
 	case "polite": // exit 130 on SIGINT after saving
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, syscall.SIGINT)

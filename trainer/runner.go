@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -66,6 +67,7 @@ type shimRunner struct {
 	pid       int          // the main process, its process group id
 	maxLog    int64        // the job's max_log_bytes, for the end's detail
 	handle    *shim.Handle // the shim this trainbot started (to reap); nil when attached to an earlier one
+	asked     string       // the by of the first stop this runner sent: the one the shim records from this process
 	log       *slog.Logger
 	down      time.Time // when the shim was found gone; zero while it answers or lives
 	unknown   time.Time // when the shim's liveness could first not be told; zero otherwise
@@ -83,7 +85,7 @@ type shimRunner struct {
 	goneAt     time.Time // when it ended, as far as this trainbot saw; zero when it never saw it alive
 	nextLook   time.Time
 	procs      int // processes of the run last seen
-	stopBy     string
+	orphanBy   string
 	stopAt     time.Time
 	signals    int // sent to the orphans: 1 SIGINT, 2 SIGTERM, 3 SIGKILL
 }
@@ -232,11 +234,13 @@ func (r *shimRunner) end(st *shim.State) *runEnd {
 		e.signal = syscall.Signal(st.Signal)
 	}
 	if s := st.Stop; s != nil {
-		e.stopBy, e.stopReason = s.By, OutcomeStopped
-		if s.Reason == string(OutcomeNaN) {
+		var vouched bool
+		e.stopBy, vouched = r.stopBy(s)
+		e.stopReason = OutcomeStopped
+		if vouched && s.Reason == string(OutcomeNaN) {
 			e.stopReason = OutcomeNaN
 		}
-		e.sentKill, e.killedNow = s.SentKill, s.KilledNow
+		e.sentKill, e.killedNow = s.SentKill, vouched && s.KilledNow
 	}
 	if st.BytesDropped > 0 {
 		reason := st.DropReason
@@ -257,8 +261,8 @@ func (r *shimRunner) end(st *shim.State) *runEnd {
 
 func (r *shimRunner) stop(req stopRequest) error {
 	if !r.orphaned.IsZero() {
-		if r.stopBy == "" {
-			r.stopBy, r.stopAt = req.by, time.Now()
+		if r.orphanBy == "" {
+			r.orphanBy, r.stopAt = req.by, time.Now()
 		}
 		switch {
 		case req.kill:
@@ -267,6 +271,9 @@ func (r *shimRunner) stop(req stopRequest) error {
 			r.signalOrphans(syscall.SIGINT)
 		}
 		return nil
+	}
+	if r.asked == "" {
+		r.asked = req.by // before the call: a stop the shim took but did not answer is this one too
 	}
 	op := "stop"
 	if req.kill {
@@ -283,8 +290,8 @@ func (r *shimRunner) goneDetail() (string, time.Time) {
 	d := fmt.Sprintf("the run's supervisor (pid %d) ended without recording how the run ended", r.shimPID)
 	if !r.orphaned.IsZero() {
 		d += fmt.Sprintf("; its processes (group %d) lived on unsupervised until %s", r.pid, r.goneAt.Format(time.RFC3339))
-		if r.stopBy != "" {
-			d += fmt.Sprintf(", stopped by %s (%s)", r.stopBy, unix.SignalName([]syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}[r.signals]))
+		if r.orphanBy != "" {
+			d += fmt.Sprintf(", stopped by %s (%s)", r.orphanBy, unix.SignalName([]syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}[r.signals]))
 		}
 	}
 	return d, r.goneAt
@@ -306,4 +313,35 @@ func newShimRunner(a *active, h *shim.Handle) *shimRunner {
 		maxLog: a.job.MaxLogBytes, handle: h, log: a.log,
 		lockPath: filepath.Join(a.sup.opts.DataDir, "locks", lockFileName(a.job.Lock)), lockName: a.job.Lock,
 		stopGrace: a.job.StopGrace, killGrace: a.job.KillGrace}
+}
+
+// stopBy is who stopped the run, as far as this trainbot can vouch for it,
+// and whether it is vouched for (then its reason, and a kill at
+// shutdown are trainbot's too): the by of the stop this runner sent when
+// the shim took the stop from this process; the shim's own words for a
+// stop it took by a signal (or the by of a shim from before peers were
+// recorded); else the process that sent it on the socket, whatever it
+// said it was.
+func (r *shimRunner) stopBy(s *shim.StopInfo) (by string, vouched bool) {
+	switch p := s.Peer; {
+	case p == nil:
+		return s.By, true
+	case p.PID == os.Getpid() && r.asked != "":
+		return r.asked, true
+	default:
+		who := fmt.Sprintf("uid %d", p.UID)
+		if p.Comm != "" {
+			who = quoteOdd(p.Comm) + ", " + who
+		}
+		return fmt.Sprintf("a request on the run's control socket from pid %d (%s)", p.PID, who), false
+	}
+}
+
+// quoteOdd quotes s when it is not plain printable text (a process names
+// itself).
+func quoteOdd(s string) string {
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q
+	}
+	return s
 }

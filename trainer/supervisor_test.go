@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -422,6 +423,30 @@ func TestPoliteStopExitsOnSIGINT(t *testing.T) {
 	log, _ := os.ReadFile(got.LogPath)
 	if !strings.Contains(string(log), "saving checkpoint") {
 		t.Error("the child did not get to save")
+	}
+}
+
+// A stop that another process sent on the run's control socket is
+// recorded as that process, as the kernel tells it, not as whoever it
+// said it was: the by (and the reason) of a stop are trainbot's only when
+// trainbot sent it.
+func TestStopFromAnotherProcessIsRecordedAsThatProcess(t *testing.T) {
+	h := newHarness(t, job("p", childCommand("polite")))
+	r := h.start("p", nil)
+	h.waitTail(r.ID, "ready")
+	cmd := exec.Command(childCommand("ctlstop")[0], append(childCommand("ctlstop")[1:], filepath.Dir(r.LogPath), "alice", "nan")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the other process's stop: %v: %s", err, out)
+	}
+	got := h.wait(r.ID)
+	// The test binary, run by /usr/bin/env with the same pid.
+	want := fmt.Sprintf("a request on the run's control socket from pid %d (trainer.test, uid %d)", cmd.Process.Pid, os.Getuid())
+	if got.Outcome != trainer.OutcomeStopped || got.StoppedBy != want || strings.Contains(got.Detail, "alice") {
+		t.Errorf("got %s by %q (%s), want stopped by %q", got.Outcome, got.StoppedBy, got.Detail, want)
+	}
+	log, _ := os.ReadFile(got.LogPath)
+	if note := fmt.Sprintf(`stop requested by alice (pid %d "trainer.test", uid %d)`, cmd.Process.Pid, os.Getuid()); !strings.Contains(string(log), note) {
+		t.Errorf("the log lacks %q:\n%s", note, log)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/internal/termsafe"
 )
 
 // Name is the transport's name.
@@ -197,7 +198,9 @@ func (c *Console) Send(_ context.Context, _ int64, r chat.Reply, skip int) (int,
 		}
 		fmt.Fprintf(&b, "[buttons] %s\n", strings.Join(words, " | "))
 	}
-	if err := c.write(b.String()); err != nil {
+	// The text holds what others wrote (a run's output, notes, names):
+	// shown, never acted on by the terminal.
+	if err := c.write(termsafe.String(b.String())); err != nil {
 		return 0, err
 	}
 	return 1, nil

@@ -130,3 +130,18 @@ func TestConsoleSendSkipsWhatWentOut(t *testing.T) {
 		t.Errorf("a reply sent before is not printed again: %d %v %q", n, err, out.String())
 	}
 }
+
+// A reply shows what a run printed (日志) as text: its escape sequences
+// reach the terminal escaped, its lines stay lines.
+func TestConsoleEscapesControlsInReplies(t *testing.T) {
+	var out bytes.Buffer
+	c := New(strings.NewReader(""), &out, t.TempDir())
+	log := "step 1 \x1b[32mloss=0.5\x1b[0m\nstep 2\rstep 3 \x1b]0;title\x07"
+	if _, err := c.Send(context.Background(), Chat, chat.Reply{Text: log}, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := `step 1 \x1b[32mloss=0.5\x1b[0m` + "\n" + `step 2\rstep 3 \x1b]0;title\x07` + "\n"
+	if got := out.String(); got != want {
+		t.Errorf("printed %q, want %q", got, want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/i18n"
+	"github.com/trainbot/trainbot/internal/termsafe"
 	"github.com/trainbot/trainbot/store"
 )
 
@@ -79,7 +80,7 @@ func cmdAudit(ctx context.Context, args []string, e env) int {
 		return exitOK
 	}
 	for _, a := range entries {
-		fmt.Fprintln(e.stdout, render.AuditLine(i18n.ZhEn, a))
+		fmt.Fprintln(e.stdout, termsafe.Field(render.AuditLine(i18n.ZhEn, a))) // one line each, whatever a stranger wrote
 	}
 	return exitOK
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/internal/termsafe"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -139,7 +140,7 @@ func cmdCompare(ctx context.Context, args []string, e env) int {
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
-	fmt.Fprintln(e.stdout, text)
+	fmt.Fprintln(e.stdout, termsafe.String(text))
 	for i, img := range imgs {
 		if img.PNG == nil {
 			continue

@@ -8,6 +8,7 @@ import (
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/i18n"
+	"github.com/trainbot/trainbot/internal/termsafe"
 	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -88,7 +89,7 @@ func cmdFit(ctx context.Context, args []string, e env) int {
 			fmt.Fprintln(e.stderr, "trainbot fit: no answer: "+f.Problem)
 		}
 	} else {
-		fmt.Fprintln(e.stdout, render.FitText(i18n.ZhEn, f, source))
+		fmt.Fprintln(e.stdout, termsafe.String(render.FitText(i18n.ZhEn, f, source)))
 	}
 	if !f.OK() {
 		return exitFail

@@ -11,6 +11,7 @@ import (
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/procfs"
+	"github.com/trainbot/trainbot/internal/termsafe"
 	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -143,7 +144,7 @@ func cmdGPU(ctx context.Context, args []string, e env) int {
 			return code
 		}
 	} else {
-		fmt.Fprintln(e.stdout, gpu.Format(snap))
+		fmt.Fprintln(e.stdout, termsafe.String(gpu.Format(snap))) // other users' process names
 	}
 	if err != nil {
 		// What was read is printed; what was not makes the status 1.

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/termsafe"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
@@ -146,7 +147,7 @@ func (t textPoints) point(name string, p store.Point) {
 	if !math.IsNaN(p.Epoch) {
 		epoch = formatValue(p.Epoch)
 	}
-	fmt.Fprintf(t.w, "%d\t%s\t%s\t%s\t%s\n", p.Step, pointTime(p), name, formatValue(p.Value), epoch)
+	fmt.Fprintf(t.w, "%d\t%s\t%s\t%s\t%s\n", p.Step, pointTime(p), termsafe.Field(name), formatValue(p.Value), epoch)
 }
 
 func (t textPoints) flush() error { return t.w.Flush() }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/i18n"
+	"github.com/trainbot/trainbot/internal/termsafe"
 )
 
 // queueJSON is one entry of `trainbot queue --json`.
@@ -65,6 +66,6 @@ func cmdQueue(ctx context.Context, args []string, e env) int {
 		fmt.Fprintln(e.stdout, "The queue is empty.")
 		return exitOK
 	}
-	fmt.Fprintln(e.stdout, command.QueueText(i18n.ZhEn, q, jobs, time.Now().In(cfg.Location())))
+	fmt.Fprintln(e.stdout, termsafe.String(command.QueueText(i18n.ZhEn, q, jobs, time.Now().In(cfg.Location()))))
 	return exitOK
 }

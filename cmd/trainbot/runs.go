@@ -14,6 +14,7 @@ import (
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/i18n"
+	"github.com/trainbot/trainbot/internal/termsafe"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -134,17 +135,18 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 			}
 			return printJSON(e, j)
 		}
-		fmt.Fprintln(e.stdout, render.EndedText(i18n.ZhEn, r, last))
-		fmt.Fprintf(e.stdout, "started %s by %s\ncommand %s\nlog %s\n", r.StartedAt.Format(time.RFC3339), def(r.StartedBy, "?"), strings.Join(r.Command, " "), r.LogPath)
+		fmt.Fprintln(e.stdout, termsafe.String(render.EndedText(i18n.ZhEn, r, last)))
+		fmt.Fprintf(e.stdout, "started %s by %s\ncommand %s\nlog %s\n", r.StartedAt.Format(time.RFC3339), termsafe.Field(def(r.StartedBy, "?")),
+			termsafe.Field(strings.Join(r.Command, " ")), termsafe.Field(r.LogPath))
 		if r.Supervisor > 0 && r.Runner != "" {
 			fmt.Fprintf(e.stdout, "runner %s · supervisor pid %d\n", r.Runner, r.Supervisor)
 		}
 		if r.SlurmJobID != "" {
-			fmt.Fprintf(e.stdout, "runner slurm · Slurm job %s · node %s\n", r.SlurmJobID, def(r.Node, "(not started)"))
+			fmt.Fprintf(e.stdout, "runner slurm · Slurm job %s · node %s\n", termsafe.Field(r.SlurmJobID), termsafe.Field(def(r.Node, "(not started)")))
 		}
 		if r.State == trainer.StateRunning {
 			if attached {
-				fmt.Fprintf(e.stdout, "trainbot is attached to this run (%s)\n", holder)
+				fmt.Fprintf(e.stdout, "trainbot is attached to this run (%s)\n", termsafe.Field(holder))
 			} else {
 				fmt.Fprintln(e.stdout, "no trainbot is attached to this run now: the next one started on this data directory re-attaches")
 			}
@@ -164,7 +166,7 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 		if *asJSON {
 			out = append(out, toJSON(r, last, now))
 		} else {
-			fmt.Fprintln(e.stdout, render.RunLine(i18n.ZhEn, r, last, now))
+			fmt.Fprintln(e.stdout, termsafe.Field(render.RunLine(i18n.ZhEn, r, last, now)))
 		}
 	}
 	if *asJSON {

@@ -290,8 +290,14 @@ func (p *Procs) ownerMemo(pid int, runs map[int]int64, cache map[int]int64, path
 }
 
 // Comm returns a process's command name, "" when it cannot be read.
-func (p *Procs) Comm(pid int) string {
-	b, err := os.ReadFile(p.root + "/" + strconv.Itoa(pid) + "/comm")
+func (p *Procs) Comm(pid int) string { return comm(p.root, pid) }
+
+// Comm returns the command name of process pid, "" when it cannot be read
+// (it ended).
+func Comm(pid int) string { return comm("/proc", pid) }
+
+func comm(root string, pid int) string {
+	b, err := os.ReadFile(root + "/" + strconv.Itoa(pid) + "/comm")
 	if err != nil {
 		return ""
 	}

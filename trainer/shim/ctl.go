@@ -20,7 +20,8 @@ import (
 const (
 	connDeadline = 5 * time.Second // a stuck client cannot hold a handler longer
 	maxRequest   = 64 << 10
-	maxConns     = 16 // handlers at once; more connections wait in the backlog
+	maxConns     = 16 // handlers at once (for the owner's and root's connections); more wait in the backlog
+	refuseWrite  = 100 * time.Millisecond
 )
 
 // maxSocketPath is the longest path a unix socket address holds (108 bytes
@@ -67,10 +68,14 @@ func Call(runDir string, req Request, timeout time.Duration) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	if _, err := c.Write(append(b, '\n')); err != nil {
-		return Response{}, fmt.Errorf("%s: %w", req.Op, err)
-	}
+	// A shim that refuses the caller answers and closes without reading,
+	// so the write may fail (broken pipe) where the answer that says why
+	// is already there to read.
+	_, werr := c.Write(append(b, '\n'))
 	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if len(line) == 0 && werr != nil {
+		return Response{}, fmt.Errorf("%s: %w", req.Op, werr)
+	}
 	if err != nil && len(line) == 0 {
 		return Response{}, fmt.Errorf("%s: no answer: %w", req.Op, err)
 	}
@@ -121,7 +126,7 @@ func listen(runDir string) (*net.UnixListener, error) {
 // server answers requests on the control socket.
 type server struct {
 	ln     *net.UnixListener
-	handle func(Request) Response
+	handle func(Request, Peer) Response
 	errf   func(msg string, err error)
 	uid    int
 	wg     sync.WaitGroup // the accept loop and the handlers
@@ -132,7 +137,7 @@ type server struct {
 	closed bool
 }
 
-func newServer(ln *net.UnixListener, handle func(Request) Response, errf func(string, error)) *server {
+func newServer(ln *net.UnixListener, handle func(Request, Peer) Response, errf func(string, error)) *server {
 	return &server{ln: ln, handle: handle, errf: errf, uid: os.Getuid(), sem: make(chan struct{}, maxConns), conns: map[*net.UnixConn]bool{}}
 }
 
@@ -167,18 +172,48 @@ func (s *server) accept() {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
+		// The peer is checked before it takes a handler: connections
+		// from another user, however many and however idle, cost the
+		// owner nothing.
+		cred, err := peerCred(c)
+		if err != nil || !s.allowed(cred) {
+			s.refuse(c, cred, err)
+			continue
+		}
 		s.sem <- struct{}{}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer func() { <-s.sem }()
-			s.serve(c)
+			s.serve(c, Peer{PID: int(cred.Pid), UID: int(cred.Uid)})
 		}()
 	}
 }
 
-// serve answers one request on c.
-func (s *server) serve(c *net.UnixConn) {
+// allowed reports whether the peer cred may control the run: its owner
+// and root.
+func (s *server) allowed(cred *unix.Ucred) bool {
+	return int(cred.Uid) == s.uid || cred.Uid == 0
+}
+
+// refuse answers a peer that may not control the run (or whose
+// credentials could not be read, err) with one line that says why, and
+// closes the connection. It reads nothing and takes no handler: the line
+// fits in the empty socket buffer of a new connection, so the write does
+// not wait (refuseWrite bounds it all the same).
+func (s *server) refuse(c *net.UnixConn, cred *unix.Ucred, err error) {
+	defer c.Close()
+	resp := Response{Error: "cannot check the caller: " + fmt.Sprint(err)}
+	if err == nil {
+		resp.Error = fmt.Sprintf("uid %d may not control this run (its owner is uid %d)", cred.Uid, s.uid)
+	}
+	b, _ := json.Marshal(resp)
+	c.SetWriteDeadline(time.Now().Add(refuseWrite))
+	c.Write(append(b, '\n'))
+}
+
+// serve answers one request on c, from peer.
+func (s *server) serve(c *net.UnixConn, peer Peer) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(connDeadline))
 	s.mu.Lock()
@@ -193,24 +228,13 @@ func (s *server) serve(c *net.UnixConn) {
 		delete(s.conns, c)
 		s.mu.Unlock()
 	}()
-	resp := s.answer(c)
+	resp := s.answer(c, peer)
 	b, _ := json.Marshal(resp)
 	c.Write(append(b, '\n'))
 }
 
-func (s *server) answer(c *net.UnixConn) Response {
-	uid, uidErr := peerUID(c)
-	// The request is read (bounded, under the connection's deadline) even
-	// from a caller who is refused: a refusal sent before the caller has
-	// written would break its write, and it would see "broken pipe"
-	// instead of why.
+func (s *server) answer(c *net.UnixConn, peer Peer) Response {
 	line, err := bufio.NewReader(io.LimitReader(c, maxRequest)).ReadBytes('\n')
-	switch {
-	case uidErr != nil:
-		return Response{Error: "cannot check the caller: " + uidErr.Error()}
-	case uid != s.uid && uid != 0:
-		return Response{Error: fmt.Sprintf("uid %d may not control this run (its owner is uid %d)", uid, s.uid)}
-	}
 	if len(line) == 0 {
 		return Response{Error: fmt.Sprintf("no request: %v", err)}
 	}
@@ -218,24 +242,25 @@ func (s *server) answer(c *net.UnixConn) Response {
 	if err := json.Unmarshal(line, &req); err != nil {
 		return Response{Error: "bad request: " + err.Error()}
 	}
-	return s.handle(req)
+	return s.handle(req, peer)
 }
 
-// peerUID is the uid of the process at the other end of c (SO_PEERCRED).
-func peerUID(c *net.UnixConn) (int, error) {
+// peerCred is the pid, uid and gid of the process at the other end of c
+// (SO_PEERCRED: as it was when it connected).
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var cred *unix.Ucred
 	var credErr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if credErr != nil {
-		return 0, credErr
+		return nil, credErr
 	}
-	return int(cred.Uid), nil
+	return cred, nil
 }

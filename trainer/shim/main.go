@@ -185,6 +185,10 @@ type shim struct {
 	endedAt time.Time
 	exited  chan struct{} // closed when the main process is reaped
 
+	// The main process's peak (peak.go), under reapMu.
+	execHWM  int64 // the shim's own VmHWM once the child had started; 0 unknown
+	childHWM int64 // the child's largest VmHWM sampled
+
 	stateMu sync.Mutex    // one state.json write at a time
 	kick    chan struct{} // cap 1: write state.json
 }
@@ -278,6 +282,7 @@ func (s *shim) run(ready *os.File) int {
 	// Not cmd.Wait: the reaper reaps the child with everything else that
 	// re-parents to the shim.
 	s.child = cmd.Process.Pid
+	s.execHWM, _ = procfs.ReadHWM(s.pid)
 	cmd.Process.Release()
 	s.mu.Lock()
 	s.st.PID = s.child
@@ -288,6 +293,8 @@ func (s *shim) run(ready *os.File) int {
 	go func() { defer close(errDone); readPipe(errR, s.q, &s.tail) }()
 	reapStop, reapDone := make(chan struct{}), make(chan struct{})
 	go s.reap(chld, reapStop, reapDone)
+	hwmDone := make(chan struct{})
+	go s.sampleHWM(hwmDone)
 
 	s.writeState(s.snapshot())
 	tell(ready, readyMsg{PID: s.child})
@@ -296,6 +303,7 @@ func (s *shim) run(ready *os.File) int {
 	go s.persist(persistStop, persistDone)
 
 	s.supervise(sigs)
+	<-hwmDone // it ends with the main process
 
 	// The main process has ended.
 	s.mu.Lock()
@@ -415,14 +423,14 @@ func (s *shim) supervise(sigs <-chan os.Signal) {
 			return
 		case sig := <-sigs:
 			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
-				s.requestStop(fmt.Sprintf("a signal to the run's supervisor (pid %d)", s.pid), "signal")
+				s.requestStop(fmt.Sprintf("a signal to the run's supervisor (pid %d)", s.pid), "signal", nil)
 			}
 		case <-s.stopC:
 			s.mu.Lock()
-			by := s.st.Stop.By
+			by, peer := s.st.Stop.By, s.st.Stop.Peer
 			s.mu.Unlock()
 			others, _ := s.signalRun(syscall.SIGINT)
-			s.q.note("stop requested by %s: SIGINT to process group %d%s", by, s.child, andOthers(others))
+			s.q.note("stop requested by %s%s: SIGINT to process group %d%s", by, peer.note(), s.child, andOthers(others))
 			termT = time.NewTimer(s.spec.StopGrace)
 			termC = termT.C
 		case <-termC:
@@ -445,6 +453,15 @@ func (s *shim) supervise(sigs <-chan os.Signal) {
 	}
 }
 
+// note is " (pid 812 trainbot, uid 1000)", for the log's note of a request
+// from p: the caller's own claim comes with who it was. "" for nil.
+func (p *Peer) note() string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (pid %d %s, uid %d)", p.PID, strconv.Quote(p.Comm), p.UID)
+}
+
 func andOthers(n int) string {
 	if n == 0 {
 		return ""
@@ -452,13 +469,14 @@ func andOthers(n int) string {
 	return fmt.Sprintf(" and %d process(es) that left it", n)
 }
 
-// requestStop records the first stop and wakes supervise; later ones, and
-// any after the main process ended, change nothing.
-func (s *shim) requestStop(by, reason string) {
+// requestStop records the first stop, from peer (nil: a signal), and
+// wakes supervise; later ones, and any after the main process ended,
+// change nothing.
+func (s *shim) requestStop(by, reason string, peer *Peer) {
 	s.mu.Lock()
 	first := s.st.Stop == nil && s.st.EndedAt.IsZero()
 	if first {
-		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now()}
+		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now(), Peer: peer}
 	}
 	s.mu.Unlock()
 	if first {
@@ -470,8 +488,9 @@ func (s *shim) requestStop(by, reason string) {
 	}
 }
 
-// killNow sends SIGKILL to the whole run at once (a "kill" request).
-func (s *shim) killNow(by, reason string) {
+// killNow sends SIGKILL to the whole run at once (a "kill" request from
+// peer).
+func (s *shim) killNow(by, reason string, peer *Peer) {
 	s.mu.Lock()
 	if !s.st.EndedAt.IsZero() {
 		s.mu.Unlock()
@@ -481,12 +500,12 @@ func (s *shim) killNow(by, reason string) {
 		if reason == "" {
 			reason = "killed"
 		}
-		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now()}
+		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now(), Peer: peer}
 	}
 	s.st.Stop.KilledNow = true
 	s.mu.Unlock()
 	others, _ := s.signalRun(syscall.SIGKILL)
-	s.q.note("kill requested by %s: SIGKILL to process group %d%s", by, s.child, andOthers(others))
+	s.q.note("kill requested by %s%s: SIGKILL to process group %d%s", by, peer.note(), s.child, andOthers(others))
 	s.kickPersist()
 }
 
@@ -633,15 +652,15 @@ func (s *shim) reapAll() {
 		if pid == s.child && !s.reaped {
 			s.reaped, s.ws, s.endedAt = true, ws, time.Now()
 			s.mu.Lock()
-			s.st.MaxRSS = ru.Maxrss * 1024 // Linux gives KiB
+			s.st.MaxRSS = s.childPeak(ru.Maxrss * 1024) // Linux gives KiB
 			s.mu.Unlock()
 			close(s.exited)
 		}
 	}
 }
 
-// handle answers one control request.
-func (s *shim) handle(req Request) Response {
+// handle answers one control request from peer.
+func (s *shim) handle(req Request, peer Peer) Response {
 	by := req.By
 	if by == "" {
 		by = "someone"
@@ -649,9 +668,11 @@ func (s *shim) handle(req Request) Response {
 	switch req.Op {
 	case "status":
 	case "stop":
-		s.requestStop(by, req.Reason)
+		peer.Comm = procfs.Comm(peer.PID)
+		s.requestStop(by, req.Reason, &peer)
 	case "kill":
-		s.killNow(by, req.Reason)
+		peer.Comm = procfs.Comm(peer.PID)
+		s.killNow(by, req.Reason, &peer)
 	default:
 		return Response{Error: fmt.Sprintf("unknown op %q", req.Op)}
 	}
@@ -666,7 +687,7 @@ func (s *shim) snapshot() State {
 	s.mu.Lock()
 	st := s.st
 	if st.Stop != nil {
-		stop := *st.Stop
+		stop := *st.Stop // its Peer is never changed once recorded
 		st.Stop = &stop
 	}
 	if st.ExitCode != nil {

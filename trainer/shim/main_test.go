@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trainbot/trainbot/internal/procfs"
 )
 
 // The test binary doubles as the shim ("shim" as its first argument, the
@@ -133,7 +136,29 @@ func child(mode string, args []string) int {
 		}
 		fmt.Println("ok pid", resp.State.PID)
 		return 0
-	case "peak": // hold N MiB for an instant (every page touched), free it, print, exit
+	case "ctlhold": // open N connections to the run in RUN_DIR arg 0 and say nothing; at the end of stdin, count those refused
+		var conns []net.Conn
+		for i := 0; i < atoi(arg(1, "64")); i++ {
+			c, err := Dial(arg(0, ""), 5*time.Second)
+			if err != nil {
+				fmt.Println("error:", err)
+				return 1
+			}
+			conns = append(conns, c)
+		}
+		fmt.Println("holding", len(conns))
+		io.Copy(io.Discard, os.Stdin)
+		refused := 0
+		for _, c := range conns {
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			if strings.Contains(line, "may not control this run") {
+				refused++
+			}
+		}
+		fmt.Println("refused", refused)
+		return 0
+	case "peak": // hold N MiB for an instant (every page touched), free it, print, print its own VmHWM, exit
 		b := make([]byte, atoi(arg(0, "64"))<<20)
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = 1
@@ -142,6 +167,8 @@ func child(mode string, args []string) int {
 		b = nil
 		runtime.GC()
 		debug.FreeOSMemory()
+		hwm, _ := procfs.ReadHWM(os.Getpid())
+		fmt.Println("vmhwm", hwm)
 		return 0
 	case "steps": // N stdout lines, a stderr line every 7th, one write each; then wait for RUN_DIR/finish
 		n := atoi(arg(0, "1000"))

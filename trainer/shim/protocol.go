@@ -92,8 +92,10 @@ type State struct {
 	Survivors int       `json:"survivors"`         // processes of the run still alive after the final SIGKILL (want 0)
 	// MaxRSS is the main process's high-water mark of resident memory in
 	// bytes, from wait4's rusage when it was reaped (ru_maxrss: its own,
-	// or that of a descendant it waited for when larger; never a sum); 0
-	// while it runs.
+	// or that of a descendant it waited for when larger; never a sum) —
+	// except where that could be the shim's own mark, folded into it at
+	// the child's execve: then the largest VmHWM of the child sampled
+	// while it ran (see peak.go). 0 while it runs, or when nothing told.
 	MaxRSS int64 `json:"max_rss,omitempty"`
 
 	BytesRead    int64  `json:"bytes_read"`            // output read from the pipes
@@ -117,12 +119,27 @@ type State struct {
 
 // StopInfo says who asked for a stop and what it took.
 type StopInfo struct {
+	// By is who asked, as the request said (a caller may say anything:
+	// Peer is who it was), or the shim's own words for a stop it took
+	// by a signal.
 	By        string    `json:"by"`
 	Reason    string    `json:"reason"` // as the bot gave it ("stopped", "nan"); "signal" when the shim itself got SIGTERM/SIGINT
 	At        time.Time `json:"at"`
 	SentTerm  bool      `json:"sent_term"`  // SIGTERM followed SIGINT after StopGrace
 	SentKill  bool      `json:"sent_kill"`  // SIGKILL followed after KillGrace
 	KilledNow bool      `json:"killed_now"` // a "kill" request: SIGKILL without the grace periods
+	// Peer is the process that sent the stop or kill on the control
+	// socket; nil for a stop the shim took by a signal (and in the state
+	// of shims from before it was recorded).
+	Peer *Peer `json:"peer,omitempty"`
+}
+
+// Peer is the process at the other end of a control connection, as the
+// kernel tells it (SO_PEERCRED, as it was when it connected).
+type Peer struct {
+	PID  int    `json:"pid"` // 0 when it is in another pid namespace
+	UID  int    `json:"uid"`
+	Comm string `json:"comm,omitempty"` // its command name (/proc/PID/comm) when the request was taken; "" if it had ended
 }
 
 // Request is one JSON line sent on the control socket; Response is the one

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trainbot/trainbot/internal/procfs"
 )
 
 func TestRunEndToEnd(t *testing.T) {
@@ -220,6 +222,11 @@ func TestStopKillsTheWholeTree(t *testing.T) {
 	if s := st.Stop; s == nil || s.By != "alice" || !s.SentTerm || !s.SentKill || s.KilledNow {
 		t.Errorf("stop info %+v, want alice's with SIGTERM and SIGKILL sent", s)
 	}
+	// Who sent it is recorded as the kernel tells it, whatever by says.
+	me := Peer{PID: os.Getpid(), UID: os.Getuid(), Comm: thisComm(t)}
+	if s := st.Stop; s == nil || s.Peer == nil || *s.Peer != me {
+		t.Errorf("stop's peer %+v, want this test process %+v", s.Peer, me)
+	}
 	if st.Survivors != 0 || st.Signal != int(syscall.SIGKILL) {
 		t.Errorf("survivors %d signal %d, want 0 and SIGKILL", st.Survivors, st.Signal)
 	}
@@ -230,7 +237,7 @@ func TestStopKillsTheWholeTree(t *testing.T) {
 	}
 	log := readLog(t, dir)
 	for _, want := range []string{
-		fmt.Sprintf("[trainbot] stop requested by alice: SIGINT to process group %d and 1 process(es) that left it\n", h.PID),
+		fmt.Sprintf("[trainbot] stop requested by alice (pid %d %q, uid %d): SIGINT to process group %d and 1 process(es) that left it\n", me.PID, me.Comm, me.UID, h.PID),
 		"[trainbot] still running 300ms after SIGINT: SIGTERM",
 		"[trainbot] still running 300ms after SIGTERM: SIGKILL",
 		"[trainbot] the main process ended: killed by SIGKILL\n",
@@ -251,8 +258,8 @@ func TestSignalToShimStops(t *testing.T) {
 	}
 	st := wait(t, h, dir)
 	want := fmt.Sprintf("a signal to the run's supervisor (pid %d)", h.ShimPID)
-	if st.Stop == nil || st.Stop.Reason != "signal" || st.Stop.By != want || st.Stop.SentTerm {
-		t.Errorf("stop %+v, want by %q for \"signal\"", st.Stop, want)
+	if st.Stop == nil || st.Stop.Reason != "signal" || st.Stop.By != want || st.Stop.SentTerm || st.Stop.Peer != nil {
+		t.Errorf("stop %+v, want by %q for \"signal\", no peer", st.Stop, want)
 	}
 	if st.Signal != int(syscall.SIGINT) || st.ExitCode != nil {
 		t.Errorf("signal %d exit code %v, want SIGINT", st.Signal, st.ExitCode)
@@ -268,8 +275,8 @@ func TestKillRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := wait(t, h, dir)
-	if s := st.Stop; s == nil || s.By != "carol" || !s.KilledNow || s.SentTerm {
-		t.Errorf("stop info %+v, want carol's kill", s)
+	if s := st.Stop; s == nil || s.By != "carol" || !s.KilledNow || s.SentTerm || s.Peer == nil || s.Peer.PID != os.Getpid() {
+		t.Errorf("stop info %+v, want carol's kill from pid %d", s, os.Getpid())
 	}
 	if st.Survivors != 0 || st.Signal != int(syscall.SIGKILL) {
 		t.Errorf("survivors %d signal %d", st.Survivors, st.Signal)
@@ -506,16 +513,57 @@ func TestLogCap(t *testing.T) {
 
 // The run's state says the main process's high-water mark of resident
 // memory, read from wait4 when it is reaped: a peak of an instant that no
-// periodic sample would see.
+// periodic sample would see, exactly the child's own (it says its VmHWM
+// last).
 func TestMaxRSSIsThePeak(t *testing.T) {
-	spec := newSpec(t, "peak", "96")
+	spec := newSpec(t, "peak", "200")
 	h, _ := start(t, spec, "")
 	st := wait(t, h, spec.RunDir)
 	if st.ExitCode == nil || *st.ExitCode != 0 {
 		t.Fatalf("exit code %v, want 0", st.ExitCode)
 	}
-	if st.MaxRSS < 96<<20 || st.MaxRSS > 1<<30 {
-		t.Errorf("max_rss = %d, want at least the 96 MiB the child held (and not absurd)", st.MaxRSS)
+	m := regexp.MustCompile(`(?m)^vmhwm (\d+)$`).FindStringSubmatch(readLog(t, spec.RunDir))
+	if m == nil {
+		t.Fatalf("the child did not say its VmHWM:\n%s", readLog(t, spec.RunDir))
+	}
+	own, _ := strconv.ParseInt(m[1], 10, 64)
+	if st.MaxRSS < 200<<20 || st.MaxRSS < own || st.MaxRSS > own+2<<20 {
+		t.Errorf("max_rss = %d, want the child's own VmHWM %d (it held 200 MiB), at most 2 MiB more for its exit", st.MaxRSS, own)
+	}
+}
+
+// The peak of a child smaller than the shim is the child's own, not the
+// shim's: Linux folds the shim's high-water mark into the ru_maxrss of a
+// child started from it (Go's exec shares the shim's memory until the
+// execve), so there the shim's samples of the child's VmHWM say it.
+func TestMaxRSSOfASmallChildIsNotTheShims(t *testing.T) {
+	// The truth: the VmHWM of the same program, started here and read
+	// once it sleeps (it has loaded what it loads).
+	truth := exec.Command("/bin/sleep", "5")
+	if err := truth.Start(); err != nil {
+		t.Skip("no /bin/sleep:", err)
+	}
+	defer func() { truth.Process.Kill(); truth.Wait() }()
+	waitFor(t, 5*time.Second, "/bin/sleep asleep", func() bool {
+		st, err := procfs.ReadStat(truth.Process.Pid)
+		return err == nil && st.State == 'S'
+	})
+	want, ok := procfs.ReadHWM(truth.Process.Pid)
+	if !ok {
+		t.Fatal("cannot read the VmHWM of /bin/sleep")
+	}
+	spec := newSpec(t, "")
+	spec.Argv = []string{"/bin/sleep", "0.5"}
+	h, _ := start(t, spec, "")
+	if shimHWM, ok := procfs.ReadHWM(h.ShimPID); ok {
+		t.Logf("the shim's own VmHWM %d KiB, /bin/sleep's %d KiB", shimHWM>>10, want>>10)
+	}
+	st := wait(t, h, spec.RunDir)
+	if st.ExitCode == nil || *st.ExitCode != 0 {
+		t.Fatalf("exit code %v, want 0", st.ExitCode)
+	}
+	if d := st.MaxRSS - want; d < -256<<10 || d > 256<<10 {
+		t.Errorf("max_rss = %d KiB, want /bin/sleep's own %d KiB (±256 KiB)", st.MaxRSS>>10, want>>10)
 	}
 }
 
@@ -582,4 +630,14 @@ func TestAnotherRunsDirectoryIsRefused(t *testing.T) {
 	if log := readLog(t, dir); strings.Contains(log, "run 2 of") {
 		t.Errorf("the second run wrote into the first one's log:\n%s", log)
 	}
+}
+
+// thisComm is the command name of the test process.
+func thisComm(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
