@@ -318,16 +318,19 @@ func newShimRunner(a *active, h *shim.Handle) *shimRunner {
 // stopBy is who stopped the run, as far as this trainbot can vouch for it,
 // and whether it is vouched for (then its reason, and a kill at
 // shutdown are trainbot's too): the by of the stop this runner sent when
-// the shim took the stop from this process; the shim's own words for a
-// stop it took by a signal (or the by of a shim from before peers were
-// recorded); else the process that sent it on the socket, whatever it
-// said it was.
+// the shim took the stop from this process; the by another trainbot
+// process gave (the peer runs the trainbot executable: the one before a
+// restart); the shim's own words for a stop it took by a signal (or the by
+// of a shim from before peers were recorded); else the process that sent
+// it on the socket, whatever it said it was.
 func (r *shimRunner) stopBy(s *shim.StopInfo) (by string, vouched bool) {
 	switch p := s.Peer; {
 	case p == nil:
 		return s.By, true
 	case p.PID == os.Getpid() && r.asked != "":
 		return r.asked, true
+	case p.Trainbot:
+		return s.By, true // a trainbot before this one (a restart during the stop)
 	default:
 		who := fmt.Sprintf("uid %d", p.UID)
 		if p.Comm != "" {

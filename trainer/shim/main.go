@@ -668,10 +668,10 @@ func (s *shim) handle(req Request, peer Peer) Response {
 	switch req.Op {
 	case "status":
 	case "stop":
-		peer.Comm = procfs.Comm(peer.PID)
+		peer.Comm, peer.Trainbot = procfs.Comm(peer.PID), sameExecutable(peer.PID)
 		s.requestStop(by, req.Reason, &peer)
 	case "kill":
-		peer.Comm = procfs.Comm(peer.PID)
+		peer.Comm, peer.Trainbot = procfs.Comm(peer.PID), sameExecutable(peer.PID)
 		s.killNow(by, req.Reason, &peer)
 	default:
 		return Response{Error: fmt.Sprintf("unknown op %q", req.Op)}
@@ -680,6 +680,20 @@ func (s *shim) handle(req Request, peer Peer) Response {
 	qs := s.q.stats()
 	st.LastOutput, st.Buffered = qs.lastOutput, qs.buffered
 	return Response{OK: true, State: &st}
+}
+
+// sameExecutable reports whether process pid runs the shim's own
+// executable file (the trainbot binary).
+func sameExecutable(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	theirs, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return false
+	}
+	mine, err := os.Stat("/proc/self/exe")
+	return err == nil && os.SameFile(mine, theirs)
 }
 
 // snapshot is the state now, output counters included.

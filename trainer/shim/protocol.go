@@ -140,6 +140,10 @@ type Peer struct {
 	PID  int    `json:"pid"` // 0 when it is in another pid namespace
 	UID  int    `json:"uid"`
 	Comm string `json:"comm,omitempty"` // its command name (/proc/PID/comm) when the request was taken; "" if it had ended
+	// Trainbot is set when the peer runs the shim's own executable: a
+	// trainbot (the one that started the run, or one that re-attached
+	// after a restart), whose By is what trainbot recorded.
+	Trainbot bool `json:"trainbot,omitempty"`
 }
 
 // Request is one JSON line sent on the control socket; Response is the one
