@@ -1,0 +1,243 @@
+package trainer
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trainbot/trainbot/trainer/logparse"
+)
+
+// The signals a run's points and silence raise while it runs: a NaN loss
+// (nan_after points in a row), a stall (no output for stall_after), and
+// the user's alert rules. Only the observer goroutine calls these.
+
+// observePoints updates progress, latest values and the NaN watch.
+func (a *active) observePoints(now time.Time, pts []logparse.Point, line string, replay bool) {
+	a.mu.Lock()
+	a.progress = a.parser.Progress()
+	if len(pts) > 0 {
+		if a.firstMetric.IsZero() {
+			a.firstMetric = now
+		}
+		a.lastMetric = now
+	}
+	step := max(a.progress.Step, a.eventStep)
+	a.run.Steps = step
+	a.run.Total = a.progress.TotalSteps
+	a.rate.add(now, step)
+	var nanAlert string
+	var streak *NaNStreak
+	count := func(name string, v float64, r *nanRun, at int64) {
+		r.n++
+		if r.n == a.job.NaNAfter && a.nanText == "" {
+			a.nanText = fmt.Sprintf("%s is %v for %d points in a row (step %d)", name, v, r.n, at)
+			nanAlert, streak = a.nanText, &NaNStreak{Metric: name, Value: v, Count: r.n, Step: at}
+		}
+	}
+	for _, p := range pts {
+		if _, seen := a.last[p.Name]; !seen {
+			a.lastOrder = append(a.lastOrder, p.Name)
+		}
+		a.last[p.Name] = p.Value
+		if !IsLossName(p.Name) {
+			continue
+		}
+		// Each loss metric has its own streak: a finite val_loss on the
+		// line does not end train_loss's.
+		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+			r := a.nan[p.Name]
+			if r == nil {
+				r = &nanRun{}
+				a.nan[p.Name] = r
+			}
+			r.step = max(step, p.Step)
+			count(p.Name, p.Value, r, p.Step)
+		} else {
+			delete(a.nan, p.Name)
+		}
+	}
+	// The parser reports a progress bar's value again only when it
+	// changes: a bar that shows a NaN loss again, at a new step, counts
+	// once more. (A line that does not show it, such as a bar without
+	// values after one NaN eval_loss, does not.)
+	var lower string
+	for name, r := range a.nan {
+		if step <= r.step || slices.ContainsFunc(pts, func(p logparse.Point) bool { return p.Name == name }) {
+			continue
+		}
+		if lower == "" {
+			lower = strings.ToLower(line)
+		}
+		if showsNaN(lower, name) {
+			r.step = step
+			count(name, a.last[name], r, step)
+		}
+	}
+	a.nanWatch = len(a.nan) > 0
+	var fired []string
+	for _, p := range pts {
+		for _, rs := range a.rules {
+			if rs.rule.Metric == p.Name {
+				if text := rs.observe(now, max(step, p.Step), p.Value); text != "" {
+					fired = append(fired, text)
+				}
+			}
+		}
+	}
+	a.mu.Unlock()
+	if !replay {
+		a.publishRules(fired)
+	}
+	if nanAlert != "" && !replay {
+		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeNaN, Text: nanAlert, NaN: streak}})
+		if a.job.StopOnNaN {
+			select {
+			case a.stopCh <- stopRequest{by: "trainbot (NaN loss)", reason: OutcomeNaN}:
+			default:
+			}
+		}
+	}
+}
+
+// showsNaN reports whether a lower-cased line shows metric name with a NaN
+// or infinite value: "train_loss=nan", "loss: inf", "\"loss\": NaN".
+func showsNaN(line, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(line[i:], name)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(name)
+		i = start + 1
+		if start > 0 && isNameByte(line[start-1]) {
+			continue // part of a longer name
+		}
+		rest := strings.TrimLeft(line[end:], "\"' ")
+		if rest == "" || (rest[0] != '=' && rest[0] != ':') {
+			continue
+		}
+		rest = strings.TrimLeft(rest[1:], "\"' +-")
+		if strings.HasPrefix(rest, "nan") || strings.HasPrefix(rest, "inf") {
+			return true
+		}
+	}
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c == '/' || c == '.' || c == '-' || ('a' <= c && c <= 'z') || ('0' <= c && c <= '9')
+}
+
+// nanRun is a loss metric's current run of NaN or Inf values.
+type nanRun struct {
+	n    int   // values (or steps) in a row
+	step int64 // the step counted last
+}
+
+// IsLossName reports whether a metric name looks like a loss.
+func IsLossName(name string) bool {
+	return strings.Contains(strings.ToLower(name), "loss")
+}
+
+// checkRules evaluates the alert rules that need no new point: the
+// measured metrics (steps_per_s, gpu_util) and conditions that hold for a
+// time.
+func (a *active) checkRules(now time.Time) {
+	if len(a.rules) == 0 || !a.caughtUpWithLog() {
+		return
+	}
+	a.mu.Lock()
+	step := a.progress.Step
+	var fired []string
+	for _, rs := range a.rules {
+		text := ""
+		switch rs.rule.Metric {
+		case MetricStepsPerSec:
+			if !a.firstMetric.IsZero() && now.Sub(a.firstMetric) >= time.Minute/2 {
+				text = rs.observe(now, step, a.rate.perSecond())
+			}
+		case MetricGPUUtil:
+			if !math.IsNaN(a.gpuUtil) {
+				text = rs.observe(now, step, a.gpuUtil)
+			}
+		default:
+			text = rs.check(now, step)
+		}
+		if text != "" {
+			fired = append(fired, text)
+		}
+	}
+	a.mu.Unlock()
+	a.publishRules(fired)
+}
+
+// caughtUpWithLog reports whether the log's replay after a restart is
+// over: rules do not fire on what an earlier trainbot already judged.
+func (a *active) caughtUpWithLog() bool { return a.stored == 0 || a.caughtUp }
+
+// publishRules raises the alerts of rules that fired.
+func (a *active) publishRules(fired []string) {
+	for _, text := range fired {
+		a.log.Info("alert rule fired", "detail", text)
+		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeRule, Text: text}})
+	}
+}
+
+// unseenRules says which rules watched a metric the run never gave.
+func (a *active) unseenRules() []string {
+	var out []string
+	for _, rs := range a.rules {
+		if !rs.seen {
+			what := "which the run never printed"
+			switch rs.rule.Metric {
+			case MetricStepsPerSec:
+				what = "which could not be measured (no step was printed)"
+			case MetricGPUUtil:
+				what = "which NVML never reported for the run's processes"
+			}
+			out = append(out, fmt.Sprintf("alert rule %q watched %s, %s", rs.rule.String(), rs.rule.Metric, what))
+		}
+	}
+	return out
+}
+
+// ObserveUtil records the utilisation (%) of the GPUs an active run's
+// processes use, for its gpu_util alert rules.
+func (s *Supervisor) ObserveUtil(runID int64, percent float64) {
+	a, err := s.find(runID)
+	if err != nil {
+		return
+	}
+	a.mu.Lock()
+	a.gpuUtil = percent
+	a.mu.Unlock()
+}
+
+// checkStall raises a stalled alert once per silence longer than StallAfter.
+func (a *active) checkStall(now time.Time) {
+	if a.job.StallAfter <= 0 {
+		return
+	}
+	a.mu.Lock()
+	quiet := now.Sub(a.lastOutput)
+	if m := now.Sub(a.lastMetric); !a.lastMetric.IsZero() && m < quiet {
+		quiet = m
+	}
+	alert := ""
+	var stall *Stall
+	switch {
+	case quiet >= a.job.StallAfter && !a.stalled && a.stopReq == nil:
+		a.stalled = true
+		stall = &Stall{Quiet: quiet.Round(time.Second), After: a.job.StallAfter}
+		alert = fmt.Sprintf("no output and no metric for %s (stall_after %s); the process is still alive", stall.Quiet, stall.After)
+	case quiet < a.job.StallAfter && a.stalled:
+		a.stalled = false
+	}
+	a.mu.Unlock()
+	if alert != "" {
+		a.log.Warn("run stalled", "detail", alert)
+		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: alert, Stall: stall}})
+	}
+}

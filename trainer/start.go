@@ -1,0 +1,205 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/trainbot/trainbot/internal/private"
+	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/slurm"
+)
+
+// Starting a run: its parameters checked, the job's lock taken (refused
+// while any process of the lock's last run lives), the run recorded under
+// an id never used on disk, its directory made, and its supervisor (the
+// shim, or sbatch) started; then it is observed.
+
+// Start starts a run of a job, unless its lock is held (a *BusyError) or a
+// parameter is refused (errors wrapping ErrBadParam). When the command
+// cannot be executed, the run is recorded as failed and a *StartError says
+// why.
+func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) {
+	job, err := s.Job(req.Job)
+	if err != nil {
+		return nil, err
+	}
+	params, err := job.ResolveParams(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+
+	s.mu.Lock()
+	closing := s.closing
+	busy := s.active[job.Lock]
+	s.mu.Unlock()
+	if closing {
+		return nil, ErrClosed
+	}
+	if busy != nil {
+		st := busy.status()
+		return nil, &BusyError{Active: &st}
+	}
+	lock, err := acquireJobLock(filepath.Join(s.opts.DataDir, "locks", lockFileName(job.Lock)))
+	if err != nil {
+		return nil, err
+	}
+	handed := false // the lock belongs to the run's supervisor once it started
+	defer func() {
+		if !handed {
+			lock.release()
+		}
+	}()
+	if other, err := s.unobservedRun(ctx, job.Lock); err != nil {
+		return nil, fmt.Errorf("look for runs of lock %s: %w", job.Lock, err)
+	} else if other != nil {
+		// A Slurm run's lock is its observer's: between two trainbots
+		// (a restart) nobody holds it, but the run goes on.
+		return nil, &BusyError{Other: fmt.Sprintf("run #%d (%s) is in Slurm (job %s) and no trainbot observes it right now; it is re-attached within seconds",
+			other.ID, other.Job, other.SlurmJobID)}
+	}
+
+	ctx = context.WithoutCancel(ctx)
+	now := time.Now()
+	run := &Run{
+		Job: job.Name, Params: params, ParamTypes: job.paramTypes(), State: StateRunning, Outcome: OutcomeRunning, Runner: job.Runner,
+		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf, Note: req.Note,
+	}
+	argv, env := job.Argv(params)
+	run.Command = argv
+	run.ID = s.nextID()
+	id, err := s.opts.Recorder.CreateRun(ctx, run)
+	if err != nil {
+		return nil, fmt.Errorf("record run: %w", err)
+	}
+	run.ID = id
+	s.minID.Store(max(s.minID.Load(), id+1))
+	log := s.log.With("run", id, "job", job.Name)
+	runDir := filepath.Join(s.opts.DataDir, "runs", strconv.FormatInt(id, 10))
+	run.LogPath = filepath.Join(runDir, shim.LogFile)
+	fail := func(err error) (*Run, error) {
+		run.State, run.Outcome, run.EndedAt = StateEnded, OutcomeFailed, time.Now()
+		run.Detail = "could not start: " + err.Error()
+		if uerr := s.opts.Recorder.UpdateRun(ctx, run); uerr != nil {
+			log.Error("record failed start", "err", uerr)
+		}
+		log.Warn("run could not start", "err", err)
+		s.publish(Event{Kind: EventEnded, Run: run.Clone(), Status: &Status{Run: run.Clone(), Progress: emptyProgress()}})
+		return run.Clone(), &StartError{Run: run.Clone(), Err: err}
+	}
+	// A run's directory is its own: one that exists (another trainbot's
+	// run, with another database, in the same data directory) is never
+	// shared.
+	if err := os.Mkdir(runDir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			s.minID.Store(max(s.minID.Load(), MaxRunDirID(s.opts.DataDir)+1))
+			err = fmt.Errorf("its directory %s already exists: another trainbot with another database uses this data directory? (the next run takes a higher id)", runDir)
+		}
+		return fail(err)
+	}
+	if err := writeRunFile(runDir, run); err != nil {
+		return fail(err)
+	}
+	// The script appends to it: created here, it has trainbot's private
+	// mode rather than the one the script's umask would give it.
+	metricsPath := filepath.Join(runDir, MetricsFile)
+	f, err := os.OpenFile(metricsPath, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fail(err)
+	}
+	f.Close()
+	obs, err := acquireObserver(runDir)
+	if err != nil {
+		return fail(err)
+	}
+	lock.describe(lockHolder{Run: id, RunDir: runDir, What: fmt.Sprintf("run #%d (%s), started %s by trainbot pid %d", id, job.Name, now.Format(time.RFC3339), os.Getpid())})
+	if job.Runner == RunnerSlurm {
+		sid, err := slurm.Submit(ctx, slurm.SubmitSpec{RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir,
+			Env: runAdditions(env, id, runDir, metricsPath), SecretEnv: s.opts.SecretEnv, Umask: childUmask(), RunDir: runDir, LogPath: run.LogPath, Options: job.Slurm})
+		if err != nil {
+			obs.release()
+			return fail(err)
+		}
+		run.SlurmJobID = sid
+		if err := s.opts.Recorder.UpdateRun(ctx, run); err != nil {
+			log.Error("record the Slurm job id", "slurm_job", sid, "err", err)
+		}
+		if err := writeRunFile(runDir, run); err != nil {
+			log.Error("write the run's record in its directory", "err", err)
+		}
+		handed = true // the run's observer holds the job's lock until the run ends
+		a := newActive(s, job, run, runDir)
+		a.runner = newSlurmRunner(a, lock)
+		a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
+		log.Info("run submitted to Slurm", "slurm_job", sid, "argv", shim.QuoteArgv(argv))
+		return s.register(a), nil
+	}
+	spec := shim.Spec{
+		RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir, Env: childEnv(s.opts.SecretEnv, env, id, runDir, metricsPath),
+		ShimEnv: private.WithoutSecrets(os.Environ(), s.opts.SecretEnv), Umask: childUmask(),
+		RunDir: runDir, StopGrace: job.StopGrace, KillGrace: job.KillGrace, DrainTimeout: s.opts.DrainTimeout,
+		MaxLogBytes: job.MaxLogBytes,
+	}
+	handed = true
+	h, err := shim.Start(s.opts.ShimCommand, spec, lock.f, 30*time.Second)
+	lock.f = nil // closed by shim.Start: the shim holds the lock now, or nobody does
+	if err != nil {
+		if h != nil { // it did not answer in time and was told to stop
+			h.Wait()
+		}
+		obs.release()
+		return fail(err)
+	}
+	run.PID, run.Supervisor = h.PID, h.ShimPID
+	if err := s.opts.Recorder.UpdateRun(ctx, run); err != nil {
+		log.Error("record run pid", "err", err)
+	}
+	if err := writeRunFile(runDir, run); err != nil {
+		log.Error("write the run's record in its directory", "err", err)
+	}
+	a := newActive(s, job, run, runDir)
+	a.runner = newShimRunner(a, h)
+	a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
+	log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shim.QuoteArgv(argv))
+	return s.register(a), nil
+}
+
+// register makes a started run active, observes it and announces it; from
+// here on, the run belongs to a (read it under a.mu).
+func (s *Supervisor) register(a *active) *Run {
+	s.mu.Lock()
+	s.active[a.job.Lock] = a
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go a.observe()
+	st := a.status()
+	s.publish(Event{Kind: EventStarted, Run: st.Run.Clone(), Status: &st, Queued: a.queued})
+	return st.Run
+}
+
+// unobservedRun is a Slurm run of lock that the store says is running and
+// that this trainbot does not observe, nil if none.
+func (s *Supervisor) unobservedRun(ctx context.Context, lock string) (*Run, error) {
+	runs, err := s.opts.Recorder.RunningRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if r.Runner != RunnerSlurm {
+			continue
+		}
+		if j, ok := s.jobMap()[r.Job]; (ok && j.Lock == lock) || (!ok && r.Job == lock) {
+			if _, err := s.find(r.ID); err != nil {
+				return r, nil
+			}
+		}
+	}
+	return nil, nil
+}
