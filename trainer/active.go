@@ -59,7 +59,6 @@ type active struct {
 	queued     *QueueEntry  // the queue entry this run was started from
 	rules      []*ruleState // the alert rules of the run (the job's and every job's), under mu
 	gpuUtil    float64      // the latest utilisation of the run's GPUs (gpu_util); NaN before one, under mu
-	nanWatch   bool         // a loss is NaN: lines without points count toward nan_after too
 
 	// The replay of lines the bot had already stored before a restart:
 	// they rebuild the parser's state but store no point and raise no alert.
@@ -87,10 +86,10 @@ type active struct {
 	rate         rateWindow
 	firstMetric  time.Time
 	lastMetric   time.Time
-	lastOutput   time.Time          // when the run last printed (the shim's clock, or the log's index)
-	eventStep    int64              // the highest step of the event files' points
-	nan          map[string]*nanRun // loss metrics whose latest value is NaN or Inf
-	nanText      string             // the NaN alert, "" before one
+	lastOutput   time.Time // when the run last printed (the shim's clock, or the log's index)
+	eventStep    int64     // the highest step of the event files' points
+	nanW         *nanWatch // NaN or Inf losses in a row
+	nanText      string    // the NaN alert, "" before one
 	oom          *OOM
 	stalled      bool
 	stopReq      *stopRequest  // the first stop asked of this trainbot
@@ -131,7 +130,7 @@ func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
 		detach: make(chan struct{}),
 		done:   make(chan struct{}),
 		last:   map[string]float64{},
-		nan:    map[string]*nanRun{},
+		nanW:   newNANWatch(job.NaNAfter),
 		log:    s.log.With("run", run.ID, "job", job.Name),
 		stored: run.LogOffset,
 	}

@@ -92,7 +92,7 @@ func (a *active) finish(end *runEnd) {
 	}
 	e.oom = a.oom
 	e.nanSeen = a.nanText
-	e.nanRecovered = a.nanText != "" && len(a.nan) == 0
+	e.nanRecovered = a.nanText != "" && !a.nanW.watching()
 	if end != nil {
 		a.run.raisePeakHost(end.maxRSS, PeakMain)
 	}

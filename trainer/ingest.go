@@ -152,7 +152,7 @@ func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay b
 	}
 	pts := a.limitNames(a.parser.Line(text), replay)
 	if len(pts) == 0 {
-		if a.nanWatch {
+		if a.nanW.watching() {
 			a.observePoints(at, nil, text, replay) // a progress bar may show the NaN loss again
 		}
 		return

@@ -28,55 +28,18 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 	a.run.Steps = step
 	a.run.Total = a.progress.TotalSteps
 	a.rate.add(now, step)
-	var nanAlert string
-	var streak *NaNStreak
-	count := func(name string, v float64, r *nanRun, at int64) {
-		r.n++
-		if r.n == a.job.NaNAfter && a.nanText == "" {
-			a.nanText = fmt.Sprintf("%s is %v for %d points in a row (step %d)", name, v, r.n, at)
-			nanAlert, streak = a.nanText, &NaNStreak{Metric: name, Value: v, Count: r.n, Step: at}
-		}
-	}
 	for _, p := range pts {
 		if _, seen := a.last[p.Name]; !seen {
 			a.lastOrder = append(a.lastOrder, p.Name)
 		}
 		a.last[p.Name] = p.Value
-		if !IsLossName(p.Name) {
-			continue
-		}
-		// Each loss metric has its own streak: a finite val_loss on the
-		// line does not end train_loss's.
-		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
-			r := a.nan[p.Name]
-			if r == nil {
-				r = &nanRun{}
-				a.nan[p.Name] = r
-			}
-			r.step = max(step, p.Step)
-			count(p.Name, p.Value, r, p.Step)
-		} else {
-			delete(a.nan, p.Name)
-		}
 	}
-	// The parser reports a progress bar's value again only when it
-	// changes: a bar that shows a NaN loss again, at a new step, counts
-	// once more. (A line that does not show it, such as a bar without
-	// values after one NaN eval_loss, does not.)
-	var lower string
-	for name, r := range a.nan {
-		if step <= r.step || slices.ContainsFunc(pts, func(p logparse.Point) bool { return p.Name == name }) {
-			continue
-		}
-		if lower == "" {
-			lower = strings.ToLower(line)
-		}
-		if showsNaN(lower, name) {
-			r.step = step
-			count(name, a.last[name], r, step)
-		}
+	streak := a.nanW.observe(step, pts, line, a.last)
+	var nanAlert string
+	if streak != nil {
+		a.nanText = streak.text()
+		nanAlert = a.nanText
 	}
-	a.nanWatch = len(a.nan) > 0
 	var fired []string
 	for _, p := range pts {
 		for _, rs := range a.rules {
@@ -132,8 +95,78 @@ func isNameByte(c byte) bool {
 
 // nanRun is a loss metric's current run of NaN or Inf values.
 type nanRun struct {
-	n    int   // values (or steps) in a row
-	step int64 // the step counted last
+	n    int   // points in a row
+	step int64 // the step of the last one counted
+}
+
+// nanWatch counts, per loss metric, the NaN or ±Inf points in a row; the
+// after-th raises the run's one NaN alert. It is a pure function of the
+// points and lines it is shown (no clock, no process), tested as such.
+type nanWatch struct {
+	after int                // nan_after
+	runs  map[string]*nanRun // loss metrics whose latest value is NaN or Inf
+	fired bool               // the alert was raised (once a run)
+}
+
+func newNANWatch(after int) *nanWatch { return &nanWatch{after: after, runs: map[string]*nanRun{}} }
+
+// watching reports whether a loss is NaN now: lines without points count
+// toward nan_after too (a progress bar shows the value again).
+func (w *nanWatch) watching() bool { return len(w.runs) > 0 }
+
+// observe takes the points of one line (the run's step now, the line as
+// printed, the latest value of every metric) and returns the streak that
+// raises the alert, once; nil otherwise.
+func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last map[string]float64) *NaNStreak {
+	var streak *NaNStreak
+	count := func(name string, v float64, r *nanRun, at int64) {
+		r.n++
+		if r.n == w.after && !w.fired {
+			w.fired = true
+			streak = &NaNStreak{Metric: name, Value: v, Count: r.n, Step: at}
+		}
+	}
+	for _, p := range pts {
+		if !IsLossName(p.Name) {
+			continue
+		}
+		// Each loss metric has its own streak: a finite val_loss on the
+		// line does not end train_loss's.
+		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+			r := w.runs[p.Name]
+			if r == nil {
+				r = &nanRun{}
+				w.runs[p.Name] = r
+			}
+			r.step = max(step, p.Step)
+			count(p.Name, p.Value, r, p.Step)
+		} else {
+			delete(w.runs, p.Name)
+		}
+	}
+	// The parser reports a progress bar's value again only when it
+	// changes: a bar that shows a NaN loss again, at a new step, counts
+	// once more. (A line that does not show it, such as a bar without
+	// values after one NaN eval_loss, does not.)
+	var lower string
+	for name, r := range w.runs {
+		if step <= r.step || slices.ContainsFunc(pts, func(p logparse.Point) bool { return p.Name == name }) {
+			continue
+		}
+		if lower == "" {
+			lower = strings.ToLower(line)
+		}
+		if showsNaN(lower, name) {
+			r.step = step
+			count(name, last[name], r, step)
+		}
+	}
+	return streak
+}
+
+// text is the streak in the supervisor's words (the record's detail).
+func (n *NaNStreak) text() string {
+	return fmt.Sprintf("%s is %v for %d points in a row (step %d)", n.Metric, n.Value, n.Count, n.Step)
 }
 
 // IsLossName reports whether a metric name looks like a loss.

@@ -1,0 +1,85 @@
+package trainer
+
+import (
+	"math"
+	"testing"
+
+	"github.com/trainbot/trainbot/trainer/logparse"
+)
+
+func lossPoint(name string, step int64, v float64) logparse.Point {
+	return logparse.Point{Name: name, Step: step, Epoch: math.NaN(), Value: v}
+}
+
+// The NaN watch is a function of the points and lines it is shown: no
+// process, no clock.
+func TestNaNWatch(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	type line struct {
+		step int64
+		pts  []logparse.Point
+		text string
+	}
+	cases := []struct {
+		name  string
+		after int
+		lines []line
+		want  *NaNStreak // nil: no alert
+		at    int        // the line that raises it
+	}{
+		{"three in a row", 3, []line{
+			{1, []logparse.Point{lossPoint("loss", 1, nan)}, "loss=nan"},
+			{2, []logparse.Point{lossPoint("loss", 2, nan)}, "loss=nan"},
+			{3, []logparse.Point{lossPoint("loss", 3, inf)}, "loss=inf"},
+		}, &NaNStreak{Metric: "loss", Value: inf, Count: 3, Step: 3}, 2},
+		{"a finite value ends the streak", 3, []line{
+			{1, []logparse.Point{lossPoint("loss", 1, nan)}, ""},
+			{2, []logparse.Point{lossPoint("loss", 2, 0.5)}, ""},
+			{3, []logparse.Point{lossPoint("loss", 3, nan)}, ""},
+			{4, []logparse.Point{lossPoint("loss", 4, nan)}, ""},
+		}, nil, 0},
+		{"each loss has its own streak", 2, []line{
+			{1, []logparse.Point{lossPoint("train_loss", 1, nan), lossPoint("val_loss", 1, 0.3)}, ""},
+			{2, []logparse.Point{lossPoint("train_loss", 2, nan), lossPoint("val_loss", 2, 0.3)}, ""},
+		}, &NaNStreak{Metric: "train_loss", Value: nan, Count: 2, Step: 2}, 1},
+		{"not a loss", 1, []line{
+			{1, []logparse.Point{lossPoint("lr", 1, nan)}, "lr=nan"},
+		}, nil, 0},
+		{"a bar that shows the NaN again at a new step", 2, []line{
+			{10, []logparse.Point{lossPoint("loss", 10, nan)}, "10/100 [00:01<00:09, loss=nan]"},
+			{11, nil, "11/100 [00:01<00:09, loss=nan]"},
+		}, &NaNStreak{Metric: "loss", Value: nan, Count: 2, Step: 11}, 1},
+		{"a line that does not show it", 2, []line{
+			{10, []logparse.Point{lossPoint("eval_loss", 10, nan)}, "{'eval_loss': nan}"},
+			{11, nil, "11/100 [00:01<00:09]"},
+		}, nil, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newNANWatch(c.after)
+			last := map[string]float64{}
+			var got *NaNStreak
+			at := -1
+			for i, l := range c.lines {
+				for _, p := range l.pts {
+					last[p.Name] = p.Value
+				}
+				if s := w.observe(l.step, l.pts, l.text, last); s != nil {
+					if got != nil {
+						t.Fatalf("line %d raised a second alert %+v after %+v", i, s, got)
+					}
+					got, at = s, i
+				}
+			}
+			switch {
+			case c.want == nil && got != nil:
+				t.Fatalf("got %+v, want no alert", got)
+			case c.want != nil && got == nil:
+				t.Fatalf("got no alert, want %+v", c.want)
+			case c.want != nil && (got.Metric != c.want.Metric || got.Count != c.want.Count || got.Step != c.want.Step ||
+				math.IsNaN(got.Value) != math.IsNaN(c.want.Value) || (!math.IsNaN(c.want.Value) && got.Value != c.want.Value) || at != c.at):
+				t.Fatalf("got %+v at line %d, want %+v at line %d", got, at, c.want, c.at)
+			}
+		})
+	}
+}
