@@ -91,7 +91,7 @@ type active struct {
 	nanW         *nanWatch // NaN or Inf losses in a row
 	nanText      string    // the NaN alert, "" before one
 	oom          *OOM
-	stalled      bool
+	stall        stallWatch
 	stopReq      *stopRequest  // the first stop asked of this trainbot
 	oomAtStop    *OOM          // the run had run out of memory when the stop came
 	stopSent     bool          // the shim took the stop request (or the kill, once asked)
@@ -131,6 +131,7 @@ func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
 		done:   make(chan struct{}),
 		last:   map[string]float64{},
 		nanW:   newNANWatch(job.NaNAfter),
+		stall:  stallWatch{after: job.StallAfter},
 		log:    s.log.With("run", run.ID, "job", job.Name),
 		stored: run.LogOffset,
 	}

@@ -254,23 +254,45 @@ func (a *active) checkStall(now time.Time) {
 		return
 	}
 	a.mu.Lock()
-	quiet := now.Sub(a.lastOutput)
-	if m := now.Sub(a.lastMetric); !a.lastMetric.IsZero() && m < quiet {
-		quiet = m
-	}
-	alert := ""
-	var stall *Stall
-	switch {
-	case quiet >= a.job.StallAfter && !a.stalled && a.stopReq == nil:
-		a.stalled = true
-		stall = &Stall{Quiet: quiet.Round(time.Second), After: a.job.StallAfter}
-		alert = fmt.Sprintf("no output and no metric for %s (stall_after %s); the process is still alive", stall.Quiet, stall.After)
-	case quiet < a.job.StallAfter && a.stalled:
-		a.stalled = false
-	}
+	stall := a.stall.observe(now, a.lastOutput, a.lastMetric, a.stopReq != nil)
 	a.mu.Unlock()
-	if alert != "" {
+	if stall != nil {
+		alert := stall.text()
 		a.log.Warn("run stalled", "detail", alert)
 		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: alert, Stall: stall}})
 	}
+}
+
+// stallWatch raises a stalled alert once a run has printed nothing and
+// reported no metric for after, and again only after it spoke meanwhile.
+// A pure function of the times it is shown.
+type stallWatch struct {
+	after   time.Duration // stall_after; 0: off
+	stalled bool
+}
+
+// observe returns the stall to raise now, nil if none: lastOutput and
+// lastMetric are when the run last printed and last reported a metric
+// (zero: never); a run being stopped raises none.
+func (w *stallWatch) observe(now, lastOutput, lastMetric time.Time, stopping bool) *Stall {
+	if w.after <= 0 {
+		return nil
+	}
+	quiet := now.Sub(lastOutput)
+	if m := now.Sub(lastMetric); !lastMetric.IsZero() && m < quiet {
+		quiet = m
+	}
+	switch {
+	case quiet >= w.after && !w.stalled && !stopping:
+		w.stalled = true
+		return &Stall{Quiet: quiet.Round(time.Second), After: w.after}
+	case quiet < w.after && w.stalled:
+		w.stalled = false
+	}
+	return nil
+}
+
+// text is the stall in the supervisor's words.
+func (s *Stall) text() string {
+	return fmt.Sprintf("no output and no metric for %s (stall_after %s); the process is still alive", s.Quiet, s.After)
 }

@@ -3,6 +3,7 @@ package trainer
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
@@ -81,5 +82,35 @@ func TestNaNWatch(t *testing.T) {
 				t.Fatalf("got %+v at line %d, want %+v at line %d", got, at, c.want, c.at)
 			}
 		})
+	}
+}
+
+// The stall watch is a function of the times it is shown.
+func TestStallWatch(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	w := stallWatch{after: time.Minute}
+	if s := w.observe(t0.Add(59*time.Second), t0, time.Time{}, false); s != nil {
+		t.Fatalf("59 s quiet: got %+v, want none", s)
+	}
+	s := w.observe(t0.Add(61*time.Second), t0, time.Time{}, false)
+	if s == nil || s.Quiet != 61*time.Second || s.After != time.Minute {
+		t.Fatalf("61 s quiet: got %+v, want a stall of 61s", s)
+	}
+	if s := w.observe(t0.Add(2*time.Minute), t0, time.Time{}, false); s != nil {
+		t.Fatalf("still quiet: got a second alert %+v", s)
+	}
+	// A metric (from the metrics file, say) counts as speaking.
+	if s := w.observe(t0.Add(2*time.Minute), t0, t0.Add(110*time.Second), false); s != nil {
+		t.Fatalf("a metric 10 s ago: got %+v", s)
+	}
+	if s := w.observe(t0.Add(3*time.Minute), t0, t0.Add(110*time.Second), false); s == nil {
+		t.Fatal("quiet again for 70 s after speaking: want a new alert")
+	}
+	stopping := stallWatch{after: time.Minute}
+	if s := stopping.observe(t0.Add(time.Hour), t0, time.Time{}, true); s != nil {
+		t.Fatalf("a run being stopped: got %+v, want none", s)
+	}
+	if s := (&stallWatch{}).observe(t0.Add(time.Hour), t0, time.Time{}, false); s != nil {
+		t.Fatalf("stall_after off: got %+v", s)
 	}
 }
