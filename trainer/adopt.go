@@ -37,7 +37,7 @@ func (s *Supervisor) Resume(ctx context.Context) error {
 	if err := s.adopt(ctx); err != nil {
 		return fmt.Errorf("find runs left running: %w", err)
 	}
-	s.StartQueued(ctx) // requests queued before a restart
+	s.kickQueue() // requests queued before a restart
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -51,7 +51,7 @@ func (s *Supervisor) Resume(ctx context.Context) error {
 				if err := s.adopt(context.Background()); err != nil {
 					s.log.Warn("look for runs left running", "err", err)
 				}
-				s.StartQueued(context.Background())
+				s.kickQueue()
 			}
 		}
 	}()

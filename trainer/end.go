@@ -210,7 +210,7 @@ func (a *active) finish(end *runEnd) {
 	a.log.Info("run ended", "outcome", outcome, "detail", firstLine(detail))
 	a.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom, Fit: fit})
 	a.sup.retryAfterOOM(st2.Run, a.job, retry, oom)
-	a.sup.StartQueued(context.Background())
+	a.sup.kickQueue()
 }
 
 // oomSoFar is the out-of-memory error the run has printed, nil if none.

@@ -92,11 +92,7 @@ func (s *Supervisor) Enqueue(ctx context.Context, req StartRequest, userID strin
 	s.log.Info("start request queued", "entry", e.ID, "job", e.Job, "by", e.By, "position", pos)
 	// The lock may have freed meanwhile. Counted (under mu, unless
 	// closing) so that Close and Detach wait for it.
-	s.mu.Lock()
-	if !s.closing {
-		s.wg.Go(func() { s.StartQueued(context.WithoutCancel(ctx)) })
-	}
-	s.mu.Unlock()
+	s.kickQueue()
 	return e, pos, nil
 }
 
@@ -138,10 +134,33 @@ func (s *Supervisor) CancelQueued(ctx context.Context, id int64, userID string, 
 	return QueueEntry{}, ErrNotQueued
 }
 
-// StartQueued starts the oldest queued request of every job lock that is
-// free. It is called when a run ends, when a request is queued, and with
-// the watch for runs left behind (so that a restart picks the queue up).
-func (s *Supervisor) StartQueued(ctx context.Context) {
+// kickQueue asks the queue's owner goroutine to start what can start: the
+// one entry point of the queue, called when a run ends, when a request is
+// queued, at Resume and with the watch for runs left behind (so that a
+// restart picks the queue up). It never blocks.
+func (s *Supervisor) kickQueue() {
+	select {
+	case s.queueKick <- struct{}{}:
+	default: // a pass is due already: it sees this change too
+	}
+}
+
+// queueLoop is the queue's owner: the one goroutine that starts queued
+// requests, one pass per kick, until the supervisor closes.
+func (s *Supervisor) queueLoop() {
+	for {
+		select {
+		case <-s.stopWatch:
+			return
+		case <-s.queueKick:
+			s.startQueued(context.Background())
+		}
+	}
+}
+
+// startQueued starts the oldest queued request of every job lock that is
+// free. Only queueLoop calls it.
+func (s *Supervisor) startQueued(ctx context.Context) {
 	if s.opts.Queue == nil {
 		return
 	}

@@ -196,6 +196,7 @@ type Supervisor struct {
 	// ended, until adopt has taken them (read again quietly).
 	restored   map[int64]*Run
 	quietSlots chan struct{} // restored runs read again at once
+	queueKick  chan struct{} // cap 1: the queue's owner makes a pass (kickQueue)
 }
 
 // nextID is the lowest id the next run may take.
@@ -224,7 +225,7 @@ func New(ctx context.Context, opts Options) (*Supervisor, error) {
 		}
 		opts.ShimCommand = []string{exe, "shim"}
 	}
-	s := &Supervisor{opts: opts, active: map[string]*active{}, log: opts.Logger, stopWatch: make(chan struct{}), quietSlots: make(chan struct{}, 2)}
+	s := &Supervisor{opts: opts, active: map[string]*active{}, log: opts.Logger, stopWatch: make(chan struct{}), quietSlots: make(chan struct{}, 2), queueKick: make(chan struct{}, 1)}
 	if err := s.Reconfigure(opts.Jobs, opts.Alerts); err != nil {
 		return nil, err
 	}
@@ -234,6 +235,7 @@ func New(ctx context.Context, opts Options) (*Supervisor, error) {
 		}
 	}
 	s.minID.Store(MaxRunDirID(opts.DataDir) + 1)
+	s.wg.Go(s.queueLoop)
 	return s, nil
 }
 
