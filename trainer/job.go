@@ -96,7 +96,52 @@ const (
 	DefaultMaxLogBytes = 1 << 30
 )
 
-// Normalize fills defaults and validates the job; errors name the field.
+// KeyError is a field of a job (or of an alert rule) at fault: Key is its
+// path under the job or rule ("params.bs.default", "alerts[0].for",
+// "command"), a fact a config check turns into the key and its line
+// without reading the sentence back.
+type KeyError struct {
+	Key string
+	Msg string
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
+
+func keyErr(key, format string, args ...any) error {
+	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// under puts the KeyErrors of err (one, or joined) under prefix: a rule's
+// "for" becomes "alerts[2].for". Other errors are named by prefix.
+func under(prefix string, err error) error {
+	var out []error
+	for _, e := range flatten(err) {
+		if ke, ok := e.(*KeyError); ok {
+			out = append(out, &KeyError{Key: prefix + "." + ke.Key, Msg: ke.Msg})
+		} else {
+			out = append(out, &KeyError{Key: prefix, Msg: e.Error()})
+		}
+	}
+	return errors.Join(out...)
+}
+
+// flatten lists the errors joined in err (errors.Join), err itself if none.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}
+
+// Normalize fills defaults and validates the job; errors name the field
+// (KeyError, joined).
 func (j *Job) Normalize() error {
 	var errs []error
 	if !validName.MatchString(j.Name) {
@@ -105,7 +150,7 @@ func (j *Job) Normalize() error {
 		errs = append(errs, fmt.Errorf("name %q reads as a number: 开始 %s would not be taken for the job; give it a name with a letter that is not a number", j.Name, j.Name))
 	}
 	if len(j.Command) == 0 || strings.TrimSpace(j.Command[0]) == "" {
-		errs = append(errs, errors.New("command: must name a program"))
+		errs = append(errs, keyErr("command", "must name a program"))
 	}
 	if j.Lock == "" {
 		j.Lock = j.Name
@@ -150,19 +195,19 @@ func (j *Job) Normalize() error {
 	}
 	for i, r := range j.Alerts {
 		if err := r.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("alerts[%d].%w", i, err))
+			errs = append(errs, under(fmt.Sprintf("alerts[%d]", i), err))
 		}
 	}
 	for _, item := range j.Command {
 		for _, ref := range placeholders(item) {
 			if _, ok := j.Params[ref]; !ok {
-				errs = append(errs, fmt.Errorf("command: %q refers to {%s}, which is not a declared parameter", item, ref))
+				errs = append(errs, keyErr("command", "%q refers to {%s}, which is not a declared parameter", item, ref))
 			}
 		}
 	}
 	for _, ref := range placeholders(j.TensorBoard) {
 		if _, ok := j.Params[ref]; !ok && ref != runIDPlaceholder {
-			errs = append(errs, fmt.Errorf("tensorboard: %q refers to {%s}, which is not a declared parameter (nor {%s})", j.TensorBoard, ref, runIDPlaceholder))
+			errs = append(errs, keyErr("tensorboard", "%q refers to {%s}, which is not a declared parameter (nor {%s})", j.TensorBoard, ref, runIDPlaceholder))
 		}
 	}
 	return errors.Join(errs...)
@@ -236,24 +281,24 @@ func expand(item string, value func(name string) string) string {
 
 func (p ParamSpec) check(name string) error {
 	if !validParam.MatchString(name) {
-		return fmt.Errorf("params.%s: a parameter name is letters, digits and '_'", name)
+		return keyErr("params."+name, "a parameter name is letters, digits and '_'")
 	}
 	switch p.Type {
 	case ParamInt, ParamFloat, ParamString, ParamBool:
 	default:
-		return fmt.Errorf("params.%s.type: %q is not one of int, float, string, bool", name, p.Type)
+		return keyErr("params."+name+".type", "%q is not one of int, float, string, bool", p.Type)
 	}
 	if p.Min != nil && p.Max != nil && *p.Min > *p.Max {
-		return fmt.Errorf("params.%s: min %g is above max %g", name, *p.Min, *p.Max)
+		return keyErr("params."+name, "min %g is above max %g", *p.Min, *p.Max)
 	}
 	for _, c := range p.Choices {
 		if _, err := p.canonical(c); err != nil {
-			return fmt.Errorf("params.%s.choices: %q: %v", name, c, err)
+			return keyErr("params."+name+".choices", "%q: %v", c, err)
 		}
 	}
 	if p.HasDefault {
 		if _, err := p.canonical(p.Default); err != nil {
-			return fmt.Errorf("params.%s.default: %q: %v", name, p.Default, err)
+			return keyErr("params."+name+".default", "%q: %v", p.Default, err)
 		}
 	}
 	return nil

@@ -43,16 +43,16 @@ func (j *Job) checkOnOOM() error {
 		return nil
 	}
 	if o.Retry < 1 || o.Retry > MaxOOMRetries {
-		return fmt.Errorf("on_oom.retry: want 1..%d, got %d", MaxOOMRetries, o.Retry)
+		return keyErr("on_oom.retry", "want 1..%d, got %d", MaxOOMRetries, o.Retry)
 	}
 	spec, ok := j.Params[o.Halve]
 	switch {
 	case o.Halve == "":
-		return errors.New("on_oom.halve: name the int parameter to halve, e.g. halve = \"batch_size\"")
+		return keyErr("on_oom.halve", "name the int parameter to halve, e.g. halve = \"batch_size\"")
 	case !ok:
-		return fmt.Errorf("on_oom.halve: %q is not a parameter of job %s", o.Halve, j.Name)
+		return keyErr("on_oom.halve", "%q is not a parameter of job %s", o.Halve, j.Name)
 	case spec.Type != ParamInt:
-		return fmt.Errorf("on_oom.halve: parameter %s is a %s; only an int parameter can be halved", o.Halve, spec.Type)
+		return keyErr("on_oom.halve", "parameter %s is a %s; only an int parameter can be halved", o.Halve, spec.Type)
 	}
 	return nil
 }

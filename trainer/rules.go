@@ -45,29 +45,29 @@ const (
 func (r AlertRule) Validate() error {
 	var errs []error
 	if strings.TrimSpace(r.Metric) == "" {
-		errs = append(errs, errors.New("metric: name the metric to watch (a metric the run prints, steps_per_s or gpu_util)"))
+		errs = append(errs, keyErr("metric", "name the metric to watch (a metric the run prints, steps_per_s or gpu_util)"))
 	}
 	switch r.When {
 	case RuleAbove, RuleBelow:
 	case RuleNoImprovement:
 		if r.ForSteps == 0 && r.ForTime == 0 {
-			errs = append(errs, errors.New(`for: no_improvement needs how long, e.g. for = "20 steps" or "10m"`))
+			errs = append(errs, keyErr("for", `no_improvement needs how long, e.g. for = "20 steps" or "10m"`))
 		}
 		if r.Value < 0 {
-			errs = append(errs, errors.New("value: the least improvement that counts cannot be negative"))
+			errs = append(errs, keyErr("value", "the least improvement that counts cannot be negative"))
 		}
 	case RuleRateBelow:
 		if r.ForTime == 0 {
-			errs = append(errs, errors.New(`for: rate_below needs a time window, e.g. for = "5m"`))
+			errs = append(errs, keyErr("for", `rate_below needs a time window, e.g. for = "5m"`))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("when: %q is not one of above, below, no_improvement, rate_below", r.When))
+		errs = append(errs, keyErr("when", "%q is not one of above, below, no_improvement, rate_below", r.When))
 	}
 	if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) {
-		errs = append(errs, errors.New("value: want a finite number"))
+		errs = append(errs, keyErr("value", "want a finite number"))
 	}
 	if r.ForSteps < 0 || r.ForTime < 0 {
-		errs = append(errs, errors.New("for: cannot be negative"))
+		errs = append(errs, keyErr("for", "cannot be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -112,5 +113,24 @@ func TestStallWatch(t *testing.T) {
 	}
 	if s := (&stallWatch{}).observe(t0.Add(time.Hour), t0, time.Time{}, false); s != nil {
 		t.Fatalf("stall_after off: got %+v", s)
+	}
+}
+
+// A job's faults name their key as a field, not inside a sentence.
+func TestNormalizeNamesKeys(t *testing.T) {
+	lo, hi := 5.0, 1.0
+	j := &Job{Name: "j", Command: []string{"x", "{nope}"}, Params: map[string]ParamSpec{"bs": {Type: ParamInt, Min: &lo, Max: &hi}},
+		Alerts: []AlertRule{{Metric: "loss", When: "sideways"}}}
+	var keys []string
+	for _, e := range flatten(j.Normalize()) {
+		ke, ok := e.(*KeyError)
+		if !ok {
+			t.Fatalf("%v (%T) is not a KeyError", e, e)
+		}
+		keys = append(keys, ke.Key)
+	}
+	slices.Sort(keys)
+	if want := []string{"alerts[0].when", "command", "params.bs"}; !slices.Equal(keys, want) {
+		t.Fatalf("got keys %q, want %q", keys, want)
 	}
 }

@@ -256,7 +256,7 @@ func (s *Supervisor) Reconfigure(jobs []*Job, alerts []AlertRule) error {
 	}
 	for i, r := range alerts {
 		if err := r.Validate(); err != nil {
-			return fmt.Errorf("alerts[%d].%w", i, err)
+			return under(fmt.Sprintf("alerts[%d]", i), err)
 		}
 	}
 	a := slices.Clone(alerts)

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -140,13 +139,7 @@ func ruleFromConfig(c *config.Config, key string, rc config.AlertRuleConfig) (tr
 	}
 	r.ForSteps, r.ForTime = steps, d
 	if err := r.Validate(); err != nil && len(errs) == 0 {
-		for _, e := range unwrapAll(err) {
-			k, msg := key, e.Error()
-			if field, rest, ok := strings.Cut(msg, ": "); ok && fieldPath.MatchString(field) {
-				k, msg = key+"."+field, rest
-			}
-			errs = append(errs, c.ErrorAt(k, "%s", msg))
-		}
+		errs = append(errs, keyErrors(c, key, err)...)
 	}
 	return r, errs
 }
@@ -202,22 +195,26 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 	}
 	if len(errs) == 0 && !skipChecks {
 		if err := j.Normalize(); err != nil {
-			for _, e := range unwrapAll(err) {
-				// "params.bs.default: …" is told at that key's line.
-				k, msg := key, e.Error()
-				if field, rest, ok := strings.Cut(msg, ": "); ok && fieldPath.MatchString(field) {
-					k, msg = key+"."+field, rest
-				}
-				errs = append(errs, c.ErrorAt(k, "%s", msg))
-			}
+			errs = append(errs, keyErrors(c, key, err)...)
 		}
 	}
 	return j, errs
 }
 
-// fieldPath is a job's key path as Normalize's errors start with it:
-// "params.bs.default", "on_oom.halve", "command".
-var fieldPath = regexp.MustCompile(`^[a-z_]+(\.[A-Za-z0-9_]+)*$`)
+// keyErrors tells the errors of a job's Normalize or a rule's Validate
+// under key: a trainer.KeyError ("params.bs.default") at that key's line,
+// anything else at key's.
+func keyErrors(c *config.Config, key string, err error) config.Errors {
+	var errs config.Errors
+	for _, e := range unwrapAll(err) {
+		if ke, ok := errors.AsType[*trainer.KeyError](e); ok {
+			errs = append(errs, c.ErrorAt(key+"."+ke.Key, "%s", ke.Msg))
+			continue
+		}
+		errs = append(errs, c.ErrorAt(key, "%s", e.Error()))
+	}
+	return errs
+}
 
 // pushFromConfig makes push channel i's options. Errors never show a URL,
 // key or secret; those of where it sends are config.Validate's.
