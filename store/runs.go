@@ -18,7 +18,7 @@ var _ trainer.Recorder = (*Store)(nil)
 
 const runColumns = `id, job, params, command, state, outcome, detail, exit_code, pid, supervisor_pid,
 	started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-	peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, log_offset, metrics_offset, slurm_job_id, node, note, peak_host_how`
+	peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, log_offset, metrics_offset, slurm_job_id, node, note, peak_host_how, end_facts`
 
 // CreateRun inserts a run and returns its id.
 func (s *Store) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
@@ -50,10 +50,10 @@ func (s *Store) insertRun(ctx context.Context, r *trainer.Run, restore bool) (in
 	}
 	res, err := s.w.ExecContext(ctx, verb+` runs(id, job, params, command, state, outcome, detail, exit_code, pid,
 		supervisor_pid, started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node, note, peak_host_how) VALUES(`+id+`,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node, note, peak_host_how, end_facts) VALUES(`+id+`,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.ID, r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
-		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.Note, r.PeakHostHow)
+		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.Note, r.PeakHostHow, endFacts(r))
 	if err != nil {
 		return 0, fmt.Errorf("create run: %w", err)
 	}
@@ -78,6 +78,18 @@ func (s *Store) SetNote(ctx context.Context, id int64, note string) error {
 	return nil
 }
 
+// endFacts is r.End as stored (JSON), NULL without facts.
+func endFacts(r *trainer.Run) any {
+	if r.End == nil {
+		return nil
+	}
+	b, err := json.Marshal(r.End)
+	if err != nil {
+		return nil
+	}
+	return string(b)
+}
+
 // UpdateRun writes every field of an existing run but its read offsets
 // (SetOffsets keeps those, in step with the points) and its note (SetNote).
 func (s *Store) UpdateRun(ctx context.Context, r *trainer.Run) error {
@@ -87,10 +99,10 @@ func (s *Store) UpdateRun(ctx context.Context, r *trainer.Run) error {
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE runs SET job=?, params=?, command=?, state=?, outcome=?, detail=?,
 		exit_code=?, pid=?, supervisor_pid=?, started_at=?, ended_at=?, log_path=?, started_by=?, origin=?, stopped_by=?,
-		steps=?, total_steps=?, peak_gpu_mem_bytes=?, peak_host_mem_bytes=?, retry_of=?, runner=?, slurm_job_id=?, node=?, peak_host_how=? WHERE id=?`,
+		steps=?, total_steps=?, peak_gpu_mem_bytes=?, peak_host_mem_bytes=?, retry_of=?, runner=?, slurm_job_id=?, node=?, peak_host_how=?, end_facts=? WHERE id=?`,
 		r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
-		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.PeakHostHow, r.ID)
+		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.PeakHostHow, endFacts(r), r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", r.ID, err)
 	}
@@ -167,12 +179,19 @@ func scanRun(sc scanner) (*trainer.Run, error) {
 		peakGPU, peakH  sql.NullInt64
 		retryOf         sql.NullInt64
 		slurmJob        sql.NullString
+		end             sql.NullString
 	)
 	err := sc.Scan(&r.ID, &r.Job, &params, &command, &state, &outcome, &r.Detail, &exit, &r.PID, &r.Supervisor,
 		&started, &ended, &r.LogPath, &r.StartedBy, &r.Origin, &r.StoppedBy, &r.Steps, &r.Total, &peakGPU, &peakH, &retryOf,
-		&r.Runner, &r.LogOffset, &r.MetricsOffset, &slurmJob, &r.Node, &r.Note, &r.PeakHostHow)
+		&r.Runner, &r.LogOffset, &r.MetricsOffset, &slurmJob, &r.Node, &r.Note, &r.PeakHostHow, &end)
 	if err != nil {
 		return nil, err
+	}
+	if end.Valid && end.String != "" {
+		r.End = &trainer.EndFacts{}
+		if err := json.Unmarshal([]byte(end.String), r.End); err != nil {
+			r.End = nil // a record from a newer trainbot, say: its Detail still says it
+		}
 	}
 	r.SlurmJobID = slurmJob.String
 	r.State, r.Outcome = trainer.State(state), trainer.Outcome(outcome)

@@ -495,6 +495,12 @@ ALTER TABLE runs ADD COLUMN peak_host_how TEXT NOT NULL DEFAULT '';
 	`
 CREATE INDEX audit_refused ON audit(id) WHERE allowed = 0;
 `,
+	// 12: how a run ended, as facts (trainer.EndFacts, JSON): Detail is
+	// made from them, and a chat words them in its language. Runs of
+	// earlier versions have none: their detail shows as recorded.
+	`
+ALTER TABLE runs ADD COLUMN end_facts TEXT;
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

@@ -86,10 +86,10 @@ type active struct {
 	rate         rateWindow
 	firstMetric  time.Time
 	lastMetric   time.Time
-	lastOutput   time.Time // when the run last printed (the shim's clock, or the log's index)
-	eventStep    int64     // the highest step of the event files' points
-	nanW         *nanWatch // NaN or Inf losses in a row
-	nanText      string    // the NaN alert, "" before one
+	lastOutput   time.Time  // when the run last printed (the shim's clock, or the log's index)
+	eventStep    int64      // the highest step of the event files' points
+	nanW         *nanWatch  // NaN or Inf losses in a row
+	nanStreak    *NaNStreak // the streak of the NaN alert, nil before one
 	oom          *OOM
 	stall        stallWatch
 	stopReq      *stopRequest  // the first stop asked of this trainbot

@@ -91,14 +91,15 @@ func (a *active) finish(end *runEnd) {
 		}
 	}
 	e.oom = a.oom
-	e.nanSeen = a.nanText
-	e.nanRecovered = a.nanText != "" && !a.nanW.watching()
+	e.nan = a.nanStreak
+	e.nanRecovered = a.nanStreak != nil && !a.nanW.watching()
 	if end != nil {
 		a.run.raisePeakHost(end.maxRSS, PeakMain)
 	}
 	e.peakMemText = peakText(a.run)
 	var outcome Outcome
 	var detail string
+	var facts *EndFacts // set when classify decided
 	r := a.run
 	switch {
 	case end == nil:
@@ -114,7 +115,7 @@ func (a *active) finish(end *runEnd) {
 			// quiet run): that is when it ended, as far as is known.
 			r.EndedAt = at
 		}
-	case end.outcome != "" && !(end.outcome == OutcomeFailed && (e.oom != nil || (e.nanSeen != "" && !e.nanRecovered))):
+	case end.outcome != "" && !(end.outcome == OutcomeFailed && (e.oom != nil || (e.nan != nil && !e.nanRecovered))):
 		// The owner decided (Slurm's states), unless the output tells
 		// more of a failure: out of memory, or a NaN loss.
 		outcome, detail, r.EndedAt = end.outcome, end.detail, end.endedAt
@@ -123,7 +124,7 @@ func (a *active) finish(end *runEnd) {
 			r.ExitCode = &code
 		}
 	default:
-		outcome, detail = classify(e)
+		outcome, facts = classify(e)
 		r.EndedAt = end.endedAt
 		if r.EndedAt.IsZero() {
 			r.EndedAt = time.Now()
@@ -141,15 +142,18 @@ func (a *active) finish(end *runEnd) {
 		}
 		extra = append(extra, fmt.Sprintf("the output named more than %d metrics: points of further metric names were not recorded (%s)", maxMetricNames, where))
 	}
-	if len(extra) > 0 {
+	if facts != nil {
+		facts.Notes = extra
+		detail = facts.English()
+	} else if len(extra) > 0 {
 		detail += "; " + strings.Join(extra, "; ")
 	}
-	r.State, r.Outcome, r.Detail = StateEnded, outcome, detail
+	r.State, r.Outcome, r.Detail, r.End = StateEnded, outcome, detail, facts
 	if r.Outcome == OutcomeStopped || r.Outcome == OutcomeNaN || (r.Outcome == OutcomeOOM && e.oomBeforeStop) {
 		r.StoppedBy = e.stopBy
 	}
 	if rec := a.recorded; rec != nil {
-		r.Outcome, r.Detail, r.EndedAt, r.ExitCode, r.StoppedBy = rec.Outcome, rec.Detail, rec.EndedAt, rec.ExitCode, rec.StoppedBy
+		r.Outcome, r.Detail, r.End, r.EndedAt, r.ExitCode, r.StoppedBy = rec.Outcome, rec.Detail, rec.End, rec.EndedAt, rec.ExitCode, rec.StoppedBy
 		r.PeakGPUMem, r.PeakHostMem, r.PeakHostHow = rec.PeakGPUMem, rec.PeakHostMem, rec.PeakHostHow
 	}
 	a.mu.Unlock()

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"math"
 	"errors"
 	"slices"
 	"strings"
@@ -194,6 +195,7 @@ func TestOOMSummaryAndFragmentation(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	nan := &NaNStreak{Metric: "loss", Value: math.NaN(), Count: 3, Step: 5} // "loss is NaN for 3 points in a row (step 5)"
 	oom, _ := DetectOOM("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total capacity; 1.23 GiB free)")
 	cases := []struct {
 		name string
@@ -212,13 +214,14 @@ func TestClassify(t *testing.T) {
 		{"killed, oom count unknown", ending{exitCode: -1, signal: syscall.SIGKILL, oomKills: -1}, OutcomeOOM, "most likely the kernel's OOM killer"},
 		{"killed by someone else", ending{exitCode: -1, signal: syscall.SIGKILL, oomKills: 0}, OutcomeFailed, "counts no OOM kill"},
 		{"our kill", ending{exitCode: -1, signal: syscall.SIGKILL, sentKill: true, stopBy: "x", stopReason: OutcomeStopped}, OutcomeStopped, "SIGKILL"},
-		{"nan", ending{exitCode: 0, nanSeen: "loss is NaN"}, OutcomeNaN, "loss is NaN"},
-		{"nan recovered", ending{exitCode: 0, nanSeen: "loss is NaN", nanRecovered: true}, OutcomeFinished, "exit status 0; loss is NaN, then it recovered"},
-		{"nan recovered, then failed", ending{exitCode: 2, nanSeen: "loss is NaN", nanRecovered: true}, OutcomeFailed, "exit status 2; loss is NaN, then it recovered"},
-		{"nan stopped", ending{exitCode: 130, stopBy: "trainbot (NaN loss)", stopReason: OutcomeNaN, nanSeen: "loss is NaN"}, OutcomeNaN, "stopped by trainbot"},
+		{"nan", ending{exitCode: 0, nan: nan}, OutcomeNaN, "loss is NaN"},
+		{"nan recovered", ending{exitCode: 0, nan: nan, nanRecovered: true}, OutcomeFinished, "exit status 0; loss is NaN for 3 points in a row (step 5), then it recovered"},
+		{"nan recovered, then failed", ending{exitCode: 2, nan: nan, nanRecovered: true}, OutcomeFailed, "exit status 2; loss is NaN for 3 points in a row (step 5), then it recovered"},
+		{"nan stopped", ending{exitCode: 130, stopBy: "trainbot (NaN loss)", stopReason: OutcomeNaN, nan: nan}, OutcomeNaN, "stopped by trainbot"},
 	}
 	for _, c := range cases {
-		got, detail := classify(c.e)
+		got, facts := classify(c.e)
+		detail := facts.English()
 		if got != c.want || !strings.Contains(detail, c.in) {
 			t.Errorf("%s: got %s %q, want %s containing %q", c.name, got, detail, c.want, c.in)
 		}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/trainbot/trainbot/internal/units"
+	"golang.org/x/sys/unix"
 )
 
 // OOM describes an out-of-memory failure found in a run's output.
@@ -252,90 +253,194 @@ type ending struct {
 	sentKill      bool           // trainbot sent SIGKILL
 	killedNow     bool           // ... at shutdown, without waiting for the grace periods
 	oom           *OOM           // an OOM line seen in the output
-	nanSeen       string         // the NaN alert text, "" if none
+	nan           *NaNStreak     // the NaN alert's streak, nil if none
 	nanRecovered  bool           // no loss is NaN any more: the NaN did not last
 	oomKills      int64          // increase of the cgroup's oom_kill count during the run, -1 unknown
 	stderrTail    []string
 	peakMemText   string // "peak 14.2 GiB GPU" when known
 }
 
-// classify decides the outcome of an ended run and a human detail.
-func classify(e ending) (Outcome, string) {
-	tail := lastLines(e.stderrTail, 5)
+// EndWhy names the rule of the end's classification that decided a run's
+// detail: with EndFacts, what every language words at the edge.
+type EndWhy string
+
+// The rules of classify.
+const (
+	WhyNoStart    EndWhy = "no_start"    // the command could not be started (StartError)
+	WhyStoppedNaN EndWhy = "stopped_nan" // trainbot stopped it for a NaN loss (NaN)
+	WhyStopped    EndWhy = "stopped"     // StoppedBy stopped it; StopHow, Signal, ExitCode say how it went
+	WhyOOM        EndWhy = "oom"         // out of memory, from the output (OOM); ThenStoppedBy when a stop followed
+	WhyStrayKill  EndWhy = "stray_kill"  // a SIGKILL trainbot did not send, and the cgroup counts no OOM kill
+	WhyOOMKill    EndWhy = "oom_kill"    // a SIGKILL trainbot did not send: the kernel's OOM killer (OOMKills, -1 unknown)
+	WhyNaN        EndWhy = "nan"         // the loss was NaN to the end (NaN)
+	WhyExit       EndWhy = "exit"        // it exited with ExitCode (0: finished)
+	WhySignal     EndWhy = "signal"      // a signal ended it (Signal)
+)
+
+// How a stopped run went (EndFacts.StopHow).
+const (
+	StopKilledNow   = "killed_now"   // SIGKILL at once: trainbot was shutting down
+	StopKilledGrace = "killed_grace" // SIGKILL after the grace periods
+	StopSignal      = "signal"       // another signal ended it (Signal)
+	StopExit        = "exit"         // it exited (ExitCode)
+)
+
+// EndFacts is how a run ended, as classify decided it, in fields: the
+// record keeps them (runs --json "end") beside Detail, the supervisor's
+// English made from them, and a chat in another language words them
+// itself — nothing reads the English back.
+type EndFacts struct {
+	Why           EndWhy     `json:"why"`
+	ExitCode      *int       `json:"exit_code,omitempty"`
+	Signal        int        `json:"signal,omitempty"` // the signal that ended it (SignalName words it)
+	StartError    string     `json:"start_error,omitempty"`
+	StoppedBy     string     `json:"stopped_by,omitempty"`
+	StopHow       string     `json:"stop_how,omitempty"`
+	ThenStoppedBy string     `json:"then_stopped_by,omitempty"` // WhyOOM: who stopped the run after it ran out of memory
+	OOM           *OOM       `json:"oom,omitempty"`
+	OOMKills      int64      `json:"oom_kills,omitempty"` // WhyOOMKill: the cgroup's count during the run; -1 not readable
+	Peak          string     `json:"peak,omitempty"`      // WhyOOM, WhyOOMKill: the peak memory trainbot saw, in its words
+	NaN           *NaNStreak `json:"nan,omitempty"`       // the NaN episode (WhyNaN, WhyStoppedNaN; with the others, one the loss recovered from)
+	StderrTail    []string   `json:"stderr_tail,omitempty"`
+	// Notes are the end's other remarks (output dropped, the log cut,
+	// survivors, rules that never fired), in the supervisor's English.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// English is the facts in the supervisor's words: Run.Detail.
+func (f *EndFacts) English() string {
+	tail := lastLines(f.StderrTail, 5)
+	withTail := func(d string) string {
+		if tail != "" {
+			d += "; last stderr:\n" + tail
+		}
+		return d
+	}
+	recovered := ""
+	if f.NaN != nil && f.Why != WhyNaN && f.Why != WhyStoppedNaN {
+		recovered = "; " + f.NaN.text() + ", then it recovered"
+	}
+	var d string
+	switch f.Why {
+	case WhyNoStart:
+		d = "could not start: " + f.StartError
+	case WhyStoppedNaN:
+		d = f.NaN.text() + "; stopped by trainbot"
+	case WhyStopped:
+		d = "stopped by " + f.StoppedBy
+		switch f.StopHow {
+		case StopKilledNow:
+			d += " (killed with SIGKILL: trainbot was shutting down and could not wait longer)"
+		case StopKilledGrace:
+			d += " (killed with SIGKILL after the grace periods)"
+		case StopSignal:
+			d += fmt.Sprintf(" (ended by %s)", signalName(syscall.Signal(f.Signal)))
+		default:
+			d += fmt.Sprintf(" (exit status %d)", derefInt(f.ExitCode))
+		}
+	case WhyOOM:
+		d = f.OOM.Summary()
+		if f.Peak != "" {
+			d += "; " + f.Peak
+		}
+		if f.ThenStoppedBy != "" {
+			d += "; then stopped by " + f.ThenStoppedBy
+		}
+	case WhyStrayKill:
+		d = withTail("killed by SIGKILL that trainbot did not send; the memory cgroup counts no OOM kill during the run, so something else killed it")
+	case WhyOOMKill:
+		if f.OOMKills > 0 {
+			d = f.OOM.Summary() + " (the memory cgroup counts " + strconv.FormatInt(f.OOMKills, 10) + " OOM kill(s) during the run)"
+		} else {
+			d = "killed by SIGKILL that trainbot did not send: most likely the kernel's OOM killer (host memory; the cgroup's OOM count is not readable here)"
+		}
+		if f.Peak != "" {
+			d += "; " + f.Peak
+		}
+	case WhyNaN:
+		d = f.NaN.text()
+	case WhySignal:
+		d = withTail("killed by " + signalName(syscall.Signal(f.Signal)) + recovered)
+	default: // WhyExit
+		d = fmt.Sprintf("exit status %d", derefInt(f.ExitCode)) + recovered
+		if derefInt(f.ExitCode) != 0 {
+			d = withTail(d)
+		}
+	}
+	if len(f.Notes) > 0 {
+		d += "; " + strings.Join(f.Notes, "; ")
+	}
+	return d
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+// classify decides the outcome of an ended run and the facts of its end.
+func classify(e ending) (Outcome, *EndFacts) {
+	f := &EndFacts{StderrTail: lastLinesList(e.stderrTail, 5), NaN: e.nan}
+	code := e.exitCode
 	switch {
 	case e.startErr != nil:
-		return OutcomeFailed, "could not start: " + e.startErr.Error()
+		f.Why, f.StartError, f.StderrTail, f.NaN = WhyNoStart, e.startErr.Error(), nil, nil
+		return OutcomeFailed, f
 	case e.stopBy != "" && e.stopReason == OutcomeNaN:
-		return OutcomeNaN, e.nanSeen + "; stopped by trainbot"
+		f.Why, f.StoppedBy, f.StderrTail = WhyStoppedNaN, e.stopBy, nil
+		return OutcomeNaN, f
 	case e.stopBy != "" && !e.oomBeforeStop:
-		d := "stopped by " + e.stopBy
+		f.Why, f.StoppedBy, f.StderrTail, f.NaN = WhyStopped, e.stopBy, nil, nil
 		switch {
 		case e.killedNow && e.signal == syscall.SIGKILL:
-			d += " (killed with SIGKILL: trainbot was shutting down and could not wait longer)"
+			f.StopHow, f.Signal = StopKilledNow, int(e.signal)
 		case e.sentKill && e.signal == syscall.SIGKILL:
-			d += " (killed with SIGKILL after the grace periods)"
+			f.StopHow, f.Signal = StopKilledGrace, int(e.signal)
 		case e.signal != 0:
-			d += fmt.Sprintf(" (ended by %s)", signalName(e.signal))
+			f.StopHow, f.Signal = StopSignal, int(e.signal)
 		default:
-			d += fmt.Sprintf(" (exit status %d)", e.exitCode)
+			f.StopHow, f.ExitCode = StopExit, &code
 		}
-		return OutcomeStopped, d
+		return OutcomeStopped, f
 	case e.oom != nil:
-		d := e.oom.Summary()
-		if e.peakMemText != "" {
-			d += "; " + e.peakMemText
-		}
-		if e.stopBy != "" { // out of memory first, then stopped as it hung or ended
-			d += "; then stopped by " + e.stopBy
-		}
-		return OutcomeOOM, d
+		f.Why, f.OOM, f.Peak, f.ThenStoppedBy, f.StderrTail, f.NaN = WhyOOM, e.oom, e.peakMemText, e.stopBy, nil, nil
+		return OutcomeOOM, f
 	case e.signal == syscall.SIGKILL && !e.sentKill && e.oomKills == 0:
 		// The cgroup counts no OOM kill during the run: a person or another
 		// program killed it.
-		d := "killed by SIGKILL that trainbot did not send; the memory cgroup counts no OOM kill during the run, so something else killed it"
-		if tail != "" {
-			d += "; last stderr:\n" + tail
-		}
-		return OutcomeFailed, d
+		f.Why, f.Signal, f.NaN = WhyStrayKill, int(e.signal), nil
+		return OutcomeFailed, f
 	case e.signal == syscall.SIGKILL && !e.sentKill:
-		o := &OOM{Kind: "oom-killer", GPU: -1, FreeBytes: -1}
-		d := "killed by SIGKILL that trainbot did not send"
+		f.Why, f.Signal, f.OOMKills, f.Peak, f.StderrTail, f.NaN = WhyOOMKill, int(e.signal), e.oomKills, e.peakMemText, nil, nil
 		if e.oomKills > 0 {
-			d = o.Summary() + " (the memory cgroup counts " + strconv.FormatInt(e.oomKills, 10) + " OOM kill(s) during the run)"
-		} else {
-			d += ": most likely the kernel's OOM killer (host memory; the cgroup's OOM count is not readable here)"
+			f.OOM = &OOM{Kind: "oom-killer", GPU: -1, FreeBytes: -1}
 		}
-		if e.peakMemText != "" {
-			d += "; " + e.peakMemText
-		}
-		return OutcomeOOM, d
-	case e.nanSeen != "" && !e.nanRecovered:
-		return OutcomeNaN, e.nanSeen
+		return OutcomeOOM, f
+	case e.nan != nil && !e.nanRecovered:
+		f.Why, f.StderrTail = WhyNaN, nil
+		return OutcomeNaN, f
 	}
 	// A NaN the loss recovered from did not decide the end; it is told.
-	recovered := ""
-	if e.nanSeen != "" {
-		recovered = "; " + e.nanSeen + ", then it recovered"
+	if !e.nanRecovered {
+		f.NaN = nil
 	}
 	switch {
 	case e.exitCode == 0 && e.signal == 0:
-		return OutcomeFinished, "exit status 0" + recovered
+		f.Why, f.ExitCode, f.StderrTail = WhyExit, &code, nil
+		return OutcomeFinished, f
 	case e.signal != 0:
-		d := "killed by " + signalName(e.signal) + recovered
-		if tail != "" {
-			d += "; last stderr:\n" + tail
-		}
-		return OutcomeFailed, d
+		f.Why, f.Signal = WhySignal, int(e.signal)
+		return OutcomeFailed, f
 	default:
-		d := fmt.Sprintf("exit status %d", e.exitCode) + recovered
-		if tail != "" {
-			d += "; last stderr:\n" + tail
-		}
-		return OutcomeFailed, d
+		f.Why, f.ExitCode = WhyExit, &code
+		return OutcomeFailed, f
 	}
 }
 
-func lastLines(lines []string, n int) string {
+// lastLinesList is the last n non-blank lines; nil when there are none.
+func lastLinesList(lines []string, n int) []string {
 	var keep []string
 	for _, l := range lines {
 		if strings.TrimSpace(l) != "" {
@@ -345,7 +450,17 @@ func lastLines(lines []string, n int) string {
 	if len(keep) > n {
 		keep = keep[len(keep)-n:]
 	}
-	return strings.Join(keep, "\n")
+	return keep
+}
+
+func lastLines(lines []string, n int) string { return strings.Join(lastLinesList(lines, n), "\n") }
+
+// SignalName is a signal's name, "SIGSEGV" ("signal 77" for one without).
+func SignalName(n int) string {
+	if name := unix.SignalName(syscall.Signal(n)); name != "" {
+		return name
+	}
+	return fmt.Sprintf("signal %d", n)
 }
 
 func signalName(s syscall.Signal) string {

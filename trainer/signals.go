@@ -37,8 +37,8 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 	streak := a.nanW.observe(step, pts, line, a.last)
 	var nanAlert string
 	if streak != nil {
-		a.nanText = streak.text()
-		nanAlert = a.nanText
+		a.nanStreak = streak
+		nanAlert = streak.text()
 	}
 	var fired []string
 	for _, p := range pts {

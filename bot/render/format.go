@@ -240,7 +240,7 @@ func EndedText(l i18n.Lang, r *trainer.Run, last map[string]float64) string {
 		b.WriteString("\n" + metricsText(mapMetrics(last), 6))
 	}
 	if r.Detail != "" && r.Outcome != trainer.OutcomeRunning {
-		b.WriteString("\n" + l.Detail(r.Detail))
+		b.WriteString("\n" + EndDetail(l, r))
 	}
 	return b.String()
 }

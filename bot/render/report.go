@@ -109,7 +109,7 @@ func EndReport(l i18n.Lang, e trainer.Event, best string, advise bool) string {
 		b.WriteString("\n" + strings.Join(mem, " · "))
 	}
 	if r.Outcome != trainer.OutcomeFinished && r.Outcome != trainer.OutcomeStopped && r.Detail != "" {
-		b.WriteString("\n" + l.Detail(r.Detail))
+		b.WriteString("\n" + EndDetail(l, r))
 	}
 	if line, _ := RetryText(l, e); line != "" {
 		b.WriteString("\n" + line)

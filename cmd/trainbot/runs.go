@@ -26,6 +26,7 @@ type runJSON struct {
 	State            string              `json:"state"`
 	Outcome          string              `json:"outcome"`
 	Detail           string              `json:"detail"`
+	End              *trainer.EndFacts   `json:"end,omitempty"` // how it ended, as facts (why, exit_code, signal, stderr_tail, nan, oom, stopped_by…); absent while it runs and for runs recorded before facts
 	ExitCode         *int                `json:"exit_code"`
 	StartedAt        time.Time           `json:"started_at"`
 	EndedAt          *time.Time          `json:"ended_at"`
@@ -53,7 +54,7 @@ type runJSON struct {
 
 func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 	j := runJSON{
-		ID: r.ID, Job: r.Job, State: string(r.State), Outcome: string(r.Outcome), Detail: r.Detail,
+		ID: r.ID, Job: r.Job, State: string(r.State), Outcome: string(r.Outcome), Detail: r.Detail, End: r.End,
 		ExitCode: r.ExitCode, StartedAt: r.StartedAt.UTC(), DurationS: math.Round(r.Duration(now).Seconds()*1000) / 1000,
 		Params: r.TypedParams(), Steps: r.Steps, TotalSteps: r.Total, Last: map[string]*float64{},
 		PeakGPUMemBytes: r.PeakGPUMem, PeakHostMemBytes: r.PeakHostMem, PeakHostHow: r.PeakHostHow,
