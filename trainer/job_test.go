@@ -1,8 +1,8 @@
 package trainer
 
 import (
-	"math"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"syscall"
