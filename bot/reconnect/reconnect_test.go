@@ -124,7 +124,7 @@ func runScript(t *testing.T, l reconnect.Loop, script []session) ([]time.Duratio
 	return clock.slept, logs.String(), err
 }
 
-var dropped = errors.New("dingtalk: the server asked to reconnect (SYSTEM disconnect)")
+var errDropped = errors.New("dingtalk: the server asked to reconnect (SYSTEM disconnect)")
 
 // TestRoutineDropsWaitTheFirstPause is DingTalk's routine drop: a session
 // that got frames and had its pings answered for 70 s is lost; the next
@@ -133,7 +133,7 @@ func TestRoutineDropsWaitTheFirstPause(t *testing.T) {
 	l := reconnect.Loop{Backoff: reconnect.Backoff{Initial: time.Second, Max: time.Minute, Jitter: 0.2}}
 	var script []session
 	for range 5 {
-		script = append(script, session{up: 70 * time.Second, healthy: true, err: dropped})
+		script = append(script, session{up: 70 * time.Second, healthy: true, err: errDropped})
 	}
 	slept, logs, err := runScript(t, l, script)
 	if err != nil {
@@ -160,11 +160,11 @@ func TestLoopBacksOffUntilHealthy(t *testing.T) {
 	}{
 		{"failed connects double", 0, []session{{err: refused}, {err: refused}, {err: refused}, {err: refused}},
 			[]time.Duration{1, 2, 4, 8}},
-		{"a healthy session starts over", 0, []session{{err: refused}, {err: refused}, {up: time.Second, healthy: true, err: dropped}, {err: refused}},
+		{"a healthy session starts over", 0, []session{{err: refused}, {err: refused}, {up: time.Second, healthy: true, err: errDropped}, {err: refused}},
 			[]time.Duration{1, 2, 1, 2}},
-		{"long but never healthy sessions double", 0, []session{{up: time.Hour, err: dropped}, {up: time.Hour, err: dropped}},
+		{"long but never healthy sessions double", 0, []session{{up: time.Hour, err: errDropped}, {up: time.Hour, err: errDropped}},
 			[]time.Duration{1, 2}},
-		{"Stable counts as healthy", time.Minute, []session{{err: refused}, {up: time.Minute, err: dropped}, {up: time.Second, err: dropped}},
+		{"Stable counts as healthy", time.Minute, []session{{err: refused}, {up: time.Minute, err: errDropped}, {up: time.Second, err: errDropped}},
 			[]time.Duration{1, 1, 2}},
 		{"a longer retry-after is kept", 0, []session{{err: chat.RetryAfter(90*time.Second, "throttled", refused)}, {err: chat.RetryAfter(time.Millisecond, "throttled", refused)}},
 			[]time.Duration{90, 2}},
