@@ -229,6 +229,6 @@ func (l Loop) log(loss Loss) {
 	if loss.Failures > 1 {
 		msg = "still cannot connect; retrying"
 	}
-	l.Log.Warn(msg, "in", loss.Wait, "failures", loss.Failures, "healthy", loss.Healthy,
+	l.Log.Warn(msg, "in", loss.Wait.Round(time.Millisecond), "failures", loss.Failures, "healthy", loss.Healthy,
 		"up", loss.Up.Round(time.Millisecond), "err", loss.Err)
 }
