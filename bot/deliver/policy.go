@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/reconnect"
 )
 
 // Policy is trainbot's only retry policy: no transport, no notifier and no
@@ -58,11 +59,9 @@ func (p Policy) Decide(failures int, durable, charts bool, err error) Verdict {
 	return Verdict{Wait: max(p.Backoff(failures), after)}
 }
 
-// Backoff is the pause after the failures-th failed attempt in a row.
+// Backoff is the pause after the failures-th failed attempt in a row:
+// reconnect.Backoff's delay, the same count as the transports' reconnects,
+// without jitter (an envelope's lane is alone in waiting for it).
 func (p Policy) Backoff(failures int) time.Duration {
-	d := p.MinBackoff
-	for i := 1; i < failures && d < p.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, p.MaxBackoff)
+	return reconnect.Backoff{Initial: p.MinBackoff, Max: p.MaxBackoff}.Delay(failures)
 }

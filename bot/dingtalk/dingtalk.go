@@ -75,7 +75,8 @@ type Options struct {
 	// a link silent for twice that is dead.
 	PingInterval time.Duration
 	// MinBackoff and MaxBackoff bound the pause before a reconnect
-	// (defaults 1 s and 60 s).
+	// (defaults 1 s and 60 s): it doubles with each loss in a row, and a
+	// session that got a frame or a pong starts over at MinBackoff.
 	MinBackoff, MaxBackoff time.Duration
 	// ThrottlePause is the wait after a throttling answer (default 1 min).
 	ThrottlePause time.Duration
@@ -172,7 +173,8 @@ func (t *Transport) Pace(int64) (perChat, perSender []chat.Window) { return nil,
 func (t *Transport) Link() chat.Link { return t.link.Link() }
 
 // Receive connects and delivers messages until ctx ends, reconnecting
-// with a capped backoff whenever the connection fails. It returns a
+// with a capped backoff whenever the connection fails (MinBackoff after a
+// session that proved healthy: DingTalk's routine drops). It returns a
 // permanent error when DingTalk refuses the client id and secret.
 func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, chat.Message)) error {
 	t.mu.Lock()
@@ -181,7 +183,7 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 	}
 	t.mu.Unlock()
 	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff, Link: &t.link,
-		Stable: 2 * t.opts.PingInterval, Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
+		Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
 }
 
 // frame is a Stream frame from the server.
@@ -200,8 +202,11 @@ type ack struct {
 	Data    string            `json:"data"`
 }
 
-// session opens a connection and reads it until it ends.
-func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error {
+// session opens a connection and reads it until it ends. A frame read
+// (but SYSTEM disconnect) or a pong proves the connection healthy: the
+// reconnect after it waits MinBackoff again, since DingTalk drops its
+// connections routinely and does not push a missed robot message again.
+func (t *Transport) session(ctx context.Context, hand func(chat.Message), healthy func()) error {
 	endpoint, err := t.api.open(ctx)
 	if err != nil {
 		return err
@@ -236,7 +241,7 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 	}()
 	alive := func() { _ = ws.SetReadDeadline(time.Now().Add(2 * t.opts.PingInterval)) }
 	alive()
-	ws.SetPongHandler(func(string) error { alive(); return nil })
+	ws.SetPongHandler(func(string) error { alive(); healthy(); return nil })
 	wg.Go(func() {
 		tick := time.NewTicker(t.opts.PingInterval)
 		defer tick.Stop()
@@ -270,12 +275,14 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 			t.log.Warn("unreadable frame", "err", err)
 			continue
 		}
+		if f.Type == "SYSTEM" && f.Headers["topic"] == "disconnect" {
+			return errors.New("dingtalk: the server asked to reconnect (SYSTEM disconnect)")
+		}
+		healthy()
 		a := ack{Code: 200, Message: "OK", Headers: map[string]string{"messageId": f.Headers["messageId"], "contentType": "application/json"}}
 		switch {
 		case f.Type == "SYSTEM" && f.Headers["topic"] == "ping":
 			a.Data = f.Data
-		case f.Type == "SYSTEM" && f.Headers["topic"] == "disconnect":
-			return errors.New("dingtalk: the server asked to reconnect (SYSTEM disconnect)")
 		case f.Type == "SYSTEM":
 			t.log.Debug("system frame ignored", "topic", f.Headers["topic"])
 			continue

@@ -192,8 +192,11 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 		t.seen = inbound.NewSeen(ctx, Name, t.opts.State, 0)
 	}
 	t.mu.Unlock()
+	// The session does not say when it proved healthy yet: one that lasted
+	// a minute counts as such.
 	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff, Link: &t.link,
-		Stable: time.Minute, Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
+		Stable: time.Minute, Grace: t.opts.HandleGrace}.Run(ctx, deliver,
+		func(ctx context.Context, hand func(chat.Message), _ func()) error { return t.session(ctx, hand) })
 }
 
 // endpoint asks for the long connection's URL and the ping interval.

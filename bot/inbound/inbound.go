@@ -11,9 +11,9 @@
 //   - Queue hands each message on at once (the reader acknowledges without
 //     waiting for the answer) and handles one chat's messages in order,
 //     chats in parallel (Telegram's updates go through it too).
-//   - Loop runs a transport's connections one after another, with a
-//     capped exponential backoff, until its context ends or the service
-//     refuses it for good.
+//   - Loop runs a transport's connections one after another, with
+//     reconnect.Loop's backoff (reset once a session proved healthy), until
+//     its context ends or the service refuses it for good.
 package inbound
 
 import (
@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/reconnect"
 )
 
 // KV keeps small values across restarts (the store's key-value table).
@@ -247,31 +248,40 @@ func (q *Queue) run(job func()) {
 }
 
 // Loop is how a long-connection transport receives: sessions one after
-// another until ctx ends, each a connection read until it fails.
+// another until ctx ends, each a connection read until it fails, with
+// reconnect.Loop's backoff between them.
 type Loop struct {
 	Log *slog.Logger
-	// MinBackoff is the pause after a failed session; it doubles with each
-	// failure in a row up to MaxBackoff. A session that lasted Stable was
-	// fine: the next failure starts over, and is logged as a warning again
-	// (the ones in a row only at debug level: told once).
-	MinBackoff, MaxBackoff, Stable time.Duration
+	// MinBackoff is the pause after a lost session; it doubles with each
+	// loss in a row up to MaxBackoff (jittered by up to a fifth, shorter
+	// only). A session that proved healthy (it called healthy: a frame
+	// came, a ping was answered) starts over: the next loss waits
+	// MinBackoff again. Every loss is logged as a warning.
+	MinBackoff, MaxBackoff time.Duration
+	// Stable, when set, counts a session that lasted that long as healthy
+	// even though it never said so (for a session that cannot tell).
+	Stable time.Duration
 	// Grace is how long messages being handled may take to finish once
 	// ctx ends.
 	Grace time.Duration
-	// Link, when set, is told of each failed session (the session says
-	// Up when it is connected), for the transport's chat.Linked.
+	// Link, when set, is told of each lost session (the session says Up
+	// when it is connected), for the transport's chat.Linked.
 	Link *chat.LinkState
 }
+
+// errClosed is a session that ended without an error while ctx goes on.
+var errClosed = errors.New("connection closed")
 
 // Run runs session until ctx ends or it returns a permanent error
 // (chat.IsPermanent: refused credentials, another instance took over),
 // which Run returns. session gets hand, which queues a message for
 // deliver (one chat at a time, in order) and returns at once, so the
-// connection's reader can acknowledge without waiting for the answer. A
+// connection's reader can acknowledge without waiting for the answer, and
+// healthy, which it calls once the connection has proved healthy. A
 // press (chat.Message.Press) is answered with nothing once delivered,
-// unless the handling answered it. A
-// chat.RetryAfter error's wait is kept when it is longer than the backoff.
-func (l Loop) Run(ctx context.Context, deliver func(context.Context, chat.Message), session func(ctx context.Context, hand func(chat.Message)) error) error {
+// unless the handling answered it. A chat.RetryAfter error's wait is kept
+// when it is longer than the backoff.
+func (l Loop) Run(ctx context.Context, deliver func(context.Context, chat.Message), session func(ctx context.Context, hand func(chat.Message), healthy func()) error) error {
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 	q := NewQueue(l.Log)
@@ -294,41 +304,13 @@ func (l Loop) Run(ctx context.Context, deliver func(context.Context, chat.Messag
 			deliver(hctx, m)
 		})
 	}
-	failures := 0
-	if l.Link != nil {
-		l.Link.Begin(l.MaxBackoff)
-	}
-	for {
-		began := time.Now()
-		err := session(ctx, hand)
-		if ctx.Err() != nil {
-			return nil
+	loop := reconnect.Loop{Log: l.Log, Link: l.Link, Stable: l.Stable,
+		Backoff: reconnect.Backoff{Initial: l.MinBackoff, Max: l.MaxBackoff, Jitter: 0.2}}
+	return loop.Run(ctx, func(ctx context.Context, healthy func()) error {
+		err := session(ctx, hand, healthy)
+		if err == nil && ctx.Err() == nil {
+			err = errClosed // a lost connection, not the end
 		}
-		if l.Link != nil {
-			why := err
-			if why == nil {
-				why = errors.New("connection closed")
-			}
-			l.Link.Down(why)
-		}
-		if chat.IsPermanent(err) {
-			return err
-		}
-		if time.Since(began) >= l.Stable {
-			failures = 0
-		}
-		wait := min(l.MinBackoff<<min(failures, 16), l.MaxBackoff)
-		if _, after := chat.Classify(err); after > wait {
-			wait = after
-		}
-		if failures == 0 {
-			l.Log.Warn("connection lost; reconnecting", "in", wait, "err", err)
-		} else {
-			l.Log.Debug("still cannot connect; retrying", "in", wait, "failures", failures, "err", err)
-		}
-		failures++
-		if chat.Sleep(ctx, wait) != nil {
-			return nil
-		}
-	}
+		return err
+	})
 }

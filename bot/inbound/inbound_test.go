@@ -142,7 +142,7 @@ func TestLoopAnswersAPressOnceHandled(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- inbound.Loop{Log: slog.New(slog.DiscardHandler), MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Grace: time.Second}.Run(ctx, deliver,
-			func(ctx context.Context, hand func(chat.Message)) error {
+			func(ctx context.Context, hand func(chat.Message), _ func()) error {
 				hand(chat.Message{Chat: 1, Text: "状态", Press: quiet})
 				hand(chat.Message{Chat: 2, Text: "refused", Press: refused})
 				<-ctx.Done()
@@ -183,7 +183,7 @@ func TestLoopTellsTheLink(t *testing.T) {
 	done := make(chan error, 1)
 	loop := inbound.Loop{Log: slog.New(slog.DiscardHandler), MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Grace: time.Second, Link: &link}
 	go func() {
-		done <- loop.Run(ctx, nil, func(ctx context.Context, _ func(chat.Message)) error {
+		done <- loop.Run(ctx, nil, func(ctx context.Context, _ func(chat.Message), _ func()) error {
 			select {
 			case f := <-turn:
 				return f()

@@ -4,10 +4,10 @@
 // It runs its own long-poll loop over getUpdates (not the library's
 // GetUpdatesChan, which cannot be cancelled, ignores retry_after and logs
 // URLs that contain the token): every call has a context, the HTTP client's
-// timeout is longer than the poll, errors back off exponentially up to a
-// cap or for the retry_after Telegram asked, and the offset is stored
-// before an update is handled, so an update is never handled twice, not even
-// across a restart.
+// timeout is longer than the poll, errors back off (reconnect.Loop, reset by
+// an answered call) up to a cap or for the retry_after Telegram asked, and
+// the offset is stored before an update is handled, so an update is never
+// handled twice, not even across a restart.
 //
 // As a chat.Receiver, it turns messages and button presses into
 // chat.Messages, one chat at a time in order. A press is answered
@@ -44,6 +44,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/inbound"
+	"github.com/trainbot/trainbot/bot/reconnect"
 	"github.com/trainbot/trainbot/i18n"
 )
 
@@ -77,9 +78,10 @@ type Options struct {
 	// Pace per private chat, per group, and for the whole bot (the Default…
 	// limits when nil), kept by bot/deliver.
 	PrivatePace, GroupPace, GlobalPace []chat.Window
-	// RetryPause is the first pause after a failed poll (default 1 s; a
-	// 429's retry_after replaces it); it doubles up to MaxPollBackoff
-	// (default 60 s).
+	// RetryPause is the first pause after a failed getMe or getUpdates
+	// (default 1 s; a longer retry_after of a 429 replaces it); it doubles
+	// with each failure in a row up to MaxPollBackoff (default 60 s), and
+	// an answered call starts over.
 	RetryPause     time.Duration
 	MaxPollBackoff time.Duration
 	// MinPoll is the least time between two polls (default 1 s): a server
@@ -198,36 +200,53 @@ func (t *Transport) Link() chat.Link { return t.link.Link() }
 // ends. It returns an error only when Telegram refuses the token: a
 // chat.PermanentError (only a new config and a restart help). Messages
 // being handled when ctx ends get HandleGrace to finish.
+//
+// getMe and getUpdates go through one reconnect.Loop: a failed call waits
+// RetryPause, doubling up to MaxPollBackoff (jittered, shorter only), or
+// the retry_after Telegram asked; an answered call starts over.
 func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, chat.Message)) error {
-	t.link.Begin(t.opts.MaxPollBackoff)
-	me, err := t.connect(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	t.mu.Lock()
-	t.self = me
-	t.mu.Unlock()
-	t.log.Info("connected", "bot", "@"+me.UserName, "id", me.ID)
-	// The menu is not needed to answer: a slow or rate-limited
-	// setMyCommands does not hold up the first poll.
-	menuDone := make(chan struct{})
-	go func() {
-		defer close(menuDone)
-		t.registerCommands(ctx)
-	}()
-	defer func() { <-menuDone }()
-
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 	answered := t.answerPresses(hctx)
 	q := inbound.NewQueue(t.log)
 	d := func(u tgbotapi.Update) { q.Add(chatOf(u), func() { t.handleUpdate(hctx, deliver, u) }) }
 
-	offset, news := t.loadOffset(ctx, me.ID)
-	offset, err = t.poll(ctx, me.ID, offset, news, d)
+	var (
+		me       tgbotapi.User
+		offset   int64
+		news     time.Time
+		menuDone chan struct{}
+	)
+	loop := reconnect.Loop{Log: t.log, Link: &t.link,
+		Backoff: reconnect.Backoff{Initial: t.opts.RetryPause, Max: t.opts.MaxPollBackoff, Jitter: 0.2}}
+	err := loop.Run(ctx, func(ctx context.Context, healthy func()) error {
+		if menuDone == nil {
+			u, err := t.getMe(ctx)
+			if err != nil {
+				return err
+			}
+			healthy()
+			me = u
+			t.mu.Lock()
+			t.self = me
+			t.mu.Unlock()
+			t.log.Info("connected", "bot", "@"+me.UserName, "id", me.ID)
+			// The menu is not needed to answer: a slow or rate-limited
+			// setMyCommands does not hold up the first poll.
+			menuDone = make(chan struct{})
+			go func() {
+				defer close(menuDone)
+				t.registerCommands(ctx)
+			}()
+			offset, news = t.loadOffset(ctx, me.ID)
+		}
+		var err error
+		offset, news, err = t.poll(ctx, me.ID, offset, news, d, healthy)
+		return err
+	})
+	if menuDone != nil {
+		defer func() { <-menuDone }()
+	}
 
 	// Let the messages being handled finish, within the grace.
 	finished := make(chan struct{})
@@ -244,36 +263,30 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 	return err
 }
 
-// connect calls getMe until it answers. A refused token is an error at
-// once; anything else is retried with a growing pause.
-func (t *Transport) connect(ctx context.Context) (tgbotapi.User, error) {
-	pause := t.opts.RetryPause
-	for {
-		me, err := t.api.getMe(ctx)
-		if err == nil {
-			t.link.Up()
-			return me, nil
-		}
-		if ctx.Err() != nil {
-			return tgbotapi.User{}, ctx.Err()
-		}
-		t.link.Down(err)
-		switch apiCode(err) {
-		case 401:
-			return tgbotapi.User{}, chat.Permanent("Telegram refused the token", fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err))
-		case 404:
-			return tgbotapi.User{}, chat.Permanent("Telegram knows no such bot", fmt.Errorf("no such bot (%w): check [telegram] token and api_endpoint", err))
-		}
-		wait := pause
-		if ra := retryAfter(err); ra > 0 {
-			wait = ra
-		}
-		t.log.Warn("cannot reach Telegram; retrying", "retry_in", wait, "err", err)
-		if err := chat.Sleep(ctx, wait); err != nil {
-			return tgbotapi.User{}, err
-		}
-		pause = min(pause*2, t.opts.MaxPollBackoff)
+// getMe makes one getMe call. A refused token or an unknown bot is a
+// permanent error; Telegram's retry_after is kept.
+func (t *Transport) getMe(ctx context.Context) (tgbotapi.User, error) {
+	me, err := t.api.getMe(ctx)
+	if err == nil {
+		t.link.Up()
+		return me, nil
 	}
+	switch apiCode(err) {
+	case 401:
+		return tgbotapi.User{}, chat.Permanent("Telegram refused the token", fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err))
+	case 404:
+		return tgbotapi.User{}, chat.Permanent("Telegram knows no such bot", fmt.Errorf("no such bot (%w): check [telegram] token and api_endpoint", err))
+	}
+	return tgbotapi.User{}, withRetryAfter(fmt.Errorf("cannot reach Telegram: %w", err))
+}
+
+// withRetryAfter makes a Telegram error that asks to wait a
+// chat.RetryAfter, for reconnect.Loop.
+func withRetryAfter(err error) error {
+	if ra := retryAfter(err); ra > 0 {
+		return chat.RetryAfter(ra, "Telegram asked to wait", err)
+	}
+	return err
 }
 
 // registerCommands sets the command menu: the English commands with Chinese
@@ -302,14 +315,14 @@ func CommandDescription(l i18n.Lang, c chat.Command) string {
 var allowedUpdates = []string{tgbotapi.UpdateTypeMessage, tgbotapi.UpdateTypeEditedMessage, tgbotapi.UpdateTypeCallbackQuery,
 	tgbotapi.UpdateTypeChannelPost, tgbotapi.UpdateTypeEditedChannelPost}
 
-// poll long-polls getUpdates until ctx ends and returns the next offset.
+// poll long-polls getUpdates until ctx ends or a call fails, and returns
+// the next offset and when the last update came (news), with the failure.
 // The offset is stored before the updates are handed on (d queues them).
-// news is when the last update came.
-func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Time, d func(tgbotapi.Update)) (int64, error) {
-	pause := t.opts.RetryPause
+// An answered poll is healthy.
+func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Time, d func(tgbotapi.Update), healthy func()) (int64, time.Time, error) {
 	for {
 		if ctx.Err() != nil {
-			return offset, nil
+			return offset, news, nil
 		}
 		if offset > 0 && time.Since(news) > offsetMaxAge {
 			// Every update so far was confirmed by the polls since; the
@@ -326,34 +339,23 @@ func (t *Transport) poll(ctx context.Context, botID, offset int64, news time.Tim
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return offset, nil
+				return offset, news, nil
 			}
-			t.link.Down(err)
-			if apiCode(err) == 401 {
-				return offset, chat.Permanent("Telegram refused the token", fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err))
+			switch apiCode(err) {
+			case 401:
+				return offset, news, chat.Permanent("Telegram refused the token", fmt.Errorf("token refused (%w): check [telegram] token or TRAINBOT_TELEGRAM_TOKEN", err))
+			case 409:
+				err = fmt.Errorf("getUpdates conflict: another trainbot uses this token, or a webhook is set (deleteWebhook removes it): %w", err)
 			}
-			wait := pause
-			if ra := retryAfter(err); ra > 0 {
-				wait = ra
-			}
-			msg := "getUpdates failed; retrying"
-			if apiCode(err) == 409 {
-				msg = "getUpdates conflict: another trainbot uses this token, or a webhook is set (deleteWebhook removes it); retrying"
-			}
-			t.log.Warn(msg, "retry_in", wait, "err", err)
-			if chat.Sleep(ctx, wait) != nil {
-				return offset, nil
-			}
-			pause = min(pause*2, t.opts.MaxPollBackoff)
-			continue
+			return offset, news, withRetryAfter(err)
 		}
 		t.link.Up()
-		pause = t.opts.RetryPause
+		healthy()
 		if len(updates) == 0 {
 			// A long poll that came back at once with nothing (a server
 			// without long polling, a proxy): not asked again at once.
 			if chat.Sleep(ctx, t.opts.MinPoll-time.Since(began)) != nil {
-				return offset, nil
+				return offset, news, nil
 			}
 		}
 		var fresh []tgbotapi.Update

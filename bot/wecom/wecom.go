@@ -64,7 +64,8 @@ type Options struct {
 	// ReceiptTimeout bounds the wait for a request's receipt (default 5 s).
 	ReceiptTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the pause before a reconnect
-	// (defaults 1 s and 30 s); it doubles with each failure in a row.
+	// (defaults 1 s and 30 s); it doubles with each loss in a row, and a
+	// session that got a frame after subscribing starts over at MinBackoff.
 	MinBackoff, MaxBackoff time.Duration
 	// ThrottlePause is the wait asked for after a rate-limit errcode
 	// (default 1 min).
@@ -180,11 +181,13 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 	}
 	t.mu.Unlock()
 	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff, Link: &t.link,
-		Stable: 2 * t.opts.PingInterval, Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
+		Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
 }
 
-// session connects, subscribes, and reads until the connection ends.
-func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error {
+// session connects, subscribes, and reads until the connection ends. A
+// frame read after the subscription (a ping's receipt, a message) proves
+// the connection healthy: the reconnect after it waits MinBackoff again.
+func (t *Transport) session(ctx context.Context, hand func(chat.Message), healthy func()) error {
 	c, err := dial(ctx, t.dialer, t.opts.URL, t.log, &t.seq)
 	if err != nil {
 		var se *statusError
@@ -254,6 +257,7 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 			}
 			return fmt.Errorf("wecom: read: %w", err)
 		}
+		healthy()
 		switch f.Cmd {
 		case "":
 			if !c.receipt(f) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/reconnect"
 	"github.com/trainbot/trainbot/i18n"
 )
 
@@ -41,7 +42,7 @@ type transportOptions struct {
 // transports runs the receivers of runBot, so that nothing a transport
 // does ends the bot (and with it the runs): a Receive that fails is logged,
 // reported once on the other transports and push channels, and started
-// again with a capped exponential backoff — unless its error is permanent
+// again with reconnect.Loop's capped exponential backoff — unless its error is permanent
 // (chat.IsPermanent: Telegram refused the token), when the bot goes on
 // without it. A Receive that returns nil ended its input (the console):
 // runBot hears of it on Ended and decides. When no transport is left the
@@ -112,7 +113,8 @@ func (r *transports) Wait(ctx context.Context) int {
 }
 
 // keep runs one transport until ctx ends, its input ends, or it fails
-// for good.
+// for good, on reconnect.Loop: a Receive that lasted Stable was fine, and
+// the next failure starts over.
 func (r *transports) keep(ctx context.Context, t chat.Receiver, deliver func(context.Context, chat.Message)) {
 	defer func() {
 		r.mu.Lock()
@@ -121,45 +123,47 @@ func (r *transports) keep(ctx context.Context, t chat.Receiver, deliver func(con
 	}()
 	name := t.Name()
 	log := r.log.With("transport", name)
-	failures := 0 // in a row: the backoff grows with them
-	for {
+	ended := false
+	loop := reconnect.Loop{
+		Backoff: reconnect.Backoff{Initial: r.opts.MinBackoff, Max: r.opts.MaxBackoff},
+		Stable:  r.opts.Stable,
+		OnLoss: func(l reconnect.Loss) {
+			if l.Failures == 1 {
+				r.report(name, func(lang i18n.Lang) string {
+					after := l.Wait.String()
+					if lang == i18n.Zh {
+						after = lang.Duration(l.Wait)
+					}
+					return lang.T(i18n.TransportRetry, name, l.Err, name, after)
+				})
+			}
+			log.Error("transport stopped; starting it again", "in", l.Wait, "failures", l.Failures, "up", l.Up.Round(time.Millisecond), "err", l.Err)
+		},
+	}
+	err := loop.Run(ctx, func(ctx context.Context, _ func()) error {
 		began := time.Now()
 		r.mark(name, func(d *transportDown) { d.restarted = began })
 		err := receiveOnce(ctx, t, deliver, log)
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 		if err == nil {
-			log.Info("input ended")
-			r.gone(true)
-			r.ended <- name
-			return
-		}
-		if time.Since(began) >= r.opts.Stable {
-			failures = 0
+			ended = true
+			return nil
 		}
 		r.mark(name, func(d *transportDown) { d.err, d.gone, d.restarted = err, chat.IsPermanent(err), time.Time{} })
-		if chat.IsPermanent(err) {
-			log.Error("transport stopped for good: trainbot goes on without it; fix the config and restart trainbot", "err", err)
-			r.report(name, func(l i18n.Lang) string { return l.T(i18n.TransportGone, name, err) })
-			r.gone(false)
-			return
-		}
-		wait := backoff(failures, r.opts.MinBackoff, r.opts.MaxBackoff)
-		if failures == 0 {
-			r.report(name, func(l i18n.Lang) string {
-				after := wait.String()
-				if l == i18n.Zh {
-					after = l.Duration(wait)
-				}
-				return l.T(i18n.TransportRetry, name, err, name, after)
-			})
-		}
-		failures++
-		log.Error("transport stopped; starting it again", "in", wait, "failures", failures, "err", err)
-		if chat.Sleep(ctx, wait) != nil {
-			return
-		}
+		return err
+	})
+	switch {
+	case ctx.Err() != nil:
+	case ended:
+		log.Info("input ended")
+		r.gone(true)
+		r.ended <- name
+	case err != nil:
+		log.Error("transport stopped for good: trainbot goes on without it; fix the config and restart trainbot", "err", err)
+		r.report(name, func(l i18n.Lang) string { return l.T(i18n.TransportGone, name, err) })
+		r.gone(false)
 	}
 }
 
@@ -231,15 +235,6 @@ func receiveOnce(ctx context.Context, t chat.Receiver, deliver func(context.Cont
 		}
 	}()
 	return t.Receive(ctx, deliver)
-}
-
-// backoff is the pause after the given number of failures in a row.
-func backoff(failures int, minWait, maxWait time.Duration) time.Duration {
-	d := minWait
-	for i := 0; i < failures && d < maxWait; i++ {
-		d *= 2
-	}
-	return min(d, maxWait)
 }
 
 func (r *transports) report(name string, text func(i18n.Lang) string) {

@@ -206,16 +206,3 @@ func TestTransportsUpForHealthz(t *testing.T) {
 	cancel()
 	ts.Wait(context.Background())
 }
-
-func TestBackoffDoublesToItsCap(t *testing.T) {
-	var got []time.Duration
-	for i := range 11 {
-		got = append(got, backoff(i, time.Second, 5*time.Minute))
-	}
-	want := []time.Duration{1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300}
-	for i := range want {
-		if got[i] != want[i]*time.Second {
-			t.Errorf("backoff(%d) = %s, want %s", i, got[i], want[i]*time.Second)
-		}
-	}
-}
