@@ -12,15 +12,15 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
-	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
 	"github.com/trainbot/trainbot/bot/chattest"
+	"github.com/trainbot/trainbot/bot/feishu"
 )
 
 // fake is Feishu on 127.0.0.1: the long connection's discovery and its
-// WebSocket speaking the SDK's own protobuf Frame (pings answered with
-// pongs, acks read back), the tenant token, image upload, message create
-// and patch — every REST answer JSON with its Content-Type, as the SDK
-// requires.
+// WebSocket speaking pbbp2 Frames (the codec is the package's, pinned to
+// the SDK's bytes by frame_test.go; pings answered with pongs, acks read
+// back), the tenant token, image upload, message create and patch — every
+// REST answer JSON with its Content-Type, as Feishu sends it.
 type fake struct {
 	srv              *httptest.Server
 	URL              string
@@ -106,7 +106,7 @@ var upgrader = websocket.Upgrader{}
 
 func (f *fake) ws(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("ticket") != "tk-secret" {
-		w.Header().Set(larkws.HeaderHandshakeStatus, strconv.Itoa(larkws.AuthFailed))
+		w.Header().Set("Handshake-Status", strconv.Itoa(514)) // auth failed
 		http.Error(w, "bad ticket", http.StatusForbidden)
 		return
 	}
@@ -122,27 +122,26 @@ func (f *fake) ws(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		var fr larkws.Frame
-		if fr.Unmarshal(data) != nil {
+		fr, err := feishu.UnmarshalFrame(data)
+		if err != nil {
 			return
 		}
-		hs := larkws.Headers(fr.Headers)
-		if larkws.FrameType(fr.Method) == larkws.FrameTypeControl && hs.GetString(larkws.HeaderType) == "ping" {
+		if fr.Method == 0 && feishu.HeaderOf(&fr, "type") == "ping" {
 			if fr.Service != 7 {
 				return // a ping must name the service
 			}
 			f.mu.Lock()
 			f.pings++
 			f.mu.Unlock()
-			pong := larkws.Frame{Method: int32(larkws.FrameTypeControl), Service: 7, Headers: []larkws.Header{{Key: "type", Value: "pong"}}}
-			b, _ := pong.Marshal()
+			pong := feishu.Frame{Method: 0, Service: 7, Headers: []feishu.Header{{Key: "type", Value: "pong"}}}
+			b := feishu.MarshalFrame(&pong)
 			wmu.Lock()
 			_ = ws.WriteMessage(websocket.BinaryMessage, b)
 			wmu.Unlock()
 			continue
 		}
 		f.mu.Lock()
-		f.acks[hs.GetString(larkws.HeaderMessageID)] = fr.Payload
+		f.acks[feishu.HeaderOf(&fr, "message_id")] = fr.Payload
 		f.mu.Unlock()
 	}
 }
@@ -222,7 +221,7 @@ func (f *fake) patch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, map[string]any{"code": 0, "msg": "ok"})
 }
 
-// push sends an event frame with the SDK's Frame type.
+// push sends an event frame.
 func (f *fake) push(messageID string, event any) bool {
 	payload, _ := json.Marshal(event)
 	ws, wmu := f.link.Current()
@@ -233,9 +232,9 @@ func (f *fake) push(messageID string, event any) bool {
 	if ws == nil {
 		return false
 	}
-	fr := larkws.Frame{SeqID: uint64(seq), Service: 7, Method: int32(larkws.FrameTypeData), Payload: payload,
-		Headers: []larkws.Header{{Key: "type", Value: "event"}, {Key: "message_id", Value: messageID}, {Key: "sum", Value: "1"}, {Key: "seq", Value: "0"}, {Key: "trace_id", Value: "tr"}}}
-	b, _ := fr.Marshal()
+	fr := feishu.Frame{SeqID: uint64(seq), Service: 7, Method: 1, Payload: payload,
+		Headers: []feishu.Header{{Key: "type", Value: "event"}, {Key: "message_id", Value: messageID}, {Key: "sum", Value: "1"}, {Key: "seq", Value: "0"}, {Key: "trace_id", Value: "tr"}}}
+	b := feishu.MarshalFrame(&fr)
 	wmu.Lock()
 	defer wmu.Unlock()
 	return ws.WriteMessage(websocket.BinaryMessage, b) == nil
