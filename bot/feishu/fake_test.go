@@ -35,6 +35,8 @@ type fake struct {
 	patches          map[string][]string
 	uuids            map[string]string // uuid → message id
 	pings            int
+	token            string // the valid tenant token
+	tokens           int    // tokens handed out
 	nextMsg, nextSeq int
 }
 
@@ -45,7 +47,7 @@ type sent struct {
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{appID: "cli_a1b2c3", appSecret: "app-s3cret-value", throttle: map[string]int{}, acks: map[string][]byte{},
+	f := &fake{appID: "cli_a1b2c3", appSecret: "app-s3cret-value", token: "t-tenant-token", throttle: map[string]int{}, acks: map[string][]byte{},
 		images: map[string][]byte{}, patches: map[string][]string{}, uuids: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /callback/ws/endpoint", f.endpoint)
@@ -60,7 +62,11 @@ func newFake(t *testing.T) *fake {
 			writeJSON(w, 200, map[string]any{"code": 10014, "msg": "app secret invalid"})
 			return
 		}
-		writeJSON(w, 200, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": "t-tenant-token", "expire": 7200})
+		f.mu.Lock()
+		f.tokens++
+		token := f.token
+		f.mu.Unlock()
+		writeJSON(w, 200, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": token, "expire": 7200})
 	})
 	mux.HandleFunc("POST /open-apis/im/v1/images", f.image)
 	mux.HandleFunc("POST /open-apis/im/v1/messages", f.message)
@@ -69,6 +75,28 @@ func newFake(t *testing.T) *fake {
 	f.URL = f.srv.URL
 	t.Cleanup(func() { f.Drop(); f.srv.Close() })
 	return f
+}
+
+// authorized says whether a request carries the valid tenant token.
+func (f *fake) authorized(r *http.Request) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return r.Header.Get("Authorization") == "Bearer "+f.token
+}
+
+// Revoke makes the tenant token handed out invalid; the next one is
+// another.
+func (f *fake) Revoke() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.token += "-renewed"
+}
+
+// Tokens is how many tenant tokens were handed out.
+func (f *fake) Tokens() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tokens
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -147,7 +175,7 @@ func (f *fake) ws(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fake) image(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer t-tenant-token" {
+	if !f.authorized(r) {
 		writeJSON(w, 401, map[string]any{"code": 99991663, "msg": "invalid token"})
 		return
 	}
@@ -169,7 +197,7 @@ func (f *fake) image(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fake) message(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer t-tenant-token" {
+	if !f.authorized(r) {
 		writeJSON(w, 401, map[string]any{"code": 99991663, "msg": "invalid token"})
 		return
 	}
@@ -211,6 +239,10 @@ func (f *fake) message(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fake) patch(w http.ResponseWriter, r *http.Request) {
+	if !f.authorized(r) {
+		writeJSON(w, 401, map[string]any{"code": 99991663, "msg": "invalid token"})
+		return
+	}
 	var in struct {
 		Content string `json:"content"`
 	}
@@ -224,20 +256,33 @@ func (f *fake) patch(w http.ResponseWriter, r *http.Request) {
 // push sends an event frame.
 func (f *fake) push(messageID string, event any) bool {
 	payload, _ := json.Marshal(event)
+	return f.pushParts(messageID, payload, 1)
+}
+
+// pushParts sends a payload split in n frames, last part first (the
+// parts of one message_id are joined by seq, whatever their order).
+func (f *fake) pushParts(messageID string, payload []byte, n int) bool {
 	ws, wmu := f.link.Current()
-	f.mu.Lock()
-	f.nextSeq++
-	seq := f.nextSeq
-	f.mu.Unlock()
 	if ws == nil {
 		return false
 	}
-	fr := feishu.Frame{SeqID: uint64(seq), Service: 7, Method: 1, Payload: payload,
-		Headers: []feishu.Header{{Key: "type", Value: "event"}, {Key: "message_id", Value: messageID}, {Key: "sum", Value: "1"}, {Key: "seq", Value: "0"}, {Key: "trace_id", Value: "tr"}}}
-	b := feishu.MarshalFrame(&fr)
+	size := (len(payload) + n - 1) / n
 	wmu.Lock()
 	defer wmu.Unlock()
-	return ws.WriteMessage(websocket.BinaryMessage, b) == nil
+	for i := n - 1; i >= 0; i-- {
+		f.mu.Lock()
+		f.nextSeq++
+		seq := f.nextSeq
+		f.mu.Unlock()
+		part := payload[min(i*size, len(payload)):min((i+1)*size, len(payload))]
+		fr := feishu.Frame{SeqID: uint64(seq), Service: 7, Method: 1, Payload: part,
+			Headers: []feishu.Header{{Key: "type", Value: "event"}, {Key: "message_id", Value: messageID},
+				{Key: "sum", Value: strconv.Itoa(n)}, {Key: "seq", Value: strconv.Itoa(i)}, {Key: "trace_id", Value: "tr"}}}
+		if ws.WriteMessage(websocket.BinaryMessage, feishu.MarshalFrame(&fr)) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Say pushes im.message.receive_v1 from openID in chatID (p2p unless
