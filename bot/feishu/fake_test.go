@@ -35,6 +35,8 @@ type fake struct {
 	patches          map[string][]string
 	uuids            map[string]string // uuid → message id
 	pings            int
+	pingInterval     int    // seconds, in the discovery's ClientConfig
+	pongConfig       []byte // when set, a pong with it is pushed on connect
 	token            string // the valid tenant token
 	tokens           int    // tokens handed out
 	nextMsg, nextSeq int
@@ -47,7 +49,7 @@ type sent struct {
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{appID: "cli_a1b2c3", appSecret: "app-s3cret-value", token: "t-tenant-token", throttle: map[string]int{}, acks: map[string][]byte{},
+	f := &fake{appID: "cli_a1b2c3", appSecret: "app-s3cret-value", token: "t-tenant-token", pingInterval: 1, throttle: map[string]int{}, acks: map[string][]byte{},
 		images: map[string][]byte{}, patches: map[string][]string{}, uuids: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /callback/ws/endpoint", f.endpoint)
@@ -113,6 +115,7 @@ func (f *fake) endpoint(w http.ResponseWriter, r *http.Request) {
 	if len(f.refuse) > 0 {
 		status, f.refuse = f.refuse[0], f.refuse[1:]
 	}
+	interval := f.pingInterval
 	f.mu.Unlock()
 	switch {
 	case status != 0:
@@ -125,7 +128,7 @@ func (f *fake) endpoint(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, 200, map[string]any{"code": 0, "data": map[string]any{
 			"URL":          "ws" + strings.TrimPrefix(f.URL, "http") + "/ws?device_id=d1&service_id=7&ticket=tk-secret",
-			"ClientConfig": map[string]int{"PingInterval": 1, "ReconnectCount": -1, "ReconnectInterval": 1, "ReconnectNonce": 0},
+			"ClientConfig": map[string]int{"PingInterval": interval, "ReconnectCount": -1, "ReconnectInterval": 1, "ReconnectNonce": 0},
 		}})
 	}
 }
@@ -145,6 +148,15 @@ func (f *fake) ws(w http.ResponseWriter, r *http.Request) {
 	defer ws.Close()
 	wmu, closed := f.link.Open(ws)
 	defer closed()
+	f.mu.Lock()
+	config := f.pongConfig
+	f.mu.Unlock()
+	if config != nil {
+		pong := feishu.Frame{Method: 0, Service: 7, Headers: []feishu.Header{{Key: "type", Value: "pong"}}, Payload: config}
+		wmu.Lock()
+		_ = ws.WriteMessage(websocket.BinaryMessage, feishu.MarshalFrame(&pong))
+		wmu.Unlock()
+	}
 	for {
 		_, data, err := ws.ReadMessage()
 		if err != nil {

@@ -283,8 +283,10 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 	}()
 	alive := func() { _ = ws.SetReadDeadline(time.Now().Add(2*ping + 10*time.Second)) }
 	alive()
+	repinged := make(chan time.Duration, 1) // a new interval from a pong, for the pinger
+	every := ping
 	wg.Go(func() {
-		tick := time.NewTicker(ping)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
 			select {
@@ -293,6 +295,8 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 			case <-ctx.Done():
 				_ = ws.Close()
 				return
+			case d := <-repinged:
+				tick.Reset(d)
 			case <-tick.C:
 				if err := write(pingFrame(int32(service))); err != nil {
 					t.log.Debug("ping failed", "err", err)
@@ -321,7 +325,19 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 			continue
 		}
 		if f.Method != methodData {
-			continue // pong, or another control frame
+			// A pong may carry a new ClientConfig; other control frames
+			// mean nothing to a client.
+			if d := pongInterval(&f); d > 0 && d != ping {
+				ping = d
+				alive()
+				select {
+				case <-repinged: // not taken yet: replaced
+				default:
+				}
+				repinged <- d
+				t.log.Debug("ping interval set by the server", "interval", d)
+			}
+			continue
 		}
 		if f.header(headerType) != typeEvent {
 			continue // the old "card" frames are not acknowledged, as the SDK does
@@ -360,6 +376,18 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 			return fmt.Errorf("feishu: ack: %w", err)
 		}
 	}
+}
+
+// pongInterval is the ping interval a pong's ClientConfig sets (0: none).
+func pongInterval(f *frame) time.Duration {
+	if f.Method != methodControl || f.header(headerType) != typePong || len(f.Payload) == 0 {
+		return 0
+	}
+	var c clientConfig
+	if json.Unmarshal(f.Payload, &c) != nil || c.PingInterval <= 0 {
+		return 0
+	}
+	return time.Duration(c.PingInterval) * time.Second
 }
 
 // split is a payload that came in parts.

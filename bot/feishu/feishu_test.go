@@ -455,3 +455,15 @@ func (m memKV) Get(_ context.Context, k string) (string, bool, error) {
 	return v, ok, nil
 }
 func (m memKV) Set(_ context.Context, k, v string) error { m[k] = v; return nil }
+
+// A pong's ClientConfig sets the ping interval, as the SDK lets it: with
+// an hour from the discovery, pings come only once a pong says 1 s.
+func TestPongSetsThePingInterval(t *testing.T) {
+	f := newFake(t)
+	f.pingInterval = 3600
+	f.pongConfig = []byte(`{"PingInterval":1,"ReconnectCount":-1}`)
+	newStack(t, f, chattest.Options{Access: access})
+	if !chattest.Await(func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.pings > 0 }) {
+		t.Fatal("no ping after the pong set a 1 s interval")
+	}
+}

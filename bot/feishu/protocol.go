@@ -295,11 +295,16 @@ type endpointAnswer struct {
 	Code int    `json:"code"`
 	Msg  string `json:"msg"`
 	Data *struct {
-		URL          string `json:"URL"`
-		ClientConfig *struct {
-			PingInterval int `json:"PingInterval"` // seconds
-		} `json:"ClientConfig"`
+		URL          string        `json:"URL"`
+		ClientConfig *clientConfig `json:"ClientConfig"`
 	} `json:"data"`
+}
+
+// clientConfig is the server's settings for the client, in the discovery's
+// answer and in pongs. Only the ping interval is used: the reconnect
+// settings are trainbot's own (inbound.Loop's capped backoff).
+type clientConfig struct {
+	PingInterval int `json:"PingInterval"` // seconds
 }
 
 // ackPayload is the payload of an event's ack.
