@@ -9,10 +9,11 @@
 // card.action.trigger callback) and what the protocol requires and which
 // of the SDK's traps it avoids; rest.go the REST calls (tenant token,
 // messages, images, card updates). The connection loop: POST {domain}/
-// callback/ws/endpoint, dial, ping every PingInterval the server sets, ack each event
-// at once with the dispatcher's answer, hand the message on
-// (inbound.Queue), drop an id already handled (inbound.Seen, kept in the
-// store), reconnect with a capped backoff, and stop with ctx. A card
+// callback/ws/endpoint, dial, ping every PingInterval the server sets (in
+// the endpoint's answer or a pong), ack each event at once (500 for a type
+// it does not handle), hand the message on (inbound.Queue), drop an id
+// already handled (inbound.Seen, kept in the store), reconnect with a
+// capped backoff, and stop with ctx. A card
 // click's ack carries its toast, which only the clicker sees: it waits,
 // off the reader, for the click's message to be handled (at most
 // clickWait, within Feishu's 3 s), so that a stranger's click is answered
