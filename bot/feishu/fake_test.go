@@ -12,15 +12,15 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
-	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
 	"github.com/trainbot/trainbot/bot/chattest"
+	"github.com/trainbot/trainbot/bot/feishu"
 )
 
 // fake is Feishu on 127.0.0.1: the long connection's discovery and its
-// WebSocket speaking the SDK's own protobuf Frame (pings answered with
-// pongs, acks read back), the tenant token, image upload, message create
-// and patch — every REST answer JSON with its Content-Type, as the SDK
-// requires.
+// WebSocket speaking pbbp2 Frames (the codec is the package's, pinned to
+// the SDK's bytes by frame_test.go; pings answered with pongs, acks read
+// back), the tenant token, image upload, message create and patch — every
+// REST answer JSON with its Content-Type, as Feishu sends it.
 type fake struct {
 	srv              *httptest.Server
 	URL              string
@@ -35,6 +35,10 @@ type fake struct {
 	patches          map[string][]string
 	uuids            map[string]string // uuid → message id
 	pings            int
+	pingInterval     int    // seconds, in the discovery's ClientConfig
+	pongConfig       []byte // when set, a pong with it is pushed on connect
+	token            string // the valid tenant token
+	tokens           int    // tokens handed out
 	nextMsg, nextSeq int
 }
 
@@ -45,7 +49,7 @@ type sent struct {
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{appID: "cli_a1b2c3", appSecret: "app-s3cret-value", throttle: map[string]int{}, acks: map[string][]byte{},
+	f := &fake{appID: "cli_a1b2c3", appSecret: "app-s3cret-value", token: "t-tenant-token", pingInterval: 1, throttle: map[string]int{}, acks: map[string][]byte{},
 		images: map[string][]byte{}, patches: map[string][]string{}, uuids: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /callback/ws/endpoint", f.endpoint)
@@ -60,7 +64,11 @@ func newFake(t *testing.T) *fake {
 			writeJSON(w, 200, map[string]any{"code": 10014, "msg": "app secret invalid"})
 			return
 		}
-		writeJSON(w, 200, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": "t-tenant-token", "expire": 7200})
+		f.mu.Lock()
+		f.tokens++
+		token := f.token
+		f.mu.Unlock()
+		writeJSON(w, 200, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": token, "expire": 7200})
 	})
 	mux.HandleFunc("POST /open-apis/im/v1/images", f.image)
 	mux.HandleFunc("POST /open-apis/im/v1/messages", f.message)
@@ -69,6 +77,28 @@ func newFake(t *testing.T) *fake {
 	f.URL = f.srv.URL
 	t.Cleanup(func() { f.Drop(); f.srv.Close() })
 	return f
+}
+
+// authorized says whether a request carries the valid tenant token.
+func (f *fake) authorized(r *http.Request) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return r.Header.Get("Authorization") == "Bearer "+f.token
+}
+
+// Revoke makes the tenant token handed out invalid; the next one is
+// another.
+func (f *fake) Revoke() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.token += "-renewed"
+}
+
+// Tokens is how many tenant tokens were handed out.
+func (f *fake) Tokens() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tokens
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -85,6 +115,7 @@ func (f *fake) endpoint(w http.ResponseWriter, r *http.Request) {
 	if len(f.refuse) > 0 {
 		status, f.refuse = f.refuse[0], f.refuse[1:]
 	}
+	interval := f.pingInterval
 	f.mu.Unlock()
 	switch {
 	case status != 0:
@@ -97,7 +128,7 @@ func (f *fake) endpoint(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, 200, map[string]any{"code": 0, "data": map[string]any{
 			"URL":          "ws" + strings.TrimPrefix(f.URL, "http") + "/ws?device_id=d1&service_id=7&ticket=tk-secret",
-			"ClientConfig": map[string]int{"PingInterval": 1, "ReconnectCount": -1, "ReconnectInterval": 1, "ReconnectNonce": 0},
+			"ClientConfig": map[string]int{"PingInterval": interval, "ReconnectCount": -1, "ReconnectInterval": 1, "ReconnectNonce": 0},
 		}})
 	}
 }
@@ -106,7 +137,7 @@ var upgrader = websocket.Upgrader{}
 
 func (f *fake) ws(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("ticket") != "tk-secret" {
-		w.Header().Set(larkws.HeaderHandshakeStatus, strconv.Itoa(larkws.AuthFailed))
+		w.Header().Set("Handshake-Status", strconv.Itoa(514)) // auth failed
 		http.Error(w, "bad ticket", http.StatusForbidden)
 		return
 	}
@@ -117,38 +148,46 @@ func (f *fake) ws(w http.ResponseWriter, r *http.Request) {
 	defer ws.Close()
 	wmu, closed := f.link.Open(ws)
 	defer closed()
+	f.mu.Lock()
+	config := f.pongConfig
+	f.mu.Unlock()
+	if config != nil {
+		pong := feishu.Frame{Method: 0, Service: 7, Headers: []feishu.Header{{Key: "type", Value: "pong"}}, Payload: config}
+		wmu.Lock()
+		_ = ws.WriteMessage(websocket.BinaryMessage, feishu.MarshalFrame(&pong))
+		wmu.Unlock()
+	}
 	for {
 		_, data, err := ws.ReadMessage()
 		if err != nil {
 			return
 		}
-		var fr larkws.Frame
-		if fr.Unmarshal(data) != nil {
+		fr, err := feishu.UnmarshalFrame(data)
+		if err != nil {
 			return
 		}
-		hs := larkws.Headers(fr.Headers)
-		if larkws.FrameType(fr.Method) == larkws.FrameTypeControl && hs.GetString(larkws.HeaderType) == "ping" {
+		if fr.Method == 0 && feishu.HeaderOf(&fr, "type") == "ping" {
 			if fr.Service != 7 {
 				return // a ping must name the service
 			}
 			f.mu.Lock()
 			f.pings++
 			f.mu.Unlock()
-			pong := larkws.Frame{Method: int32(larkws.FrameTypeControl), Service: 7, Headers: []larkws.Header{{Key: "type", Value: "pong"}}}
-			b, _ := pong.Marshal()
+			pong := feishu.Frame{Method: 0, Service: 7, Headers: []feishu.Header{{Key: "type", Value: "pong"}}}
+			b := feishu.MarshalFrame(&pong)
 			wmu.Lock()
 			_ = ws.WriteMessage(websocket.BinaryMessage, b)
 			wmu.Unlock()
 			continue
 		}
 		f.mu.Lock()
-		f.acks[hs.GetString(larkws.HeaderMessageID)] = fr.Payload
+		f.acks[feishu.HeaderOf(&fr, "message_id")] = fr.Payload
 		f.mu.Unlock()
 	}
 }
 
 func (f *fake) image(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer t-tenant-token" {
+	if !f.authorized(r) {
 		writeJSON(w, 401, map[string]any{"code": 99991663, "msg": "invalid token"})
 		return
 	}
@@ -170,7 +209,7 @@ func (f *fake) image(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fake) message(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer t-tenant-token" {
+	if !f.authorized(r) {
 		writeJSON(w, 401, map[string]any{"code": 99991663, "msg": "invalid token"})
 		return
 	}
@@ -212,6 +251,10 @@ func (f *fake) message(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fake) patch(w http.ResponseWriter, r *http.Request) {
+	if !f.authorized(r) {
+		writeJSON(w, 401, map[string]any{"code": 99991663, "msg": "invalid token"})
+		return
+	}
 	var in struct {
 		Content string `json:"content"`
 	}
@@ -222,23 +265,36 @@ func (f *fake) patch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, map[string]any{"code": 0, "msg": "ok"})
 }
 
-// push sends an event frame with the SDK's Frame type.
+// push sends an event frame.
 func (f *fake) push(messageID string, event any) bool {
 	payload, _ := json.Marshal(event)
+	return f.pushParts(messageID, payload, 1)
+}
+
+// pushParts sends a payload split in n frames, last part first (the
+// parts of one message_id are joined by seq, whatever their order).
+func (f *fake) pushParts(messageID string, payload []byte, n int) bool {
 	ws, wmu := f.link.Current()
-	f.mu.Lock()
-	f.nextSeq++
-	seq := f.nextSeq
-	f.mu.Unlock()
 	if ws == nil {
 		return false
 	}
-	fr := larkws.Frame{SeqID: uint64(seq), Service: 7, Method: int32(larkws.FrameTypeData), Payload: payload,
-		Headers: []larkws.Header{{Key: "type", Value: "event"}, {Key: "message_id", Value: messageID}, {Key: "sum", Value: "1"}, {Key: "seq", Value: "0"}, {Key: "trace_id", Value: "tr"}}}
-	b, _ := fr.Marshal()
+	size := (len(payload) + n - 1) / n
 	wmu.Lock()
 	defer wmu.Unlock()
-	return ws.WriteMessage(websocket.BinaryMessage, b) == nil
+	for i := n - 1; i >= 0; i-- {
+		f.mu.Lock()
+		f.nextSeq++
+		seq := f.nextSeq
+		f.mu.Unlock()
+		part := payload[min(i*size, len(payload)):min((i+1)*size, len(payload))]
+		fr := feishu.Frame{SeqID: uint64(seq), Service: 7, Method: 1, Payload: part,
+			Headers: []feishu.Header{{Key: "type", Value: "event"}, {Key: "message_id", Value: messageID},
+				{Key: "sum", Value: strconv.Itoa(n)}, {Key: "seq", Value: strconv.Itoa(i)}, {Key: "trace_id", Value: "tr"}}}
+		if ws.WriteMessage(websocket.BinaryMessage, feishu.MarshalFrame(&fr)) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Say pushes im.message.receive_v1 from openID in chatID (p2p unless

@@ -2,20 +2,18 @@
 // enterprise self-built app's bot over the long connection, so a training
 // server behind NAT needs no public IP and no callback URL.
 //
-// It uses the official SDK github.com/larksuite/oapi-sdk-go/v3 v3.4.22:
-// its ws package's protobuf Frame (the "pbbp2" wire format), its event
-// dispatcher (im.message.receive_v1 and the card.action.trigger callback)
-// and its REST client (messages, images, card updates). The connection
-// loop around the Frame is ours, not ws.Client: Client.Start blocks forever
-// and ignores its context (nothing can stop it), reads and writes its
-// connection and its server-set intervals without a lock (races under
-// -race once it reconnects), asks for the endpoint with http.DefaultClient
-// (no timeout), logs the endpoint URL with its ticket, and acknowledges an
-// event only after the handler returns. Ours: POST {domain}/callback/ws/
-// endpoint, dial, ping every PingInterval the server sets, ack each event
-// at once with the dispatcher's answer, hand the message on
-// (inbound.Queue), drop an id already handled (inbound.Seen, kept in the
-// store), reconnect with a capped backoff, and stop with ctx. A card
+// It speaks the protocol as the official SDK (github.com/larksuite/
+// oapi-sdk-go/v3 v3.4.22) implements it, without linking the SDK:
+// protocol.go has the long connection's protobuf Frame (the "pbbp2" wire
+// format, with protowire), the events (im.message.receive_v1 and the
+// card.action.trigger callback) and what the protocol requires and which
+// of the SDK's traps it avoids; rest.go the REST calls (tenant token,
+// messages, images, card updates). The connection loop: POST {domain}/
+// callback/ws/endpoint, dial, ping every PingInterval the server sets (in
+// the endpoint's answer or a pong), ack each event at once (500 for a type
+// it does not handle), hand the message on (inbound.Queue), drop an id
+// already handled (inbound.Seen, kept in the store), reconnect with a
+// capped backoff, and stop with ctx. A card
 // click's ack carries its toast, which only the clicker sees: it waits,
 // off the reader, for the click's message to be handled (at most
 // clickWait, within Feishu's 3 s), so that a stranger's click is answered
@@ -48,12 +46,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	lark "github.com/larksuite/oapi-sdk-go/v3"
-	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
-	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher"
-	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher/callback"
-	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
-	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/inbound"
@@ -94,13 +86,19 @@ var (
 	DefaultAppPace  = []chat.Window{{N: 50, Per: time.Second}, {N: 1000, Per: time.Minute}}
 )
 
+// The base URLs of Feishu and of Lark, its international edition.
+const (
+	FeishuBaseURL = "https://open.feishu.cn"
+	LarkBaseURL   = "https://open.larksuite.com"
+)
+
 // BaseURL is the base URL of a domain setting.
 func BaseURL(domain string) string {
 	switch domain {
 	case "", "feishu":
-		return lark.FeishuBaseUrl
+		return FeishuBaseURL
 	case "lark":
-		return lark.LarkBaseUrl
+		return LarkBaseURL
 	}
 	return strings.TrimRight(domain, "/")
 }
@@ -110,7 +108,7 @@ type Transport struct {
 	opts Options
 	log  *slog.Logger
 	base string
-	rest *lark.Client
+	rest *rest
 	ids  *inbound.IDs
 	link chat.LinkState
 
@@ -162,8 +160,7 @@ func New(opts Options) (*Transport, error) {
 		opts.HandleGrace = 10 * time.Second
 	}
 	base := BaseURL(opts.Domain)
-	rest := lark.NewClient(opts.AppID, opts.AppSecret, lark.WithOpenBaseUrl(base), lark.WithHttpClient(opts.HTTPClient),
-		lark.WithLogger(sdkLogger{opts.Logger.With("transport", Name)}), lark.WithLogLevel(larkcore.LogLevelError))
+	rest := &rest{base: base, appID: opts.AppID, appSecret: opts.AppSecret, hc: opts.HTTPClient, throttlePause: opts.ThrottlePause}
 	return &Transport{opts: opts, log: opts.Logger.With("transport", Name), base: base, rest: rest,
 		ids: inbound.NewIDs(Name, opts.State), progress: map[progressKey]string{}}, nil
 }
@@ -202,7 +199,7 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 // endpoint asks for the long connection's URL and the ping interval.
 func (t *Transport) endpoint(ctx context.Context) (string, time.Duration, error) {
 	body, _ := json.Marshal(map[string]string{"AppID": t.opts.AppID, "AppSecret": t.opts.AppSecret})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+larkws.GenEndpointUri, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+endpointPath, bytes.NewReader(body))
 	if err != nil {
 		return "", 0, err
 	}
@@ -224,32 +221,30 @@ func (t *Transport) endpoint(ctx context.Context) (string, time.Duration, error)
 		}
 		return "", 0, err
 	}
-	var er larkws.EndpointResp
+	var er endpointAnswer
 	if err := json.Unmarshal(raw, &er); err != nil {
 		return "", 0, fmt.Errorf("feishu endpoint: unreadable answer: %w", err)
 	}
 	switch er.Code {
-	case larkws.OK:
-	case larkws.SystemBusy, larkws.InternalError:
+	case endpointOK:
+	case endpointBusy, endpointInternalError:
 		return "", 0, fmt.Errorf("feishu endpoint: code %d: %s", er.Code, er.Msg)
 	default:
 		return "", 0, chat.Permanent("Feishu refused the app", fmt.Errorf("feishu endpoint: code %d: %s: check [feishu] app_id and app_secret, that the app is an enterprise self-built app, and that events use the long connection", er.Code, er.Msg))
 	}
-	if er.Data == nil || er.Data.Url == "" {
+	if er.Data == nil || er.Data.URL == "" {
 		return "", 0, errors.New("feishu endpoint: no URL in the answer")
 	}
 	ping := 2 * time.Minute
 	if c := er.Data.ClientConfig; c != nil && c.PingInterval > 0 {
 		ping = time.Duration(c.PingInterval) * time.Second
 	}
-	return er.Data.Url, ping, nil
+	return er.Data.URL, ping, nil
 }
 
 // session opens a connection and reads it until it ends; messages go to
 // hand.
 func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error {
-	var clicked *click // set by the dispatcher's click handler, on this goroutine
-	d := t.dispatcher(ctx, hand, func(c *click) { clicked = c })
 	u, ping, err := t.endpoint(ctx)
 	if err != nil {
 		return err
@@ -258,16 +253,16 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 	if err != nil {
 		return errors.New("feishu: the endpoint URL cannot be read")
 	}
-	service, _ := strconv.ParseInt(parsed.Query().Get(larkws.ServiceID), 10, 32)
+	service, _ := strconv.ParseInt(parsed.Query().Get(queryServiceID), 10, 32)
 	dialer := *websocket.DefaultDialer
 	dialer.HandshakeTimeout = 15 * time.Second
 	ws, resp, err := dialer.DialContext(ctx, u, nil)
 	if err != nil {
 		if resp != nil {
 			msg := fmt.Errorf("feishu: connect: HTTP %d, handshake status %s %s", resp.StatusCode,
-				resp.Header.Get(larkws.HeaderHandshakeStatus), resp.Header.Get(larkws.HeaderHandshakeMsg))
-			if st, _ := strconv.Atoi(resp.Header.Get(larkws.HeaderHandshakeStatus)); st == larkws.Forbidden ||
-				resp.Header.Get(larkws.HeaderHandshakeAuthErrCode) == strconv.Itoa(larkws.ExceedConnLimit) {
+				resp.Header.Get(headerHandshakeStatus), resp.Header.Get(headerHandshakeMsg))
+			if st, _ := strconv.Atoi(resp.Header.Get(headerHandshakeStatus)); st == handshakeForbidden ||
+				resp.Header.Get(headerHandshakeAuthErrCode) == strconv.Itoa(handshakeExceedLimit) {
 				return chat.Permanent("Feishu refused the long connection", msg)
 			}
 			return msg
@@ -276,11 +271,8 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 	}
 	ws.SetReadLimit(8 << 20)
 	var wmu sync.Mutex
-	write := func(f *larkws.Frame) error {
-		data, err := f.Marshal()
-		if err != nil {
-			return err
-		}
+	write := func(f *frame) error {
+		data := f.marshal()
 		wmu.Lock()
 		defer wmu.Unlock()
 		_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
@@ -295,8 +287,10 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 	}()
 	alive := func() { _ = ws.SetReadDeadline(time.Now().Add(2*ping + 10*time.Second)) }
 	alive()
+	repinged := make(chan time.Duration, 1) // a new interval from a pong, for the pinger
+	every := ping
 	wg.Go(func() {
-		tick := time.NewTicker(ping)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
 			select {
@@ -305,8 +299,10 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 			case <-ctx.Done():
 				_ = ws.Close()
 				return
+			case d := <-repinged:
+				tick.Reset(d)
 			case <-tick.C:
-				if err := write(larkws.NewPingFrame(int32(service))); err != nil {
+				if err := write(pingFrame(int32(service))); err != nil {
 					t.log.Debug("ping failed", "err", err)
 				}
 			}
@@ -327,41 +323,50 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 		if mt != websocket.BinaryMessage {
 			continue
 		}
-		var f larkws.Frame
-		if err := f.Unmarshal(data); err != nil {
+		f, err := unmarshalFrame(data)
+		if err != nil {
 			t.log.Warn("unreadable frame", "err", err)
 			continue
 		}
-		if larkws.FrameType(f.Method) != larkws.FrameTypeData {
-			continue // pong, or another control frame
+		if f.Method != methodData {
+			// A pong may carry a new ClientConfig; other control frames
+			// mean nothing to a client.
+			if d := pongInterval(&f); d > 0 && d != ping {
+				ping = d
+				alive()
+				select {
+				case <-repinged: // not taken yet: replaced
+				default:
+				}
+				repinged <- d
+				t.log.Debug("ping interval set by the server", "interval", d)
+			}
+			continue
 		}
-		hs := larkws.Headers(f.Headers)
-		if larkws.MessageType(hs.GetString(larkws.HeaderType)) != larkws.MessageTypeEvent {
+		if f.header(headerType) != typeEvent {
 			continue // the old "card" frames are not acknowledged, as the SDK does
 		}
 		payload := f.Payload
-		if sum := hs.GetInt(larkws.HeaderSum); sum > 1 {
-			if payload = combine(parts, hs.GetString(larkws.HeaderMessageID), sum, hs.GetInt(larkws.HeaderSeq), payload); payload == nil {
+		if sum := f.headerInt(headerSum); sum > 1 {
+			if payload = combine(parts, f.header(headerMessageID), sum, f.headerInt(headerSeq), payload); payload == nil {
 				continue
 			}
 		}
 		began := time.Now()
 		ack := func(rsp any, err error) error {
-			res := larkws.NewResponseByCode(http.StatusOK)
+			res := ackPayload{StatusCode: http.StatusOK}
 			if err != nil {
 				t.log.Warn("event not handled", "err", err)
-				res = larkws.NewResponseByCode(http.StatusInternalServerError)
+				res = ackPayload{StatusCode: http.StatusInternalServerError}
 			} else if rsp != nil {
 				res.Data, _ = json.Marshal(rsp)
 			}
-			hs.Add(larkws.HeaderBizRt, strconv.FormatInt(time.Since(began).Milliseconds(), 10))
-			f.Headers = hs
+			f.Headers = append(f.Headers, header{headerBizRt, strconv.FormatInt(time.Since(began).Milliseconds(), 10)})
 			f.Payload, _ = json.Marshal(res)
 			return write(&f)
 		}
-		clicked = nil
-		rsp, err := d.Do(ctx, payload) // our handlers only queue: it returns at once
-		if c := clicked; c != nil && err == nil {
+		clicked, err := t.handle(ctx, payload, hand) // it only queues: it returns at once
+		if c := clicked; c != nil {
 			// The toast waits for the click's message to be handled; the
 			// reader goes on.
 			wg.Go(func() {
@@ -371,10 +376,22 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 			})
 			continue
 		}
-		if err := ack(rsp, err); err != nil {
+		if err := ack(nil, err); err != nil {
 			return fmt.Errorf("feishu: ack: %w", err)
 		}
 	}
+}
+
+// pongInterval is the ping interval a pong's ClientConfig sets (0: none).
+func pongInterval(f *frame) time.Duration {
+	if f.Method != methodControl || f.header(headerType) != typePong || len(f.Payload) == 0 {
+		return 0
+	}
+	var c clientConfig
+	if json.Unmarshal(f.Payload, &c) != nil || c.PingInterval <= 0 {
+		return 0
+	}
+	return time.Duration(c.PingInterval) * time.Second
 }
 
 // split is a payload that came in parts.
@@ -411,44 +428,63 @@ func combine(m map[string]*split, id string, sum, seq int, part []byte) []byte {
 	return whole
 }
 
-// dispatcher turns events into messages for hand; a card click handed on
-// goes to clicked too, for its ack.
-func (t *Transport) dispatcher(ctx context.Context, hand func(chat.Message), clicked func(*click)) *dispatcher.EventDispatcher {
-	return dispatcher.NewEventDispatcher("", "").
-		OnP2MessageReceiveV1(func(_ context.Context, e *larkim.P2MessageReceiveV1) error {
-			t.onMessage(ctx, e, hand)
-			return nil
-		}).
-		OnP2CardActionTrigger(func(_ context.Context, e *callback.CardActionTriggerEvent) (*callback.CardActionTriggerResponse, error) {
-			if c := t.onClick(ctx, e, hand); c != nil {
-				clicked(c)
-			}
-			return nil, nil
-		})
+// handle turns an event's payload into a message for hand, as the SDK's
+// dispatcher routes it: im.message.receive_v1 and card.action.trigger;
+// any other type is an error (its ack says 500). A card click handed on
+// is returned too, for its ack.
+func (t *Transport) handle(ctx context.Context, payload []byte, hand func(chat.Message)) (*click, error) {
+	var e envelope
+	if err := json.Unmarshal(payload, &e); err != nil {
+		return nil, fmt.Errorf("event json unmarshal: %w", err)
+	}
+	if e.Encrypt != "" {
+		return nil, errors.New("the event is encrypted: clear the app's Encrypt Key (the long connection needs none)")
+	}
+	switch typ := e.eventType(); typ {
+	case "im.message.receive_v1":
+		var m messageEvent
+		if err := json.Unmarshal(e.Event, &m); err != nil {
+			return nil, fmt.Errorf("%s: %w", typ, err)
+		}
+		t.onMessage(ctx, &m, hand)
+		return nil, nil
+	case "card.action.trigger":
+		var c clickEvent
+		if err := json.Unmarshal(e.Event, &c); err != nil {
+			return nil, fmt.Errorf("%s: %w", typ, err)
+		}
+		eventID := ""
+		if e.Header != nil {
+			eventID = e.Header.EventID
+		}
+		return t.onClick(ctx, &c, eventID, hand), nil
+	default:
+		return nil, fmt.Errorf("event type %q: no handler", typ)
+	}
 }
 
-func (t *Transport) onMessage(ctx context.Context, e *larkim.P2MessageReceiveV1, hand func(chat.Message)) {
-	if e.Event == nil || e.Event.Message == nil || e.Event.Sender == nil || e.Event.Sender.SenderId == nil {
+func (t *Transport) onMessage(ctx context.Context, e *messageEvent, hand func(chat.Message)) {
+	msg := e.Message
+	id := msg.MessageID
+	if id == "" {
 		return
 	}
-	msg, sender := e.Event.Message, e.Event.Sender.SenderId
-	id := str(msg.MessageId)
 	if !t.seen.First(ctx, id) {
 		t.log.Debug("message pushed again; dropped", "message_id", id)
 		return
 	}
-	openID, chatID := str(sender.OpenId), str(msg.ChatId)
+	openID, chatID := e.Sender.SenderID.OpenID, msg.ChatID
 	if openID == "" || chatID == "" {
 		return
 	}
-	if str(msg.MessageType) != "text" {
-		t.log.Debug("message without text ignored", "type", str(msg.MessageType))
+	if msg.MessageType != "text" {
+		t.log.Debug("message without text ignored", "type", msg.MessageType)
 		return
 	}
 	var content struct {
 		Text string `json:"text"`
 	}
-	if err := json.Unmarshal([]byte(str(msg.Content)), &content); err != nil {
+	if err := json.Unmarshal([]byte(msg.Content), &content); err != nil {
 		return
 	}
 	text := stripMentions(content.Text)
@@ -460,22 +496,19 @@ func (t *Transport) onMessage(ctx context.Context, e *larkim.P2MessageReceiveV1,
 		t.log.Error("chat id", "err", err)
 		return
 	}
-	hand(chat.Message{Transport: Name, Chat: n, ID: inbound.Number(id), Group: str(msg.ChatType) != "p2p", Text: text,
+	hand(chat.Message{Transport: Name, Chat: n, ID: inbound.Number(id), Group: msg.ChatType != "p2p", Text: text,
 		User: chat.User{ID: inbound.Number(openID), Ref: openID, Name: openID}})
 }
 
 // onClick turns a card button's click into the message of its command,
 // and returns the click, whose toast is its ack's answer (nil: none).
-func (t *Transport) onClick(ctx context.Context, e *callback.CardActionTriggerEvent, hand func(chat.Message)) *click {
-	if e.Event == nil || e.Event.Operator == nil || e.Event.Action == nil || e.Event.Context == nil {
-		return nil
-	}
-	cmd, _ := e.Event.Action.Value["cmd"].(string)
-	chatID, openID := e.Event.Context.OpenChatID, e.Event.Operator.OpenID
+func (t *Transport) onClick(ctx context.Context, e *clickEvent, eventID string, hand func(chat.Message)) *click {
+	cmd, _ := e.Action.Value["cmd"].(string)
+	chatID, openID := e.Context.OpenChatID, e.Operator.OpenID
 	if cmd == "" || chatID == "" || openID == "" {
 		return nil
 	}
-	if e.EventV2Base != nil && e.EventV2Base.Header != nil && !t.seen.First(ctx, "card:"+e.EventV2Base.Header.EventID) {
+	if eventID != "" && !t.seen.First(ctx, "card:"+eventID) {
 		return nil
 	}
 	n, err := t.ids.Number(ctx, chatID)
@@ -520,7 +553,7 @@ func (c *click) Answer(_ context.Context, text string) bool {
 
 // response is the ack's answer: a toast with the click's answer, or with
 // its command when none came within clickWait (or the connection ended).
-func (c *click) response(done <-chan struct{}) (*callback.CardActionTriggerResponse, error) {
+func (c *click) response(done <-chan struct{}) (*clickAnswer, error) {
 	timer := time.NewTimer(clickWait)
 	defer timer.Stop()
 	select {
@@ -535,7 +568,7 @@ func (c *click) response(done <-chan struct{}) (*callback.CardActionTriggerRespo
 	if text == "" {
 		text = c.cmd
 	}
-	return &callback.CardActionTriggerResponse{Toast: &callback.Toast{Type: "info", Content: text}}, nil
+	return &clickAnswer{Toast: &toast{Type: "info", Content: text}}, nil
 }
 
 // stripMentions removes "@_user_1" placeholders of mentions.
@@ -550,13 +583,6 @@ func stripMentions(s string) string {
 	return strings.Join(out, " ")
 }
 
-func str(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
 // redactURL keeps a URL (with a ticket in it) out of an error.
 func redactURL(err error) error {
 	var ue *url.Error
@@ -564,16 +590,4 @@ func redactURL(err error) error {
 		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
 	}
 	return err
-}
-
-// sdkLogger is the REST client's logger: errors only, to slog.
-type sdkLogger struct{ log *slog.Logger }
-
-func (l sdkLogger) Debug(context.Context, ...interface{}) {}
-func (l sdkLogger) Info(context.Context, ...interface{})  {}
-func (l sdkLogger) Warn(_ context.Context, args ...interface{}) {
-	l.log.Debug("feishu sdk", "msg", fmt.Sprint(args...))
-}
-func (l sdkLogger) Error(_ context.Context, args ...interface{}) {
-	l.log.Debug("feishu sdk", "msg", fmt.Sprint(args...))
 }

@@ -368,3 +368,102 @@ func TestStrangersClickIsRefusedInItsToast(t *testing.T) {
 		t.Errorf("the group got %d refusals for the clicks", n)
 	}
 }
+
+// A payload split over frames is joined; an event of a type the bot does
+// not handle is acked with 500, as the SDK's dispatcher does.
+func TestSplitPayloadIsJoinedAndAnUnknownEventIsAcked500(t *testing.T) {
+	f := newFake(t)
+	tr, err := feishu.New(options(f, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan chat.Message, 1)
+	done := make(chan error, 1)
+	go func() { done <- tr.Receive(ctx, func(_ context.Context, m chat.Message) { got <- m }) }()
+	defer func() { cancel(); <-done }()
+	if !chattest.Await(f.connected) {
+		t.Fatal("no connection")
+	}
+	f.push("frame-other", map[string]any{"schema": "2.0", "header": map[string]string{"event_id": "ev_o", "event_type": "im.chat.updated_v1"}, "event": map[string]any{}})
+	if !chattest.Await(func() bool { return f.Ack("frame-other") != nil }) {
+		t.Fatal("the unknown event was not acked")
+	}
+	var ack struct{ Code int }
+	if err := json.Unmarshal(f.Ack("frame-other"), &ack); err != nil || ack.Code != 500 {
+		t.Errorf("the unknown event's ack: %q, want code 500", f.Ack("frame-other"))
+	}
+	content, _ := json.Marshal(map[string]string{"text": "状态 " + strings.Repeat("x", 3000)})
+	payload, _ := json.Marshal(map[string]any{"schema": "2.0",
+		"header": map[string]string{"event_id": "ev-split", "event_type": "im.message.receive_v1"},
+		"event": map[string]any{"sender": map[string]any{"sender_id": map[string]string{"open_id": operator}},
+			"message": map[string]any{"message_id": "om_split", "chat_id": opChat, "chat_type": "p2p", "message_type": "text", "content": string(content)}}})
+	if !f.pushParts("frame-split", payload, 3) {
+		t.Fatal("not pushed")
+	}
+	select {
+	case m := <-got:
+		if !strings.HasPrefix(m.Text, "状态 xxx") || len(m.Text) != len("状态 ")+3000 {
+			t.Errorf("the joined message is %d bytes: %.20q…", len(m.Text), m.Text)
+		}
+	case <-time.After(chattest.Wait):
+		t.Fatal("the split message was not delivered")
+	}
+	if !chattest.Await(func() bool { return f.Ack("frame-split") != nil }) {
+		t.Fatal("the split message was not acked")
+	}
+}
+
+// A tenant token Feishu calls invalid is renewed and the call made again,
+// once; a refused app secret is a permanent failure that does not show the
+// secret.
+func TestTenantTokenIsRenewedAndARefusedSecretIsPermanent(t *testing.T) {
+	f := newFake(t)
+	s := newStack(t, f, chattest.Options{Access: access})
+	f.Say(operator, opChat, "om_in1", "帮助", false)
+	await(t, f, opChat, "开始")
+	f.Revoke()
+	f.Say(operator, opChat, "om_in2", "历史", false)
+	if !chattest.Await(func() bool { return len(f.Sent(opChat)) >= 2 }) {
+		t.Fatalf("no answer after the token was revoked; log:\n%s", s.Logs.String())
+	}
+	if n := f.Tokens(); n != 2 {
+		t.Errorf("%d tokens fetched, want 2 (one renewal)", n)
+	}
+
+	chatNo := inbound.Number(opChat)
+	o := options(f, memKV{"feishu.id." + fmt.Sprint(chatNo): opChat}, nil)
+	o.AppSecret = "wrong-secret"
+	tr, err := feishu.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tr.Send(context.Background(), chatNo, chat.Reply{Text: "hi"}, 0)
+	if !chat.IsPermanent(err) || !strings.Contains(err.Error(), "code 10014") {
+		t.Fatalf("Send with a wrong secret: %v, want a permanent error with Feishu's code", err)
+	}
+	if strings.Contains(err.Error(), "wrong-secret") {
+		t.Errorf("the secret is in the error: %v", err)
+	}
+}
+
+// memKV is an inbound.KV in memory, for one goroutine.
+type memKV map[string]string
+
+func (m memKV) Get(_ context.Context, k string) (string, bool, error) {
+	v, ok := m[k]
+	return v, ok, nil
+}
+func (m memKV) Set(_ context.Context, k, v string) error { m[k] = v; return nil }
+
+// A pong's ClientConfig sets the ping interval, as the SDK lets it: with
+// an hour from the discovery, pings come only once a pong says 1 s.
+func TestPongSetsThePingInterval(t *testing.T) {
+	f := newFake(t)
+	f.pingInterval = 3600
+	f.pongConfig = []byte(`{"PingInterval":1,"ReconnectCount":-1}`)
+	newStack(t, f, chattest.Options{Access: access})
+	if !chattest.Await(func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.pings > 0 }) {
+		t.Fatal("no ping after the pong set a 1 s interval")
+	}
+}

@@ -8,12 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime/multipart"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
-	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
 	"github.com/trainbot/trainbot/bot/chat"
 )
@@ -26,9 +26,6 @@ const (
 	maxImage    = 10 << 20
 	maxProgress = 256 // progress cards remembered
 )
-
-// throttleCodes are codes that mean "too many requests".
-var throttleCodes = map[int]bool{99991400: true, 230020: true, 11232: true}
 
 // Send makes one attempt to deliver r to a chat (chat.Sender). The first
 // skip messages went out before.
@@ -80,43 +77,6 @@ func (t *Transport) Send(ctx context.Context, to int64, r chat.Reply, skip int) 
 	return len(steps), nil
 }
 
-// apiError is an answer with a non-zero code, or an HTTP error status.
-type apiError struct {
-	op     string
-	status int
-	code   int
-	msg    string
-	after  time.Duration
-}
-
-func (e *apiError) Error() string {
-	return fmt.Sprintf("feishu %s: HTTP %d, code %d: %s", e.op, e.status, e.code, e.msg)
-}
-
-// check turns an SDK answer into an error.
-func (t *Transport) check(op string, resp *larkcore.ApiResp, ce larkcore.CodeError, err error) error {
-	if err != nil {
-		return fmt.Errorf("feishu %s: %w", op, redactURL(err))
-	}
-	status := 0
-	if resp != nil {
-		status = resp.StatusCode
-	}
-	if ce.Code == 0 && status/100 == 2 {
-		return nil
-	}
-	e := &apiError{op: op, status: status, code: ce.Code, msg: ce.Msg}
-	if status == 429 || throttleCodes[ce.Code] {
-		e.after = t.opts.ThrottlePause
-		if resp != nil {
-			if s, _ := strconv.Atoi(resp.Header.Get("Retry-After")); s > 0 {
-				e.after = time.Duration(s) * time.Second
-			}
-		}
-	}
-	return e
-}
-
 // uuid names one message of a reply to a chat: Feishu sends a message
 // with a given uuid once an hour, so an attempt that timed out after
 // Feishu took it is not shown twice. "" when the reply has no key.
@@ -131,46 +91,47 @@ func uuid(chatID, key, part string) string {
 // create sends a message to a chat and returns its id; a uuid (when not
 // empty) makes Feishu drop a repeat of the same send within an hour.
 func (t *Transport) create(ctx context.Context, chatID, msgType, content, uuid string) (string, error) {
-	body := larkim.NewCreateMessageReqBodyBuilder().ReceiveId(chatID).MsgType(msgType).Content(content)
-	if uuid != "" {
-		body.Uuid(uuid)
+	body, _ := json.Marshal(struct {
+		ReceiveID string `json:"receive_id"`
+		MsgType   string `json:"msg_type"`
+		Content   string `json:"content"`
+		UUID      string `json:"uuid,omitempty"`
+	}{chatID, msgType, content, uuid})
+	var out struct {
+		MessageID string `json:"message_id"`
 	}
-	req := larkim.NewCreateMessageReqBuilder().ReceiveIdType("chat_id").Body(body.Build()).Build()
-	resp, err := t.rest.Im.V1.Message.Create(ctx, req)
-	if resp == nil {
-		return "", t.check("send", nil, larkcore.CodeError{}, orNoAnswer(err))
-	}
-	if err := t.check("send", resp.ApiResp, resp.CodeError, err); err != nil {
-		return "", err
-	}
-	if resp.Data == nil || resp.Data.MessageId == nil {
-		return "", nil
-	}
-	return *resp.Data.MessageId, nil
+	err := t.rest.call(ctx, "send", http.MethodPost, "/open-apis/im/v1/messages?receive_id_type=chat_id", jsonType, body, &out)
+	return out.MessageID, err
 }
 
-// uploadImage uploads a chart and returns its image_key.
+// jsonType is the Content-Type of a JSON request.
+const jsonType = "application/json; charset=utf-8"
+
+// uploadImage uploads a chart (im/v1/images, image_type=message) and
+// returns its image_key.
 func (t *Transport) uploadImage(ctx context.Context, png []byte) (string, error) {
-	req := larkim.NewCreateImageReqBuilder().Body(larkim.NewCreateImageReqBodyBuilder().
-		ImageType("message").Image(bytes.NewReader(png)).Build()).Build()
-	resp, err := t.rest.Im.V1.Image.Create(ctx, req)
-	if resp == nil {
-		return "", t.check("upload a chart", nil, larkcore.CodeError{}, orNoAnswer(err))
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	_ = w.WriteField("image_type", "message")
+	part, _ := w.CreateFormFile("image", "chart.png")
+	_, _ = part.Write(png)
+	_ = w.Close()
+	var out struct {
+		ImageKey string `json:"image_key"`
 	}
-	if err := t.check("upload a chart", resp.ApiResp, resp.CodeError, err); err != nil {
+	if err := t.rest.call(ctx, "upload a chart", http.MethodPost, "/open-apis/im/v1/images", w.FormDataContentType(), buf.Bytes(), &out); err != nil {
 		return "", err
 	}
-	if resp.Data == nil || resp.Data.ImageKey == nil {
+	if out.ImageKey == "" {
 		return "", errors.New("feishu upload a chart: no image_key in the answer")
 	}
-	return *resp.Data.ImageKey, nil
+	return out.ImageKey, nil
 }
 
-func orNoAnswer(err error) error {
-	if err == nil {
-		return errors.New("no answer")
-	}
-	return err
+// patch replaces the content of a card the bot sent.
+func (t *Transport) patch(ctx context.Context, messageID, content string) error {
+	body, _ := json.Marshal(map[string]string{"content": content})
+	return t.rest.call(ctx, "update the progress", http.MethodPatch, "/open-apis/im/v1/messages/"+url.PathEscape(messageID), jsonType, body, nil)
 }
 
 // sendProgress updates the run's progress card in place, or sends it.
@@ -181,13 +142,7 @@ func (t *Transport) sendProgress(ctx context.Context, to int64, chatID string, r
 	t.mu.Unlock()
 	c := card(r)
 	if id != "" {
-		req := larkim.NewPatchMessageReqBuilder().MessageId(id).Body(larkim.NewPatchMessageReqBodyBuilder().Content(c).Build()).Build()
-		resp, err := t.rest.Im.V1.Message.Patch(ctx, req)
-		if resp == nil {
-			err = t.check("update the progress", nil, larkcore.CodeError{}, orNoAnswer(err))
-		} else {
-			err = t.check("update the progress", resp.ApiResp, resp.CodeError, err)
-		}
+		err := t.patch(ctx, id, c)
 		var ae *apiError
 		if err == nil || !errors.As(err, &ae) || ae.after > 0 {
 			return err
