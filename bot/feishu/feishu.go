@@ -189,11 +189,10 @@ func (t *Transport) Receive(ctx context.Context, deliver func(context.Context, c
 		t.seen = inbound.NewSeen(ctx, Name, t.opts.State, 0)
 	}
 	t.mu.Unlock()
-	// The session does not say when it proved healthy yet: one that lasted
-	// a minute counts as such.
+	// A session proves healthy with its first readable frame (a pong, an
+	// event): the backoff starts over after it.
 	return inbound.Loop{Log: t.log, MinBackoff: t.opts.MinBackoff, MaxBackoff: t.opts.MaxBackoff, Link: &t.link,
-		Stable: time.Minute, Grace: t.opts.HandleGrace}.Run(ctx, deliver,
-		func(ctx context.Context, hand func(chat.Message), _ func()) error { return t.session(ctx, hand) })
+		Grace: t.opts.HandleGrace}.Run(ctx, deliver, t.session)
 }
 
 // endpoint asks for the long connection's URL and the ping interval.
@@ -244,7 +243,7 @@ func (t *Transport) endpoint(ctx context.Context) (string, time.Duration, error)
 
 // session opens a connection and reads it until it ends; messages go to
 // hand.
-func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error {
+func (t *Transport) session(ctx context.Context, hand func(chat.Message), healthy func()) error {
 	u, ping, err := t.endpoint(ctx)
 	if err != nil {
 		return err
@@ -328,6 +327,7 @@ func (t *Transport) session(ctx context.Context, hand func(chat.Message)) error 
 			t.log.Warn("unreadable frame", "err", err)
 			continue
 		}
+		healthy()
 		if f.Method != methodData {
 			// A pong may carry a new ClientConfig; other control frames
 			// mean nothing to a client.
