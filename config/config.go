@@ -76,6 +76,28 @@ type ChatConfig struct {
 	// for Telegram and the terminal). A transport's own language key
 	// overrides it. cmd/trainbot checks the value.
 	Language string `toml:"language"`
+	// ProgressInterval is the least time between two updates of a run's
+	// live progress message, on every transport; "0s" turns live
+	// progress off. Unset: [telegram] progress_interval (deprecated, it
+	// always applied to every transport), else 10 s. ProgressInterval()
+	// gives the one in force.
+	ProgressInterval *Duration `toml:"progress_interval"`
+}
+
+// ProgressInterval is the least time between two updates of a run's live
+// progress message: [chat] progress_interval, else the deprecated
+// [telegram] progress_interval (10 s by default).
+func (c *Config) ProgressInterval() time.Duration {
+	if p := c.Chat.ProgressInterval; p != nil {
+		return time.Duration(*p)
+	}
+	return time.Duration(c.Telegram.ProgressInterval)
+}
+
+// InFile reports whether the config file sets key ("telegram.progress_interval").
+func (c *Config) InFile(key string) bool {
+	_, ok := c.lines[key]
+	return ok
 }
 
 // ConsoleConfig is the terminal transport.

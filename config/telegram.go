@@ -18,8 +18,9 @@ type TelegramConfig struct {
 	APIEndpoint string `toml:"api_endpoint"`
 	// PollTimeout is how long one getUpdates long poll waits.
 	PollTimeout Duration `toml:"poll_timeout"`
-	// ProgressInterval is the least time between two updates of a run's
-	// live progress message; "0s" turns live progress off.
+	// ProgressInterval is the deprecated spelling of [chat]
+	// progress_interval: it applies to every transport, not only
+	// Telegram. Config.ProgressInterval reads the one in force.
 	ProgressInterval Duration `toml:"progress_interval"`
 	// Language overrides [chat] language for Telegram.
 	Language string `toml:"language"`
@@ -75,6 +76,9 @@ func (c *Config) validateTelegram() Errors {
 	}
 	if d := time.Duration(tg.ProgressInterval); d != 0 && d < 2*time.Second {
 		errs = append(errs, c.ErrorAt("telegram.progress_interval", "want 2s or more (Telegram limits edits), or 0s for no live progress; got %s", d))
+	}
+	if p := c.Chat.ProgressInterval; p != nil && time.Duration(*p) != 0 && time.Duration(*p) < 2*time.Second {
+		errs = append(errs, c.ErrorAt("chat.progress_interval", "want 2s or more (the messengers limit edits), or 0s for no live progress; got %s", time.Duration(*p)))
 	}
 	for key, ids := range map[string][]int64{"auth.operators": c.Auth.Operators, "auth.viewers": c.Auth.Viewers} {
 		for _, id := range ids {

@@ -217,7 +217,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			inPlace[s.Name()] = true
 		}
 	}
-	if interval := time.Duration(cfg.Telegram.ProgressInterval); interval > 0 {
+	if interval := cfg.ProgressInterval(); interval > 0 {
 		progress := notify.NewProgressPublisher(notify.ProgressOptions{Trainer: sup, Post: pipeline.Post, Subscriptions: st,
 			InPlace: func(t string) bool { return inPlace[t] }, Interval: interval, Memory: lastMemory(st, logger), PageURL: pageURL, Languages: o.bc.langs, Logger: logger})
 		sup.Subscribe(progress.OnEvent)

@@ -54,6 +54,13 @@ func configWarnings(cfg *config.Config, raw []byte) []string {
 		out = append(out, fmt.Sprintf("warning: %s:%d: %s: still the example's placeholder %s: put in your own value",
 			cfg.File(), n, section+strings.TrimSpace(key), placeholderWord(line[i:])))
 	}
+	if cfg.InFile("telegram.progress_interval") {
+		if cfg.InFile("chat.progress_interval") {
+			warn("telegram.progress_interval", "deprecated, and [chat] progress_interval is set too: that one is in force; remove this one")
+		} else {
+			warn("telegram.progress_interval", "deprecated: it sets the live progress of every transport; write progress_interval = %q under [chat] instead (it still works)", cfg.ProgressInterval().String())
+		}
+	}
 	for _, f := range []struct {
 		key string
 		ids []int64
