@@ -37,8 +37,10 @@ type botOptions struct {
 	// exitAtEOF ends the bot when the console input ends, once the active
 	// runs have ended (demo and console modes).
 	exitAtEOF bool
-	// telegram adds the Telegram transport when [telegram] has a token (serve).
-	telegram bool
+	// daemon is serve: the messengers of the config (Telegram when
+	// [telegram] has a token, WeCom, Feishu, DingTalk), SIGHUP reloads, a
+	// pid file; the runs are left running when it stops.
+	daemon bool
 }
 
 // runBot starts the bot, runs until the input ends or a signal arrives, and
@@ -85,7 +87,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	defer life.closeAll()
 	life.opened("log", func() error { closeLog(); return nil })
 	stopHangup := func() {}
-	if o.telegram { // serve: a daemon; SIGHUP reloads once the parts that reload exist
+	if o.daemon { // serve: a daemon; SIGHUP reloads once the parts that reload exist
 		stopHangup = ignoreHangup(logger)
 		life.opened("stop catching SIGHUP", func() error { stopHangup(); return nil })
 	}
@@ -119,7 +121,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	access := accessFromConfig(cfg.Auth)
 	confirmStop := map[string]bool{telegram.Name: true}
-	if o.telegram && cfg.Telegram.Token != "" {
+	if o.daemon && cfg.Telegram.Token != "" {
 		tg, err := telegram.New(telegram.Options{Token: cfg.Telegram.Token, APIEndpoint: cfg.Telegram.APIEndpoint,
 			PollTimeout: time.Duration(cfg.Telegram.PollTimeout), State: st, Logger: logger, Lang: o.bc.langs.For(telegram.Name)})
 		if err != nil {
@@ -130,7 +132,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			logger.Warn("[auth] has no operators or viewers: everyone is refused; send the bot a message to learn your user id")
 		}
 	}
-	if o.telegram {
+	if o.daemon {
 		ms, err := messengers(cfg, st, logger)
 		if err != nil {
 			return errorf(e, "%v", err)
@@ -255,7 +257,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			return r
 		}
 		notifier.PushIn(keyed)
-		if o.telegram && cfg.Telegram.Token != "" {
+		if o.daemon && cfg.Telegram.Token != "" {
 			r := keyed(o.bc.langs.For(telegram.Name))
 			for _, op := range rl.operators() {
 				pipeline.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: op}, Reply: r, Durable: true})
@@ -263,7 +265,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		}
 	}
 	life.opened("stop the schedules", within(10*time.Second, rl.closeSchedules))
-	if o.telegram { // serve: SIGHUP and trainbot reload re-read the config
+	if o.daemon { // serve: SIGHUP and trainbot reload re-read the config
 		stopReload := rl.reloadOnHangup() // before the ignoring stops: no SIGHUP falls between
 		stopHangup()
 		life.opened("stop reloading on SIGHUP", func() error { stopReload(); return nil })

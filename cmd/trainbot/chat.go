@@ -123,7 +123,7 @@ func cmdConsole(ctx context.Context, args []string, e env) int {
 }
 
 func cmdServe(ctx context.Context, args []string, e env) int {
-	return chatCommand(ctx, args, e, "serve", botOptions{telegram: true})
+	return chatCommand(ctx, args, e, "serve", botOptions{daemon: true})
 }
 
 // chatCommand is console and serve: flags, the config and its jobs, the bot.
