@@ -422,6 +422,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateGPU()...)
 	errs = append(errs, c.validateHTTP()...)
 	errs = append(errs, c.validateTelegram()...)
+	errs = append(errs, c.validateAuth()...)
 	errs = append(errs, c.validateMessengers()...)
 	errs = append(errs, c.validatePush()...)
 	errs = append(errs, c.validateSchedules()...)

@@ -26,24 +26,6 @@ type TelegramConfig struct {
 	Language string `toml:"language"`
 }
 
-// AuthConfig is the [auth] section: who may use the chat transports.
-type AuthConfig struct {
-	// Operators may start and stop runs (Telegram user ids).
-	Operators []int64 `toml:"operators"`
-	// Viewers may look (status, charts, logs) but not start or stop.
-	Viewers []int64 `toml:"viewers"`
-	// Chats, when set, limits the bot to these chat ids (Telegram's).
-	Chats []int64 `toml:"chats"`
-	// The users of the messengers whose ids are strings: WeCom userids,
-	// Feishu open_ids (ou_…), DingTalk staffIds.
-	WeComOperators    []string `toml:"wecom_operators"`
-	WeComViewers      []string `toml:"wecom_viewers"`
-	FeishuOperators   []string `toml:"feishu_operators"`
-	FeishuViewers     []string `toml:"feishu_viewers"`
-	DingTalkOperators []string `toml:"dingtalk_operators"`
-	DingTalkViewers   []string `toml:"dingtalk_viewers"`
-}
-
 // DefaultTelegramConfig is the [telegram] section before the file.
 func DefaultTelegramConfig() TelegramConfig {
 	return TelegramConfig{
@@ -56,7 +38,7 @@ func DefaultTelegramConfig() TelegramConfig {
 // tokenPattern is the shape of a bot token: the bot's id, a colon, a secret.
 var tokenPattern = regexp.MustCompile(`^[0-9]{3,20}:[A-Za-z0-9_-]{20,100}$`)
 
-// validateTelegram checks [telegram] and [auth]. A bad token is never
+// validateTelegram checks [telegram] (and [chat] progress_interval). A bad token is never
 // repeated in the message.
 func (c *Config) validateTelegram() Errors {
 	var errs Errors
@@ -79,18 +61,6 @@ func (c *Config) validateTelegram() Errors {
 	}
 	if p := c.Chat.ProgressInterval; p != nil && time.Duration(*p) != 0 && time.Duration(*p) < 2*time.Second {
 		errs = append(errs, c.ErrorAt("chat.progress_interval", "want 2s or more (the messengers limit edits), or 0s for no live progress; got %s", time.Duration(*p)))
-	}
-	for key, ids := range map[string][]int64{"auth.operators": c.Auth.Operators, "auth.viewers": c.Auth.Viewers} {
-		for _, id := range ids {
-			if id <= 0 {
-				errs = append(errs, c.ErrorAt(key, "%d is not a user id (user ids are positive; the bot tells a stranger their id)", id))
-			}
-		}
-	}
-	for _, id := range c.Auth.Chats {
-		if id == 0 {
-			errs = append(errs, c.ErrorAt("auth.chats", "0 is not a chat id"))
-		}
 	}
 	return errs
 }
