@@ -90,7 +90,10 @@ func TestRunOutlivesAKilledTrainbot(t *testing.T) {
 	defer first.Process.Kill()
 	logPath := filepath.Join(data, "runs", "1", "output.log")
 	deadline := time.Now().Add(20 * time.Second)
-	for logLines(logPath) < 40 && time.Now().Before(deadline) { // ~2-3 s in
+	for logLines(logPath) < 40 { // ~2-3 s in
+		if time.Now().After(deadline) {
+			t.Fatalf("the run printed %d lines in 20 s, want 40", logLines(logPath))
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
