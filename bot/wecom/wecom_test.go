@@ -170,7 +170,7 @@ func TestOperatorStartsPlotsAndStopsWithButtons(t *testing.T) {
 	if !chattest.Await(func() bool { _, err := s.Sup.Status(1); return err != nil }) {
 		t.Fatal("the run did not stop")
 	}
-	await(t, f, operator, from, "stopped")
+	await(t, f, operator, from, "run #1 (demo) stopped by zhangsan") // the end report
 }
 
 func TestViewerCannotStart(t *testing.T) {
