@@ -122,7 +122,9 @@ func TestSyntaxErrorHasLine(t *testing.T) {
 	}
 }
 
-func TestEnvironmentOverridesFileAndFlagsOverrideEnv(t *testing.T) {
+// The flags are applied over the environment by cmd/trainbot (configFlags.load):
+// TestFlagsOverrideEnvironmentOverridesFile there.
+func TestEnvironmentOverridesFile(t *testing.T) {
 	c, err := parse(t, "data_dir = \"/from/file\"\nlog_level = \"warn\"\n")
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -342,22 +343,67 @@ func TestDroppedPointsAreLogged(t *testing.T) {
 // the same moment (after an upgrade: serve starting while someone runs
 // trainbot runs) both migrate it: the second used to fail with "duplicate
 // column name: retry_of".
-func TestConcurrentOpensMigrateOnce(t *testing.T) {
-	for i := 0; i < 10; i++ {
-		dir := t.TempDir()
-		old, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBName), false))
-		if err != nil {
+// schemaOf is a database's schema version and every object of its
+// schema, as SQLite stores their definitions.
+func schemaOf(t *testing.T, path string) (int, []string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query(`SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var objects []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
 			t.Fatal(err)
 		}
-		for v, m := range migrations[:len(migrations)-1] {
-			if _, err := old.Exec(m); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := old.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
-				t.Fatal(err)
-			}
+		objects = append(objects, o)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return v, objects
+}
+
+// execMigrations applies the first n migrations to a new database at path
+// by hand, as a trainbot of schema n left it.
+func execMigrations(t *testing.T, path string, n int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for v, m := range migrations[:n] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
 		}
-		old.Close()
+		if _, err := db.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Four trainbots opening a database one migration behind at once: each
+// open succeeds, and the result is the schema every migration applied once
+// makes (applied by hand here, not by migrate).
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	ref := filepath.Join(t.TempDir(), DBName)
+	execMigrations(t, ref, len(migrations))
+	wantV, want := schemaOf(t, ref)
+	for i := 0; i < 10; i++ {
+		dir := t.TempDir()
+		execMigrations(t, filepath.Join(dir, DBName), len(migrations)-1)
 		errs := make(chan error, 4)
 		for j := 0; j < cap(errs); j++ {
 			go func() {
@@ -372,6 +418,13 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 			if err := <-errs; err != nil {
 				t.Fatalf("open %d: %v", j, err)
 			}
+		}
+		v, got := schemaOf(t, filepath.Join(dir, DBName))
+		if v != wantV {
+			t.Fatalf("schema version %d after the opens, want %d", v, wantV)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("schema after the opens:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
 }

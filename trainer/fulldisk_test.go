@@ -63,8 +63,10 @@ func TestFullDiskDuringARunRecordsTheRealEnd(t *testing.T) {
 	filler := filepath.Join(dir, "filler")
 	fill(t, filler)
 	// The disk stays full until the child has ended.
-	for deadline := time.Now().Add(30 * time.Second); alive(r.PID) && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); alive(r.PID); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the child %d did not end in 30 s on the full disk", r.PID)
+		}
 	}
 	time.Sleep(500 * time.Millisecond)
 	freed := time.Now()

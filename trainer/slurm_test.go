@@ -285,13 +285,18 @@ func BenchmarkSlurmFirstMetric(b *testing.B) {
 	b.ReportMetric(float64(base.Milliseconds())/n, "sbatch-first-line-ms/op")
 }
 
-// waitIdleCluster waits (up to a minute) until squeue lists no job.
+// waitIdleCluster waits (up to a minute) until squeue lists no job; the
+// benchmark fails then.
 func waitIdleCluster(b *testing.B) {
+	b.Helper()
+	var out []byte
+	var err error
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if out, err := exec.Command("squeue", "-h").Output(); err == nil && strings.TrimSpace(string(out)) == "" {
+		if out, err = exec.Command("squeue", "-h").Output(); err == nil && strings.TrimSpace(string(out)) == "" {
 			return
 		}
 	}
+	b.Fatalf("the cluster is not idle after a minute: squeue: %v\n%s", err, out)
 }
 
 // BenchmarkSlurmWatchCost counts the calls to Slurm's commands that

@@ -876,7 +876,7 @@ func TestStatusWhileRunning(t *testing.T) {
 	r := h.start("p", nil)
 	deadline := time.Now().Add(20 * time.Second)
 	var st trainer.Status
-	for time.Now().Before(deadline) {
+	for {
 		var err error
 		st, err = h.sup.Status(0)
 		if err != nil {
@@ -884,6 +884,9 @@ func TestStatusWhileRunning(t *testing.T) {
 		}
 		if st.Progress.Step >= 10 && st.StepsPerSec > 0 {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no step 10 with a rate in 20 s: progress %+v rate %g", st.Progress, st.StepsPerSec)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

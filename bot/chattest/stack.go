@@ -136,6 +136,8 @@ type Stack struct {
 	cancel   context.CancelFunc
 	secrets  []string
 	closed   bool
+	dir      string
+	job      *trainer.Job
 }
 
 // NewStack opens the store, starts the supervisor, the pipeline, the
@@ -146,7 +148,7 @@ func NewStack(t testing.TB, o Options, newTransport func(kv inbound.KV, log *slo
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	s := &Stack{Logs: &LogBuffer{}, secrets: o.Secrets}
+	s := &Stack{Logs: &LogBuffer{}, secrets: o.Secrets, dir: o.Dir, job: o.Job}
 	logger := s.Logs.Logger()
 	var err error
 	if s.Store, err = store.Open(o.Dir, store.Options{Logger: logger}); err != nil {
@@ -178,7 +180,7 @@ func NewStack(t testing.TB, o Options, newTransport func(kv inbound.KV, log *slo
 		defer close(s.done)
 		s.err = tr.Receive(ctx, s.Pipeline.Answer(router))
 	}()
-	t.Cleanup(func() { s.Close(t) })
+	t.Cleanup(func() { s.shutdown(t, true) })
 	return s
 }
 
@@ -191,11 +193,26 @@ func (s *Stack) ReceiveErr() error {
 	return s.err
 }
 
-// Close shuts down in runBot's order, leaving runs running (the next
-// stack on the same Dir re-attaches), and checks the log for secrets.
+// Close shuts down in runBot's order, leaving runs running as serve does
+// (the supervisor detaches: the next stack on the same Dir re-attaches),
+// and checks the log for secrets. Runs still left at the end of the test
+// are stopped then. The stack's own cleanup, when the test did not call
+// Close, stops the runs instead: a test leaves no process behind.
 func (s *Stack) Close(t testing.TB) {
-	if s.closed {
+	t.Helper()
+	left := len(s.Sup.Active())
+	if !s.shutdown(t, false) || left == 0 {
 		return
+	}
+	t.Cleanup(func() { stopLeftRuns(t, s.dir, s.job) })
+}
+
+// shutdown stops the stack, detaching from the runs or stopping them;
+// false when it was already shut down.
+func (s *Stack) shutdown(t testing.TB, stopRuns bool) bool {
+	t.Helper()
+	if s.closed {
+		return false
 	}
 	s.closed = true
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -209,7 +226,11 @@ func (s *Stack) Close(t testing.TB) {
 	case <-time.After(Wait):
 		t.Error("Receive did not return")
 	}
-	if err := s.Sup.Close(ctx); err != nil {
+	leave := s.Sup.Detach
+	if stopRuns {
+		leave = s.Sup.Close
+	}
+	if err := leave(ctx); err != nil {
 		t.Errorf("supervisor: %v", err)
 	}
 	s.notifier.Close(ctx)
@@ -221,6 +242,36 @@ func (s *Stack) Close(t testing.TB) {
 		if secret != "" && bytes.Contains([]byte(s.Logs.String()), []byte(secret)) {
 			t.Errorf("a secret is in the log")
 		}
+	}
+	return true
+}
+
+// stopLeftRuns stops the runs a closed stack left running on dir that no
+// later stack stopped: a supervisor re-attaches to them and stops them.
+func stopLeftRuns(t testing.TB, dir string, job *trainer.Job) {
+	t.Helper()
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Errorf("stop the runs left running: %v", err)
+		return
+	}
+	defer st.Close()
+	var jobs []*trainer.Job
+	if job != nil {
+		jobs = append(jobs, job)
+	}
+	sup, err := trainer.New(context.Background(), trainer.Options{Jobs: jobs, Recorder: st, DataDir: dir})
+	if err != nil {
+		t.Errorf("stop the runs left running: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := sup.Resume(ctx); err != nil {
+		t.Errorf("stop the runs left running: %v", err)
+	}
+	if err := sup.Close(ctx); err != nil {
+		t.Errorf("stop the runs left running: %v", err)
 	}
 }
 

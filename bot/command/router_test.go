@@ -204,6 +204,22 @@ func TestHelpStartAndUnknown(t *testing.T) {
 	}
 }
 
+// awaitStep waits up to 10 s for the active run to reach step n.
+func (e *env) awaitStep(n int64) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := e.sup.Status(0)
+		if err == nil && st.Progress.Step >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the run did not reach step %d in 10 s: %+v, %v", n, st.Progress, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestOperatorSession(t *testing.T) {
 	e := newEnv(t)
 	r := e.say(operator, "开始 steps=2000")
@@ -216,13 +232,7 @@ func TestOperatorSession(t *testing.T) {
 		t.Fatalf("got %d runs, want 1", n)
 	}
 	// Wait for a few metrics.
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if st, err := e.sup.Status(0); err == nil && st.Progress.Step >= 5 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.awaitStep(5)
 	mustContain(t, e.say(operator, "状态"), "run #1", "step", "/2000", "loss")
 	plot := e.say(operator, "画图")
 	if len(plot.Images) != 1 {
@@ -326,13 +336,7 @@ func TestScheduledReportAndStart(t *testing.T) {
 	if len(active) != 1 || active[0].Run.StartedBy != "schedule nightly" || active[0].Run.Params["steps"] != "400" {
 		t.Fatalf("active %+v", active)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if st, err := e.sup.Status(0); err == nil && st.Progress.Step >= 5 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.awaitStep(5)
 	r = notify.ReportReply(ctx, e.sup, e.st, charts, "morning", at)(i18n.ZhEn)
 	if !strings.HasPrefix(r.Text, "⏰ morning report\nrun #1 · train · running") || len(r.Images) != 1 || r.RunID != 1 || r.Key != "schedule:morning:1893574800" {
 		t.Errorf("report of a run: %q, %d images, run %d, key %s", r.Text, len(r.Images), r.RunID, r.Key)

@@ -280,10 +280,7 @@ func TestOOMAlertOfARunThatGoesOn(t *testing.T) {
 	oom, _ := trainer.DetectOOM("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total capacity; 1.23 GiB free)")
 	run := &trainer.Run{ID: 3, Job: "fit", Params: map[string]string{"bs": "64"}, StartedAt: time.Now()}
 	n.OnEvent(trainer.Event{Kind: trainer.EventAlert, Run: run, Job: job, Alert: &trainer.Alert{Kind: trainer.OutcomeOOM, Text: oom.Summary(), OOM: oom}})
-	deadline := time.Now().Add(10 * time.Second)
-	for len(p.to(console)) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	awaitPosts(t, "the alert", func() bool { return len(p.to(console)) > 0 })
 	ended := *run
 	ended.Outcome = trainer.OutcomeOOM
 	n.OnEvent(trainer.Event{Kind: trainer.EventEnded, Run: &ended, Job: job, At: time.Now(), OOM: oom})

@@ -132,13 +132,15 @@ func (s *stack) close(t testing.TB) {
 	}
 }
 
-// awaitMessage waits for a message in chat whose text contains want; live
-// progress messages (silent ones) do not count.
-func awaitMessage(t *testing.T, fake *telegramtest.Server, chat int64, want string) telegramtest.Message {
+// awaitMessage waits for a message in chat whose text contains want, after
+// the first from messages (those before the action waited for:
+// len(fake.Messages(chat)) before it); live progress messages (silent
+// ones) do not count.
+func awaitMessage(t *testing.T, fake *telegramtest.Server, chat int64, from int, want string) telegramtest.Message {
 	t.Helper()
 	var found telegramtest.Message
 	ok := fake.Await(wait, func() bool {
-		for _, m := range fake.Messages(chat) {
+		for _, m := range fake.Messages(chat)[from:] {
 			if !m.Silent && strings.Contains(telegramtest.Plain(m.Text), want) {
 				found = m
 				return true
@@ -148,10 +150,10 @@ func awaitMessage(t *testing.T, fake *telegramtest.Server, chat int64, want stri
 	})
 	if !ok {
 		var texts []string
-		for _, m := range fake.Messages(chat) {
+		for _, m := range fake.Messages(chat)[from:] {
 			texts = append(texts, telegramtest.Plain(m.Text))
 		}
-		t.Fatalf("chat %d: no message with %q; got:\n%s", chat, want, strings.Join(texts, "\n---\n"))
+		t.Fatalf("chat %d: no message with %q after message %d; got:\n%s", chat, want, from, strings.Join(texts, "\n---\n"))
 	}
 	return found
 }
@@ -178,7 +180,7 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	s := newStack(t, fake, t.TempDir(), stackOptions{access: command.Access{Operators: []int64{operator}, Viewers: []int64{viewer}}, job: demoJob(200_000, 10*time.Millisecond)})
 
 	fake.UserSays(operator, "开始")
-	started := awaitMessage(t, fake, operator, "run #1 started: demo")
+	started := awaitMessage(t, fake, operator, 0, "run #1 started: demo")
 	if got, want := started.Buttons(), []string{"停止 1", "状态 1", "画图 1"}; !slices.Equal(got, want) {
 		t.Fatalf("buttons: got %q, want %q", got, want)
 	}
@@ -190,8 +192,9 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 		t.Fatal("the demo printed no metric")
 	}
 
+	from := len(fake.Messages(operator))
 	q := fake.Press(operator, started, "状态 1")
-	status := awaitMessage(t, fake, operator, "run #1 · demo · running")
+	status := awaitMessage(t, fake, operator, from, "run #1 · demo · running")
 	if !strings.Contains(telegramtest.Plain(status.Text), "step ") {
 		t.Errorf("status: %q", status.Text)
 	}
@@ -199,10 +202,11 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 		t.Error("状态: the callback was not answered")
 	}
 
+	from = len(fake.Messages(operator))
 	q = fake.Press(operator, started, "画图 1")
 	var photo telegramtest.Message
 	if !fake.Await(wait, func() bool {
-		for _, m := range fake.Messages(operator) {
+		for _, m := range fake.Messages(operator)[from:] {
 			if m.Method == "sendPhoto" {
 				photo = m
 				return true
@@ -241,8 +245,9 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	}
 
 	// 停止 asks first.
+	from = len(fake.Messages(operator))
 	fake.Press(operator, started, "停止 1")
-	confirm := awaitMessage(t, fake, operator, "Stop run #1 (demo)?")
+	confirm := awaitMessage(t, fake, operator, from, "Stop run #1 (demo)?")
 	if got, want := confirm.Buttons(), []string{"/stop 1 confirm", "/stop cancel"}; !slices.Equal(got, want) {
 		t.Fatalf("confirmation buttons: got %q, want %q", got, want)
 	}
@@ -252,10 +257,11 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	if len(s.sup.Active()) != 1 {
 		t.Fatal("the run stopped before it was confirmed")
 	}
+	from = len(fake.Messages(operator))
 	fake.Press(operator, confirm, "/stop 1 confirm")
-	awaitMessage(t, fake, operator, "stopping run #1")
+	awaitMessage(t, fake, operator, from, "stopping run #1")
 	// The end report is durable: it goes through the outbox.
-	awaitMessage(t, fake, operator, "run #1 (demo) stopped by user111 (telegram 111)")
+	awaitMessage(t, fake, operator, from, "run #1 (demo) stopped by user111 (telegram 111)")
 	// The progress message's last edit is the outcome, without buttons.
 	if !fake.Await(wait, func() bool {
 		for _, m := range fake.Messages(operator) {
@@ -269,8 +275,9 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	}
 
 	// A button of the old message, now that the run has ended.
+	from = len(fake.Messages(operator))
 	fake.Press(operator, started, "停止 1")
-	awaitMessage(t, fake, operator, "Run #1 already ended: stopped.")
+	awaitMessage(t, fake, operator, from, "Run #1 already ended: stopped.")
 
 	ctx := context.Background()
 	var items []store.OutboxItem
@@ -316,7 +323,7 @@ func TestStrangersAndViewersAreRefused(t *testing.T) {
 	s := newStack(t, fake, t.TempDir(), stackOptions{access: command.Access{Operators: []int64{operator}, Viewers: []int64{viewer}}, job: demoJob(200_000, 10*time.Millisecond)})
 
 	fake.UserSays(stranger, "开始")
-	refusal := awaitMessage(t, fake, stranger, "not allowed")
+	refusal := awaitMessage(t, fake, stranger, 0, "not allowed")
 	if !strings.Contains(refusal.Text, "999") || refusal.Markup != nil {
 		t.Errorf("the refusal should give the user id and nothing else: %q", refusal.Text)
 	}
@@ -331,9 +338,10 @@ func TestStrangersAndViewersAreRefused(t *testing.T) {
 		t.Errorf("the press's toast %q is not the refusal", toast)
 	}
 	fake.UserSays(viewer, "开始")
-	awaitMessage(t, fake, viewer, "Viewers can look but not start a run")
+	awaitMessage(t, fake, viewer, 0, "Viewers can look but not start a run")
+	from := len(fake.Messages(viewer))
 	fake.UserSays(viewer, "状态")
-	awaitMessage(t, fake, viewer, "No run yet")
+	awaitMessage(t, fake, viewer, from, "No run yet")
 
 	ctx := context.Background()
 	if runs, err := s.st.Runs(ctx, store.RunFilter{}); err != nil || len(runs) != 0 {
@@ -366,12 +374,13 @@ func TestGroupCommandsAndUnknownWords(t *testing.T) {
 	const group = -100200
 	newStack(t, fake, t.TempDir(), stackOptions{access: command.Access{Operators: []int64{operator}, Chats: []int64{group}}})
 	fake.GroupSays(group, operator, "/status@TrainTestBot")
-	awaitMessage(t, fake, group, "No run yet")
+	awaitMessage(t, fake, group, 0, "No run yet")
+	from := len(fake.Messages(group))
 	fake.GroupSays(group, operator, "/frobnicate@TrainTestBot")
-	awaitMessage(t, fake, group, "I don't know \"frobnicate\"")
+	awaitMessage(t, fake, group, from, "I don't know \"frobnicate\"")
 	// Outside the allowed chats even an operator is refused.
 	fake.UserSays(operator, "状态")
-	awaitMessage(t, fake, operator, "not allowed")
+	awaitMessage(t, fake, operator, 0, "not allowed")
 }
 
 func Test429StormDelaysButLosesNoAlert(t *testing.T) {
@@ -439,7 +448,7 @@ func TestAlertSurvivesARestart(t *testing.T) {
 	}
 	fake.ClearFaults()
 	newStack(t, fake, dir, stackOptions{access: access})
-	awaitMessage(t, fake, operator, "run #7 hit out-of-memory")
+	awaitMessage(t, fake, operator, 0, "run #7 hit out-of-memory")
 	if n := count(fake, operator, "out-of-memory"); n != 1 {
 		t.Errorf("delivered %d times", n)
 	}
@@ -453,9 +462,10 @@ func TestScheduledReportIsAMessageWithCharts(t *testing.T) {
 	defer fake.Close()
 	s := newStack(t, fake, t.TempDir(), stackOptions{access: command.Access{Operators: []int64{operator}}, job: demoJob(200_000, 10*time.Millisecond)})
 	fake.UserSays(operator, "订阅")
-	awaitMessage(t, fake, operator, "Subscribed")
+	awaitMessage(t, fake, operator, 0, "Subscribed")
+	from := len(fake.Messages(operator))
 	fake.UserSays(operator, "开始")
-	awaitMessage(t, fake, operator, "run #1 started: demo")
+	awaitMessage(t, fake, operator, from, "run #1 started: demo")
 	var prog telegramtest.Message
 	if !fake.Await(wait, func() bool {
 		for _, m := range fake.Messages(operator) {
@@ -472,8 +482,9 @@ func TestScheduledReportIsAMessageWithCharts(t *testing.T) {
 	charts := func(context.Context, i18n.Lang, *trainer.Run) []chat.Image {
 		return []chat.Image{{Name: "loss.png", PNG: chart, Caption: "run #1 loss"}}
 	}
+	from = len(fake.Messages(operator))
 	s.notifier.PushIn(notify.ReportReply(context.Background(), s.sup, s.st, charts, "morning", time.Now()))
-	report := awaitMessage(t, fake, operator, "⏰ morning report")
+	report := awaitMessage(t, fake, operator, from, "⏰ morning report")
 	if report.ID == prog.ID {
 		t.Error("the report replaced the live progress message")
 	}

@@ -64,10 +64,11 @@ func TestStrangerFloodDoesNotDelayMembers(t *testing.T) {
 	if rows := refusedRows(t, s, stranger, 40); len(rows) != 40 {
 		t.Fatalf("%d refused audit rows for 40 messages", len(rows))
 	}
-	awaitMessage(t, fake, group, "not allowed")
+	awaitMessage(t, fake, group, 0, "not allowed")
+	from := len(fake.Messages(group))
 	asked := time.Now()
 	fake.GroupSays(group, operator, "状态")
-	answer := awaitMessage(t, fake, group, "No run yet")
+	answer := awaitMessage(t, fake, group, from, "No run yet")
 	t.Logf("the operator's answer came %s after 状态, behind 40 stranger messages", answer.Sent.Sub(asked).Round(time.Millisecond))
 
 	// The stranger presses a button of the answer, again and again: each
@@ -133,7 +134,7 @@ func TestEditsAndChannelPostsAreAudited(t *testing.T) {
 	s := newStack(t, fake, t.TempDir(), stackOptions{access: command.Access{Operators: []int64{operator}}, job: demoJob(200_000, 10*time.Millisecond)})
 
 	fake.Edit(group, operator, 7, "/train@TrainTestBot")
-	awaitMessage(t, fake, group, "An edited message is not carried out")
+	awaitMessage(t, fake, group, 0, "An edited message is not carried out")
 	fake.Edit(group, stranger, 8, "/train@TrainTestBot")
 	fake.ChannelPost(channel, "/status@TrainTestBot")
 	fake.ChannelPost(channel, "good morning, readers") // not for the bot: not audited

@@ -88,7 +88,10 @@ func TestTruncatedDatabaseMidRun(t *testing.T) {
 	waitFor(t, out, 0, `run #1 started`)
 	addr := httpAddr(t, data, 0)
 	logPath := filepath.Join(data, "runs", "1", "output.log")
-	for deadline := time.Now().Add(20 * time.Second); logLines(logPath) < 30 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); logLines(logPath) < 30; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run printed %d lines in 20 s, want 30", logLines(logPath))
+		}
 	}
 	if err := os.Truncate(filepath.Join(data, store.DBName), 0); err != nil {
 		t.Fatal(err)
@@ -143,9 +146,12 @@ func TestTruncatedDatabaseMidRun(t *testing.T) {
 	}()
 	httpAddr(t, data, logSize) // it serves
 	var seen map[int64]int
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if seen = stepsOf(t, data, "1"); len(seen) == steps {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the %d steps stored in 30 s after the recovery (stderr: %s)", len(seen), steps, errOut2.String())
 		}
 	}
 	for i := int64(1); i <= steps; i++ {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"errors"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -476,5 +479,47 @@ func TestProgressIntervalKey(t *testing.T) {
 	os.WriteFile(path, []byte("data_dir = \""+dir+"\"\n[chat]\nprogress_interval = \"1s\"\n"), 0o600)
 	if _, err := config.Load(path); err == nil || !strings.Contains(err.Error(), "bad.toml:3: chat.progress_interval: want 2s or more") {
 		t.Errorf("a 1 s interval: got %v, want the key and its line", err)
+	}
+}
+
+// The layers of load, each over the one before: the file, then the
+// environment, then the flags --data and --log-level.
+func TestFlagsOverrideEnvironmentOverridesFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "trainbot.toml")
+	doc := fmt.Sprintf("data_dir = %q\nlog_level = \"warn\"\n", filepath.Join(dir, "file"))
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	environ := []string{"TRAINBOT_DATA_DIR=" + filepath.Join(dir, "env"), "TRAINBOT_LOG_LEVEL=error"}
+	for _, c := range []struct {
+		name          string
+		environ, args []string
+		data, level   string
+	}{
+		{"file", nil, nil, "file", "warn"},
+		{"environment over file", environ, nil, "env", "error"},
+		{"flags over environment", environ, []string{"--data", filepath.Join(dir, "flag"), "--log-level", "debug"}, "flag", "debug"},
+		{"one flag, the other from the environment", environ, []string{"--log-level", "info"}, "env", "info"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var cf configFlags
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			cf.register(fs, false)
+			if err := fs.Parse(append([]string{"--config", path}, c.args...)); err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			cfg, _, code := cf.load(env{stdout: io.Discard, stderr: &stderr, environ: c.environ})
+			if cfg == nil {
+				t.Fatalf("load: exit %d: %s", code, stderr.String())
+			}
+			if want := filepath.Join(dir, c.data); cfg.DataDir != want {
+				t.Errorf("data_dir: got %s, want %s", cfg.DataDir, want)
+			}
+			if cfg.LogLevel != c.level {
+				t.Errorf("log_level: got %s, want %s", cfg.LogLevel, c.level)
+			}
+		})
 	}
 }

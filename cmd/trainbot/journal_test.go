@@ -36,7 +36,7 @@ func TestServeUnderSystemd(t *testing.T) {
 	}
 	waitFor(t, stderr, 0, `(?m)^<6>msg="config reloaded"`)
 	fake.UserSays(111, "帮助")
-	awaitMessage(t, fake, 111, "trainbot commands", stderr)
+	awaitMessage(t, fake, 111, 0, "trainbot commands", stderr)
 	cancel()
 	select {
 	case code := <-done:

@@ -76,7 +76,7 @@ func subcommands() []subcommand {
 		{name: "audit", summary: "who sent which command to the chats, allowed or refused, and the run it touched", run: cmdAudit},
 		{name: "gpu", summary: "GPUs and which runs hold their memory (host memory without a GPU)", run: cmdGPU},
 		{name: "parse", summary: "show the metrics trainbot reads from a log: parse [--json] < LOG", run: cmdParse},
-		{name: "version", summary: "print the version", run: cmdVersion},
+		{name: "version", summary: "print the version, the VCS revision and whether the tree was modified", run: cmdVersion},
 		{name: "demo-train", summary: "the demo training itself (run by trainbot as a child)", hidden: true, run: cmdDemoTrain},
 		{name: "shim", summary: "the per-run supervisor (started by trainbot)", hidden: true,
 			run: func(_ context.Context, args []string, e env) int { return shim.Main(args, e.stderr) }},

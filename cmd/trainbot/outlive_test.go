@@ -90,7 +90,10 @@ func TestRunOutlivesAKilledTrainbot(t *testing.T) {
 	defer first.Process.Kill()
 	logPath := filepath.Join(data, "runs", "1", "output.log")
 	deadline := time.Now().Add(20 * time.Second)
-	for logLines(logPath) < 40 && time.Now().Before(deadline) { // ~2-3 s in
+	for logLines(logPath) < 40 { // ~2-3 s in
+		if time.Now().After(deadline) {
+			t.Fatalf("the run printed %d lines in 20 s, want 40", logLines(logPath))
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
@@ -183,7 +186,7 @@ func TestServeLeavesRunsRunningAndReattaches(t *testing.T) {
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	done1, _, stderr1 := startServe(ctx1, cfgPath)
 	fake.UserSays(111, "开始")
-	awaitMessage(t, fake, 111, "run #1 started", stderr1)
+	awaitMessage(t, fake, 111, 0, "run #1 started", stderr1)
 	cancel1() // what SIGTERM does
 	select {
 	case <-done1:
@@ -194,11 +197,12 @@ func TestServeLeavesRunsRunningAndReattaches(t *testing.T) {
 	if r["state"] != "running" || r["attached"] != false {
 		t.Fatalf("after serve left: state %v attached %v (%v), want running with no trainbot attached", r["state"], r["attached"], r["detail"])
 	}
+	from := len(fake.Messages(111))
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	done2, _, stderr2 := startServe(ctx2, cfgPath)
-	awaitMessage(t, fake, 111, "re-attached to run #1 (steps)", stderr2)
-	awaitMessage(t, fake, 111, "run #1 (steps) finished", stderr2)
+	awaitMessage(t, fake, 111, from, "re-attached to run #1 (steps)", stderr2)
+	awaitMessage(t, fake, 111, from, "run #1 (steps) finished", stderr2)
 	cancel2()
 	<-done2
 	r = runJSONOf(t, data, "1")

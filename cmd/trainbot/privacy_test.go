@@ -59,7 +59,7 @@ env = { DECLARED = "by-the-job" }
 	done := make(chan int, 1)
 	e := env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, environ: os.Environ(), exe: os.Args[0]}
 	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, e) }()
-	await := func(chat int64, want string) { t.Helper(); awaitMessage(t, fake, chat, want, &stderr) }
+	await := func(chat int64, want string) { t.Helper(); awaitMessage(t, fake, chat, 0, want, &stderr) }
 	fake.UserSays(111, "开始")
 	await(111, "run #1 started")
 	await(111, "finished")

@@ -37,16 +37,18 @@ func TestReloadAddsAnOperator(t *testing.T) {
 	done, _, stderr := startServe(ctx, cfgPath)
 	waitFor(t, stderr, 0, `connected`)
 	fake.UserSays(222, "开始")
-	awaitMessage(t, fake, 222, "Your user id is 222", stderr)
+	awaitMessage(t, fake, 222, 0, "Your user id is 222", stderr)
 
 	hook := newHookServer(t)
 	write("111, 222", fmt.Sprintf("\n[[push]]\nkind = \"webhook\"\nname = \"ops\"\nurl = %q\n", hook.srv.URL))
+	logFrom := len(stderr.String())
 	if code, out, errOut := trainbot(t, "", "reload", "--data", data); code != 0 || !strings.Contains(out, "sent SIGHUP to trainbot serve") {
 		t.Fatalf("reload: %d %s %s", code, out, errOut)
 	}
-	waitFor(t, stderr, 0, `config reloaded`)
+	waitFor(t, stderr, logFrom, `config reloaded`)
+	from := len(fake.Messages(222))
 	fake.UserSays(222, "开始")
-	awaitMessage(t, fake, 222, "run #1 started", stderr)
+	awaitMessage(t, fake, 222, from, "run #1 started", stderr)
 	// The push channel the reload added gets the run's end.
 	deadline := time.Now().Add(time.Minute)
 	for !slices.ContainsFunc(hook.got(), func(m push.WebhookMessage) bool { return m.Alert == "finished" }) {
@@ -55,15 +57,20 @@ func TestReloadAddsAnOperator(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	awaitMessage(t, fake, 222, from, "run #1 (quick) finished", stderr)
 
 	write("111", "tail_lines = -5\n") // invalid: nothing changes
+	logFrom, opFrom := len(stderr.String()), len(fake.Messages(111))
 	if code, _, errOut := trainbot(t, "", "reload", "--data", data); code != 0 {
 		t.Fatalf("reload: %d %s", code, errOut)
 	}
-	waitFor(t, stderr, 0, `config reload failed; the old config stays`)
-	awaitMessage(t, fake, 111, "config reload failed; the old config stays", stderr)
+	waitFor(t, stderr, logFrom, `config reload failed; the old config stays`)
+	awaitMessage(t, fake, 111, opFrom, "config reload failed; the old config stays", stderr)
+	// 222 is still allowed: 状态 answers them (a stranger would get a
+	// refusal, or no second one).
+	from = len(fake.Messages(222))
 	fake.UserSays(222, "状态 1")
-	awaitMessage(t, fake, 222, "run #1", stderr)
+	awaitMessage(t, fake, 222, from, "run #1 · quick · finished", stderr)
 	cancel()
 	select {
 	case <-done:

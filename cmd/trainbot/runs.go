@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -280,39 +279,5 @@ func cmdPlot(ctx context.Context, args []string, e env) int {
 		return errorf(e, "write chart: %v", err)
 	}
 	fmt.Fprintf(e.stdout, "%s (%s)\n", path, img.Caption)
-	return exitOK
-}
-
-// Version is set at build time with -ldflags "-X main.Version=v1.2.3".
-var Version = ""
-
-func cmdVersion(ctx context.Context, args []string, e env) int {
-	fs := newFlags("version", "", e)
-	pos, code, ok := parseFlags(fs, args)
-	if !ok {
-		return code
-	}
-	if len(pos) > 0 {
-		return usageError(fs, e, "unexpected argument %q", pos[0])
-	}
-	v := Version
-	goVersion := ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		goVersion = bi.GoVersion
-		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-		if v == "" {
-			for _, s := range bi.Settings {
-				if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-					v = "dev-" + s.Value[:12]
-				}
-			}
-		}
-	}
-	if v == "" {
-		v = "dev"
-	}
-	fmt.Fprintf(e.stdout, "trainbot %s (%s)\n", v, goVersion)
 	return exitOK
 }

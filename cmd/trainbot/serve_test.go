@@ -34,19 +34,23 @@ func startServe(ctx context.Context, cfg string, environ ...string) (done chan i
 }
 
 // awaitMessage waits up to a minute for a message to chat with want in
-// its text.
-func awaitMessage(t *testing.T, fake *telegramtest.Server, chat int64, want string, stderr *syncBuffer) {
+// its text, after the first from messages (those before the action waited
+// for: len(fake.Messages(chat)) before it), and returns its text.
+func awaitMessage(t *testing.T, fake *telegramtest.Server, chat int64, from int, want string, stderr *syncBuffer) string {
 	t.Helper()
+	var found string
 	if !fake.Await(time.Minute, func() bool {
-		for _, m := range fake.Messages(chat) {
-			if strings.Contains(telegramtest.Plain(m.Text), want) {
+		for _, m := range fake.Messages(chat)[from:] {
+			if text := telegramtest.Plain(m.Text); strings.Contains(text, want) {
+				found = text
 				return true
 			}
 		}
 		return false
 	}) {
-		t.Fatalf("chat %d: no message with %q; stderr:\n%s", chat, want, stderr.String())
+		t.Fatalf("chat %d: no message with %q after message %d; stderr:\n%s", chat, want, from, stderr.String())
 	}
+	return found
 }
 
 func TestServeTelegram(t *testing.T) {
@@ -65,8 +69,8 @@ func TestServeTelegram(t *testing.T) {
 
 	fake.UserSays(111, "帮助")
 	fake.UserSays(999, "开始")
-	awaitMessage(t, fake, 111, "trainbot commands", stderr)
-	awaitMessage(t, fake, 999, "Your user id is 999", stderr)
+	awaitMessage(t, fake, 111, 0, "trainbot commands", stderr)
+	awaitMessage(t, fake, 999, 0, "Your user id is 999", stderr)
 	if !fake.Await(time.Minute, func() bool { return len(fake.Commands()) > 0 }) {
 		t.Error("the command menu was not registered")
 	}

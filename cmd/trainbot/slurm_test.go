@@ -53,7 +53,10 @@ func TestSlurmRunOutlivesAKilledTrainbot(t *testing.T) {
 	t.Cleanup(func() { exec.Command("scancel", jobID).Run() })
 	logPath := filepath.Join(data, "runs", "1", "output.log")
 	deadline := time.Now().Add(2 * time.Minute) // other tests' jobs may hold the CPUs
-	for logLines(logPath) < 20 && time.Now().Before(deadline) {
+	for logLines(logPath) < 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Slurm job printed %d lines in 2 minutes, want 20", logLines(logPath))
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {

@@ -257,7 +257,7 @@ env = { TBWRITER_DIR = %q }
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	done1, _, stderr := startServe(ctx1, cfgPath)
 	fake.UserSays(111, "开始")
-	awaitMessage(t, fake, 111, "run #1 started", stderr)
+	awaitMessage(t, fake, 111, 0, "run #1 started", stderr)
 	// Leave once some points are stored.
 	for deadline := time.Now().Add(time.Minute); len(storedLoss(t, data, "loss")) < 10; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -266,11 +266,12 @@ env = { TBWRITER_DIR = %q }
 	}
 	cancel1()
 	<-done1
+	from := len(fake.Messages(111))
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	done2, _, stderr := startServe(ctx2, cfgPath)
-	awaitMessage(t, fake, 111, "re-attached to run #1 (tbsteps)", stderr)
-	awaitMessage(t, fake, 111, "run #1 (tbsteps) finished", stderr)
+	awaitMessage(t, fake, 111, from, "re-attached to run #1 (tbsteps)", stderr)
+	awaitMessage(t, fake, 111, from, "run #1 (tbsteps) finished", stderr)
 	cancel2()
 	<-done2
 	for _, metric := range []string{"loss", "acc"} {

@@ -2,7 +2,9 @@
 // where there is no test cluster. ci/slurm-up.sh (as root) starts a
 // single-node cluster named "trainbot" for them; on any other cluster they
 // skip unless TRAINBOT_SLURM_TESTS=any, so that `go test ./...` on a login
-// node does not queue jobs in a real cluster.
+// node does not queue jobs in a real cluster. With TRAINBOT_SLURM_TESTS=require
+// (.ci/run sets it under CI=true) they fail instead of skipping, each saying
+// why: CI cannot pass with its Slurm tests unrun.
 package slurmtest
 
 import (
@@ -18,10 +20,14 @@ import (
 	"time"
 )
 
-// Require skips t unless the test cluster answers.
+// Require skips t unless the test cluster answers; it fails t instead when
+// TRAINBOT_SLURM_TESTS=require.
 func Require(t testing.TB) {
 	t.Helper()
 	if why := Missing(); why != "" {
+		if os.Getenv("TRAINBOT_SLURM_TESTS") == "require" {
+			t.Fatalf("TRAINBOT_SLURM_TESTS=require and the Slurm test cluster is missing: %s", why)
+		}
 		t.Skip(why)
 	}
 }
