@@ -25,6 +25,7 @@ func TestEndFactsEnglishIsTheRecordedDetail(t *testing.T) {
 		{ending{exitCode: -1, signal: syscall.SIGKILL, sentKill: true, stopBy: "ann", stopReason: OutcomeStopped}, "stopped by ann (killed with SIGKILL after the grace periods)"},
 		{ending{startErr: syscall.ENOENT}, "could not start: no such file or directory"},
 		{ending{exitCode: 0}, "exit status 0"},
+		{ending{exitCode: 130, stopBy: "alice", stopReason: OutcomeNaN}, "stopped by alice for a NaN loss"},
 	} {
 		_, f := classify(c.e)
 		if got := f.English(); got != c.want {

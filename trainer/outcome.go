@@ -325,6 +325,10 @@ func (f *EndFacts) English() string {
 	case WhyNoStart:
 		d = "could not start: " + f.StartError
 	case WhyStoppedNaN:
+		if f.NaN == nil { // asked by a trainbot before a restart: this one saw no streak
+			d = "stopped by " + f.StoppedBy + " for a NaN loss"
+			break
+		}
 		d = f.NaN.text() + "; stopped by trainbot"
 	case WhyStopped:
 		d = "stopped by " + f.StoppedBy

@@ -43,6 +43,9 @@ func EndDetail(l i18n.Lang, r *trainer.Run) string {
 	case trainer.WhyNoStart:
 		d = l.T(i18n.DetailNoStart, f.StartError)
 	case trainer.WhyStoppedNaN:
+		if f.NaN == nil {
+			return r.Detail
+		}
 		d = nan() + l.T(i18n.DetailStoppedNaN)
 	case trainer.WhyStopped:
 		d = l.T(i18n.DetailStoppedBy, f.StoppedBy)
