@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/proctest"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -37,8 +37,8 @@ var _ Runs = (*runsFake)(nil)
 // recorderFake counts the stored rows.
 type recorderFake struct{ runRows int }
 
-func (r *recorderFake) AddDeviceSamples(context.Context, []store.DeviceSample) error { return nil }
-func (r *recorderFake) AddRunMemory(_ context.Context, rows []store.RunMemory) error {
+func (r *recorderFake) AddDeviceSamples(context.Context, []history.DeviceSample) error { return nil }
+func (r *recorderFake) AddRunMemory(_ context.Context, rows []history.RunMemory) error {
 	r.runRows += len(rows)
 	return nil
 }
