@@ -11,7 +11,6 @@ import (
 
 	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/proctest"
-	"github.com/trainbot/trainbot/trainer"
 )
 
 // runsFake is a supervisor with fixed runs that records the peaks raised.
@@ -103,8 +102,8 @@ func TestHostPeakIsTheHighWaterMark(t *testing.T) {
 		t.Fatalf("peaks raised: %+v, want one", runs.peaks)
 	}
 	p := runs.peaks[0]
-	if p.run != 7 || p.bytes < 64<<20 || p.how != trainer.PeakMain {
-		t.Errorf("peak = %+v, want run 7, at least 64 MiB, %q (one process)", p, trainer.PeakMain)
+	if p.run != 7 || p.bytes < 64<<20 || p.how != history.PeakMain {
+		t.Errorf("peak = %+v, want run 7, at least 64 MiB, %q (one process)", p, history.PeakMain)
 	}
 }
 

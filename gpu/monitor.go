@@ -10,7 +10,6 @@ import (
 
 	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/procfs"
-	"github.com/trainbot/trainbot/trainer"
 )
 
 // utilObserver is a Runs that also takes the utilisation of each run's GPUs
@@ -47,7 +46,7 @@ type Runs interface {
 	ObserveMemory(runID int64, gpuBytes, hostBytes *int64)
 	// ObserveHostPeak raises the peak host memory of an active run from
 	// the kernel's high-water marks, measured as how says
-	// (trainer.PeakMain, trainer.PeakTreeSum, trainer.PeakCgroup).
+	// (history.PeakMain, history.PeakTreeSum, history.PeakCgroup).
 	ObserveHostPeak(runID int64, bytes int64, how string)
 }
 
@@ -334,7 +333,7 @@ func (m *Monitor) hostPeaks(runs []RunUsage) []hostPeak {
 			marks[p] = max(marks[p], v)
 		}
 		if u.CgroupPeak > 0 {
-			out = append(out, hostPeak{u.RunID, u.CgroupPeak, trainer.PeakCgroup})
+			out = append(out, hostPeak{u.RunID, u.CgroupPeak, history.PeakCgroup})
 			continue
 		}
 		if len(marks) == 0 {
@@ -344,9 +343,9 @@ func (m *Monitor) hostPeaks(runs []RunUsage) []hostPeak {
 		for _, v := range marks {
 			sum += v
 		}
-		how := trainer.PeakTreeSum
+		how := history.PeakTreeSum
 		if len(marks) == 1 {
-			how = trainer.PeakMain
+			how = history.PeakMain
 		}
 		out = append(out, hostPeak{u.RunID, sum, how})
 	}

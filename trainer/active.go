@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/nice"
 	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer/logparse"
@@ -539,7 +540,7 @@ func (a *active) finish(end *runEnd) {
 	e.nanSeen = a.nanText
 	e.nanRecovered = a.nanText != "" && len(a.nan) == 0
 	if end != nil {
-		a.run.raisePeakHost(end.maxRSS, PeakMain)
+		a.run.raisePeakHost(end.maxRSS, history.PeakMain)
 	}
 	e.peakMemText = peakText(a.run)
 	var outcome Outcome

@@ -739,8 +739,8 @@ func (s *Supervisor) ObserveMemory(runID int64, gpuBytes, hostBytes *int64) {
 }
 
 // ObserveHostPeak raises the peak host memory of an active run from a
-// kernel high-water mark measured in a way (how: PeakMain, PeakTreeSum,
-// PeakCgroup); it replaces the samples of ObserveMemory.
+// kernel high-water mark measured in a way (how: history.PeakMain, history.PeakTreeSum,
+// history.PeakCgroup); it replaces the samples of ObserveMemory.
 func (s *Supervisor) ObserveHostPeak(runID int64, bytes int64, how string) {
 	a, err := s.find(runID)
 	if err != nil {

@@ -52,7 +52,6 @@ type History interface {
 	SetNote(ctx context.Context, id int64, note string) error
 }
 
-
 // Role is what a user may do.
 type Role int
 

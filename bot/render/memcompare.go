@@ -153,7 +153,7 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 		}
 		if peak != nil && *peak > 0 {
 			s.Peak = float64(*peak)
-			if !gpu && how != trainer.PeakSampled {
+			if !gpu && how != history.PeakSampled {
 				s.PeakNote = peakShort(how)
 				hows[how] = true
 			}
@@ -232,11 +232,11 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 // peakShort is how a peak was measured, for a chart's label.
 func peakShort(how string) string {
 	switch how {
-	case trainer.PeakMain:
+	case history.PeakMain:
 		return "VmHWM, exact"
-	case trainer.PeakTreeSum:
+	case history.PeakTreeSum:
 		return "ΣVmHWM, upper bound"
-	case trainer.PeakCgroup:
+	case history.PeakCgroup:
 		return "cgroup peak"
 	}
 	return ""
