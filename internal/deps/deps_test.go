@@ -22,8 +22,8 @@ var rules = []struct {
 	why    string
 }{
 	{"history", nil, "a leaf: the standard library only (checked below)"},
-	{"gpu", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...),
-		"samples go out through gpu.Recorder, run peaks are told as history.Peak*"},
+	{"gpu", append([]string{mod + "trainer", mod + "trainer/shim", mod + "i18n", "testing"}, database...),
+		"samples go out through gpu.Recorder, run peaks are told as history.Peak*, alerts are facts that bot/render words"},
 	{"plots", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...), "draws what it is given"},
 	{"bot/deliver", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...),
 		"the outbox is read and written through deliver.Store"},
