@@ -20,7 +20,7 @@ import (
 	"github.com/trainbot/trainbot/internal/nice"
 	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer/logparse"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 	"github.com/trainbot/trainbot/trainer/tfevents"
 )
 
@@ -186,7 +186,7 @@ func (a *active) observe() {
 		}
 	}
 	nice.LowerThread()
-	lt := &lineTimes{path: filepath.Join(a.runDir, shim.IndexFile)}
+	lt := &lineTimes{path: filepath.Join(a.runDir, shimctl.IndexFile)}
 	var tl *logTail
 	defer func() { tl.close() }()
 	if a.adopted {
@@ -281,7 +281,7 @@ func (a *active) logPath() string {
 	if a.run.Runner == RunnerWatch && a.run.LogPath != "" {
 		return a.run.LogPath
 	}
-	return filepath.Join(a.runDir, shim.LogFile)
+	return filepath.Join(a.runDir, shimctl.LogFile)
 }
 
 // control asks the run's owner how the run is, forwards a stop that has
@@ -330,7 +330,7 @@ func (a *active) handleOutput(l line, lt *lineTimes) {
 	a.tail.put(shown(l.text), l.cr)
 	if strings.HasPrefix(l.text, notePrefix) {
 		note := l.text[len(notePrefix):]
-		a.ending = a.ending || note == shim.EndNote || strings.HasPrefix(note, shim.EndNote+": ")
+		a.ending = a.ending || note == shimctl.EndNote || strings.HasPrefix(note, shimctl.EndNote+": ")
 		return
 	}
 	replay := l.end <= a.stored

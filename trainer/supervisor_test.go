@@ -18,7 +18,7 @@ import (
 	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // harness is a supervisor on a real store in a temporary data directory.
@@ -440,7 +440,7 @@ func TestStopFromAnotherProcessIsRecordedAsThatProcess(t *testing.T) {
 	h := newHarness(t, job("p", childCommand("polite")))
 	r := h.start("p", nil)
 	h.waitTail(r.ID, "ready")
-	sock := filepath.Join(filepath.Dir(r.LogPath), shim.SocketFile)
+	sock := filepath.Join(filepath.Dir(r.LogPath), shimctl.SocketFile)
 	cmd := exec.Command(py, "-c", `import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
 s.sendall(b'{"op":"stop","by":"alice","reason":"nan"}\n'); print(s.recv(65536).decode())`, sock)

@@ -27,14 +27,15 @@ var rules = []struct {
 	{"plots", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...), "draws what it is given"},
 	{"bot/deliver", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...),
 		"the outbox is read and written through deliver.Store"},
-	// These four know runs (trainer's types and its Supervisor's
-	// interface), so they reach trainer/shim through trainer: trainer
-	// starts and talks to runs' supervisors with it. The shim has no init
-	// and does not link testing (main enters it explicitly).
-	{"bot/render", append([]string{"testing"}, database...), "charts and texts read the history through ChartData, FitData"},
-	{"bot/notify", append([]string{"testing"}, database...), "reads subscriptions and reports through its interfaces"},
-	{"bot/command", append([]string{"testing"}, database...), "reads the history through command.History"},
-	{"web", append([]string{"testing"}, database...), "reads the history through web.History"},
+	// These four know runs (trainer's types and the Supervisor's
+	// interface); trainer talks to runs' supervisors through
+	// trainer/shimctl, not the supervisor process itself.
+	{"bot/render", append([]string{mod + "trainer/shim", "testing"}, database...), "charts and texts read the history through ChartData, FitData"},
+	{"bot/notify", append([]string{mod + "trainer/shim", "testing"}, database...), "reads subscriptions and reports through its interfaces"},
+	{"bot/command", append([]string{mod + "trainer/shim", "testing"}, database...), "reads the history through command.History"},
+	{"web", append([]string{mod + "trainer/shim", "testing"}, database...), "reads the history through web.History"},
+	{"trainer", append([]string{mod + "trainer/shim", "testing"}, database...),
+		"starts and talks to runs' supervisors through trainer/shimctl; records through trainer.Recorder"},
 	{"cmd/trainbot", []string{"testing"}, "the release binary: tests' helpers stay out of it"},
 }
 
