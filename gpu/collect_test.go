@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/proctest"
-	"github.com/trainbot/trainbot/store"
-	"github.com/trainbot/trainbot/trainer"
 )
 
 // runsFake is a supervisor with fixed runs that records the peaks raised.
@@ -37,8 +36,8 @@ var _ Runs = (*runsFake)(nil)
 // recorderFake counts the stored rows.
 type recorderFake struct{ runRows int }
 
-func (r *recorderFake) AddDeviceSamples(context.Context, []store.DeviceSample) error { return nil }
-func (r *recorderFake) AddRunMemory(_ context.Context, rows []store.RunMemory) error {
+func (r *recorderFake) AddDeviceSamples(context.Context, []history.DeviceSample) error { return nil }
+func (r *recorderFake) AddRunMemory(_ context.Context, rows []history.RunMemory) error {
 	r.runRows += len(rows)
 	return nil
 }
@@ -103,8 +102,8 @@ func TestHostPeakIsTheHighWaterMark(t *testing.T) {
 		t.Fatalf("peaks raised: %+v, want one", runs.peaks)
 	}
 	p := runs.peaks[0]
-	if p.run != 7 || p.bytes < 64<<20 || p.how != trainer.PeakMain {
-		t.Errorf("peak = %+v, want run 7, at least 64 MiB, %q (one process)", p, trainer.PeakMain)
+	if p.run != 7 || p.bytes < 64<<20 || p.how != history.PeakMain {
+		t.Errorf("peak = %+v, want run 7, at least 64 MiB, %q (one process)", p, history.PeakMain)
 	}
 }
 

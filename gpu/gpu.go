@@ -14,7 +14,9 @@
 //
 // Collect takes one snapshot and attributes it to runs; Monitor takes one
 // every interval, stores it, raises the runs' peaks and sends alerts
-// (memory and temperature thresholds, Xid and double bit ECC events).
+// (memory and temperature thresholds, Xid and double bit ECC events). An
+// alert, like a snapshot, is facts: bot/render words both for the chats
+// (GPUAlert, GPUTable), so gpu imports nothing of i18n, store or trainer.
 package gpu
 
 import (

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/procfs"
-	"github.com/trainbot/trainbot/store"
-	"github.com/trainbot/trainbot/trainer"
 )
 
 // utilObserver is a Runs that also takes the utilisation of each run's GPUs
@@ -47,19 +46,17 @@ type Runs interface {
 	ObserveMemory(runID int64, gpuBytes, hostBytes *int64)
 	// ObserveHostPeak raises the peak host memory of an active run from
 	// the kernel's high-water marks, measured as how says
-	// (trainer.PeakMain, trainer.PeakTreeSum, trainer.PeakCgroup).
+	// (history.PeakMain, history.PeakTreeSum, history.PeakCgroup).
 	ObserveHostPeak(runID int64, bytes int64, how string)
 }
 
 // Recorder stores samples; *store.Store is one.
 type Recorder interface {
 	// AddDeviceSamples stores one row per device.
-	AddDeviceSamples(ctx context.Context, samples []store.DeviceSample) error
+	AddDeviceSamples(ctx context.Context, samples []history.DeviceSample) error
 	// AddRunMemory stores one row per active run.
-	AddRunMemory(ctx context.Context, samples []store.RunMemory) error
+	AddRunMemory(ctx context.Context, samples []history.RunMemory) error
 }
-
-var _ Recorder = (*store.Store)(nil)
 
 // DefaultInterval is how often a Monitor samples when not told.
 const DefaultInterval = 2 * time.Second
@@ -257,9 +254,9 @@ func (m *Monitor) record(ctx context.Context, snap Snapshot) error {
 	}
 	var errs []error
 	if len(snap.Devices) > 0 {
-		ds := make([]store.DeviceSample, len(snap.Devices))
+		ds := make([]history.DeviceSample, len(snap.Devices))
 		for i, d := range snap.Devices {
-			ds[i] = store.DeviceSample{T: snap.At, Device: d.Index, UUID: d.UUID, Name: d.Name,
+			ds[i] = history.DeviceSample{T: snap.At, Device: d.Index, UUID: d.UUID, Name: d.Name,
 				MemUsed: int64(d.MemUsed + d.MemReserved), MemTotal: int64(d.MemTotal),
 				Util: d.Util, TempC: d.TempC, PowerMilliW: int64(d.PowerMilliW)}
 		}
@@ -267,10 +264,10 @@ func (m *Monitor) record(ctx context.Context, snap Snapshot) error {
 			errs = append(errs, fmt.Errorf("store device samples: %w", err))
 		}
 	}
-	var rs []store.RunMemory
+	var rs []history.RunMemory
 	for _, u := range snap.Runs {
 		if u.GPUBytes != nil || u.HostBytes != nil { // a run not measured gets no row
-			rs = append(rs, store.RunMemory{RunID: u.RunID, T: snap.At, GPUBytes: u.GPUBytes, GPUTotal: u.GPUTotal, HostBytes: u.HostBytes})
+			rs = append(rs, history.RunMemory{RunID: u.RunID, T: snap.At, GPUBytes: u.GPUBytes, GPUTotal: u.GPUTotal, HostBytes: u.HostBytes})
 		}
 	}
 	if len(rs) > 0 {
@@ -336,7 +333,7 @@ func (m *Monitor) hostPeaks(runs []RunUsage) []hostPeak {
 			marks[p] = max(marks[p], v)
 		}
 		if u.CgroupPeak > 0 {
-			out = append(out, hostPeak{u.RunID, u.CgroupPeak, trainer.PeakCgroup})
+			out = append(out, hostPeak{u.RunID, u.CgroupPeak, history.PeakCgroup})
 			continue
 		}
 		if len(marks) == 0 {
@@ -346,9 +343,9 @@ func (m *Monitor) hostPeaks(runs []RunUsage) []hostPeak {
 		for _, v := range marks {
 			sum += v
 		}
-		how := trainer.PeakTreeSum
+		how := history.PeakTreeSum
 		if len(marks) == 1 {
-			how = trainer.PeakMain
+			how = history.PeakMain
 		}
 		out = append(out, hostPeak{u.RunID, sum, how})
 	}

@@ -6,9 +6,9 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -292,11 +292,16 @@ func TestCollectAttributesProcessesToRuns(t *testing.T) {
 	if u.HostBytes == nil || *u.HostBytes <= 0 || u.Processes != 3 {
 		t.Errorf("host = %v in %d processes", u.HostBytes, u.Processes)
 	}
-	text := Format(snap)
-	for _, w := range []string{"[0] " + mockName + " |", "20480 MiB · run #12", "run #12 (pid", "GPU 25.00 GiB on GPUs 0,1", "host memory"} {
-		if !strings.Contains(text, w) {
-			t.Errorf("table lacks %q:\n%s", w, text)
-		}
+	// What bot/render's table shows: device 0 by name, a process of run
+	// 12 with 20 GiB on it, the host's memory.
+	if d, ok := snap.DeviceByIndex(0); !ok || d.Name != mockName {
+		t.Errorf("device 0 = %+v", d)
+	}
+	if !slices.ContainsFunc(snap.Processes, func(p Process) bool { return p.Device == 0 && p.RunID == 12 && p.MemUsed>>20 == 20480 }) {
+		t.Errorf("no process of run 12 with 20480 MiB on device 0: %+v", snap.Processes)
+	}
+	if snap.Host.MemTotal == 0 {
+		t.Errorf("host = %+v", snap.Host)
 	}
 }
 
@@ -424,8 +429,8 @@ func TestMonitorStoresPeaksAndAlertsOncePerCrossing(t *testing.T) {
 		t.Fatalf("%d memory alerts after three samples at 96%%, want 1", got)
 	}
 	a := alerts.list()[0]
-	if a.RunID != runID || a.Device != 0 || !strings.Contains(a.Text, "GPU 0 ("+mockName+") memory at 96%") ||
-		!strings.Contains(a.Text, "run #"+strconv.FormatInt(runID, 10)+" holds 20.00 GiB") || !strings.HasPrefix(a.Key, "gpu:memory:") {
+	if a.RunID != runID || a.Device != 0 || a.Sampled.Name != mockName || math.Round(a.Sampled.MemPercent()) != 96 || a.Held != 20<<30 ||
+		a.Thresholds.MemoryPercent != 95 || !strings.HasPrefix(a.Key, "gpu:memory:") {
 		t.Errorf("memory alert = %+v", a)
 	}
 	setMem(94) // below the threshold but within the re-arm margin
@@ -454,7 +459,7 @@ func TestMonitorStoresPeaksAndAlertsOncePerCrossing(t *testing.T) {
 		t.Fatalf("%d temperature alerts, want 1", got)
 	}
 	last := alerts.list()[len(alerts.list())-1]
-	if last.Device != 5 || !strings.Contains(last.Text, "GPU 5 ("+mockName+") at 90°C (alert at 85°C)") {
+	if last.Device != 5 || last.Sampled.Name != mockName || last.Sampled.TempC != 90 || last.Thresholds.TempC != 85 {
 		t.Errorf("temperature alert = %+v", last)
 	}
 
@@ -552,19 +557,19 @@ func TestMonitorXidEventAlerts(t *testing.T) {
 
 	feed.feed <- nvml.EventData{Device: s.Devices[0], EventType: nvml.EventTypeXidCriticalError, EventData: 79}
 	a := alerts.next(t)
-	if a.Kind != AlertXid || a.Device != 0 || a.RunID != 4 || !strings.Contains(a.Text, "GPU 0 ("+mockName+") reported Xid 79: the GPU has fallen off the bus. Run #4 uses it.") {
+	if a.Kind != AlertXid || a.Device != 0 || a.RunID != 4 || a.Xid != 79 || a.Sampled.Name != mockName || !slices.Equal(a.Runs, []int64{4}) {
 		t.Errorf("xid alert = %+v", a)
 	}
 	// The same Xid again at once is not sent again; a double bit ECC error is.
 	feed.feed <- nvml.EventData{Device: s.Devices[0], EventType: nvml.EventTypeXidCriticalError, EventData: 79}
 	feed.feed <- nvml.EventData{Device: s.Devices[6], EventType: nvml.EventTypeDoubleBitEccError}
 	a = alerts.next(t)
-	if a.Kind != AlertECC || a.Device != 6 || a.RunID != 0 || !strings.Contains(a.Text, "GPU 6 ("+mockName+") reported a double bit ECC error") {
+	if a.Kind != AlertECC || a.Device != 6 || a.RunID != 0 || a.Sampled.Name != mockName || len(a.Runs) != 0 {
 		t.Errorf("ecc alert = %+v", a)
 	}
 	feed.feed <- nvml.EventData{Device: s.Devices[2], EventType: nvml.EventTypeXidCriticalError, EventData: 48}
 	a = alerts.next(t)
-	if !strings.Contains(a.Text, "Xid 48: double bit ECC error") {
+	if a.Kind != AlertXid || a.Xid != 48 || a.Device != 2 {
 		t.Errorf("xid 48 alert = %+v", a)
 	}
 

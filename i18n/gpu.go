@@ -45,7 +45,7 @@ var (
 	Xid120 = Def(Msg{Key: "xid.120", EN: "GSP error", ZH: "GSP 错误"})
 )
 
-// The 显卡 table (gpu.FormatIn) and the notes about Slurm runs under it.
+// The 显卡 table (render.GPUTable) and the notes about Slurm runs under it.
 var (
 	GPUTableNone      = Def(Msg{Key: "gpu.table_none", EN: "No NVIDIA GPU: %s. Memory below is host memory.\n", ZH: "没有 NVIDIA 显卡：%s。下面是主机内存。\n"})
 	GPUTableNoTelem   = Def(Msg{Key: "gpu.table_no_telemetry", EN: "no GPU telemetry", ZH: "没有显卡遥测"})

@@ -5,27 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/trainbot/trainbot/history"
 	"strconv"
 	"time"
 )
 
-// AuditEntry is one command somebody sent, allowed or not.
-type AuditEntry struct {
-	ID        int64
-	T         time.Time
-	Transport string // the messenger: telegram, console…
-	Chat      int64
-	User      int64
-	UserName  string
-	Text      string
-	Command   string // canonical command name, "" when not a command
-	Allowed   bool
-	Reason    string // why it was refused
-	Run       int64  // the run it touched (started, stopped, looked at); 0: none
-}
-
 // Audit records a command and returns the entry's id (for AuditRun).
-func (s *Store) Audit(ctx context.Context, e AuditEntry) (int64, error) {
+func (s *Store) Audit(ctx context.Context, e history.AuditEntry) (int64, error) {
 	if e.T.IsZero() {
 		e.T = time.Now()
 	}
@@ -98,14 +84,8 @@ func (s *Store) AuditRun(ctx context.Context, id, runID int64) error {
 	return nil
 }
 
-// AuditFilter selects audit entries.
-type AuditFilter struct {
-	Limit int    // newest first; 0: 100
-	User  *int64 // only this user's; nil: everyone's
-}
-
 // AuditLog returns the newest audit entries, newest first.
-func (s *Store) AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+func (s *Store) AuditLog(ctx context.Context, f history.AuditFilter) ([]history.AuditEntry, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -121,9 +101,9 @@ func (s *Store) AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, erro
 		return nil, fmt.Errorf("read the audit: %w", err)
 	}
 	defer rows.Close()
-	var out []AuditEntry
+	var out []history.AuditEntry
 	for rows.Next() {
-		var e AuditEntry
+		var e history.AuditEntry
 		var t int64
 		var chat, user string
 		var run sql.NullInt64
@@ -139,13 +119,6 @@ func (s *Store) AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, erro
 	return out, rows.Err()
 }
 
-// Subscription says whether a chat wants progress pushes.
-type Subscription struct {
-	Transport  string
-	Chat       int64
-	Subscribed bool
-}
-
 // SetSubscribed turns progress pushes on or off for a chat.
 func (s *Store) SetSubscribed(ctx context.Context, transport string, chat int64, on bool) error {
 	_, err := s.w.ExecContext(ctx, `INSERT INTO subscriptions(transport, chat_id, subscribed, updated_at) VALUES(?,?,?,?)
@@ -158,15 +131,15 @@ func (s *Store) SetSubscribed(ctx context.Context, transport string, chat int64,
 }
 
 // Subscriptions returns every chat's choice (subscribed or muted).
-func (s *Store) Subscriptions(ctx context.Context) ([]Subscription, error) {
+func (s *Store) Subscriptions(ctx context.Context) ([]history.Subscription, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT transport, chat_id, subscribed FROM subscriptions ORDER BY transport, chat_id`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Subscription
+	var out []history.Subscription
 	for rows.Next() {
-		var sub Subscription
+		var sub history.Subscription
 		var chat string
 		if err := rows.Scan(&sub.Transport, &chat, &sub.Subscribed); err != nil {
 			return nil, err

@@ -3,28 +3,22 @@ package store
 import (
 	"context"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 )
 
-// OutcomeCount is how many runs of a job ended with an outcome.
-type OutcomeCount struct {
-	Job     string
-	Outcome trainer.Outcome
-	Runs    int64
-}
-
 // EndedRuns counts the ended runs by job and outcome (the history never
 // loses a run, so the counts only grow: Prometheus counters).
-func (s *Store) EndedRuns(ctx context.Context) ([]OutcomeCount, error) {
+func (s *Store) EndedRuns(ctx context.Context) ([]history.OutcomeCount, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT job, outcome, count(*) FROM runs WHERE state = ? GROUP BY job, outcome ORDER BY job, outcome`,
 		string(trainer.StateEnded))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []OutcomeCount
+	var out []history.OutcomeCount
 	for rows.Next() {
-		var c OutcomeCount
+		var c history.OutcomeCount
 		if err := rows.Scan(&c.Job, &c.Outcome, &c.Runs); err != nil {
 			return nil, err
 		}

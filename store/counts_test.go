@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -26,13 +27,13 @@ func TestEndedRunsAndOutboxPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []OutcomeCount{{"mnist", trainer.OutcomeFinished, 2}, {"mnist", trainer.OutcomeOOM, 1}}
+	want := []history.OutcomeCount{{Job: "mnist", Outcome: string(trainer.OutcomeFinished), Runs: 2}, {Job: "mnist", Outcome: string(trainer.OutcomeOOM), Runs: 1}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("EndedRuns = %v, want %v (the running run not counted)", got, want)
 	}
 
 	for i, key := range []string{"a", "b", "c"} {
-		id, _, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "telegram", Chat: 1, Key: key, Payload: []byte("{}"), NextAt: now})
+		id, _, err := s.EnqueueOutbox(ctx, history.OutboxItem{Transport: "telegram", Chat: 1, Key: key, Payload: []byte("{}"), NextAt: now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
@@ -220,7 +221,7 @@ func TestReplacedDatabaseRefusesWrites(t *testing.T) {
 			if _, err := s.CreateRun(ctx, &trainer.Run{Job: "j", State: trainer.StateRunning, StartedAt: time.Now()}); !errors.Is(err, ErrReplaced) {
 				t.Errorf("CreateRun: got %v, want ErrReplaced", err)
 			}
-			if _, _, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "console", Key: "k", Payload: []byte("{}")}); !errors.Is(err, ErrReplaced) {
+			if _, _, err := s.EnqueueOutbox(ctx, history.OutboxItem{Transport: "console", Key: "k", Payload: []byte("{}")}); !errors.Is(err, ErrReplaced) {
 				t.Errorf("EnqueueOutbox: got %v, want ErrReplaced", err)
 			}
 			s.AddPoints(id, points(0, 10))

@@ -5,37 +5,17 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/trainbot/trainbot/history"
 	"strconv"
 	"time"
 )
-
-// OutboxItem is one reply waiting to be delivered to one chat of one
-// transport. The store does not read Payload; bot/deliver encodes it, and
-// keeps the order and the schedule of a chat's items.
-type OutboxItem struct {
-	ID        int64
-	Transport string
-	Chat      int64
-	// Key de-duplicates: a second item with the same transport, chat and key
-	// is not added.
-	Key       string
-	Payload   []byte
-	CreatedAt time.Time
-	Attempts  int
-	NextAt    time.Time // not tried again before this (a retry's backoff)
-	// NotBefore holds the item until then (quiet hours).
-	NotBefore time.Time
-	LastError string
-	SentAt    time.Time // zero while pending; set too when it failed for good
-	Failed    bool      // the transport refused it for good
-}
 
 const outboxColumns = `id, transport, chat_id, key, payload, created_at, attempts, next_at, last_error, sent_at, not_before, failed`
 
 // EnqueueOutbox stores an item to deliver and returns its id. It returns
 // false, and stores nothing, when an item with the same transport, chat and
 // key exists (pending or sent): a reply is delivered once.
-func (s *Store) EnqueueOutbox(ctx context.Context, it OutboxItem) (int64, bool, error) {
+func (s *Store) EnqueueOutbox(ctx context.Context, it history.OutboxItem) (int64, bool, error) {
 	if it.Transport == "" || it.Key == "" {
 		return 0, false, errors.New("enqueue outbox: transport and key are required")
 	}
@@ -69,7 +49,7 @@ func (s *Store) EnqueueOutbox(ctx context.Context, it OutboxItem) (int64, bool, 
 
 // PendingOutbox returns every undelivered item of a transport ("" for all
 // transports), oldest first.
-func (s *Store) PendingOutbox(ctx context.Context, transport string) ([]OutboxItem, error) {
+func (s *Store) PendingOutbox(ctx context.Context, transport string) ([]history.OutboxItem, error) {
 	if transport == "" {
 		return s.queryOutbox(ctx, `SELECT `+outboxColumns+` FROM outbox WHERE sent_at IS NULL ORDER BY id`)
 	}
@@ -78,7 +58,7 @@ func (s *Store) PendingOutbox(ctx context.Context, transport string) ([]OutboxIt
 
 // OutboxItems returns the newest items of every transport, sent or not,
 // newest first.
-func (s *Store) OutboxItems(ctx context.Context, limit int) ([]OutboxItem, error) {
+func (s *Store) OutboxItems(ctx context.Context, limit int) ([]history.OutboxItem, error) {
 	if limit <= 0 {
 		limit = 100
 	}
@@ -131,15 +111,15 @@ func (s *Store) PruneOutbox(ctx context.Context, sentBefore time.Time) (int64, e
 	return res.RowsAffected()
 }
 
-func (s *Store) queryOutbox(ctx context.Context, q string, args ...any) ([]OutboxItem, error) {
+func (s *Store) queryOutbox(ctx context.Context, q string, args ...any) ([]history.OutboxItem, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
 	defer rows.Close()
-	var out []OutboxItem
+	var out []history.OutboxItem
 	for rows.Next() {
-		var it OutboxItem
+		var it history.OutboxItem
 		var chat string
 		var created, next, notBefore int64
 		var sent sql.NullInt64

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"github.com/trainbot/trainbot/history"
 	"testing"
 	"time"
 )
@@ -17,7 +18,7 @@ func TestOutboxQueue(t *testing.T) {
 	ids := map[string]int64{}
 	add := func(chat int64, key string, notBefore time.Time) {
 		t.Helper()
-		id, added, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "telegram", Chat: chat, Key: key, Payload: []byte(key), NotBefore: notBefore})
+		id, added, err := s.EnqueueOutbox(ctx, history.OutboxItem{Transport: "telegram", Chat: chat, Key: key, Payload: []byte(key), NotBefore: notBefore})
 		if err != nil || !added || id <= 0 {
 			t.Fatalf("enqueue %d/%s: %d %v %v", chat, key, id, added, err)
 		}
@@ -26,10 +27,10 @@ func TestOutboxQueue(t *testing.T) {
 	add(1, "a", time.Time{})
 	add(1, "b", now.Add(time.Hour))
 	add(-100, "c", time.Time{})
-	if _, added, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "telegram", Chat: 1, Key: "a", Payload: []byte("dup")}); err != nil || added {
+	if _, added, err := s.EnqueueOutbox(ctx, history.OutboxItem{Transport: "telegram", Chat: 1, Key: "a", Payload: []byte("dup")}); err != nil || added {
 		t.Errorf("duplicate key: added %v, err %v", added, err)
 	}
-	if _, _, err := s.EnqueueOutbox(ctx, OutboxItem{Transport: "telegram", Chat: 1}); err == nil {
+	if _, _, err := s.EnqueueOutbox(ctx, history.OutboxItem{Transport: "telegram", Chat: 1}); err == nil {
 		t.Error("an item without a key should be refused")
 	}
 	if err := s.MarkOutboxRetry(ctx, ids["a"], now.Add(time.Minute), "429"); err != nil {
@@ -44,7 +45,7 @@ func TestOutboxQueue(t *testing.T) {
 		t.Errorf("pending: %+v %v", pending, err)
 	}
 	// A delivered item keeps its key, to be delivered once, not its payload.
-	if _, added, _ := s.EnqueueOutbox(ctx, OutboxItem{Transport: "telegram", Chat: -100, Key: "c", Payload: []byte("again")}); added {
+	if _, added, _ := s.EnqueueOutbox(ctx, history.OutboxItem{Transport: "telegram", Chat: -100, Key: "c", Payload: []byte("again")}); added {
 		t.Error("a delivered key was stored again")
 	}
 	items, _ := s.OutboxItems(ctx, 10)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -26,17 +27,17 @@ func TestPruneKeepsRecentRowsAndRunPeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dev []DeviceSample
-	var mem []RunMemory
+	var dev []history.DeviceSample
+	var mem []history.RunMemory
 	const n = 12000 // more than two delete batches of each
 	for i := 0; i < n; i++ {
 		at := old.Add(time.Duration(i) * time.Second)
 		if i >= n-100 {
 			at = now.Add(-time.Duration(n-i) * time.Second)
 		}
-		dev = append(dev, DeviceSample{T: at, MemUsed: int64(i), MemTotal: 1 << 30, Util: -1, TempC: -1})
+		dev = append(dev, history.DeviceSample{T: at, MemUsed: int64(i), MemTotal: 1 << 30, Util: -1, TempC: -1})
 		h := int64(i)
-		mem = append(mem, RunMemory{RunID: id, T: at, HostBytes: &h})
+		mem = append(mem, history.RunMemory{RunID: id, T: at, HostBytes: &h})
 	}
 	// Stored directly: AddDeviceSamples would thin them first.
 	for _, d := range dev {
@@ -110,15 +111,15 @@ func TestRefusedAuditIsBounded(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	for i := range 540 {
-		e := AuditEntry{Transport: "telegram", Chat: -100, User: 999, Text: fmt.Sprint("/status ", i), Command: "status", Reason: "not an allowed user"}
+		e := history.AuditEntry{Transport: "telegram", Chat: -100, User: 999, Text: fmt.Sprint("/status ", i), Command: "status", Reason: "not an allowed user"}
 		if i%20 == 0 {
-			e = AuditEntry{Transport: "telegram", Chat: -100, User: 111, Text: fmt.Sprint("状态 ", i), Command: "status", Allowed: true}
+			e = history.AuditEntry{Transport: "telegram", Chat: -100, User: 111, Text: fmt.Sprint("状态 ", i), Command: "status", Allowed: true}
 		}
 		if _, err := s.Audit(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	log, err := s.AuditLog(ctx, AuditFilter{Limit: 1000})
+	log, err := s.AuditLog(ctx, history.AuditFilter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

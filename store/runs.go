@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -73,7 +74,7 @@ func (s *Store) SetNote(ctx context.Context, id int64, note string) error {
 		return fmt.Errorf("note run %d: %w", id, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("note run %d: %w", id, ErrNotFound)
+		return fmt.Errorf("note run %d: %w", id, history.ErrNotFound)
 	}
 	return nil
 }
@@ -107,7 +108,7 @@ func (s *Store) UpdateRun(ctx context.Context, r *trainer.Run) error {
 		return fmt.Errorf("update run %d: %w", r.ID, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("update run %d: %w", r.ID, ErrNotFound)
+		return fmt.Errorf("update run %d: %w", r.ID, history.ErrNotFound)
 	}
 	return nil
 }
@@ -221,36 +222,30 @@ func scanRun(sc scanner) (*trainer.Run, error) {
 	return &r, nil
 }
 
-// Run returns one run, or ErrNotFound.
+// Run returns one run, or history.ErrNotFound.
 func (s *Store) Run(ctx context.Context, id int64) (*trainer.Run, error) {
 	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("run %d: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("run %d: %w", id, history.ErrNotFound)
 	}
 	return r, err
 }
 
 // LatestRun returns the newest run, of the job when job is not "", or
-// ErrNotFound.
+// history.ErrNotFound.
 func (s *Store) LatestRun(ctx context.Context, job string) (*trainer.Run, error) {
-	runs, err := s.Runs(ctx, RunFilter{Job: job, Limit: 1})
+	runs, err := s.Runs(ctx, history.RunFilter{Job: job, Limit: 1})
 	if err != nil {
 		return nil, err
 	}
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("latest run: %w", ErrNotFound)
+		return nil, fmt.Errorf("latest run: %w", history.ErrNotFound)
 	}
 	return runs[0], nil
 }
 
-// RunFilter selects runs.
-type RunFilter struct {
-	Job   string // "" for all jobs
-	Limit int    // 0 for all
-}
-
 // Runs returns runs, newest first.
-func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*trainer.Run, error) {
+func (s *Store) Runs(ctx context.Context, f history.RunFilter) ([]*trainer.Run, error) {
 	q := `SELECT ` + runColumns + ` FROM runs`
 	var args []any
 	if f.Job != "" {
@@ -269,7 +264,7 @@ const fitRuns = 200
 
 // JobRuns returns a job's latest runs, newest first (for the memory fit).
 func (s *Store) JobRuns(ctx context.Context, job string) ([]*trainer.Run, error) {
-	return s.Runs(ctx, RunFilter{Job: job, Limit: fitRuns})
+	return s.Runs(ctx, history.RunFilter{Job: job, Limit: fitRuns})
 }
 
 var _ trainer.JobHistory = (*Store)(nil)
@@ -353,16 +348,8 @@ func (s *Store) MetricNames(ctx context.Context, runID int64) ([]string, error) 
 	return out, rows.Err()
 }
 
-// Point is a stored metric value.
-type Point struct {
-	Step  int64
-	Epoch float64 // NaN when unknown
-	Value float64 // NaN when the script printed NaN
-	T     int64   // unix milliseconds when trainbot read it
-}
-
 // Series returns every point of one metric of a run, in step order.
-func (s *Store) Series(ctx context.Context, runID int64, name string) ([]Point, error) {
+func (s *Store) Series(ctx context.Context, runID int64, name string) ([]history.Point, error) {
 	id, ok, err := s.lookupName(ctx, name)
 	if err != nil || !ok {
 		return nil, err
@@ -373,9 +360,9 @@ func (s *Store) Series(ctx context.Context, runID int64, name string) ([]Point, 
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Point
+	var out []history.Point
 	for rows.Next() {
-		var p Point
+		var p history.Point
 		var epoch, v sql.NullFloat64
 		if err := rows.Scan(&p.Step, &epoch, &v, &p.T); err != nil {
 			return nil, err

@@ -7,34 +7,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 )
 
-// DeviceSample is one accelerator at one instant.
-type DeviceSample struct {
-	T           time.Time
-	Device      int
-	UUID        string
-	Name        string
-	MemUsed     int64 // bytes
-	MemTotal    int64 // bytes
-	Util        int   // percent, -1 unknown
-	TempC       int   // -1 unknown
-	PowerMilliW int64 // 0 unknown
-}
-
-// RunMemory is what one run's processes held at one instant.
-type RunMemory struct {
-	RunID     int64
-	T         time.Time
-	GPUBytes  *int64 // memory on accelerators held by the run's processes; nil without a GPU
-	GPUTotal  *int64 // capacity of the devices the run uses; nil when unknown
-	HostBytes *int64 // resident host memory of the run's process tree; nil when not sampled
-}
-
 // AddDeviceSamples stores device samples in one transaction, then thins
 // the series of a device that has grown past its budget (thinSamples).
-func (s *Store) AddDeviceSamples(ctx context.Context, samples []DeviceSample) error {
+func (s *Store) AddDeviceSamples(ctx context.Context, samples []history.DeviceSample) error {
 	err := s.insertEach(ctx, "add device sample", `INSERT INTO device_samples(t, device, uuid, name, mem_used, mem_total, util, temp, power_mw)
 		VALUES(?,?,?,?,?,?,?,?,?)`, len(samples), func(i int) []any {
 		d := samples[i]
@@ -48,7 +27,7 @@ func (s *Store) AddDeviceSamples(ctx context.Context, samples []DeviceSample) er
 
 // AddRunMemory stores run memory samples in one transaction, then thins
 // the series of a run that has grown past its budget (thinSamples).
-func (s *Store) AddRunMemory(ctx context.Context, samples []RunMemory) error {
+func (s *Store) AddRunMemory(ctx context.Context, samples []history.RunMemory) error {
 	err := s.insertEach(ctx, "add run memory", `INSERT INTO run_memory(run_id, t, gpu_bytes, gpu_total, host_bytes) VALUES(?,?,?,?,?)`,
 		len(samples), func(i int) []any {
 			m := samples[i]
@@ -189,35 +168,35 @@ func (s *Store) insertEach(ctx context.Context, what, query string, n int, row f
 }
 
 // RunMemorySeries returns a run's memory samples in time order.
-func (s *Store) RunMemorySeries(ctx context.Context, runID int64) ([]RunMemory, error) {
+func (s *Store) RunMemorySeries(ctx context.Context, runID int64) ([]history.RunMemory, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT t, gpu_bytes, gpu_total, host_bytes FROM run_memory WHERE run_id = ? ORDER BY t`, runID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []RunMemory
+	var out []history.RunMemory
 	for rows.Next() {
 		var t int64
 		var g, gt, h sql.NullInt64
 		if err := rows.Scan(&t, &g, &gt, &h); err != nil {
 			return nil, err
 		}
-		out = append(out, RunMemory{RunID: runID, T: fromMS(t), GPUBytes: nullInt(g), GPUTotal: nullInt(gt), HostBytes: nullInt(h)})
+		out = append(out, history.RunMemory{RunID: runID, T: fromMS(t), GPUBytes: nullInt(g), GPUTotal: nullInt(gt), HostBytes: nullInt(h)})
 	}
 	return out, rows.Err()
 }
 
 // DeviceSeries returns the samples of one device between two instants, in time order.
-func (s *Store) DeviceSeries(ctx context.Context, device int, from, to time.Time) ([]DeviceSample, error) {
+func (s *Store) DeviceSeries(ctx context.Context, device int, from, to time.Time) ([]history.DeviceSample, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT t, device, uuid, name, mem_used, mem_total, util, temp, power_mw
 		FROM device_samples WHERE device = ? AND t >= ? AND t <= ? ORDER BY t`, device, ms(from), ms(to))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []DeviceSample
+	var out []history.DeviceSample
 	for rows.Next() {
-		var d DeviceSample
+		var d history.DeviceSample
 		var t int64
 		if err := rows.Scan(&t, &d.Device, &d.UUID, &d.Name, &d.MemUsed, &d.MemTotal, &d.Util, &d.TempC, &d.PowerMilliW); err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -67,14 +68,14 @@ func TestDeviceSamplesThinned(t *testing.T) {
 		INSERT INTO device_samples(t, device, mem_used, mem_total) SELECT ? + x * 1000, 0, (x * 7919) % 1000003, 2000000 FROM i`, n-1, ms(base)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddDeviceSamples(ctx, []DeviceSample{{T: base.Add(-time.Hour), Device: 1, MemUsed: 5}}); err != nil {
+	if err := s.AddDeviceSamples(ctx, []history.DeviceSample{{T: base.Add(-time.Hour), Device: 1, MemUsed: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	last := base.Add(n * time.Second)
 	width := trainer.BucketWidth(ms(last)-ms(base), sampleBuckets)
 	perDevice := `SELECT t, mem_used AS v FROM device_samples WHERE device = ?`
 	want := bucketStats(t, s, width, perDevice, 0)
-	if err := s.AddDeviceSamples(ctx, []DeviceSample{{T: last, Device: 0, MemUsed: 3}, {T: last, Device: 1, MemUsed: 5}}); err != nil {
+	if err := s.AddDeviceSamples(ctx, []history.DeviceSample{{T: last, Device: 0, MemUsed: 3}, {T: last, Device: 1, MemUsed: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	want[ms(last)/width] = [4]int64{ms(last), ms(last), 3, 3}
@@ -116,7 +117,7 @@ func TestRunMemoryThinned(t *testing.T) {
 	host := `SELECT t, host_bytes AS v FROM run_memory WHERE run_id = ?`
 	wantGPU, wantHost := bucketStats(t, s, width, gpu, run), bucketStats(t, s, width, host, run)
 	g, h := int64(7), int64(8)
-	if err := s.AddRunMemory(ctx, []RunMemory{{RunID: run, T: last, GPUBytes: &g, HostBytes: &h}}); err != nil {
+	if err := s.AddRunMemory(ctx, []history.RunMemory{{RunID: run, T: last, GPUBytes: &g, HostBytes: &h}}); err != nil {
 		t.Fatal(err)
 	}
 	wantGPU[ms(last)/width] = [4]int64{ms(last), ms(last), g, g}

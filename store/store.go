@@ -35,9 +35,6 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
-// ErrNotFound is returned when a record does not exist.
-var ErrNotFound = errors.New("not found")
-
 // DBName is the database file inside the data directory.
 const DBName = "trainbot.db"
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
@@ -65,11 +66,11 @@ func TestRunRoundTrip(t *testing.T) {
 		got.Total != 200 || *got.PeakHostMem != peak || got.PeakGPUMem != nil || got.Origin != "console:0" || got.StartedBy != "ann" {
 		t.Fatalf("round trip lost something: %+v", got)
 	}
-	if _, err := s.Run(ctx, 999); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("got %v, want ErrNotFound", err)
+	if _, err := s.Run(ctx, 999); !errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("got %v, want history.ErrNotFound", err)
 	}
-	if err := s.UpdateRun(ctx, &trainer.Run{ID: 999}); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("got %v, want ErrNotFound", err)
+	if err := s.UpdateRun(ctx, &trainer.Run{ID: 999}); !errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("got %v, want history.ErrNotFound", err)
 	}
 }
 
@@ -203,11 +204,11 @@ func TestRunsNewestFirstAndRunning(t *testing.T) {
 		}
 		s.CreateRun(ctx, &trainer.Run{Job: job, State: st, Outcome: trainer.OutcomeRunning, StartedAt: time.Now()})
 	}
-	runs, _ := s.Runs(ctx, RunFilter{})
+	runs, _ := s.Runs(ctx, history.RunFilter{})
 	if len(runs) != 3 || runs[0].ID != 3 {
 		t.Fatalf("got %d runs, first %d", len(runs), runs[0].ID)
 	}
-	runs, _ = s.Runs(ctx, RunFilter{Job: "a", Limit: 1})
+	runs, _ = s.Runs(ctx, history.RunFilter{Job: "a", Limit: 1})
 	if len(runs) != 1 || runs[0].ID != 3 {
 		t.Fatalf("job filter: %+v", runs)
 	}
@@ -224,17 +225,17 @@ func TestRunsNewestFirstAndRunning(t *testing.T) {
 func TestAuditSubscriptionsAndKV(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, t.TempDir())
-	if _, err := s.Audit(ctx, AuditEntry{Transport: "telegram", Chat: -100, User: 7, UserName: "eve", Text: "停止 3", Command: "stop", Reason: "not allowed", Run: 3}); err != nil {
+	if _, err := s.Audit(ctx, history.AuditEntry{Transport: "telegram", Chat: -100, User: 7, UserName: "eve", Text: "停止 3", Command: "stop", Reason: "not allowed", Run: 3}); err != nil {
 		t.Fatal(err)
 	}
-	id, err := s.Audit(ctx, AuditEntry{Transport: "telegram", Chat: 5, User: 5, UserName: "ann", Text: "开始", Command: "train", Allowed: true})
+	id, err := s.Audit(ctx, history.AuditEntry{Transport: "telegram", Chat: 5, User: 5, UserName: "ann", Text: "开始", Command: "train", Allowed: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AuditRun(ctx, id, 4); err != nil { // the run it started
 		t.Fatal(err)
 	}
-	log, err := s.AuditLog(ctx, AuditFilter{Limit: 10})
+	log, err := s.AuditLog(ctx, history.AuditFilter{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,10 +246,10 @@ func TestAuditSubscriptionsAndKV(t *testing.T) {
 		t.Fatalf("audit of the stranger: %+v", e)
 	}
 	eve := int64(7)
-	if log, _ := s.AuditLog(ctx, AuditFilter{User: &eve}); len(log) != 1 || log[0].UserName != "eve" {
+	if log, _ := s.AuditLog(ctx, history.AuditFilter{User: &eve}); len(log) != 1 || log[0].UserName != "eve" {
 		t.Fatalf("audit of user 7: %+v", log)
 	}
-	if log, _ := s.AuditLog(ctx, AuditFilter{Limit: 1}); len(log) != 1 || log[0].UserName != "ann" {
+	if log, _ := s.AuditLog(ctx, history.AuditFilter{Limit: 1}); len(log) != 1 || log[0].UserName != "ann" {
 		t.Fatalf("audit, limit 1: %+v", log)
 	}
 	s.SetSubscribed(ctx, "telegram", 5, true)
@@ -274,14 +275,14 @@ func TestMemorySamples(t *testing.T) {
 	id, _ := s.CreateRun(ctx, &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning, StartedAt: time.Now()})
 	h := int64(100)
 	now := time.Now().Truncate(time.Millisecond)
-	if err := s.AddRunMemory(ctx, []RunMemory{{RunID: id, T: now, HostBytes: &h}, {RunID: id, T: now.Add(time.Second), HostBytes: &h}}); err != nil {
+	if err := s.AddRunMemory(ctx, []history.RunMemory{{RunID: id, T: now, HostBytes: &h}, {RunID: id, T: now.Add(time.Second), HostBytes: &h}}); err != nil {
 		t.Fatal(err)
 	}
 	mem, _ := s.RunMemorySeries(ctx, id)
 	if len(mem) != 2 || mem[0].GPUBytes != nil || *mem[1].HostBytes != 100 || !mem[0].T.Equal(now) {
 		t.Fatalf("memory %+v", mem)
 	}
-	if err := s.AddDeviceSamples(ctx, []DeviceSample{{T: now, Device: 0, Name: "H100", MemUsed: 1, MemTotal: 2, Util: 50, TempC: 60}}); err != nil {
+	if err := s.AddDeviceSamples(ctx, []history.DeviceSample{{T: now, Device: 0, Name: "H100", MemUsed: 1, MemTotal: 2, Util: 50, TempC: 60}}); err != nil {
 		t.Fatal(err)
 	}
 	dev, _ := s.DeviceSeries(ctx, 0, now.Add(-time.Second), now.Add(time.Second))

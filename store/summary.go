@@ -3,19 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/trainbot/trainbot/history"
 )
-
-// Extremes are the lowest and highest finite values of one metric of a
-// run, and a step at which each was reached.
-type Extremes struct {
-	Min, Max         float64
-	MinStep, MaxStep int64
-}
 
 // MetricExtremes returns the extremes of every metric of a run that has a
 // finite value (NaN and ±Inf are left out).
-func (s *Store) MetricExtremes(ctx context.Context, runID int64) (map[string]Extremes, error) {
-	out := map[string]Extremes{}
+func (s *Store) MetricExtremes(ctx context.Context, runID int64) (map[string]history.Extremes, error) {
+	out := map[string]history.Extremes{}
 	// SQLite takes a bare column (step) from the row that holds the min()
 	// or max() of an aggregate with a single min or max.
 	for _, agg := range []string{"min", "max"} {

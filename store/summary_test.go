@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
@@ -35,10 +36,10 @@ func TestMetricExtremes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ext["loss"]; got != (Extremes{Min: 0.25, MinStep: 4, Max: 2.5, MaxStep: 1}) {
+	if got := ext["loss"]; got != (history.Extremes{Min: 0.25, MinStep: 4, Max: 2.5, MaxStep: 1}) {
 		t.Errorf("loss %+v", got)
 	}
-	if got := ext["val_acc"]; got != (Extremes{Min: 0.1, MinStep: 1, Max: 0.9, MaxStep: 3}) {
+	if got := ext["val_acc"]; got != (history.Extremes{Min: 0.1, MinStep: 1, Max: 0.9, MaxStep: 3}) {
 		t.Errorf("val_acc %+v", got)
 	}
 	if _, ok := ext["only_nan"]; ok || len(ext) != 2 {

@@ -17,7 +17,7 @@ import (
 	"github.com/trainbot/trainbot/internal/nice"
 	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer/logparse"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 	"github.com/trainbot/trainbot/trainer/tfevents"
 )
 
@@ -183,7 +183,7 @@ func (a *active) observe() {
 		}
 	}
 	nice.LowerThread()
-	lt := &lineTimes{path: filepath.Join(a.runDir, shim.IndexFile)}
+	lt := &lineTimes{path: filepath.Join(a.runDir, shimctl.IndexFile)}
 	var tl *logTail
 	defer func() { tl.close() }()
 	if a.adopted {

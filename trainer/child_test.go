@@ -15,6 +15,7 @@ import (
 
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // The test binary doubles as the supervised child: with TRAINBOT_TEST_CHILD
@@ -170,7 +171,7 @@ func child(mode string, args []string) int {
 		time.Sleep(time.Minute)
 		return 0
 	case "ctlstop": // on the control socket of the run in RUN_DIR arg 0, ask for a stop as arg 1 for reason arg 2
-		if _, err := shim.Call(arg(0, ""), shim.Request{Op: "stop", By: arg(1, "alice"), Reason: arg(2, "stopped")}, 5*time.Second); err != nil {
+		if _, err := shimctl.Call(arg(0, ""), shimctl.Request{Op: "stop", By: arg(1, "alice"), Reason: arg(2, "stopped")}, 5*time.Second); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

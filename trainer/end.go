@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/units"
 )
 
@@ -94,7 +95,7 @@ func (a *active) finish(end *runEnd) {
 	e.nan = a.nanStreak
 	e.nanRecovered = a.nanStreak != nil && !a.nanW.watching()
 	if end != nil {
-		a.run.raisePeakHost(end.maxRSS, PeakMain)
+		a.run.raisePeakHost(end.maxRSS, history.PeakMain)
 	}
 	e.peakMemText = peakText(a.run)
 	var outcome Outcome

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/trainer/logparse"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 	"github.com/trainbot/trainbot/trainer/tfevents"
 )
 
@@ -29,7 +29,7 @@ func (a *active) handleOutput(l line, lt *lineTimes) {
 	a.tail.put(shown(l.text), l.cr)
 	if strings.HasPrefix(l.text, notePrefix) {
 		note := l.text[len(notePrefix):]
-		a.ending = a.ending || note == shim.EndNote || strings.HasPrefix(note, shim.EndNote+": ")
+		a.ending = a.ending || note == shimctl.EndNote || strings.HasPrefix(note, shimctl.EndNote+": ")
 		return
 	}
 	replay := l.end <= a.stored
@@ -268,5 +268,5 @@ func (a *active) logPath() string {
 	if a.run.Runner == RunnerWatch && a.run.LogPath != "" {
 		return a.run.LogPath
 	}
-	return filepath.Join(a.runDir, shim.LogFile)
+	return filepath.Join(a.runDir, shimctl.LogFile)
 }

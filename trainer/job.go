@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 	"github.com/trainbot/trainbot/trainer/slurm"
 )
 
@@ -89,8 +89,8 @@ type Job struct {
 
 // Job defaults.
 const (
-	DefaultStopGrace   = shim.DefaultStopGrace // the run's supervisor applies them
-	DefaultKillGrace   = shim.DefaultKillGrace
+	DefaultStopGrace   = shimctl.DefaultStopGrace // the run's supervisor applies them
+	DefaultKillGrace   = shimctl.DefaultKillGrace
 	DefaultNaNAfter    = 3
 	DefaultTailLines   = 1000
 	DefaultMaxLogBytes = 1 << 30

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // A job's lock whose flock is free (its run's shim was killed) is still
@@ -30,8 +30,8 @@ func TestJobLockWaitsForTheLastRunsProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer orphan.Process.Kill()
-	st, _ := json.Marshal(shim.State{Version: 1, RunID: 7, PID: 1 << 22, StartedAt: time.Now()})
-	if err := os.WriteFile(filepath.Join(runDir, shim.StateFile), st, 0o644); err != nil {
+	st, _ := json.Marshal(shimctl.State{Version: 1, RunID: 7, PID: 1 << 22, StartedAt: time.Now()})
+	if err := os.WriteFile(filepath.Join(runDir, shimctl.StateFile), st, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(data, "job.lock")

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trainbot/trainbot/trainer/logparse"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // Limits of what the bot reads of a run's log.
@@ -157,10 +157,10 @@ func shown(text string) string {
 // a backlog).
 type lineTimes struct {
 	path string
-	next int64             // the next record to read
-	recs []shim.IndexEntry // records not yet passed, in offset order
-	last time.Time         // the time given last: times never go back
-	read bool              // the index was read to its end since the last refresh
+	next int64                // the next record to read
+	recs []shimctl.IndexEntry // records not yet passed, in offset order
+	last time.Time            // the time given last: times never go back
+	read bool                 // the index was read to its end since the last refresh
 }
 
 // refresh lets at read the index again (once per read of the log: lines
@@ -174,7 +174,7 @@ func (lt *lineTimes) at(end int64) time.Time {
 		lt.recs = lt.recs[1:]
 	}
 	if len(lt.recs) == 0 && !lt.read {
-		recs, err := shim.ReadIndex(lt.path, lt.next)
+		recs, err := shimctl.ReadIndex(lt.path, lt.next)
 		lt.read = err != nil || len(recs) == 0 || recs[len(recs)-1].Offset < end
 		if err == nil && len(recs) > 0 {
 			lt.next += int64(len(recs))

@@ -1,34 +1,19 @@
 package trainer
 
-import "github.com/trainbot/trainbot/internal/units"
-
-// How a run's peak host memory was measured (Run.PeakHostHow). The
-// periodic samples of the process tree's resident memory miss short peaks
-// (the backward pass); the kernel's high-water marks do not.
-const (
-	// PeakSampled: the largest of the periodic samples of the tree's
-	// resident memory (runs of trainbot before high-water marks, Slurm runs).
-	PeakSampled = ""
-	// PeakMain: the high-water mark of the run's one process (VmHWM while
-	// it ran, wait4's ru_maxrss when it ended): exact.
-	PeakMain = "main"
-	// PeakTreeSum: the sum of the high-water marks of the run's processes,
-	// each reached at its own time: an upper bound of the tree's peak.
-	PeakTreeSum = "tree-sum"
-	// PeakCgroup: memory.peak of the run's own cgroup: exact for the tree
-	// (page cache included).
-	PeakCgroup = "cgroup"
+import (
+	"github.com/trainbot/trainbot/history"
+	"github.com/trainbot/trainbot/internal/units"
 )
 
 // peakRank orders the ways of measuring: a better one replaces a worse
 // one's figure.
 func peakRank(how string) int {
 	switch how {
-	case PeakCgroup:
+	case history.PeakCgroup:
 		return 3
-	case PeakTreeSum:
+	case history.PeakTreeSum:
 		return 2
-	case PeakMain:
+	case history.PeakMain:
 		return 1
 	}
 	return 0
@@ -38,11 +23,11 @@ func peakRank(how string) int {
 // and texts: "VmHWM, exact".
 func PeakHostNote(how string) string {
 	switch how {
-	case PeakMain:
+	case history.PeakMain:
 		return "VmHWM of its process, exact"
-	case PeakTreeSum:
+	case history.PeakTreeSum:
 		return "sum of its processes' VmHWM, an upper bound"
-	case PeakCgroup:
+	case history.PeakCgroup:
 		return "cgroup memory.peak"
 	}
 	return "largest sample"
@@ -50,7 +35,7 @@ func PeakHostNote(how string) string {
 
 // raisePeakHost records a high-water mark of the run's host memory
 // measured in a way (how): the figure of the best way measured so far is
-// kept, raised to the largest value that way gave. Samples (PeakSampled)
+// kept, raised to the largest value that way gave. Samples (history.PeakSampled)
 // never replace a high-water mark; a high-water mark replaces samples,
 // which can only be lower.
 func (r *Run) raisePeakHost(bytes int64, how string) {
@@ -64,7 +49,7 @@ func (r *Run) raisePeakHost(bytes int64, how string) {
 	if r.PeakHostMem != nil && peakRank(how) == cur && bytes <= *r.PeakHostMem {
 		return
 	}
-	if r.PeakHostMem != nil && peakRank(how) > cur && how != PeakCgroup && bytes < *r.PeakHostMem {
+	if r.PeakHostMem != nil && peakRank(how) > cur && how != history.PeakCgroup && bytes < *r.PeakHostMem {
 		bytes = *r.PeakHostMem // a sum of high-water marks is at least any sample
 	}
 	v := bytes
@@ -74,7 +59,7 @@ func (r *Run) raisePeakHost(bytes int64, how string) {
 // raisePeakSampled records a sample of the tree's resident memory: it
 // raises the peak until a high-water mark is known.
 func (r *Run) raisePeakSampled(bytes int64) {
-	if r.PeakHostHow == PeakSampled && (r.PeakHostMem == nil || bytes > *r.PeakHostMem) {
+	if r.PeakHostHow == history.PeakSampled && (r.PeakHostMem == nil || bytes > *r.PeakHostMem) {
 		v := bytes
 		r.PeakHostMem = &v
 	}
@@ -86,7 +71,7 @@ func peakHostText(r *Run) string {
 		return ""
 	}
 	s := "peak host memory " + units.Bytes(*r.PeakHostMem)
-	if r.PeakHostHow != PeakSampled {
+	if r.PeakHostHow != history.PeakSampled {
 		s += " (" + PeakHostNote(r.PeakHostHow) + ")"
 	}
 	return s

@@ -1,6 +1,10 @@
 package trainer
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/trainbot/trainbot/history"
+)
 
 func TestRaisePeakHost(t *testing.T) {
 	steps := []struct {
@@ -10,18 +14,18 @@ func TestRaisePeakHost(t *testing.T) {
 		wantHow  string
 		scenario string
 	}{
-		{300, PeakSampled, 300, PeakSampled, "a first sample"},
-		{280, PeakMain, 300, PeakMain, "a high-water mark is at least the samples"},
-		{400, PeakMain, 400, PeakMain, "a higher mark raises it"},
-		{350, PeakMain, 400, PeakMain, "a lower mark does not lower it"},
-		{900, PeakSampled, 400, PeakMain, "samples never replace a mark"},
-		{500, PeakTreeSum, 500, PeakTreeSum, "a sum over several processes"},
-		{800, PeakMain, 500, PeakTreeSum, "the main process alone says less than the sum"},
-		{450, PeakCgroup, 450, PeakCgroup, "the cgroup's peak is exact, also when lower than the sum"},
+		{300, history.PeakSampled, 300, history.PeakSampled, "a first sample"},
+		{280, history.PeakMain, 300, history.PeakMain, "a high-water mark is at least the samples"},
+		{400, history.PeakMain, 400, history.PeakMain, "a higher mark raises it"},
+		{350, history.PeakMain, 400, history.PeakMain, "a lower mark does not lower it"},
+		{900, history.PeakSampled, 400, history.PeakMain, "samples never replace a mark"},
+		{500, history.PeakTreeSum, 500, history.PeakTreeSum, "a sum over several processes"},
+		{800, history.PeakMain, 500, history.PeakTreeSum, "the main process alone says less than the sum"},
+		{450, history.PeakCgroup, 450, history.PeakCgroup, "the cgroup's peak is exact, also when lower than the sum"},
 	}
 	var r Run
 	for _, s := range steps {
-		if s.how == PeakSampled {
+		if s.how == history.PeakSampled {
 			r.raisePeakSampled(s.bytes)
 		} else {
 			r.raisePeakHost(s.bytes, s.how)

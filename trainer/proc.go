@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/internal/procfs"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // fileLock is an flock(2) lock held for the life of a run, so that two
@@ -71,7 +71,7 @@ func acquireJobLock(path string) (*fileLock, error) {
 		return l, nil
 	}
 	pgid := h.PGID
-	if st, err := shim.ReadState(h.RunDir); err == nil {
+	if st, err := shimctl.ReadState(h.RunDir); err == nil {
 		if st.Ended {
 			return l, nil
 		}

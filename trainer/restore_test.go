@@ -12,7 +12,7 @@ import (
 
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // The database deleted mid-run, trainbot restarted, a second job started:
@@ -63,7 +63,7 @@ func TestDatabaseLostMidRunNeitherReusesAnIDNorLosesTheRun(t *testing.T) {
 			t.Errorf("step %d of the first run stored %d times, want once", i, seen[i])
 		}
 	}
-	log, err := os.ReadFile(filepath.Join(trainer.RunDir(h.dir, r.ID), shim.LogFile))
+	log, err := os.ReadFile(filepath.Join(trainer.RunDir(h.dir, r.ID), shimctl.LogFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -80,7 +81,7 @@ func TestOnOOMHalvesTheBatchUntilItFits(t *testing.T) {
 	if err != nil || stored.RetryOf != chain[1].Run.ID {
 		t.Errorf("stored retry_of %d (%v), want %d", stored.RetryOf, err, chain[1].Run.ID)
 	}
-	runs, _ := h.st.Runs(context.Background(), store.RunFilter{})
+	runs, _ := h.st.Runs(context.Background(), history.RunFilter{})
 	if len(runs) != 3 {
 		t.Errorf("%d runs stored, want 3", len(runs))
 	}
@@ -138,7 +139,7 @@ func TestStopAfterOOMKeepsTheOOM(t *testing.T) {
 	if e.Retry == nil || e.Retry.Next != "" || !strings.Contains(e.Retry.Refused, "alice") {
 		t.Errorf("retry %+v, want none because alice stopped the run", e.Retry)
 	}
-	if runs, _ := h.st.Runs(context.Background(), store.RunFilter{}); len(runs) != 1 {
+	if runs, _ := h.st.Runs(context.Background(), history.RunFilter{}); len(runs) != 1 {
 		t.Errorf("%d runs, want 1: no retry after a stop", len(runs))
 	}
 }
@@ -233,7 +234,7 @@ func TestCloseDuringAnOnOOMRetryStopsTheRetry(t *testing.T) {
 		<-closed
 		t.Fatal("Close did not stop the on_oom retry that started while it ran")
 	}
-	runs, err := st.Runs(context.Background(), store.RunFilter{})
+	runs, err := st.Runs(context.Background(), history.RunFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

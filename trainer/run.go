@@ -113,8 +113,8 @@ type Run struct {
 
 	PeakGPUMem  *int64 // bytes; nil when no GPU was sampled
 	PeakHostMem *int64 // bytes; nil when not sampled
-	// PeakHostHow says how PeakHostMem was measured: PeakSampled,
-	// PeakMain, PeakTreeSum or PeakCgroup.
+	// PeakHostHow says how PeakHostMem was measured: history.PeakSampled,
+	// history.PeakMain, history.PeakTreeSum or history.PeakCgroup.
 	PeakHostHow string
 
 	// Note is what the user wrote about the run (开始 … 备注 text, 备注 N

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trainbot/trainbot/internal/units"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // runner is what the bot needs of whatever owns a run's processes: the
@@ -64,10 +64,10 @@ type shimRunner struct {
 	runDir    string
 	shimPID   int
 	startedAt time.Time
-	pid       int          // the main process, its process group id
-	maxLog    int64        // the job's max_log_bytes, for the end's detail
-	handle    *shim.Handle // the shim this trainbot started (to reap); nil when attached to an earlier one
-	asked     string       // the by of the first stop this runner sent: the one the shim records from this process
+	pid       int             // the main process, its process group id
+	maxLog    int64           // the job's max_log_bytes, for the end's detail
+	handle    *shimctl.Handle // the shim this trainbot started (to reap); nil when attached to an earlier one
+	asked     string          // the by of the first stop this runner sent: the one the shim records from this process
 	log       *slog.Logger
 	down      time.Time // when the shim was found gone; zero while it answers or lives
 	unknown   time.Time // when the shim's liveness could first not be told; zero otherwise
@@ -101,7 +101,7 @@ func (r *shimRunner) poll(now time.Time) (*runEnd, runLive, bool) {
 	if !r.orphaned.IsZero() {
 		return r.pollOrphan(now)
 	}
-	resp, err := shim.Call(r.runDir, shim.Request{Op: "status"}, 2*time.Second)
+	resp, err := shimctl.Call(r.runDir, shimctl.Request{Op: "status"}, 2*time.Second)
 	if err == nil && resp.State != nil {
 		r.down, r.unknown, r.lastAlive = time.Time{}, time.Time{}, now
 		live := runLive{lastOutput: resp.State.LastOutput, dropped: resp.State.BytesDropped}
@@ -112,7 +112,7 @@ func (r *shimRunner) poll(now time.Time) (*runEnd, runLive, bool) {
 	}
 	// No answer: the shim has ended (its state file says how), is busy,
 	// cannot be reached (descriptors exhausted), or died.
-	if st, ferr := shim.ReadState(r.runDir); ferr == nil && st.Ended {
+	if st, ferr := shimctl.ReadState(r.runDir); ferr == nil && st.Ended {
 		return r.end(st), runLive{dropped: st.BytesDropped}, false
 	}
 	switch processLiveness(r.shimPID, r.startedAt.Add(time.Minute)) {
@@ -219,7 +219,7 @@ func (r *shimRunner) signalOrphans(sig syscall.Signal) {
 }
 
 // end reads how the run ended from the shim's state.
-func (r *shimRunner) end(st *shim.State) *runEnd {
+func (r *shimRunner) end(st *shimctl.State) *runEnd {
 	end := &runEnd{e: ending{exitCode: -1, oomKills: st.OOMKills, stderrTail: st.StderrTail}, endedAt: st.EndedAt, maxRSS: st.MaxRSS}
 	if end.endedAt.IsZero() {
 		end.endedAt = time.Now()
@@ -279,7 +279,7 @@ func (r *shimRunner) stop(req stopRequest) error {
 	if req.kill {
 		op = "kill"
 	}
-	resp, err := shim.Call(r.runDir, shim.Request{Op: op, By: req.by, Reason: string(req.reason)}, 2*time.Second)
+	resp, err := shimctl.Call(r.runDir, shimctl.Request{Op: op, By: req.by, Reason: string(req.reason)}, 2*time.Second)
 	if err == nil && !resp.OK {
 		err = errors.New(resp.Error)
 	}
@@ -308,7 +308,7 @@ func (r *shimRunner) done() {
 
 // newShimRunner is the runner of an observed local run; h is the shim this
 // trainbot started, nil for one an earlier trainbot started.
-func newShimRunner(a *active, h *shim.Handle) *shimRunner {
+func newShimRunner(a *active, h *shimctl.Handle) *shimRunner {
 	return &shimRunner{runDir: a.runDir, shimPID: a.run.Supervisor, startedAt: a.run.StartedAt, pid: a.run.PID,
 		maxLog: a.job.MaxLogBytes, handle: h, log: a.log,
 		lockPath: filepath.Join(a.sup.opts.DataDir, "locks", lockFileName(a.job.Lock)), lockName: a.job.Lock,
@@ -323,7 +323,7 @@ func newShimRunner(a *active, h *shim.Handle) *shimRunner {
 // restart); the shim's own words for a stop it took by a signal (or the by
 // of a shim from before peers were recorded); else the process that sent
 // it on the socket, whatever it said it was.
-func (r *shimRunner) stopBy(s *shim.StopInfo) (by string, vouched bool) {
+func (r *shimRunner) stopBy(s *shimctl.StopInfo) (by string, vouched bool) {
 	switch p := s.Peer; {
 	case p == nil:
 		return s.By, true

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/internal/private"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 	"github.com/trainbot/trainbot/trainer/slurm"
 )
 
@@ -83,7 +83,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	s.minID.Store(max(s.minID.Load(), id+1))
 	log := s.log.With("run", id, "job", job.Name)
 	runDir := filepath.Join(s.opts.DataDir, "runs", strconv.FormatInt(id, 10))
-	run.LogPath = filepath.Join(runDir, shim.LogFile)
+	run.LogPath = filepath.Join(runDir, shimctl.LogFile)
 	fail := func(err error) (*Run, error) {
 		run.State, run.Outcome, run.EndedAt = StateEnded, OutcomeFailed, time.Now()
 		run.Detail = "could not start: " + err.Error()
@@ -138,18 +138,18 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		a := newActive(s, job, run, runDir)
 		a.runner = newSlurmRunner(a, lock)
 		a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
-		log.Info("run submitted to Slurm", "slurm_job", sid, "argv", shim.QuoteArgv(argv))
+		log.Info("run submitted to Slurm", "slurm_job", sid, "argv", shimctl.QuoteArgv(argv))
 		return s.register(a), nil
 	}
-	spec := shim.Spec{
+	spec := shimctl.Spec{
 		RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir, Env: childEnv(s.opts.SecretEnv, env, id, runDir, metricsPath),
 		ShimEnv: private.WithoutSecrets(os.Environ(), s.opts.SecretEnv), Umask: childUmask(),
 		RunDir: runDir, StopGrace: job.StopGrace, KillGrace: job.KillGrace, DrainTimeout: s.opts.DrainTimeout,
 		MaxLogBytes: job.MaxLogBytes,
 	}
 	handed = true
-	h, err := shim.Start(s.opts.ShimCommand, spec, lock.f, 30*time.Second)
-	lock.f = nil // closed by shim.Start: the shim holds the lock now, or nobody does
+	h, err := shimctl.Start(s.opts.ShimCommand, spec, lock.f, 30*time.Second)
+	lock.f = nil // closed by shimctl.Start: the shim holds the lock now, or nobody does
 	if err != nil {
 		if h != nil { // it did not answer in time and was told to stop
 			h.Wait()
@@ -167,7 +167,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	a := newActive(s, job, run, runDir)
 	a.runner = newShimRunner(a, h)
 	a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
-	log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shim.QuoteArgv(argv))
+	log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shimctl.QuoteArgv(argv))
 	return s.register(a), nil
 }
 

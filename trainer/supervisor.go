@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/trainer/logparse"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // Recorder stores runs and their metric points. The store package
@@ -213,7 +213,7 @@ func New(ctx context.Context, opts Options) (*Supervisor, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.DrainTimeout <= 0 {
-		opts.DrainTimeout = shim.DefaultDrainTimeout
+		opts.DrainTimeout = shimctl.DefaultDrainTimeout
 	}
 	if opts.AdoptEvery <= 0 {
 		opts.AdoptEvery = 5 * time.Second
@@ -474,8 +474,8 @@ func (s *Supervisor) ObserveMemory(runID int64, gpuBytes, hostBytes *int64) {
 }
 
 // ObserveHostPeak raises the peak host memory of an active run from a
-// kernel high-water mark measured in a way (how: PeakMain, PeakTreeSum,
-// PeakCgroup); it replaces the samples of ObserveMemory.
+// kernel high-water mark measured in a way (how: history.PeakMain, history.PeakTreeSum,
+// history.PeakCgroup); it replaces the samples of ObserveMemory.
 func (s *Supervisor) ObserveHostPeak(runID int64, bytes int64, how string) {
 	a, err := s.find(runID)
 	if err != nil {

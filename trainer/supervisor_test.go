@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // harness is a supervisor on a real store in a temporary data directory.
@@ -201,7 +202,7 @@ func TestHundredConcurrentStartsMakeOneRun(t *testing.T) {
 	if len(started) != 1 || busy != 99 {
 		t.Fatalf("got %d runs started and %d busy, want 1 and 99", len(started), busy)
 	}
-	runs, err := h.st.Runs(context.Background(), store.RunFilter{})
+	runs, err := h.st.Runs(context.Background(), history.RunFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +440,7 @@ func TestStopFromAnotherProcessIsRecordedAsThatProcess(t *testing.T) {
 	h := newHarness(t, job("p", childCommand("polite")))
 	r := h.start("p", nil)
 	h.waitTail(r.ID, "ready")
-	sock := filepath.Join(filepath.Dir(r.LogPath), shim.SocketFile)
+	sock := filepath.Join(filepath.Dir(r.LogPath), shimctl.SocketFile)
 	cmd := exec.Command(py, "-c", `import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
 s.sendall(b'{"op":"stop","by":"alice","reason":"nan"}\n'); print(s.recv(65536).decode())`, sock)
@@ -645,7 +646,7 @@ func TestParametersReachTheChildAsArgvAndEnv(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Param != "bs" || !strings.Contains(pe.Error(), "not an integer") {
 		t.Fatalf("got %v, want a ParamError for bs", err)
 	}
-	runs, _ := h.st.Runs(context.Background(), store.RunFilter{})
+	runs, _ := h.st.Runs(context.Background(), history.RunFilter{})
 	if len(runs) != 1 {
 		t.Fatalf("got %d runs, want 1: a refused start records nothing", len(runs))
 	}

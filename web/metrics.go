@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/trainbot/trainbot/gpu"
-	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -24,7 +24,7 @@ type Sources struct {
 	// never waits for NVML.
 	GPU func() gpu.Snapshot
 	// EndedRuns counts the ended runs by job and outcome (store.Store.EndedRuns).
-	EndedRuns func(context.Context) ([]store.OutcomeCount, error)
+	EndedRuns func(context.Context) ([]history.OutcomeCount, error)
 	// OutboxPending counts the messages still to be delivered
 	// (store.Store.OutboxPending).
 	OutboxPending func(context.Context) (int64, error)
@@ -159,7 +159,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			c.log.Warn("metrics: count the runs", "err", err)
 		}
 		for _, n := range counts {
-			ch <- prometheus.MustNewConstMetric(descRuns, prometheus.CounterValue, float64(n.Runs), n.Job, string(n.Outcome))
+			ch <- prometheus.MustNewConstMetric(descRuns, prometheus.CounterValue, float64(n.Runs), n.Job, n.Outcome)
 		}
 	}
 	if c.src.OutboxPending != nil {

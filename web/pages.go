@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/units"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -33,11 +33,33 @@ var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 	},
 }).ParseFS(templatesFS, "templates/*.html"))
 
+// History is what the run pages read of the history (*store.Store is
+// one): runs, metric points, memory and GPU samples.
+type History interface {
+	// Run returns one run, or history.ErrNotFound.
+	Run(ctx context.Context, id int64) (*trainer.Run, error)
+	// Runs returns runs, newest first.
+	Runs(ctx context.Context, f history.RunFilter) ([]*trainer.Run, error)
+	// LastValues returns the latest value of each metric of a run.
+	LastValues(ctx context.Context, runID int64) (map[string]float64, error)
+	// MetricNames returns the names of the metrics a run logged, losses first.
+	MetricNames(ctx context.Context, runID int64) ([]string, error)
+	// StepValues returns the steps and values of one metric of a run whose
+	// steps lie in [from, to], in step order.
+	StepValues(ctx context.Context, runID int64, name string, from, to int64) (steps []int64, values []float64, err error)
+	// RunMemorySeries returns a run's memory samples in time order.
+	RunMemorySeries(ctx context.Context, runID int64) ([]history.RunMemory, error)
+	// DevicesBetween returns, in order, the devices sampled between two instants.
+	DevicesBetween(ctx context.Context, from, to time.Time) ([]int, error)
+	// DeviceSeries returns one device's samples between two instants, in time order.
+	DeviceSeries(ctx context.Context, device int, from, to time.Time) ([]history.DeviceSample, error)
+}
+
 // Pages are the read-only run pages: what they read and how they check
 // the tokens. Every field but Live, Now and Tail is required.
 type Pages struct {
 	// Store is the history: runs, metric points, memory and GPU samples.
-	Store *store.Store
+	Store History
 	// Status returns an active run's live status (trainer.Supervisor.Status);
 	// an error means the run is not active here.
 	Status func(runID int64) (trainer.Status, error)
@@ -143,7 +165,7 @@ func (p *Pages) render(w http.ResponseWriter, name string, data any) {
 }
 
 func httpError(w http.ResponseWriter, err error) {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, history.ErrNotFound) {
 		http.Error(w, "no such run", http.StatusNotFound)
 		return
 	}
@@ -164,7 +186,7 @@ type runRow struct {
 func (p *Pages) list(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
-	runs, err := p.Store.Runs(ctx, store.RunFilter{Limit: listLimit})
+	runs, err := p.Store.Runs(ctx, history.RunFilter{Limit: listLimit})
 	if err != nil {
 		httpError(w, err)
 		return

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
@@ -103,15 +104,15 @@ func (s *site) addRun(t testing.TB, job string, running bool, n int64) int64 {
 // a minute over the last hour.
 func (s *site) addSamples(t testing.TB, id int64) {
 	t.Helper()
-	var mem []store.RunMemory
-	var devs []store.DeviceSample
+	var mem []history.RunMemory
+	var devs []history.DeviceSample
 	now := time.Now()
 	for i := range int64(60) {
 		at := now.Add(-time.Duration(60-i) * time.Minute)
 		gpu, host := (4+i%5)<<30, (2+i%3)<<30
-		mem = append(mem, store.RunMemory{RunID: id, T: at, GPUBytes: &gpu, HostBytes: &host})
+		mem = append(mem, history.RunMemory{RunID: id, T: at, GPUBytes: &gpu, HostBytes: &host})
 		for d := range 2 {
-			devs = append(devs, store.DeviceSample{T: at, Device: d, Name: "H200", MemUsed: gpu, MemTotal: 141 << 30, Util: int(50 + i%40), TempC: 60})
+			devs = append(devs, history.DeviceSample{T: at, Device: d, Name: "H200", MemUsed: gpu, MemTotal: 141 << 30, Util: int(50 + i%40), TempC: 60})
 		}
 	}
 	if err := s.st.AddRunMemory(context.Background(), mem); err != nil {

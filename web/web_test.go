@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/trainbot/trainbot/gpu"
-	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 	"github.com/trainbot/trainbot/web/webtest"
@@ -37,8 +37,8 @@ func testSources() Sources {
 				MemUsed: 40 << 30, MemTotal: 80 << 30, Util: 97, MemUtil: 40, TempC: 61, PowerMilliW: 350000, PowerLimitMilliW: 700000}},
 				Runs: []gpu.RunUsage{{RunID: 12, GPUBytes: ptr(int64(39 << 30)), HostBytes: ptr(int64(3 << 30))}}}
 		},
-		EndedRuns: func(context.Context) ([]store.OutcomeCount, error) {
-			return []store.OutcomeCount{{Job: "mnist", Outcome: trainer.OutcomeFinished, Runs: 3}, {Job: "mnist", Outcome: trainer.OutcomeOOM, Runs: 1}}, nil
+		EndedRuns: func(context.Context) ([]history.OutcomeCount, error) {
+			return []history.OutcomeCount{{Job: "mnist", Outcome: "finished", Runs: 3}, {Job: "mnist", Outcome: "oom", Runs: 1}}, nil
 		},
 		OutboxPending: func(context.Context) (int64, error) { return 2, nil },
 		Alerts:        alerts,
@@ -123,7 +123,7 @@ func TestMetricsScrape(t *testing.T) {
 func TestMetricsWithoutGPUOrHistory(t *testing.T) {
 	src := testSources()
 	src.GPU = func() gpu.Snapshot { return gpu.Snapshot{Reason: "no NVIDIA driver"} }
-	src.EndedRuns = func(context.Context) ([]store.OutcomeCount, error) { return nil, errors.New("disk I/O error") }
+	src.EndedRuns = func(context.Context) ([]history.OutcomeCount, error) { return nil, errors.New("disk I/O error") }
 	m := NewMetrics(src)
 	s := startServer(t, Options{Metrics: m})
 	code, body := webtest.Get(t, "http://"+s.Addr()+"/metrics")

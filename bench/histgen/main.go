@@ -16,6 +16,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/historytest"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -70,12 +71,12 @@ func fill(dir string, runs int, steps int64, diverge float64) error {
 			return historytest.NoisyLoss(s+seed, steps)
 		})
 		historytest.AddThinned(st, r, "val_loss", steps, 1000, func(s int64) float64 { return historytest.NoisyLoss(s+seed, steps) + 0.05 })
-		var mem []store.RunMemory
+		var mem []history.RunMemory
 		total := int64(80 << 30)
 		for t := time.Duration(0); t < dur; t += 2 * time.Second {
 			g := peak - int64(float64(peak)*0.2*math.Abs(math.Sin(float64(t)/float64(time.Minute))))
 			h := int64(6<<30) + int64(t/time.Second)<<10
-			mem = append(mem, store.RunMemory{RunID: id, T: start.Add(t), GPUBytes: &g, GPUTotal: &total, HostBytes: &h})
+			mem = append(mem, history.RunMemory{RunID: id, T: start.Add(t), GPUBytes: &g, GPUTotal: &total, HostBytes: &h})
 		}
 		if err := st.AddRunMemory(ctx, mem); err != nil {
 			return err

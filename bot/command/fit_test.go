@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -27,7 +28,7 @@ func TestRouterFit(t *testing.T) {
 	for _, bs := range []int64{16, 32, 64} {
 		run := addRun(t, st, map[string]string{"batch_size": strconv.FormatInt(bs, 10), "lr": "0.1"}, time.Minute, 10)
 		peak := (100 + 4*bs) << 20
-		run.PeakHostMem, run.PeakHostHow = &peak, trainer.PeakMain
+		run.PeakHostMem, run.PeakHostHow = &peak, history.PeakMain
 		if err := st.UpdateRun(context.Background(), run); err != nil {
 			t.Fatal(err)
 		}

@@ -15,9 +15,9 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/plots"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -40,22 +40,17 @@ type Trainer interface {
 type History interface {
 	Run(ctx context.Context, id int64) (*trainer.Run, error)
 	LatestRun(ctx context.Context, job string) (*trainer.Run, error)
-	Runs(ctx context.Context, f store.RunFilter) ([]*trainer.Run, error)
+	Runs(ctx context.Context, f history.RunFilter) ([]*trainer.Run, error)
 	LastValues(ctx context.Context, runID int64) (map[string]float64, error)
 	MetricNames(ctx context.Context, runID int64) ([]string, error)
-	Series(ctx context.Context, runID int64, name string) ([]store.Point, error)
+	Series(ctx context.Context, runID int64, name string) ([]history.Point, error)
 	Flush(ctx context.Context) error
-	Audit(ctx context.Context, e store.AuditEntry) (int64, error)
+	Audit(ctx context.Context, e history.AuditEntry) (int64, error)
 	AuditRun(ctx context.Context, id, runID int64) error
-	AuditLog(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error)
+	AuditLog(ctx context.Context, f history.AuditFilter) ([]history.AuditEntry, error)
 	SetSubscribed(ctx context.Context, transport string, chat int64, on bool) error
 	SetNote(ctx context.Context, id int64, note string) error
 }
-
-var (
-	_ Trainer = (*trainer.Supervisor)(nil)
-	_ History = (*store.Store)(nil)
-)
 
 // Role is what a user may do.
 type Role int
@@ -197,7 +192,7 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 	p := chat.Parse(text)
 	l := r.Lang(m)
 	role := r.cur().Access.Role(m)
-	entry := store.AuditEntry{Transport: m.Transport, Chat: m.Chat, User: m.User.ID, UserName: auditName(m.User), Text: text}
+	entry := history.AuditEntry{Transport: m.Transport, Chat: m.Chat, User: m.User.ID, UserName: auditName(m.User), Text: text}
 	if p.Cmd != nil {
 		entry.Command = p.Cmd.Name
 		if strings.HasPrefix(p.Cmd.Args, "[run]") {
@@ -292,7 +287,7 @@ func authKey(m chat.Message, list string) string {
 }
 
 // audit records an entry and returns its id (0 when it could not).
-func (r *Router) audit(ctx context.Context, e store.AuditEntry) int64 {
+func (r *Router) audit(ctx context.Context, e history.AuditEntry) int64 {
 	if r.History == nil {
 		return 0
 	}
@@ -309,7 +304,7 @@ func (r *Router) auditLog(ctx context.Context, l i18n.Lang, args []string) chat.
 	if bad != nil {
 		return *bad
 	}
-	entries, err := r.History.AuditLog(ctx, store.AuditFilter{Limit: n})
+	entries, err := r.History.AuditLog(ctx, history.AuditFilter{Limit: n})
 	if err != nil {
 		r.log().Error("read the audit", "err", err)
 		return chat.Reply{Text: l.T(i18n.AuditFailed, err.Error())}
@@ -460,7 +455,7 @@ func (r *Router) note(ctx context.Context, l i18n.Lang, p chat.Parsed) chat.Repl
 		raw = args
 	}
 	text := cleanNote(strings.Join(raw[1:], " "))
-	if err := r.History.SetNote(ctx, id, text); errors.Is(err, store.ErrNotFound) {
+	if err := r.History.SetNote(ctx, id, text); errors.Is(err, history.ErrNotFound) {
 		return chat.Reply{Text: l.T(i18n.NoSuchRun, id)}
 	} else if err != nil {
 		return chat.Reply{Text: l.T(i18n.NoteFailed, err.Error())}
@@ -724,9 +719,9 @@ func (r *Router) status(ctx context.Context, l i18n.Lang, args []string) chat.Re
 		run, err = r.History.LatestRun(ctx, "")
 	}
 	switch {
-	case errors.Is(err, store.ErrNotFound) && id != 0:
+	case errors.Is(err, history.ErrNotFound) && id != 0:
 		return chat.Reply{Text: l.T(i18n.NoSuchRun, id)}
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, history.ErrNotFound):
 		return chat.Reply{Text: l.T(i18n.NoRunYet)}
 	case err != nil:
 		return chat.Reply{Text: l.T(i18n.HistoryFailed, err.Error())}
@@ -896,7 +891,7 @@ func (r *Router) runs(ctx context.Context, l i18n.Lang, args []string) chat.Repl
 	if bad != nil {
 		return *bad
 	}
-	runs, err := r.History.Runs(ctx, store.RunFilter{Limit: n})
+	runs, err := r.History.Runs(ctx, history.RunFilter{Limit: n})
 	if err != nil {
 		return chat.Reply{Text: l.T(i18n.HistoryFailed, err.Error())}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/bot/notify"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -88,7 +89,7 @@ func mustContain(t *testing.T, r chat.Reply, subs ...string) {
 }
 
 func (e *env) runs() []*trainer.Run {
-	runs, err := e.st.Runs(context.Background(), store.RunFilter{})
+	runs, err := e.st.Runs(context.Background(), history.RunFilter{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestStrangerIsRefusedAndAudited(t *testing.T) {
 	if len(e.runs()) != 0 {
 		t.Fatal("a stranger started a run")
 	}
-	log, _ := e.st.AuditLog(context.Background(), store.AuditFilter{Limit: 10})
+	log, _ := e.st.AuditLog(context.Background(), history.AuditFilter{Limit: 10})
 	if len(log) != 1 || log[0].Allowed || log[0].User != stranger || log[0].Command != "train" {
 		t.Fatalf("audit %+v", log)
 	}
@@ -141,7 +142,7 @@ func TestEditsAndChannelPostsAreAuditedNotCarriedOut(t *testing.T) {
 	if !post.Empty() {
 		t.Errorf("a channel post was answered: %q", post.Text)
 	}
-	log, err := e.st.AuditLog(ctx, store.AuditFilter{Limit: 10})
+	log, err := e.st.AuditLog(ctx, history.AuditFilter{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/store"
 )
 
@@ -465,7 +466,7 @@ func TestCloseLeavesWhatIsNotDueForTheNextStart(t *testing.T) {
 // fullStore cannot write anything, as on a full disk.
 type fullStore struct{ *store.Store }
 
-func (fullStore) EnqueueOutbox(context.Context, store.OutboxItem) (int64, bool, error) {
+func (fullStore) EnqueueOutbox(context.Context, history.OutboxItem) (int64, bool, error) {
 	return 0, false, errors.New("enqueue outbox: database or disk is full (13)")
 }
 

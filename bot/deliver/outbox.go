@@ -9,17 +9,17 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
-	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/history"
 )
 
 // Store is what the pipeline needs of the store's outbox.
 type Store interface {
 	// EnqueueOutbox stores an envelope; added is false when one with its
 	// destination and key was stored before.
-	EnqueueOutbox(ctx context.Context, it store.OutboxItem) (id int64, added bool, err error)
+	EnqueueOutbox(ctx context.Context, it history.OutboxItem) (id int64, added bool, err error)
 	// PendingOutbox returns what is not delivered yet ("" for every
 	// transport), oldest first.
-	PendingOutbox(ctx context.Context, transport string) ([]store.OutboxItem, error)
+	PendingOutbox(ctx context.Context, transport string) ([]history.OutboxItem, error)
 	// MarkOutboxSent records a delivery.
 	MarkOutboxSent(ctx context.Context, id int64, at time.Time) error
 	// MarkOutboxRetry records a failed attempt and when the next is due.
@@ -29,8 +29,6 @@ type Store interface {
 	// PruneOutbox deletes what was delivered before sentBefore.
 	PruneOutbox(ctx context.Context, sentBefore time.Time) (int64, error)
 }
-
-var _ Store = (*store.Store)(nil)
 
 // store writes a durable envelope to the outbox; added is false when one
 // with its key was stored for its destination before.
@@ -46,11 +44,11 @@ func (p *Pipeline) store(e Envelope) (int64, bool, error) {
 	// Bookkeeping lands even when the caller is being cancelled.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return p.opts.Store.EnqueueOutbox(ctx, store.OutboxItem{Transport: e.To.Transport, Chat: e.To.Chat, Key: key, Payload: payload, NotBefore: e.NotBefore})
+	return p.opts.Store.EnqueueOutbox(ctx, history.OutboxItem{Transport: e.To.Transport, Chat: e.To.Chat, Key: key, Payload: payload, NotBefore: e.NotBefore})
 }
 
 // itemOf turns a pending outbox row into a lane's item.
-func (p *Pipeline) itemOf(row store.OutboxItem, s chat.Sender) (*item, error) {
+func (p *Pipeline) itemOf(row history.OutboxItem, s chat.Sender) (*item, error) {
 	r, err := decodeReply(row.Payload)
 	if err != nil {
 		return nil, err

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -18,8 +18,8 @@ func TestEventsAreWordedPerDestination(t *testing.T) {
 	p := &posts{}
 	wecom := chat.ChatKey{Transport: "wecom", Chat: 7}
 	lab, hook := chat.ChatKey{Transport: "wecom:lab"}, chat.ChatKey{Transport: "webhook:ops"}
-	subs := subsFunc(func() []store.Subscription {
-		return []store.Subscription{{Transport: "wecom", Chat: 7, Subscribed: true}}
+	subs := subsFunc(func() []history.Subscription {
+		return []history.Subscription{{Transport: "wecom", Chat: 7, Subscribed: true}}
 	})
 	var counted []string
 	n := New(Options{Post: p.post, Always: []chat.ChatKey{console}, Subscriptions: subs, OOMGrace: 20 * time.Millisecond,

@@ -19,15 +19,15 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
 // Subscriptions lists the chats that chose to get (or not get) pushes.
 type Subscriptions interface {
 	// Subscriptions returns every chat that subscribed or muted.
-	Subscriptions(ctx context.Context) ([]store.Subscription, error)
+	Subscriptions(ctx context.Context) ([]history.Subscription, error)
 }
 
 // Channel is a push channel (a WeCom, Feishu or DingTalk group robot, a
@@ -66,7 +66,7 @@ type Options struct {
 	Charts func(ctx context.Context, l i18n.Lang, run *trainer.Run) []chat.Image
 	// Extremes, when set, reads the lowest and highest value of each metric
 	// of a run, for the best metrics of the end report.
-	Extremes func(ctx context.Context, runID int64) (map[string]store.Extremes, error)
+	Extremes func(ctx context.Context, runID int64) (map[string]history.Extremes, error)
 	// OOMGrace is how long an out-of-memory alert waits for the end of its
 	// run (default 3 s): a run that dies of it gets one message, its end
 	// report, with what to try once.
@@ -322,7 +322,7 @@ func (n *Notifier) ended(ctx context.Context, e trainer.Event) {
 	// run's report, and again only when on_oom gives up.
 	advise := !n.advised[id] && (e.Retry == nil || e.Retry.Attempt == 0 || e.Retry.Next == "")
 	delete(n.advised, id)
-	var ext map[string]store.Extremes
+	var ext map[string]history.Extremes
 	if n.opts.Extremes != nil && ctx.Err() == nil {
 		var err error
 		ext, err = n.opts.Extremes(ctx, id)

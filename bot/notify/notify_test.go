@@ -12,8 +12,8 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/deliver"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
@@ -58,9 +58,9 @@ func (p *posts) chats(s string) []chat.ChatKey {
 	return out
 }
 
-type subsFunc func() []store.Subscription
+type subsFunc func() []history.Subscription
 
-func (f subsFunc) Subscriptions(context.Context) ([]store.Subscription, error) { return f(), nil }
+func (f subsFunc) Subscriptions(context.Context) ([]history.Subscription, error) { return f(), nil }
 
 var (
 	console = chat.ChatKey{Transport: "console", Chat: 0}
@@ -78,8 +78,8 @@ func closeNotifier(t *testing.T, n *Notifier) {
 
 func TestRoutesEvents(t *testing.T) {
 	p := &posts{}
-	subs := subsFunc(func() []store.Subscription {
-		return []store.Subscription{{Transport: "telegram", Chat: 5, Subscribed: true}, {Transport: "telegram", Chat: 6, Subscribed: false}}
+	subs := subsFunc(func() []history.Subscription {
+		return []history.Subscription{{Transport: "telegram", Chat: 5, Subscribed: true}, {Transport: "telegram", Chat: 6, Subscribed: false}}
 	})
 	n := New(Options{Post: p.post, Always: []chat.ChatKey{console}, Subscriptions: subs})
 	n.Start()
@@ -117,8 +117,8 @@ func TestRoutesEvents(t *testing.T) {
 // transport's, and to the push channels.
 func TestPushExceptSkipsTheTransport(t *testing.T) {
 	p := &posts{}
-	subs := subsFunc(func() []store.Subscription {
-		return []store.Subscription{{Transport: "telegram", Chat: 5, Subscribed: true}}
+	subs := subsFunc(func() []history.Subscription {
+		return []history.Subscription{{Transport: "telegram", Chat: 5, Subscribed: true}}
 	})
 	n := New(Options{Post: p.post, Always: []chat.ChatKey{console}, Subscriptions: subs, Channels: []Channel{{Name: "webhook:ops"}}})
 	n.Start()
@@ -166,8 +166,8 @@ func TestEndReportIsOneMessageWithChartsAndBest(t *testing.T) {
 	p := &posts{}
 	var asked *trainer.Run
 	n := New(Options{Post: p.post, Always: []chat.ChatKey{console},
-		Extremes: func(ctx context.Context, runID int64) (map[string]store.Extremes, error) {
-			return map[string]store.Extremes{
+		Extremes: func(ctx context.Context, runID int64) (map[string]history.Extremes, error) {
+			return map[string]history.Extremes{
 				"val_loss": {Min: 0.0498, MinStep: 1200, Max: 2.3, MaxStep: 1},
 				"val_acc":  {Min: 0.1, MinStep: 1, Max: 0.9912, MaxStep: 1300},
 				"lr":       {Min: 1e-5, Max: 1e-3},
@@ -330,9 +330,9 @@ func (f *fakeRuns) set(sts ...trainer.Status) {
 	f.sts = sts
 }
 
-type fakeSubs []store.Subscription
+type fakeSubs []history.Subscription
 
-func (f fakeSubs) Subscriptions(context.Context) ([]store.Subscription, error) { return f, nil }
+func (f fakeSubs) Subscriptions(context.Context) ([]history.Subscription, error) { return f, nil }
 
 func status(id, step, total int64, loss float64) trainer.Status {
 	return trainer.Status{

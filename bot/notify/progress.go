@@ -10,8 +10,8 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -28,7 +28,7 @@ type ProgressOptions struct {
 	Interval time.Duration
 	// Memory returns the newest memory sample of a run; nil or false when
 	// there is none.
-	Memory func(ctx context.Context, runID int64) (store.RunMemory, bool)
+	Memory func(ctx context.Context, runID int64) (history.RunMemory, bool)
 	// PageURL, when set, gives a run's web page address: the progress
 	// message gets a [网页 Open] button (render.PageButtons).
 	PageURL func(runID int64) string
@@ -156,7 +156,7 @@ func (p *ProgressPublisher) publish(ctx context.Context) {
 	if len(active) == 0 {
 		return
 	}
-	var subs []store.Subscription
+	var subs []history.Subscription
 	if p.opts.Subscriptions != nil {
 		var err error
 		if subs, err = p.opts.Subscriptions.Subscriptions(ctx); err != nil {
@@ -167,7 +167,7 @@ func (p *ProgressPublisher) publish(ctx context.Context) {
 		if p.finished[st.Run.ID] {
 			continue
 		}
-		var mem *store.RunMemory
+		var mem *history.RunMemory
 		if p.opts.Memory != nil {
 			if m, ok := p.opts.Memory(ctx, st.Run.ID); ok {
 				mem = &m
@@ -229,7 +229,7 @@ func progressKey(run int64) string { return fmt.Sprintf("run:%d:progress", run) 
 // targets are the chats that get a run's progress: the chat that started
 // it, on a transport that edits in place, unless it muted pushes; and every
 // subscribed chat.
-func (p *ProgressPublisher) targets(run *trainer.Run, subs []store.Subscription) []chat.ChatKey {
+func (p *ProgressPublisher) targets(run *trainer.Run, subs []history.Subscription) []chat.ChatKey {
 	var out []chat.ChatKey
 	muted := map[chat.ChatKey]bool{}
 	for _, s := range subs {

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
-	"github.com/trainbot/trainbot/store"
 )
 
 // AuditLine is one audit entry on one line: when, the messenger and chat,
@@ -14,7 +14,7 @@ import (
 // run it touched:
 //
 //	2026-12-01 00:35:12 · telegram chat -100 · eve (7) · 停止 3 · refused: not an allowed user · run #3
-func AuditLine(l i18n.Lang, e store.AuditEntry) string {
+func AuditLine(l i18n.Lang, e history.AuditEntry) string {
 	who := strconv.FormatInt(e.User, 10)
 	if e.UserName != "" {
 		who = fmt.Sprintf("%s (%d)", e.UserName, e.User)
@@ -40,7 +40,7 @@ func AuditLine(l i18n.Lang, e store.AuditEntry) string {
 }
 
 // AuditText is the answer of 审计: the entries, newest first.
-func AuditText(l i18n.Lang, entries []store.AuditEntry) string {
+func AuditText(l i18n.Lang, entries []history.AuditEntry) string {
 	if len(entries) == 0 {
 		return l.T(i18n.AuditEmpty)
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/plots"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -21,7 +21,7 @@ type SeriesReader interface {
 	// MetricNames returns the names of the metrics a run logged, losses first.
 	MetricNames(ctx context.Context, runID int64) ([]string, error)
 	// Series returns every point of one metric of a run, in step order.
-	Series(ctx context.Context, runID int64, name string) ([]store.Point, error)
+	Series(ctx context.Context, runID int64, name string) ([]history.Point, error)
 	// Flush waits until the points queued so far are written.
 	Flush(ctx context.Context) error
 }
@@ -31,14 +31,12 @@ type SeriesReader interface {
 type ChartData interface {
 	SeriesReader
 	// RunMemorySeries returns a run's memory samples in time order.
-	RunMemorySeries(ctx context.Context, runID int64) ([]store.RunMemory, error)
+	RunMemorySeries(ctx context.Context, runID int64) ([]history.RunMemory, error)
 	// DevicesBetween returns the devices sampled between two instants.
 	DevicesBetween(ctx context.Context, from, to time.Time) ([]int, error)
 	// DeviceSeries returns one device's samples between two instants.
-	DeviceSeries(ctx context.Context, device int, from, to time.Time) ([]store.DeviceSample, error)
+	DeviceSeries(ctx context.Context, device int, from, to time.Time) ([]history.DeviceSample, error)
 }
-
-var _ ChartData = (*store.Store)(nil)
 
 // Errors of charts, wrapped in messages meant for the user.
 var (
@@ -152,7 +150,7 @@ func pickLosses(l i18n.Lang, run *trainer.Run, names []string, metric string) ([
 
 // toXY turns stored points into chart points: X is the step, or the
 // seconds since start (the instant trainbot read the point).
-func toXY(pts []store.Point, start time.Time, xTime bool) []plots.XY {
+func toXY(pts []history.Point, start time.Time, xTime bool) []plots.XY {
 	out := make([]plots.XY, len(pts))
 	t0 := start.UnixMilli()
 	for i, p := range pts {
@@ -337,7 +335,7 @@ func (c *Charts) Device(ctx context.Context, run *trainer.Run) (chat.Image, erro
 }
 
 // peakOf returns the highest of a run's samples, or -1.
-func peakOf(samples []store.RunMemory, get func(store.RunMemory) *int64) int64 {
+func peakOf(samples []history.RunMemory, get func(history.RunMemory) *int64) int64 {
 	peak := int64(-1)
 	for _, m := range samples {
 		if v := get(m); v != nil {

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/historytest"
 
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -138,13 +138,13 @@ func TestChartsMemoryAndDevice(t *testing.T) {
 	}
 
 	// Device samples: two GPUs during run 1, one sample long before it.
-	var ds []store.DeviceSample
+	var ds []history.DeviceSample
 	for i := range 100 {
 		at := r.StartedAt.Add(time.Duration(i) * 18 * time.Second)
-		ds = append(ds, store.DeviceSample{T: at, Device: 0, Name: "NVIDIA H100", MemUsed: 10 << 30, MemTotal: 80 << 30, Util: 90, TempC: 60 + i/10},
-			store.DeviceSample{T: at, Device: 1, Name: "NVIDIA H100", MemUsed: 1 << 30, MemTotal: 80 << 30, Util: -1, TempC: -1})
+		ds = append(ds, history.DeviceSample{T: at, Device: 0, Name: "NVIDIA H100", MemUsed: 10 << 30, MemTotal: 80 << 30, Util: 90, TempC: 60 + i/10},
+			history.DeviceSample{T: at, Device: 1, Name: "NVIDIA H100", MemUsed: 1 << 30, MemTotal: 80 << 30, Util: -1, TempC: -1})
 	}
-	ds = append(ds, store.DeviceSample{T: r.StartedAt.Add(-time.Hour), Device: 2, Name: "old", Util: 5, TempC: 30})
+	ds = append(ds, history.DeviceSample{T: r.StartedAt.Add(-time.Hour), Device: 2, Name: "old", Util: 5, TempC: 30})
 	if err := st.AddDeviceSamples(ctx, ds); err != nil {
 		t.Fatal(err)
 	}

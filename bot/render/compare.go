@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/plots"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -136,12 +136,12 @@ func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric str
 		jobsDiffer = jobsDiffer || r.Job != runs[0].Job
 	}
 	var series []plots.Series
-	var all [][]store.Point
+	var all [][]history.Point
 	now := c.now()
 	for i, r := range runs {
 		s := RunSummary{Run: r, Duration: r.Duration(now), Steps: r.Steps, Final: math.NaN(), Best: math.NaN(),
 			PeakGPU: -1, PeakHost: -1, Differs: differs[i]}
-		var pts []store.Point
+		var pts []history.Point
 		if m != "" {
 			if pts, err = c.Data.Series(ctx, r.ID, m); err != nil {
 				return Comparison{}, nil, fmt.Errorf("read %s of run %d: %w", m, r.ID, err)
@@ -165,8 +165,8 @@ func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric str
 		if err != nil {
 			return Comparison{}, nil, fmt.Errorf("read memory of run %d: %w", r.ID, err)
 		}
-		s.PeakGPU = peakOf(mem, func(m store.RunMemory) *int64 { return m.GPUBytes })
-		s.PeakHost = peakOf(mem, func(m store.RunMemory) *int64 { return m.HostBytes })
+		s.PeakGPU = peakOf(mem, func(m history.RunMemory) *int64 { return m.GPUBytes })
+		s.PeakHost = peakOf(mem, func(m history.RunMemory) *int64 { return m.HostBytes })
 		if r.PeakGPUMem != nil {
 			s.PeakGPU = max(s.PeakGPU, *r.PeakGPUMem)
 		}
@@ -216,7 +216,7 @@ func sameLabel(runs []*trainer.Run, i, j int, jobsDiffer bool, differs []string)
 
 // sameAs returns, for each series, the first earlier one it equals point
 // for point (same steps, same values; NaN equals NaN), or -1.
-func sameAs(all [][]store.Point) []int {
+func sameAs(all [][]history.Point) []int {
 	out := make([]int, len(all))
 	for i := range all {
 		out[i] = -1
@@ -229,7 +229,7 @@ func sameAs(all [][]store.Point) []int {
 	return out
 }
 
-func equalPoints(a, b []store.Point) bool {
+func equalPoints(a, b []history.Point) bool {
 	if len(a) != len(b) || len(a) == 0 {
 		return false
 	}
@@ -338,7 +338,7 @@ func differingParams(runs []*trainer.Run) [][]string {
 }
 
 // stepsPerSec is the training speed between the first and the last point.
-func stepsPerSec(pts []store.Point) float64 {
+func stepsPerSec(pts []history.Point) float64 {
 	first, last := pts[0], pts[0]
 	for _, p := range pts {
 		if p.T < first.T || (p.T == first.T && p.Step < first.Step) {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -15,10 +15,8 @@ import (
 type FitData interface {
 	trainer.JobHistory
 	// RunMemorySeries returns a run's memory samples in time order.
-	RunMemorySeries(ctx context.Context, runID int64) ([]store.RunMemory, error)
+	RunMemorySeries(ctx context.Context, runID int64) ([]history.RunMemory, error)
 }
-
-var _ FitData = (*store.Store)(nil)
 
 // FitOptions choose what 适配 and `trainbot fit` fit.
 type FitOptions struct {

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/plots"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
@@ -97,7 +97,7 @@ func (c *Charts) CompareMemory(ctx context.Context, runs []*trainer.Run, o LossO
 // and the GPUs' capacity as a ceiling. ErrNoSamples when no run has a
 // memory figure.
 func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Comparison, o LossOptions) (chat.Image, error) {
-	samples := make([][]store.RunMemory, len(runs))
+	samples := make([][]history.RunMemory, len(runs))
 	gpu := false
 	for i, r := range runs {
 		mem, err := c.Data.RunMemorySeries(ctx, r.ID)
@@ -153,7 +153,7 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 		}
 		if peak != nil && *peak > 0 {
 			s.Peak = float64(*peak)
-			if !gpu && how != trainer.PeakSampled {
+			if !gpu && how != history.PeakSampled {
 				s.PeakNote = peakShort(how)
 				hows[how] = true
 			}
@@ -232,11 +232,11 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 // peakShort is how a peak was measured, for a chart's label.
 func peakShort(how string) string {
 	switch how {
-	case trainer.PeakMain:
+	case history.PeakMain:
 		return "VmHWM, exact"
-	case trainer.PeakTreeSum:
+	case history.PeakTreeSum:
 		return "ΣVmHWM, upper bound"
-	case trainer.PeakCgroup:
+	case history.PeakCgroup:
 		return "cgroup peak"
 	}
 	return ""
@@ -249,8 +249,8 @@ type stepClock struct {
 	step []int64 // the highest step read by t[i]
 }
 
-func newStepClock(pts []store.Point) stepClock {
-	sorted := append([]store.Point(nil), pts...)
+func newStepClock(pts []history.Point) stepClock {
+	sorted := append([]history.Point(nil), pts...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].T < sorted[j].T })
 	var c stepClock
 	for _, p := range sorted {

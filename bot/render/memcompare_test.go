@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -53,7 +54,7 @@ func TestCompareMemory(t *testing.T) {
 	addMemory(t, st, a, 20, nil, func(i int) int64 { return int64(300+i) << 20 }, 0)
 	addMemory(t, st, b, 20, nil, func(i int) int64 { return int64(200+i) << 20 }, 0)
 	hwm := int64(400 << 20)
-	b.PeakHostMem, b.PeakHostHow = &hwm, trainer.PeakMain
+	b.PeakHostMem, b.PeakHostHow = &hwm, history.PeakMain
 	if err := st.UpdateRun(ctx, b); err != nil {
 		t.Fatal(err)
 	}

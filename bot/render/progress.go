@@ -5,8 +5,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -17,7 +17,7 @@ import (
 //	▓▓▓▓░░░░░░ 41% · step 615/1500 · epoch 6/15
 //	loss 0.0686 · 46 steps/s · ETA 19s
 //	GPU 7.1 GiB / 80 GiB · peak 7.5 GiB
-func ProgressText(l i18n.Lang, st trainer.Status, mem *store.RunMemory) string {
+func ProgressText(l i18n.Lang, st trainer.Status, mem *history.RunMemory) string {
 	var b strings.Builder
 	r := st.Run
 	b.WriteString(l.T(i18n.ProgressHead, r.ID, r.Job, stateText(l, st), l.Duration(st.Elapsed)))
@@ -62,7 +62,7 @@ func ProgressText(l i18n.Lang, st trainer.Status, mem *store.RunMemory) string {
 
 // memoryText is "GPU 7.1 GiB / 80 GiB · peak 7.5 GiB", or host memory
 // when there is no GPU, or "" when nothing was sampled.
-func memoryText(l i18n.Lang, r *trainer.Run, mem *store.RunMemory) string {
+func memoryText(l i18n.Lang, r *trainer.Run, mem *history.RunMemory) string {
 	var parts []string
 	if mem != nil && mem.GPUBytes != nil {
 		s := FormatBytes(*mem.GPUBytes)

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
@@ -25,7 +25,7 @@ func TestProgressText(t *testing.T) {
 	st := status(12, 615, 1500, 0.0686)
 	gpu, total, peak := int64(7<<30), int64(80<<30), int64(15<<29)
 	st.Run.PeakGPUMem = &peak
-	got := ProgressText(i18n.ZhEn, st, &store.RunMemory{GPUBytes: &gpu, GPUTotal: &total})
+	got := ProgressText(i18n.ZhEn, st, &history.RunMemory{GPUBytes: &gpu, GPUTotal: &total})
 	for _, want := range []string{"run #12 · demo · running for 1m30s", "▓▓▓▓░░░░░░ 41%", "step 615/1500", "loss 0.0686", "12.5 steps/s", "ETA 2m", "GPU 7.00 GiB / 80.00 GiB", "peak 7.50 GiB"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("progress text lacks %q:\n%s", want, got)

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -34,7 +34,7 @@ func MetricGoal(name string) int {
 
 // BestText is "best val_loss 0.0498 (step 1200) · val_acc 0.9912 (step
 // 1300)": the best value of up to n metrics with a goal, losses first.
-func BestText(l i18n.Lang, ext map[string]store.Extremes, n int) string {
+func BestText(l i18n.Lang, ext map[string]history.Extremes, n int) string {
 	var names []string
 	for name := range ext {
 		if MetricGoal(name) != 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/trainbot/trainbot/bot/notify"
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -280,7 +281,7 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	awaitMessage(t, fake, operator, from, "Run #1 already ended: stopped.")
 
 	ctx := context.Background()
-	var items []store.OutboxItem
+	var items []history.OutboxItem
 	if !fake.Await(wait, func() bool {
 		items, _ = s.st.OutboxItems(ctx, 100)
 		for _, it := range items {
@@ -292,7 +293,7 @@ func TestOperatorStartsWatchesAndStopsARun(t *testing.T) {
 	}) {
 		t.Errorf("outbox: %+v", items)
 	}
-	audit, err := s.st.AuditLog(ctx, store.AuditFilter{Limit: 100})
+	audit, err := s.st.AuditLog(ctx, history.AuditFilter{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,13 +345,13 @@ func TestStrangersAndViewersAreRefused(t *testing.T) {
 	awaitMessage(t, fake, viewer, from, "No run yet")
 
 	ctx := context.Background()
-	if runs, err := s.st.Runs(ctx, store.RunFilter{}); err != nil || len(runs) != 0 {
+	if runs, err := s.st.Runs(ctx, history.RunFilter{}); err != nil || len(runs) != 0 {
 		t.Errorf("runs after refusals: %v %v", runs, err)
 	}
 	if n := len(s.sup.Active()); n != 0 {
 		t.Errorf("%d runs active", n)
 	}
-	audit, err := s.st.AuditLog(ctx, store.AuditFilter{Limit: 10})
+	audit, err := s.st.AuditLog(ctx, history.AuditFilter{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

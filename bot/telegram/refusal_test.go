@@ -11,7 +11,7 @@ import (
 	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
-	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/history"
 )
 
 // realPace gives a stack Telegram's own flood limits (3 in any 3 s and 20
@@ -23,11 +23,11 @@ func realPace(o *telegram.Options) {
 
 // refusedRows returns the audit's refused entries of user, waiting (within
 // wait) until there are want of them.
-func refusedRows(t *testing.T, s *stack, user int64, want int) []store.AuditEntry {
+func refusedRows(t *testing.T, s *stack, user int64, want int) []history.AuditEntry {
 	t.Helper()
-	var rows []store.AuditEntry
+	var rows []history.AuditEntry
 	ok := s.fake.Await(wait, func() bool {
-		all, err := s.st.AuditLog(context.Background(), store.AuditFilter{User: &user, Limit: 1000})
+		all, err := s.st.AuditLog(context.Background(), history.AuditFilter{User: &user, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,10 +138,10 @@ func TestEditsAndChannelPostsAreAudited(t *testing.T) {
 	fake.Edit(group, stranger, 8, "/train@TrainTestBot")
 	fake.ChannelPost(channel, "/status@TrainTestBot")
 	fake.ChannelPost(channel, "good morning, readers") // not for the bot: not audited
-	var audit []store.AuditEntry
+	var audit []history.AuditEntry
 	if !fake.Await(wait, func() bool {
 		var err error
-		audit, err = s.st.AuditLog(context.Background(), store.AuditFilter{Limit: 10})
+		audit, err = s.st.AuditLog(context.Background(), history.AuditFilter{Limit: 10})
 		return err == nil && len(audit) >= 3
 	}) {
 		t.Fatalf("audit: %+v", audit)
@@ -155,7 +155,7 @@ func TestEditsAndChannelPostsAreAudited(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("audit %q, want %q", got, want)
 	}
-	if runs, err := s.st.Runs(context.Background(), store.RunFilter{}); err != nil || len(runs) != 0 {
+	if runs, err := s.st.Runs(context.Background(), history.RunFilter{}); err != nil || len(runs) != 0 {
 		t.Errorf("runs after an edited 开始: %v %v", runs, err)
 	}
 	s.close(t)

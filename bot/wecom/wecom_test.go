@@ -16,7 +16,7 @@ import (
 	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/bot/inbound"
 	"github.com/trainbot/trainbot/bot/wecom"
-	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/history"
 )
 
 func TestMain(m *testing.M) { chattest.Main(m) }
@@ -389,7 +389,7 @@ func TestStrangerIsToldOnceAndClicksPostNoMore(t *testing.T) {
 		f.Say(stranger, "", fmt.Sprint("m", i+2), "状态")
 	}
 	if !chattest.Await(func() bool {
-		log, err := s.Store.AuditLog(context.Background(), store.AuditFilter{Limit: 100})
+		log, err := s.Store.AuditLog(context.Background(), history.AuditFilter{Limit: 100})
 		return err == nil && len(log) == 11
 	}) {
 		t.Fatal("not every attempt is in the audit")

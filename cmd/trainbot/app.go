@@ -20,6 +20,7 @@ import (
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/store"
@@ -352,8 +353,8 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 }
 
 // lastMemory reads a run's newest memory sample for live progress.
-func lastMemory(st *store.Store, logger *slog.Logger) func(context.Context, int64) (store.RunMemory, bool) {
-	return func(ctx context.Context, runID int64) (store.RunMemory, bool) {
+func lastMemory(st *store.Store, logger *slog.Logger) func(context.Context, int64) (history.RunMemory, bool) {
+	return func(ctx context.Context, runID int64) (history.RunMemory, bool) {
 		m, ok, err := st.LastRunMemory(ctx, runID)
 		if err != nil {
 			logger.Debug("read run memory", "run", runID, "err", err)

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/termsafe"
-	"github.com/trainbot/trainbot/store"
 )
 
 // auditJSON is one entry of `trainbot audit --json`.
@@ -46,7 +46,7 @@ func cmdAudit(ctx context.Context, args []string, e env) int {
 	if *limit < 1 {
 		return usageError(fs, e, "--limit %d: want 1 or more", *limit)
 	}
-	f := store.AuditFilter{Limit: *limit}
+	f := history.AuditFilter{Limit: *limit}
 	if *userFlag != "" {
 		id, err := strconv.ParseInt(*userFlag, 10, 64)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/termsafe"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
@@ -72,7 +73,7 @@ func oneRunID(fs *flag.FlagSet, e env, pos []string) (id int64, code int, ok boo
 // loadRun reads one run of the history, reporting a missing one.
 func loadRun(ctx context.Context, e env, st *store.Store, dir string, id int64) (*trainer.Run, int) {
 	r, err := st.Run(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, history.ErrNotFound) {
 		return nil, errorf(e, "run %d not found in %s", id, dir)
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/procfs"
@@ -144,7 +145,7 @@ func cmdGPU(ctx context.Context, args []string, e env) int {
 			return code
 		}
 	} else {
-		fmt.Fprintln(e.stdout, termsafe.String(gpu.Format(snap))) // other users' process names
+		fmt.Fprintln(e.stdout, termsafe.String(render.GPUTable(i18n.ZhEn, snap))) // other users' process names
 	}
 	if err != nil {
 		// What was read is printed; what was not makes the status 1.
@@ -196,18 +197,14 @@ func gpuAlertReply(a gpu.Alert) func(i18n.Lang) chat.Reply {
 		kind = chat.AlertXid
 	}
 	return func(l i18n.Lang) chat.Reply {
-		text := a.Text
-		if a.Say != nil {
-			text = a.Say(l)
-		}
-		return chat.Reply{Kind: chat.KindAlert, Text: text, RunID: a.RunID, Key: a.Key, Alert: kind}
+		return chat.Reply{Kind: chat.KindAlert, Text: render.GPUAlert(l, a), RunID: a.RunID, Key: a.Key, Alert: kind}
 	}
 }
 
 // gpuChatReply answers 显卡: a fresh sample, as a table.
 func gpuChatReply(ctx context.Context, l i18n.Lang, m *gpu.Monitor, sup *trainer.Supervisor) chat.Reply {
 	snap, err := m.Collect(ctx)
-	text := gpu.FormatIn(l, snap)
+	text := render.GPUTable(l, snap)
 	if err != nil {
 		text += l.T(i18n.GPUSomeMissing, err.Error())
 	}

@@ -41,6 +41,10 @@ type env struct {
 }
 
 func main() {
+	// A run's supervisor (`trainbot shim`, which a Supervisor starts for
+	// each run) is entered first: it installs its own signal handling and
+	// owns the process from here.
+	shim.MainIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	exe, err := os.Executable()
 	if err != nil {

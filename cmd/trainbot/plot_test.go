@@ -12,15 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
 
-// history writes two finished runs with losses and memory samples into a
+// writeHistory writes two finished runs with losses and memory samples into a
 // new data directory.
-func history(t *testing.T) string {
+func writeHistory(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(dir, store.Options{})
@@ -46,10 +47,10 @@ func history(t *testing.T) string {
 			v := 2*math.Exp(-float64(k)/60) + 0.05*float64(i)
 			st.AddPoints(id, []trainer.TimedPoint{{Point: logparse.Point{Step: int64(k+1) * 10, Epoch: math.NaN(), Name: "loss", Value: v}, At: at}})
 		}
-		var mem []store.RunMemory
+		var mem []history.RunMemory
 		for k := range 60 {
 			g, tot, h := p.gpu, int64(80<<30), int64(5<<30)
-			mem = append(mem, store.RunMemory{RunID: id, T: start.Add(time.Duration(k) * time.Minute), GPUBytes: &g, GPUTotal: &tot, HostBytes: &h})
+			mem = append(mem, history.RunMemory{RunID: id, T: start.Add(time.Duration(k) * time.Minute), GPUBytes: &g, GPUTotal: &tot, HostBytes: &h})
 		}
 		if err := st.AddRunMemory(ctx, mem); err != nil {
 			t.Fatal(err)
@@ -80,7 +81,7 @@ func checkPNG(t *testing.T, path string) {
 }
 
 func TestPlotCommand(t *testing.T) {
-	dir := history(t)
+	dir := writeHistory(t)
 	out := t.TempDir()
 	for _, c := range []struct {
 		args []string
@@ -126,7 +127,7 @@ func TestPlotCommand(t *testing.T) {
 }
 
 func TestCompareCommand(t *testing.T) {
-	dir := history(t)
+	dir := writeHistory(t)
 	f := filepath.Join(t.TempDir(), "c.png")
 	code, stdout, stderr := runCmd("compare", "1", "2", "--data", dir, "-o", f)
 	if code != exitOK {
@@ -170,7 +171,7 @@ func TestCompareCommand(t *testing.T) {
 }
 
 func TestFitCommand(t *testing.T) {
-	dir := history(t) // two runs of bert without a batch parameter
+	dir := writeHistory(t) // two runs of bert without a batch parameter
 	for _, c := range []struct {
 		args []string
 		code int

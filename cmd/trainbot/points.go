@@ -13,8 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/termsafe"
-	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer/logparse"
 )
 
@@ -96,7 +96,7 @@ func cmdPoints(ctx context.Context, args []string, e env) int {
 
 // pointWriter prints points in one of the formats.
 type pointWriter interface {
-	point(name string, p store.Point)
+	point(name string, p history.Point)
 	flush() error
 }
 
@@ -106,7 +106,7 @@ type jsonPoints struct {
 	n int
 }
 
-func (j *jsonPoints) point(name string, p store.Point) {
+func (j *jsonPoints) point(name string, p history.Point) {
 	b, _ := json.Marshal(storedPointJSON{toPointJSON(logparse.Point{Step: p.Step, Epoch: p.Epoch, Name: name, Value: p.Value}), time.UnixMilli(p.T).UTC()})
 	sep := ",\n"
 	if j.n == 0 {
@@ -127,7 +127,7 @@ func (j *jsonPoints) flush() error {
 
 type csvPoints struct{ w *csv.Writer }
 
-func (c csvPoints) point(name string, p store.Point) {
+func (c csvPoints) point(name string, p history.Point) {
 	epoch := ""
 	if !math.IsNaN(p.Epoch) {
 		epoch = formatValue(p.Epoch)
@@ -142,7 +142,7 @@ func (c csvPoints) flush() error {
 
 type textPoints struct{ w *tabwriter.Writer }
 
-func (t textPoints) point(name string, p store.Point) {
+func (t textPoints) point(name string, p history.Point) {
 	epoch := "-"
 	if !math.IsNaN(p.Epoch) {
 		epoch = formatValue(p.Epoch)
@@ -153,6 +153,6 @@ func (t textPoints) point(name string, p store.Point) {
 func (t textPoints) flush() error { return t.w.Flush() }
 
 // pointTime is the point's time in UTC, to the millisecond.
-func pointTime(p store.Point) string {
+func pointTime(p history.Point) string {
 	return time.UnixMilli(p.T).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/internal/private"
-	"github.com/trainbot/trainbot/trainer/shim"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // sharing is what [store] shared_group makes of the data directory: the
@@ -147,14 +147,14 @@ func exposures(c *config.Config, configPath string, s sharing) []exposure {
 		}
 		if who := private.Exposed(fi, allowed); who != "" {
 			out = append(out, exposure{what: "data directory", path: c.DataDir, who: who, mode: fi.Mode(),
-				fix: "chmod " + mode + " " + shim.QuoteArgv([]string{c.DataDir})})
+				fix: "chmod " + mode + " " + shimctl.QuoteArgv([]string{c.DataDir})})
 		}
 	}
 	if keys := c.SecretsInFile(); configPath != "" && len(keys) > 0 {
 		if fi, err := os.Stat(configPath); err == nil {
 			if who := private.Exposed(fi, 0); who != "" {
 				out = append(out, exposure{what: "config", path: configPath, who: who, mode: fi.Mode(), keys: keys,
-					fix: "chmod 600 " + shim.QuoteArgv([]string{configPath})})
+					fix: "chmod 600 " + shimctl.QuoteArgv([]string{configPath})})
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/termsafe"
 	"github.com/trainbot/trainbot/store"
@@ -153,7 +154,7 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 		}
 		return exitOK
 	}
-	runs, err := st.Runs(ctx, store.RunFilter{Job: *job, Limit: *limit})
+	runs, err := st.Runs(ctx, history.RunFilter{Job: *job, Limit: *limit})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}

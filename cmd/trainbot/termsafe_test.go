@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/internal/historytest"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -34,7 +35,7 @@ func TestTerminalOutputEscapesControls(t *testing.T) {
 		t.Fatal(err)
 	}
 	historytest.AddLoss(st, r, "loss\u009b31m", 3, 1, historytest.Decay)
-	if _, err := st.Audit(ctx, store.AuditEntry{Transport: "telegram", Chat: 1, User: 66, UserName: "eve\nfake row", Text: "/stop " + esc, Reason: "not allowed"}); err != nil {
+	if _, err := st.Audit(ctx, history.AuditEntry{Transport: "telegram", Chat: 1, User: 66, UserName: "eve\nfake row", Text: "/stop " + esc, Reason: "not allowed"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.AddQueued(ctx, trainer.QueueEntry{Job: "demo", Note: esc, By: "eve", Origin: "telegram:1", At: time.Now()}); err != nil {

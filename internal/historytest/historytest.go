@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -59,9 +60,9 @@ func AddLoss(st *store.Store, r *trainer.Run, name string, n int, every int64, v
 func AddMemory(t *testing.T, st *store.Store, r *trainer.Run, n int, gpu, host func(i int) int64, total int64) {
 	t.Helper()
 	dur := r.EndedAt.Sub(r.StartedAt)
-	var ms []store.RunMemory
+	var ms []history.RunMemory
 	for i := range n {
-		m := store.RunMemory{RunID: r.ID, T: r.StartedAt.Add(dur * time.Duration(i) / time.Duration(n))}
+		m := history.RunMemory{RunID: r.ID, T: r.StartedAt.Add(dur * time.Duration(i) / time.Duration(n))}
 		if gpu != nil {
 			g, tot := gpu(i), total
 			m.GPUBytes, m.GPUTotal = &g, &tot

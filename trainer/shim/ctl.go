@@ -8,13 +8,13 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 const (
@@ -24,75 +24,10 @@ const (
 	refuseWrite  = 100 * time.Millisecond
 )
 
-// maxSocketPath is the longest path a unix socket address holds (108 bytes
-// of sun_path with the terminating NUL).
-const maxSocketPath = 107
-
-// socketPath returns the address of runDir's control socket. A path too
-// long for a socket address goes through /proc/self/fd/N/ctl.sock, where N
-// is dir, a descriptor of the run directory that the caller closes (with
-// done) once it has bound or connected.
-func socketPath(runDir string) (path string, done func(), err error) {
-	path = filepath.Join(runDir, SocketFile)
-	if len(path) <= maxSocketPath {
-		return path, func() {}, nil
-	}
-	fd, err := unix.Open(runDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", nil, fmt.Errorf("open run directory: %w", err)
-	}
-	return "/proc/self/fd/" + strconv.Itoa(fd) + "/" + SocketFile, func() { unix.Close(fd) }, nil
-}
-
-// Dial connects to the control socket of the run in runDir.
-func Dial(runDir string, timeout time.Duration) (net.Conn, error) {
-	path, done, err := socketPath(runDir)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return net.DialTimeout("unix", path, timeout)
-}
-
-// Call sends one request to the shim of the run in runDir and returns its
-// answer. A shim that refuses (Response.OK false) is an error too, returned
-// with the response.
-func Call(runDir string, req Request, timeout time.Duration) (Response, error) {
-	c, err := Dial(runDir, timeout)
-	if err != nil {
-		return Response{}, fmt.Errorf("%s: %w", req.Op, err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(timeout))
-	b, err := json.Marshal(req)
-	if err != nil {
-		return Response{}, err
-	}
-	// A shim that refuses the caller answers and closes without reading,
-	// so the write may fail (broken pipe) where the answer that says why
-	// is already there to read.
-	_, werr := c.Write(append(b, '\n'))
-	line, err := bufio.NewReader(c).ReadBytes('\n')
-	if len(line) == 0 && werr != nil {
-		return Response{}, fmt.Errorf("%s: %w", req.Op, werr)
-	}
-	if err != nil && len(line) == 0 {
-		return Response{}, fmt.Errorf("%s: no answer: %w", req.Op, err)
-	}
-	var resp Response
-	if err := json.Unmarshal(line, &resp); err != nil {
-		return Response{}, fmt.Errorf("%s: bad answer: %w", req.Op, err)
-	}
-	if !resp.OK {
-		return resp, fmt.Errorf("%s: %s", req.Op, resp.Error)
-	}
-	return resp, nil
-}
-
 // listen binds runDir's control socket with mode 0600, replacing a stale
 // one.
 func listen(runDir string) (*net.UnixListener, error) {
-	path, done, err := socketPath(runDir)
+	path, done, err := shimctl.SocketAddr(runDir)
 	if err != nil {
 		return nil, err
 	}
@@ -100,9 +35,9 @@ func listen(runDir string) (*net.UnixListener, error) {
 	// A socket that still answers is a live shim's: never removed.
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
-		return nil, fmt.Errorf("%s answers: another supervisor serves this run directory", SocketFile)
+		return nil, fmt.Errorf("%s answers: another supervisor serves this run directory", shimctl.SocketFile)
 	} else if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("cannot tell whether %s is stale: %w", SocketFile, err)
+		return nil, fmt.Errorf("cannot tell whether %s is stale: %w", shimctl.SocketFile, err)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket: %w", err)
@@ -113,12 +48,12 @@ func listen(runDir string) (*net.UnixListener, error) {
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	syscall.Umask(old)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", SocketFile, err)
+		return nil, fmt.Errorf("listen on %s: %w", shimctl.SocketFile, err)
 	}
 	ln.SetUnlinkOnClose(false) // the name may be a /proc/self/fd path: removed by its real path
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("chmod %s: %w", SocketFile, err)
+		return nil, fmt.Errorf("chmod %s: %w", shimctl.SocketFile, err)
 	}
 	return ln, nil
 }
@@ -126,7 +61,7 @@ func listen(runDir string) (*net.UnixListener, error) {
 // server answers requests on the control socket.
 type server struct {
 	ln     *net.UnixListener
-	handle func(Request, Peer) Response
+	handle func(shimctl.Request, shimctl.Peer) shimctl.Response
 	errf   func(msg string, err error)
 	uid    int
 	wg     sync.WaitGroup // the accept loop and the handlers
@@ -137,7 +72,7 @@ type server struct {
 	closed bool
 }
 
-func newServer(ln *net.UnixListener, handle func(Request, Peer) Response, errf func(string, error)) *server {
+func newServer(ln *net.UnixListener, handle func(shimctl.Request, shimctl.Peer) shimctl.Response, errf func(string, error)) *server {
 	return &server{ln: ln, handle: handle, errf: errf, uid: os.Getuid(), sem: make(chan struct{}, maxConns), conns: map[*net.UnixConn]bool{}}
 }
 
@@ -185,7 +120,7 @@ func (s *server) accept() {
 		go func() {
 			defer s.wg.Done()
 			defer func() { <-s.sem }()
-			s.serve(c, Peer{PID: int(cred.Pid), UID: int(cred.Uid)})
+			s.serve(c, shimctl.Peer{PID: int(cred.Pid), UID: int(cred.Uid)})
 		}()
 	}
 }
@@ -203,7 +138,7 @@ func (s *server) allowed(cred *unix.Ucred) bool {
 // not wait (refuseWrite bounds it all the same).
 func (s *server) refuse(c *net.UnixConn, cred *unix.Ucred, err error) {
 	defer c.Close()
-	resp := Response{Error: "cannot check the caller: " + fmt.Sprint(err)}
+	resp := shimctl.Response{Error: "cannot check the caller: " + fmt.Sprint(err)}
 	if err == nil {
 		resp.Error = fmt.Sprintf("uid %d may not control this run (its owner is uid %d)", cred.Uid, s.uid)
 	}
@@ -213,7 +148,7 @@ func (s *server) refuse(c *net.UnixConn, cred *unix.Ucred, err error) {
 }
 
 // serve answers one request on c, from peer.
-func (s *server) serve(c *net.UnixConn, peer Peer) {
+func (s *server) serve(c *net.UnixConn, peer shimctl.Peer) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(connDeadline))
 	s.mu.Lock()
@@ -233,14 +168,14 @@ func (s *server) serve(c *net.UnixConn, peer Peer) {
 	c.Write(append(b, '\n'))
 }
 
-func (s *server) answer(c *net.UnixConn, peer Peer) Response {
+func (s *server) answer(c *net.UnixConn, peer shimctl.Peer) shimctl.Response {
 	line, err := bufio.NewReader(io.LimitReader(c, maxRequest)).ReadBytes('\n')
 	if len(line) == 0 {
-		return Response{Error: fmt.Sprintf("no request: %v", err)}
+		return shimctl.Response{Error: fmt.Sprintf("no request: %v", err)}
 	}
-	var req Request
+	var req shimctl.Request
 	if err := json.Unmarshal(line, &req); err != nil {
-		return Response{Error: "bad request: " + err.Error()}
+		return shimctl.Response{Error: "bad request: " + err.Error()}
 	}
 	return s.handle(req, peer)
 }

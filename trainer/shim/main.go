@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,19 +20,13 @@ import (
 
 	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/internal/procfs"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // Descriptors the shim inherits from Start.
 const (
 	readyFD = 3 // write end of the ready pipe: one JSON line, then closed
 	lockFD  = 4 // the job's lock file, flock'ed by the bot
-)
-
-// Defaults for the zero values of a Spec (those of package trainer).
-const (
-	DefaultStopGrace    = 30 * time.Second
-	DefaultKillGrace    = 10 * time.Second
-	DefaultDrainTimeout = 2 * time.Second
 )
 
 const (
@@ -45,15 +38,9 @@ const (
 	flushAbandoned = 5 * time.Second  // then the writer has this long to notice
 )
 
-// readyMsg is the line the shim writes on the ready pipe.
-type readyMsg struct {
-	PID   int    `json:"pid,omitempty"`
-	Error string `json:"error,omitempty"`
-}
-
 // testHookLog, when set (by this package's tests, in the shim process),
 // wraps the writer of output.log: a stalled or failing disk on demand.
-var testHookLog func(w io.Writer, spec Spec) io.Writer
+var testHookLog func(w io.Writer, spec shimctl.Spec) io.Writer
 
 // Main is the body of "trainbot shim": it reads the Spec from stdin to
 // EOF, supervises the run to its end and returns the exit status (0 once a
@@ -83,7 +70,7 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	if len(args) > 0 {
 		fmt.Fprintln(stderr, "usage: trainbot shim < SPEC.json  (trainbot starts it for each run)")
-		tell(ready, readyMsg{Error: "the shim takes no arguments"})
+		tell(ready, shimctl.Ready{Error: "the shim takes no arguments"})
 		return 2
 	}
 	spec, err := readSpec(os.Stdin)
@@ -93,12 +80,12 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	if err != nil {
 		log.Error("read spec", "err", err)
-		tell(ready, readyMsg{Error: err.Error()})
+		tell(ready, shimctl.Ready{Error: err.Error()})
 		return 1
 	}
 	log = log.With("run", spec.RunID)
 	s := &shim{
-		spec:   spec.withDefaults(),
+		spec:   spec.WithDefaults(),
 		log:    log,
 		pid:    os.Getpid(),
 		q:      newQueue(spec.BufferBytes),
@@ -122,7 +109,7 @@ func inherited(fd int, kind uint32, name string) *os.File {
 
 // tell writes the ready line and closes the pipe; errors are ignored (the
 // bot may be gone).
-func tell(ready *os.File, m readyMsg) {
+func tell(ready *os.File, m shimctl.Ready) {
 	if ready == nil {
 		return
 	}
@@ -131,43 +118,27 @@ func tell(ready *os.File, m readyMsg) {
 	ready.Close()
 }
 
-func readSpec(r io.Reader) (Spec, error) {
+func readSpec(r io.Reader) (shimctl.Spec, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxSpec))
 	if err != nil {
-		return Spec{}, fmt.Errorf("read spec: %w", err)
+		return shimctl.Spec{}, fmt.Errorf("read spec: %w", err)
 	}
-	var spec Spec
+	var spec shimctl.Spec
 	if err := json.Unmarshal(b, &spec); err != nil {
-		return Spec{}, fmt.Errorf("read spec: %w", err)
+		return shimctl.Spec{}, fmt.Errorf("read spec: %w", err)
 	}
 	switch {
 	case len(spec.Argv) == 0 || spec.Argv[0] == "":
-		return Spec{}, errors.New("spec: no argv")
+		return shimctl.Spec{}, errors.New("spec: no argv")
 	case !filepath.IsAbs(spec.RunDir):
-		return Spec{}, fmt.Errorf("spec: run_dir %q is not absolute", spec.RunDir)
+		return shimctl.Spec{}, fmt.Errorf("spec: run_dir %q is not absolute", spec.RunDir)
 	}
 	return spec, nil
 }
 
-func (sp Spec) withDefaults() Spec {
-	if sp.StopGrace <= 0 {
-		sp.StopGrace = DefaultStopGrace
-	}
-	if sp.KillGrace <= 0 {
-		sp.KillGrace = DefaultKillGrace
-	}
-	if sp.DrainTimeout <= 0 {
-		sp.DrainTimeout = DefaultDrainTimeout
-	}
-	if sp.BufferBytes <= 0 {
-		sp.BufferBytes = DefaultBufferBytes
-	}
-	return sp
-}
-
 // shim is one run's supervisor.
 type shim struct {
-	spec Spec
+	spec shimctl.Spec
 	log  *slog.Logger
 	pid  int
 	q    *queue
@@ -175,7 +146,7 @@ type shim struct {
 	tail tailRing
 
 	mu    sync.Mutex
-	st    State         // without the output fields, which q and w keep
+	st    shimctl.State // without the output fields, which q and w keep
 	stopC chan struct{} // cap 1: the first stop was asked
 
 	reapMu  sync.Mutex // held while reaping and while signalling (no pid is freed meanwhile)
@@ -202,7 +173,7 @@ func (s *shim) run(ready *os.File) int {
 	spec := s.spec
 	if err := os.MkdirAll(spec.RunDir, 0o755); err != nil {
 		s.log.Error("run directory", "err", err)
-		tell(ready, readyMsg{Error: err.Error()})
+		tell(ready, shimctl.Ready{Error: err.Error()})
 		return 1
 	}
 	// A run directory is one run's: one that holds a state file, or a
@@ -211,7 +182,7 @@ func (s *shim) run(ready *os.File) int {
 	// even its state file, which failStart would write.
 	if err := s.claimRunDir(); err != nil {
 		s.log.Error("run directory", "err", err)
-		tell(ready, readyMsg{Error: err.Error()})
+		tell(ready, shimctl.Ready{Error: err.Error()})
 		return 1
 	}
 	// Orphans of the run re-parent to the shim, which reaps and kills them.
@@ -225,13 +196,13 @@ func (s *shim) run(ready *os.File) int {
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 
-	s.st = State{Version: 1, RunID: spec.RunID, ShimPID: s.pid, StartedAt: time.Now(), OOMKills: -1}
-	logF, err := os.OpenFile(s.path(LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	s.st = shimctl.State{Version: 1, RunID: spec.RunID, ShimPID: s.pid, StartedAt: time.Now(), OOMKills: -1}
+	logF, err := os.OpenFile(s.path(shimctl.LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return s.failStart(ready, nil, nil, err)
 	}
 	defer logF.Close()
-	idxF, err := os.OpenFile(s.path(IndexFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	idxF, err := os.OpenFile(s.path(shimctl.IndexFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return s.failStart(ready, nil, nil, err)
 	}
@@ -254,7 +225,7 @@ func (s *shim) run(ready *os.File) int {
 	srv := newServer(ln, s.handle, s.errf)
 
 	oomStart := procfs.CgroupOOMKills()
-	s.q.note("run %d of %s started %s: %s", spec.RunID, spec.Job, s.st.StartedAt.Format(time.RFC3339), QuoteArgv(spec.Argv))
+	s.q.note("run %d of %s started %s: %s", spec.RunID, spec.Job, s.st.StartedAt.Format(time.RFC3339), shimctl.QuoteArgv(spec.Argv))
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return s.failStart(ready, wdone, srv, err)
@@ -297,7 +268,7 @@ func (s *shim) run(ready *os.File) int {
 	go s.sampleHWM(hwmDone)
 
 	s.writeState(s.snapshot())
-	tell(ready, readyMsg{PID: s.child})
+	tell(ready, shimctl.Ready{PID: s.child})
 	srv.start()
 	persistStop, persistDone := make(chan struct{}), make(chan struct{})
 	go s.persist(persistStop, persistDone)
@@ -362,7 +333,7 @@ func (s *shim) run(ready *os.File) int {
 	// ended. On a full disk it is written again every second, while the
 	// socket answers with it and the job stays locked; a SIGTERM gives up.
 	for failed := 0; s.writeState(st) != nil; failed++ {
-		if _, err := os.Stat(filepath.Dir(s.path(StateFile))); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Dir(s.path(shimctl.StateFile))); errors.Is(err, fs.ErrNotExist) {
 			// The run's directory was removed (by hand, or a test's
 			// cleanup): nothing can read the end any more, and waiting for
 			// a disk to take it would keep this process for ever.
@@ -384,7 +355,7 @@ func (s *shim) run(ready *os.File) int {
 	}
 
 	srv.close()
-	os.Remove(s.path(SocketFile))
+	os.Remove(s.path(shimctl.SocketFile))
 	close(reapStop)
 	<-reapDone
 	s.reapAll()
@@ -394,12 +365,12 @@ func (s *shim) run(ready *os.File) int {
 // claimRunDir refuses a run directory that another run has used: it holds
 // state.json, or a ctl.sock that answers.
 func (s *shim) claimRunDir() error {
-	if _, err := os.Lstat(s.path(StateFile)); err == nil {
-		return fmt.Errorf("%s already holds %s: it is another run's directory", s.spec.RunDir, StateFile)
+	if _, err := os.Lstat(s.path(shimctl.StateFile)); err == nil {
+		return fmt.Errorf("%s already holds %s: it is another run's directory", s.spec.RunDir, shimctl.StateFile)
 	}
-	if c, err := Dial(s.spec.RunDir, time.Second); err == nil {
+	if c, err := shimctl.Dial(s.spec.RunDir, time.Second); err == nil {
 		c.Close()
-		return fmt.Errorf("%s of %s answers: another run's supervisor uses this directory", SocketFile, s.spec.RunDir)
+		return fmt.Errorf("%s of %s answers: another run's supervisor uses this directory", shimctl.SocketFile, s.spec.RunDir)
 	}
 	return nil
 }
@@ -430,7 +401,7 @@ func (s *shim) supervise(sigs <-chan os.Signal) {
 			by, peer := s.st.Stop.By, s.st.Stop.Peer
 			s.mu.Unlock()
 			others, _ := s.signalRun(syscall.SIGINT)
-			s.q.note("stop requested by %s%s: SIGINT to process group %d%s", by, peer.note(), s.child, andOthers(others))
+			s.q.note("stop requested by %s%s: SIGINT to process group %d%s", by, peerNote(peer), s.child, andOthers(others))
 			termT = time.NewTimer(s.spec.StopGrace)
 			termC = termT.C
 		case <-termC:
@@ -453,9 +424,9 @@ func (s *shim) supervise(sigs <-chan os.Signal) {
 	}
 }
 
-// note is " (pid 812 trainbot, uid 1000)", for the log's note of a request
-// from p: the caller's own claim comes with who it was. "" for nil.
-func (p *Peer) note() string {
+// peerNote is " (pid 812 trainbot, uid 1000)", for the log's note of a
+// request from p: the caller's own claim comes with who it was. "" for nil.
+func peerNote(p *shimctl.Peer) string {
 	if p == nil {
 		return ""
 	}
@@ -472,11 +443,11 @@ func andOthers(n int) string {
 // requestStop records the first stop, from peer (nil: a signal), and
 // wakes supervise; later ones, and any after the main process ended,
 // change nothing.
-func (s *shim) requestStop(by, reason string, peer *Peer) {
+func (s *shim) requestStop(by, reason string, peer *shimctl.Peer) {
 	s.mu.Lock()
 	first := s.st.Stop == nil && s.st.EndedAt.IsZero()
 	if first {
-		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now(), Peer: peer}
+		s.st.Stop = &shimctl.StopInfo{By: by, Reason: reason, At: time.Now(), Peer: peer}
 	}
 	s.mu.Unlock()
 	if first {
@@ -490,7 +461,7 @@ func (s *shim) requestStop(by, reason string, peer *Peer) {
 
 // killNow sends SIGKILL to the whole run at once (a "kill" request from
 // peer).
-func (s *shim) killNow(by, reason string, peer *Peer) {
+func (s *shim) killNow(by, reason string, peer *shimctl.Peer) {
 	s.mu.Lock()
 	if !s.st.EndedAt.IsZero() {
 		s.mu.Unlock()
@@ -500,12 +471,12 @@ func (s *shim) killNow(by, reason string, peer *Peer) {
 		if reason == "" {
 			reason = "killed"
 		}
-		s.st.Stop = &StopInfo{By: by, Reason: reason, At: time.Now(), Peer: peer}
+		s.st.Stop = &shimctl.StopInfo{By: by, Reason: reason, At: time.Now(), Peer: peer}
 	}
 	s.st.Stop.KilledNow = true
 	s.mu.Unlock()
 	others, _ := s.signalRun(syscall.SIGKILL)
-	s.q.note("kill requested by %s%s: SIGKILL to process group %d%s", by, peer.note(), s.child, andOthers(others))
+	s.q.note("kill requested by %s%s: SIGKILL to process group %d%s", by, peerNote(peer), s.child, andOthers(others))
 	s.kickPersist()
 }
 
@@ -574,11 +545,11 @@ func (s *shim) endNote() string {
 	defer s.mu.Unlock()
 	switch {
 	case s.st.ExitCode != nil:
-		return fmt.Sprintf(EndNote+": exit status %d", *s.st.ExitCode)
+		return fmt.Sprintf(shimctl.EndNote+": exit status %d", *s.st.ExitCode)
 	case s.st.Signal != 0:
-		return EndNote + ": killed by " + unix.SignalName(syscall.Signal(s.st.Signal))
+		return shimctl.EndNote + ": killed by " + unix.SignalName(syscall.Signal(s.st.Signal))
 	}
-	return EndNote
+	return shimctl.EndNote
 }
 
 // finishWriter waits for the writer to write everything; a disk that stays
@@ -611,10 +582,10 @@ func (s *shim) failStart(ready *os.File, wdone chan struct{}, srv *server, err e
 		s.finishWriter(wdone)
 	}
 	s.writeState(s.snapshot())
-	tell(ready, readyMsg{Error: err.Error()})
+	tell(ready, shimctl.Ready{Error: err.Error()})
 	if srv != nil {
 		srv.ln.Close()
-		os.Remove(s.path(SocketFile))
+		os.Remove(s.path(shimctl.SocketFile))
 	}
 	return 0
 }
@@ -660,7 +631,7 @@ func (s *shim) reapAll() {
 }
 
 // handle answers one control request from peer.
-func (s *shim) handle(req Request, peer Peer) Response {
+func (s *shim) handle(req shimctl.Request, peer shimctl.Peer) shimctl.Response {
 	by := req.By
 	if by == "" {
 		by = "someone"
@@ -674,12 +645,12 @@ func (s *shim) handle(req Request, peer Peer) Response {
 		peer.Comm, peer.Trainbot = procfs.Comm(peer.PID), sameExecutable(peer.PID)
 		s.killNow(by, req.Reason, &peer)
 	default:
-		return Response{Error: fmt.Sprintf("unknown op %q", req.Op)}
+		return shimctl.Response{Error: fmt.Sprintf("unknown op %q", req.Op)}
 	}
 	st := s.snapshot()
 	qs := s.q.stats()
 	st.LastOutput, st.Buffered = qs.lastOutput, qs.buffered
-	return Response{OK: true, State: &st}
+	return shimctl.Response{OK: true, State: &st}
 }
 
 // sameExecutable reports whether process pid runs the shim's own
@@ -697,7 +668,7 @@ func sameExecutable(pid int) bool {
 }
 
 // snapshot is the state now, output counters included.
-func (s *shim) snapshot() State {
+func (s *shim) snapshot() shimctl.State {
 	s.mu.Lock()
 	st := s.st
 	if st.Stop != nil {
@@ -742,12 +713,12 @@ func (s *shim) persist(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-func (s *shim) writeState(st State) error {
+func (s *shim) writeState(st shimctl.State) error {
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
-		err = writeFileAtomic(s.path(StateFile), append(b, '\n'))
+		err = writeFileAtomic(s.path(shimctl.StateFile), append(b, '\n'))
 	}
 	if err != nil {
 		s.errf("write state.json", err)
@@ -787,20 +758,6 @@ func writeFileAtomic(path string, data []byte) error {
 		d.Close()
 	}
 	return nil
-}
-
-// QuoteArgv renders argv for a log line, quoting the items a shell would
-// not read as one word.
-func QuoteArgv(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>(){}*?[]#~") {
-			q[i] = strconv.Quote(a)
-		} else {
-			q[i] = a
-		}
-	}
-	return strings.Join(q, " ")
 }
 
 // startWithUmask starts cmd with umask (nil: the shim's own): the files

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trainbot/trainbot/internal/procfs"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // The test binary doubles as the shim ("shim" as its first argument, the
@@ -57,14 +58,14 @@ func TestMain(m *testing.M) {
 // stallUntilChildDone is a disk whose first write blocks until the child
 // has created RUN_DIR/child-done (at most 30 s): the child prints its all
 // while the writer is blocked. It records in RUN_DIR/stall how it ended.
-func stallUntilChildDone(w io.Writer, spec Spec) io.Writer {
+func stallUntilChildDone(w io.Writer, spec shimctl.Spec) io.Writer {
 	return &testDisk{w: w, dir: spec.RunDir, stall: true}
 }
 
 // failUntilChildDone is a full disk: its first write writes 7 bytes and
 // fails with ENOSPC, later ones fail without writing, until the child has
 // created RUN_DIR/child-done. RUN_DIR/failures counts the failures.
-func failUntilChildDone(w io.Writer, spec Spec) io.Writer {
+func failUntilChildDone(w io.Writer, spec shimctl.Spec) io.Writer {
 	return &testDisk{w: w, dir: spec.RunDir}
 }
 
@@ -129,7 +130,7 @@ func child(mode string, args []string) int {
 	}
 	switch mode {
 	case "ctlcall": // ask the run in RUN_DIR arg 0 for its status; print the answer or the error
-		resp, err := Call(arg(0, ""), Request{Op: "status"}, 5*time.Second)
+		resp, err := shimctl.Call(arg(0, ""), shimctl.Request{Op: "status"}, 5*time.Second)
 		if err != nil {
 			fmt.Println("error:", err)
 			return 1
@@ -139,7 +140,7 @@ func child(mode string, args []string) int {
 	case "ctlhold": // open N connections to the run in RUN_DIR arg 0 and say nothing; at the end of stdin, count those refused
 		var conns []net.Conn
 		for i := 0; i < atoi(arg(1, "64")); i++ {
-			c, err := Dial(arg(0, ""), 5*time.Second)
+			c, err := shimctl.Dial(arg(0, ""), 5*time.Second)
 			if err != nil {
 				fmt.Println("error:", err)
 				return 1
@@ -250,14 +251,14 @@ func child(mode string, args []string) int {
 		waitFinish()
 		return 0
 	case "starter": // start a shim as the bot would, say its pids, and wait to be killed
-		var spec Spec
+		var spec shimctl.Spec
 		json.Unmarshal([]byte(os.Getenv("SHIMTEST_SPEC")), &spec)
 		lock, err := lockFile(os.Getenv("SHIMTEST_LOCK"))
 		if err != nil {
 			fmt.Println(err)
 			return 1
 		}
-		h, err := Start(shimArgv(""), spec, lock, 10*time.Second)
+		h, err := shimctl.Start(shimArgv(""), spec, lock, 10*time.Second)
 		if err != nil {
 			fmt.Println(err)
 			return 1
@@ -283,14 +284,14 @@ func shimArgv(disk string) []string {
 }
 
 // newSpec is a run of the child program mode in a fresh run directory.
-func newSpec(t *testing.T, mode string, args ...string) Spec {
+func newSpec(t *testing.T, mode string, args ...string) shimctl.Spec {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	return Spec{
+	return shimctl.Spec{
 		RunID: 1, Job: "test",
 		Argv:   append([]string{exe}, args...),
 		Env:    append(os.Environ(), childEnv+"="+mode, "SHIMTEST_RUN_DIR="+dir),
@@ -329,7 +330,7 @@ func lockHeld(t *testing.T, path string) bool {
 
 // start starts spec's run under a shim with a lock in the test's
 // directory; the run is killed if the test ends first.
-func start(t *testing.T, spec Spec, disk string) (*Handle, string) {
+func start(t *testing.T, spec shimctl.Spec, disk string) (*shimctl.Handle, string) {
 	t.Helper()
 	lockPath := filepath.Join(filepath.Dir(spec.RunDir), "job.lock")
 	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
@@ -339,14 +340,14 @@ func start(t *testing.T, spec Spec, disk string) (*Handle, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Start(shimArgv(disk), spec, lock, 10*time.Second)
+	h, err := shimctl.Start(shimArgv(disk), spec, lock, 10*time.Second)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	t.Cleanup(func() {
 		// A run the test left behind is killed through its shim; only a
 		// shim not yet reaped (its pid still its own) is killed by pid.
-		Call(spec.RunDir, Request{Op: "kill", By: "test cleanup"}, time.Second)
+		shimctl.Call(spec.RunDir, shimctl.Request{Op: "kill", By: "test cleanup"}, time.Second)
 		done := make(chan struct{})
 		go func() { h.Wait(); close(done) }()
 		select {
@@ -359,18 +360,24 @@ func start(t *testing.T, spec Spec, disk string) (*Handle, string) {
 	return h, lockPath
 }
 
+// shimLogTail is the end of a run directory's shim.log, for a failure.
+func shimLogTail(dir string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, shimctl.ShimLog))
+	return string(b[max(0, len(b)-2048):])
+}
+
 // wait waits for the shim to exit and returns the final state.
-func wait(t *testing.T, h *Handle, dir string) State {
+func wait(t *testing.T, h *shimctl.Handle, dir string) shimctl.State {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- h.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Errorf("shim exited with %v; shim.log: %s", err, logTail(filepath.Join(dir, ShimLog), 2048))
+			t.Errorf("shim exited with %v; shim.log: %s", err, shimLogTail(dir))
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the shim did not exit in 60 s; shim.log: %s", logTail(filepath.Join(dir, ShimLog), 2048))
+		t.Fatalf("the shim did not exit in 60 s; shim.log: %s", shimLogTail(dir))
 	}
 	st := readState(t, dir)
 	if !st.Ended {
@@ -379,13 +386,13 @@ func wait(t *testing.T, h *Handle, dir string) State {
 	return st
 }
 
-func readState(t *testing.T, dir string) State {
+func readState(t *testing.T, dir string) shimctl.State {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	b, err := os.ReadFile(filepath.Join(dir, shimctl.StateFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st State
+	var st shimctl.State
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatalf("state.json: %v", err)
 	}
@@ -406,7 +413,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 func readLog(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, LogFile))
+	b, err := os.ReadFile(filepath.Join(dir, shimctl.LogFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +422,7 @@ func readLog(t *testing.T, dir string) string {
 
 func logHas(t *testing.T, dir, s string) func() bool {
 	return func() bool {
-		b, _ := os.ReadFile(filepath.Join(dir, LogFile))
+		b, _ := os.ReadFile(filepath.Join(dir, shimctl.LogFile))
 		return strings.Contains(string(b), s)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // The output path. The child writes into two pipes; one reader goroutine
@@ -69,7 +71,7 @@ type queue struct {
 
 func newQueue(limit int64) *queue {
 	if limit <= 0 {
-		limit = DefaultBufferBytes
+		limit = shimctl.DefaultBufferBytes
 	}
 	return &queue{limit: limit, wake: make(chan struct{}, 1)}
 }
@@ -436,7 +438,7 @@ func (w *writer) record(now time.Time) {
 	if read == 0 {
 		read = now.UnixNano()
 	}
-	var rec [IndexRecordSize]byte
+	var rec [shimctl.IndexRecordSize]byte
 	binary.LittleEndian.PutUint64(rec[0:8], uint64(size))
 	binary.LittleEndian.PutUint64(rec[8:16], uint64(read))
 	w.idxBuf = append(w.idxBuf, rec[:]...)

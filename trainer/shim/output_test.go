@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 func TestTailRing(t *testing.T) {
@@ -47,7 +49,7 @@ func TestTailRing(t *testing.T) {
 }
 
 func TestReadIndexIgnoresAPartialRecord(t *testing.T) {
-	path := filepath.Join(t.TempDir(), IndexFile)
+	path := filepath.Join(t.TempDir(), shimctl.IndexFile)
 	var b []byte
 	for i := int64(1); i <= 3; i++ {
 		b = binary.LittleEndian.AppendUint64(b, uint64(i*100))
@@ -57,15 +59,15 @@ func TestReadIndexIgnoresAPartialRecord(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadIndex(path, 1)
+	got, err := shimctl.ReadIndex(path, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []IndexEntry{{200, time.Unix(1700000002, 0)}, {300, time.Unix(1700000003, 0)}}
+	want := []shimctl.IndexEntry{{Offset: 200, Time: time.Unix(1700000002, 0)}, {Offset: 300, Time: time.Unix(1700000003, 0)}}
 	if len(got) != 2 || got[0].Offset != want[0].Offset || !got[1].Time.Equal(want[1].Time) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	if got, err := ReadIndex(path, 3); err != nil || len(got) != 0 {
+	if got, err := shimctl.ReadIndex(path, 3); err != nil || len(got) != 0 {
 		t.Errorf("past the end: %v, %v", got, err)
 	}
 }

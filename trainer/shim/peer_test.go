@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // nobody is the uid (and gid) of the tests that act as another user.
@@ -28,7 +30,7 @@ func TestControlSocketRefusesOtherUsers(t *testing.T) {
 	spec := newSpec(t, "quiet", "20000")
 	spec.RunDir = filepath.Join(base, "run")
 	h, _ := start(t, spec, "")
-	sock := filepath.Join(spec.RunDir, SocketFile)
+	sock := filepath.Join(spec.RunDir, shimctl.SocketFile)
 	fi, err := os.Stat(sock)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("ctl.sock: %v %v, want mode 0600", fi.Mode(), err)
@@ -47,7 +49,7 @@ func TestControlSocketRefusesOtherUsers(t *testing.T) {
 	if out := call(); !strings.Contains(out, "uid 65534 may not control this run") {
 		t.Errorf("uid %d on an open socket: %q, want refused by uid", nobody, out)
 	}
-	if resp, err := Call(spec.RunDir, Request{Op: "status"}, 5*time.Second); err != nil || resp.State.PID != h.PID {
+	if resp, err := shimctl.Call(spec.RunDir, shimctl.Request{Op: "status"}, 5*time.Second); err != nil || resp.State.PID != h.PID {
 		t.Errorf("the owner's status: %+v %v, want pid %d", resp.State, err, h.PID)
 	}
 	if st := readState(t, spec.RunDir); st.Ended || st.Stop != nil {
@@ -66,7 +68,7 @@ func TestStrangersIdleConnectionsDoNotDelayTheOwner(t *testing.T) {
 	spec := newSpec(t, "quiet", "20000")
 	spec.RunDir = filepath.Join(base, "run")
 	start(t, spec, "")
-	if err := os.Chmod(filepath.Join(spec.RunDir, SocketFile), 0o666); err != nil {
+	if err := os.Chmod(filepath.Join(spec.RunDir, shimctl.SocketFile), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	const idle = 4 * maxConns
@@ -107,7 +109,7 @@ func TestStrangersIdleConnectionsDoNotDelayTheOwner(t *testing.T) {
 	// Every one of them was connected before the owner's: a server that
 	// gave them handlers would keep the owner waiting for connDeadline
 	// (5 s), past the bot's own timeout for a status (2 s).
-	resp, err := Call(spec.RunDir, Request{Op: "status"}, 2*time.Second)
+	resp, err := shimctl.Call(spec.RunDir, shimctl.Request{Op: "status"}, 2*time.Second)
 	if err != nil || resp.State == nil || resp.State.Ended {
 		t.Fatalf("the owner's status with %d idle connections of another user open: %+v %v", idle, resp, err)
 	}

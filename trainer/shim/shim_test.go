@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trainbot/trainbot/internal/procfs"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 func TestRunEndToEnd(t *testing.T) {
@@ -32,7 +33,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if !lockHeld(t, lockPath) {
 		t.Error("the job's lock is free while the run is running")
 	}
-	resp, err := Call(dir, Request{Op: "status"}, 5*time.Second)
+	resp, err := shimctl.Call(dir, shimctl.Request{Op: "status"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if st.Survivors != 0 || st.BytesDropped != 0 || st.StartError != "" || st.Stop != nil {
 		t.Errorf("survivors %d, dropped %d, start error %q, stop %+v: want none", st.Survivors, st.BytesDropped, st.StartError, st.Stop)
 	}
-	fi, err := os.Stat(filepath.Join(dir, LogFile))
+	fi, err := os.Stat(filepath.Join(dir, shimctl.LogFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Errorf("the log starts %q", log[:min(len(log), 80)])
 	}
 
-	idx, err := ReadIndex(filepath.Join(dir, IndexFile), 0)
+	idx, err := shimctl.ReadIndex(filepath.Join(dir, shimctl.IndexFile), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +121,11 @@ func TestRunEndToEnd(t *testing.T) {
 	if last := idx[len(idx)-1]; last.Offset != st.LogBytes {
 		t.Errorf("the last record maps offset %d, want the log's end %d", last.Offset, st.LogBytes)
 	}
-	more, err := ReadIndex(filepath.Join(dir, IndexFile), int64(len(idx)-1))
+	more, err := shimctl.ReadIndex(filepath.Join(dir, shimctl.IndexFile), int64(len(idx)-1))
 	if err != nil || len(more) != 1 || more[0] != idx[len(idx)-1] {
 		t.Errorf("ReadIndex from the last record = %v, %v", more, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, SocketFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, shimctl.SocketFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ctl.sock after the end: %v", err)
 	}
 }
@@ -155,7 +156,7 @@ func TestShimOutlivesItsParent(t *testing.T) {
 		t.Fatalf("the starting process said no pids: %v", err)
 	}
 	t.Cleanup(func() {
-		Call(dir, Request{Op: "kill", By: "test cleanup"}, time.Second)
+		shimctl.Call(dir, shimctl.Request{Op: "kill", By: "test cleanup"}, time.Second)
 		if pid, _ := unix.Wait4(shimPID, nil, unix.WNOHANG, nil); pid == 0 { // still running: ours to kill
 			unix.Kill(shimPID, unix.SIGKILL)
 			unix.Wait4(shimPID, nil, 0, nil)
@@ -207,7 +208,7 @@ func TestStopKillsTheWholeTree(t *testing.T) {
 	if len(pids) != 3 {
 		t.Fatalf("pids %v, want the child and 2 grandchildren", pids)
 	}
-	resp, err := Call(dir, Request{Op: "stop", By: "alice", Reason: "stopped"}, 5*time.Second)
+	resp, err := shimctl.Call(dir, shimctl.Request{Op: "stop", By: "alice", Reason: "stopped"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,17 +216,17 @@ func TestStopKillsTheWholeTree(t *testing.T) {
 		t.Errorf("stop answer: %+v", s)
 	}
 	// A second stop changes nothing.
-	if resp, err := Call(dir, Request{Op: "stop", By: "bob", Reason: "nan"}, 5*time.Second); err != nil || resp.State.Stop.By != "alice" {
+	if resp, err := shimctl.Call(dir, shimctl.Request{Op: "stop", By: "bob", Reason: "nan"}, 5*time.Second); err != nil || resp.State.Stop.By != "alice" {
 		t.Errorf("second stop: %v %+v", err, resp.State)
 	}
 	st := wait(t, h, dir)
 	if s := st.Stop; s == nil || s.By != "alice" || !s.SentTerm || !s.SentKill || s.KilledNow {
 		t.Errorf("stop info %+v, want alice's with SIGTERM and SIGKILL sent", s)
 	}
-	// Who sent it is recorded as the kernel tells it, whatever by says;
-	// this test process runs the shim's own executable (as a trainbot
-	// does).
-	me := Peer{PID: os.Getpid(), UID: os.Getuid(), Comm: thisComm(t), Trainbot: true}
+	// Who sent it is recorded as the kernel tells it, whatever by says. The
+	// test binary is the shim's executable too (it doubles as the shim), so
+	// the shim sees a trainbot.
+	me := shimctl.Peer{PID: os.Getpid(), UID: os.Getuid(), Comm: thisComm(t), Trainbot: true}
 	if s := st.Stop; s == nil || s.Peer == nil || *s.Peer != me {
 		t.Errorf("stop's peer %+v, want this test process %+v", s.Peer, me)
 	}
@@ -273,7 +274,7 @@ func TestKillRequest(t *testing.T) {
 	dir := spec.RunDir
 	h, _ := start(t, spec, "")
 	waitFor(t, 10*time.Second, "ready", logHas(t, dir, "ready\n"))
-	if _, err := Call(dir, Request{Op: "kill", By: "carol"}, 5*time.Second); err != nil {
+	if _, err := shimctl.Call(dir, shimctl.Request{Op: "kill", By: "carol"}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	st := wait(t, h, dir)
@@ -283,7 +284,7 @@ func TestKillRequest(t *testing.T) {
 	if st.Survivors != 0 || st.Signal != int(syscall.SIGKILL) {
 		t.Errorf("survivors %d signal %d", st.Survivors, st.Signal)
 	}
-	if _, err := Call(dir, Request{Op: "status"}, time.Second); err == nil {
+	if _, err := shimctl.Call(dir, shimctl.Request{Op: "status"}, time.Second); err == nil {
 		t.Error("the socket answers after the end")
 	}
 }
@@ -368,7 +369,7 @@ func TestFullDiskKeepsOutput(t *testing.T) {
 			t.Fatalf("line %d is missing", i)
 		}
 	}
-	if fi, _ := os.Stat(filepath.Join(dir, LogFile)); fi.Size() != st.LogBytes {
+	if fi, _ := os.Stat(filepath.Join(dir, shimctl.LogFile)); fi.Size() != st.LogBytes {
 		t.Errorf("log_bytes %d, the log has %d", st.LogBytes, fi.Size())
 	}
 	if strings.Contains(log, "were dropped") {
@@ -384,13 +385,13 @@ func TestCommandNotFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Start(shimArgv(""), spec, lock, 10*time.Second)
+	h, err := shimctl.Start(shimArgv(""), spec, lock, 10*time.Second)
 	if err == nil {
 		h.Wait()
 		t.Fatal("Start succeeded")
 	}
-	if !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "/nonexistent/trainbot-no-such-command") {
-		t.Errorf("error %q, want ErrNotStarted naming the command", err)
+	if !errors.Is(err, shimctl.ErrNotStarted) || !strings.Contains(err.Error(), "/nonexistent/trainbot-no-such-command") {
+		t.Errorf("error %q, want shimctl.ErrNotStarted naming the command", err)
 	}
 	st := readState(t, spec.RunDir)
 	if st.StartError == "" || !st.Ended || st.PID != 0 {
@@ -409,11 +410,11 @@ func TestShimDiesBeforeAnswering(t *testing.T) {
 	spec.RunDir = "relative/dir" // the shim refuses the spec and exits 1
 	dir := t.TempDir()
 	t.Chdir(dir)
-	_, err := Start(shimArgv(""), spec, nil, 10*time.Second)
+	_, err := shimctl.Start(shimArgv(""), spec, nil, 10*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "not absolute") {
 		t.Errorf("error %v, want the shim's complaint", err)
 	}
-	_, err = Start([]string{"/bin/sh", "-c", "echo dying words >&2; exit 3"}, newSpec(t, "quiet"), nil, 10*time.Second)
+	_, err = shimctl.Start([]string{"/bin/sh", "-c", "echo dying words >&2; exit 3"}, newSpec(t, "quiet"), nil, 10*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "dying words") || !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("error %v, want the tail of shim.log and the status", err)
 	}
@@ -422,22 +423,22 @@ func TestShimDiesBeforeAnswering(t *testing.T) {
 func TestLongRunDir(t *testing.T) {
 	spec := newSpec(t, "quiet")
 	spec.RunDir = filepath.Join(spec.RunDir, strings.Repeat("d", 60), strings.Repeat("e", 60))
-	if len(filepath.Join(spec.RunDir, SocketFile)) <= 108 {
+	if len(filepath.Join(spec.RunDir, shimctl.SocketFile)) <= 108 {
 		t.Fatal("the path is not long enough")
 	}
 	h, _ := start(t, spec, "")
-	resp, err := Call(spec.RunDir, Request{Op: "status"}, 5*time.Second)
+	resp, err := shimctl.Call(spec.RunDir, shimctl.Request{Op: "status"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if resp.State.PID != h.PID {
 		t.Errorf("status pid %d, want %d", resp.State.PID, h.PID)
 	}
-	fi, err := os.Stat(filepath.Join(spec.RunDir, SocketFile))
+	fi, err := os.Stat(filepath.Join(spec.RunDir, shimctl.SocketFile))
 	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Errorf("ctl.sock: %v %v, want a 0600 socket", fi.Mode(), err)
 	}
-	if _, err := Call(spec.RunDir, Request{Op: "kill", By: "t"}, 5*time.Second); err != nil {
+	if _, err := shimctl.Call(spec.RunDir, shimctl.Request{Op: "kill", By: "t"}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if st := wait(t, h, spec.RunDir); st.Stop == nil || !st.Stop.KilledNow {
@@ -448,10 +449,10 @@ func TestLongRunDir(t *testing.T) {
 func TestBadRequests(t *testing.T) {
 	spec := newSpec(t, "quiet")
 	h, _ := start(t, spec, "")
-	if _, err := Call(spec.RunDir, Request{Op: "reboot"}, 5*time.Second); err == nil || !strings.Contains(err.Error(), `unknown op "reboot"`) {
+	if _, err := shimctl.Call(spec.RunDir, shimctl.Request{Op: "reboot"}, 5*time.Second); err == nil || !strings.Contains(err.Error(), `unknown op "reboot"`) {
 		t.Errorf("unknown op: %v", err)
 	}
-	c, err := Dial(spec.RunDir, 5*time.Second)
+	c, err := shimctl.Dial(spec.RunDir, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,12 +464,12 @@ func TestBadRequests(t *testing.T) {
 		t.Errorf("answer to junk: %q", b[:n])
 	}
 	// A client that says nothing does not keep others out.
-	idle, err := Dial(spec.RunDir, 5*time.Second)
+	idle, err := shimctl.Dial(spec.RunDir, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer idle.Close()
-	if _, err := Call(spec.RunDir, Request{Op: "stop", By: "t"}, 5*time.Second); err != nil {
+	if _, err := shimctl.Call(spec.RunDir, shimctl.Request{Op: "stop", By: "t"}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, h, spec.RunDir)
@@ -480,14 +481,14 @@ func TestLogCap(t *testing.T) {
 	dir := spec.RunDir
 	h, _ := start(t, spec, "")
 	waitFor(t, 20*time.Second, "the whole flood", func() bool {
-		resp, err := Call(dir, Request{Op: "status"}, 5*time.Second)
+		resp, err := shimctl.Call(dir, shimctl.Request{Op: "status"}, 5*time.Second)
 		return err == nil && resp.State.LogBytes >= 12<<20
 	})
 	if err := os.WriteFile(filepath.Join(dir, "finish"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	st := wait(t, h, dir)
-	path := filepath.Join(dir, LogFile)
+	path := filepath.Join(dir, shimctl.LogFile)
 	var fst unix.Stat_t
 	if err := unix.Stat(path, &fst); err != nil {
 		t.Fatal(err)
@@ -608,16 +609,16 @@ func TestAnotherRunsDirectoryIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Start(shimArgv(""), second, lock, 10*time.Second); !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "another run") {
+	if _, err := shimctl.Start(shimArgv(""), second, lock, 10*time.Second); !errors.Is(err, shimctl.ErrNotStarted) || !strings.Contains(err.Error(), "another run") {
 		t.Fatalf("second shim in a live run's directory: got %v, want refused", err)
 	}
-	if _, err := Call(dir, Request{Op: "status"}, 2*time.Second); err != nil {
+	if _, err := shimctl.Call(dir, shimctl.Request{Op: "status"}, 2*time.Second); err != nil {
 		t.Fatalf("the live run's socket no longer answers: %v", err)
 	}
 	if after := readState(t, dir); after.RunID != before.RunID || after.PID != before.PID {
 		t.Errorf("the live run's state was rewritten: %+v", after)
 	}
-	if _, err := Call(dir, Request{Op: "kill", By: "test"}, 2*time.Second); err != nil {
+	if _, err := shimctl.Call(dir, shimctl.Request{Op: "kill", By: "test"}, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, h, dir)
@@ -626,7 +627,7 @@ func TestAnotherRunsDirectoryIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Start(shimArgv(""), second, lock, 10*time.Second); !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), StateFile) {
+	if _, err := shimctl.Start(shimArgv(""), second, lock, 10*time.Second); !errors.Is(err, shimctl.ErrNotStarted) || !strings.Contains(err.Error(), shimctl.StateFile) {
 		t.Fatalf("second shim in an ended run's directory: got %v, want refused", err)
 	}
 	if log := readLog(t, dir); strings.Contains(log, "run 2 of") {

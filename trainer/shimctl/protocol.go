@@ -1,21 +1,12 @@
-// Package shim is the per-run supervisor: a small process ("trainbot shim")
-// that owns one run for its whole life, so that the training never depends
-// on the chat bot being alive, fast or healthy (the conmon /
-// containerd-shim shape).
-//
-// The bot starts the shim with Start; the shim, in its own session, takes
-// over the job's lock, sets PR_SET_CHILD_SUBREAPER, starts the job's
-// command in a new process group, drains its stdout and stderr into
-// RUN_DIR/output.log through a bounded in-memory buffer (the child never
-// waits on the disk), appends (offset, time) records to output.idx, writes
-// state.json atomically at the start, on a stop and at the end, answers
-// requests on the unix socket ctl.sock, escalates a stop SIGINT → SIGTERM →
-// SIGKILL to the process group and every descendant, and exits when every
-// process of the run is gone. It has no database, no network and no parser.
-//
-// This file is the contract between the bot and the shim: the files of a run
-// directory, the spec, the state and the control protocol.
-package shim
+// Package shimctl is the bot's side of a run's supervisor (trainer/shim,
+// "trainbot shim") and the contract between the two: the files of a run
+// directory, the Spec the bot hands over, the State the shim writes, the
+// control socket's requests and answers (Call, Dial), the output index
+// (ReadIndex), and Start, which launches a shim and waits for its word.
+// Package trainer imports this, not the shim, so nothing that only knows
+// runs links the supervisor process; cmd/trainbot's main enters that
+// (shim.MainIfAsked).
+package shimctl
 
 import (
 	"time"
@@ -23,7 +14,7 @@ import (
 
 // Files in a run directory.
 const (
-	LogFile    = "output.log" // every byte the child wrote, whole lines per stream, plus "[trainbot] " notes (see Main)
+	LogFile    = "output.log" // every byte the child wrote, whole lines per stream, plus "[trainbot] " notes (see shim.Main)
 	IndexFile  = "output.idx" // IndexRecordSize-byte records: when each part of the log was read
 	StateFile  = "state.json" // State, written atomically (temp file, fsync, rename)
 	SocketFile = "ctl.sock"   // the control socket, mode 0600; peers of another uid are refused

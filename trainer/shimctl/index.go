@@ -1,4 +1,4 @@
-package shim
+package shimctl
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package shim
+package shimctl
 
 import (
 	"bufio"
@@ -119,7 +119,7 @@ func Start(shimArgv []string, spec Spec, lock *os.File, timeout time.Duration) (
 	readyR.SetReadDeadline(deadline)
 	line, rerr := bufio.NewReader(io.LimitReader(readyR, 1<<20)).ReadBytes('\n')
 
-	var msg readyMsg
+	var msg Ready
 	if len(line) > 0 && json.Unmarshal(line, &msg) == nil {
 		switch {
 		case msg.PID > 0:
@@ -163,14 +163,4 @@ func logTail(path string, limit int64) string {
 		return "(" + filepath.Base(path) + " is empty)"
 	}
 	return string(bytes.ReplaceAll(b, []byte("\n"), []byte(" | ")))
-}
-
-// MainIfAsked runs Main and exits when the program was started as a run's
-// supervisor (its first argument is "shim"), and returns otherwise. Test
-// binaries that start runs call it first in TestMain, since a Supervisor
-// starts each run's supervisor as its own executable with "shim".
-func MainIfAsked() {
-	if len(os.Args) > 1 && os.Args[1] == "shim" {
-		os.Exit(Main(os.Args[2:], os.Stderr))
-	}
 }

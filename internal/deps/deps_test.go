@@ -1,0 +1,137 @@
+package deps
+
+import (
+	"bytes"
+	"maps"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/trainbot/trainbot/"
+
+// database is what only store and what wires it (cmd, tests) may link.
+var database = []string{mod + "store", "modernc.org/sqlite"}
+
+// rules say which import paths a package must not reach, directly or
+// through others; a path ending in "/..." forbids the tree under it.
+var rules = []struct {
+	pkg    string
+	forbid []string
+	why    string
+}{
+	{"history", nil, "a leaf: the standard library only (checked below)"},
+	{"gpu", append([]string{mod + "trainer", mod + "trainer/shim", mod + "i18n", "testing"}, database...),
+		"samples go out through gpu.Recorder, run peaks are told as history.Peak*, alerts are facts that bot/render words"},
+	{"plots", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...), "draws what it is given"},
+	{"bot/deliver", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...),
+		"the outbox is read and written through deliver.Store"},
+	// These four know runs (trainer's types and the Supervisor's
+	// interface); trainer talks to runs' supervisors through
+	// trainer/shimctl, not the supervisor process itself.
+	{"bot/render", append([]string{mod + "trainer/shim", "testing"}, database...), "charts and texts read the history through ChartData, FitData"},
+	{"bot/notify", append([]string{mod + "trainer/shim", "testing"}, database...), "reads subscriptions and reports through its interfaces"},
+	{"bot/command", append([]string{mod + "trainer/shim", "testing"}, database...), "reads the history through command.History"},
+	{"web", append([]string{mod + "trainer/shim", "testing"}, database...), "reads the history through web.History"},
+	{"trainer", append([]string{mod + "trainer/shim", "testing"}, database...),
+		"starts and talks to runs' supervisors through trainer/shimctl; records through trainer.Recorder"},
+	{"cmd/trainbot", []string{"testing"}, "the release binary: tests' helpers stay out of it"},
+}
+
+// graph is what `go list -deps` says of one package: every package it
+// reaches and the direct imports of each.
+type graph struct {
+	root    string
+	imports map[string][]string
+	std     map[string]bool
+}
+
+func list(t *testing.T, pkg string) graph {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command in PATH: cannot list the dependencies")
+	}
+	cmd := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}} {{join .Imports \" \"}}", "../../"+pkg)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.String())
+	}
+	g := graph{root: mod + pkg, imports: map[string][]string{}, std: map[string]bool{}}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		g.imports[f[0]] = f[2:]
+		g.std[f[0]] = f[1] == "true"
+	}
+	if _, ok := g.imports[g.root]; !ok {
+		t.Fatalf("go list -deps %s did not list %s", pkg, g.root)
+	}
+	return g
+}
+
+// paths returns every package reached, sorted.
+func (g graph) paths() []string {
+	return slices.Sorted(maps.Keys(g.imports))
+}
+
+// chain returns the imports from the root to target, breadth first (a
+// shortest chain), or nil when target is not reached.
+func (g graph) chain(target string) []string {
+	prev := map[string]string{g.root: ""}
+	queue := []string{g.root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p == target {
+			var out []string
+			for ; p != ""; p = prev[p] {
+				out = append([]string{p}, out...)
+			}
+			return out
+		}
+		for _, q := range g.imports[p] {
+			if _, seen := prev[q]; !seen {
+				prev[q] = p
+				queue = append(queue, q)
+			}
+		}
+	}
+	return nil
+}
+
+func forbidden(path, rule string) bool {
+	if tree, ok := strings.CutSuffix(rule, "/..."); ok {
+		return path == tree || strings.HasPrefix(path, tree+"/")
+	}
+	return path == rule
+}
+
+func TestDependenciesPointDown(t *testing.T) {
+	for _, r := range rules {
+		t.Run(r.pkg, func(t *testing.T) {
+			g := list(t, r.pkg)
+			for _, rule := range r.forbid {
+				for _, p := range g.paths() {
+					if forbidden(p, rule) {
+						t.Errorf("%s must not depend on %s (%s); it does: %s", r.pkg, p, r.why, strings.Join(g.chain(p), " -> "))
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestHistoryIsALeaf(t *testing.T) {
+	g := list(t, "history")
+	for _, p := range g.paths() {
+		if p != g.root && !g.std[p] {
+			t.Errorf("history must import only the standard library; it reaches %s: %s", p, strings.Join(g.chain(p), " -> "))
+		}
+	}
+}
