@@ -74,13 +74,10 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	}
 	argv, env := job.Argv(params)
 	run.Command = argv
-	run.ID = s.nextID()
-	id, err := s.opts.Recorder.CreateRun(ctx, run)
+	id, err := s.recordRun(ctx, run)
 	if err != nil {
-		return nil, fmt.Errorf("record run: %w", err)
+		return nil, err
 	}
-	run.ID = id
-	s.minID.Store(max(s.minID.Load(), id+1))
 	log := s.log.With("run", id, "job", job.Name)
 	runDir := filepath.Join(s.opts.DataDir, "runs", strconv.FormatInt(id, 10))
 	run.LogPath = filepath.Join(runDir, shimctl.LogFile)
@@ -202,4 +199,18 @@ func (s *Supervisor) unobservedRun(ctx context.Context, lock string) (*Run, erro
 		}
 	}
 	return nil, nil
+}
+
+// recordRun records a new run under an id never used on disk (above every
+// run directory, and every run since the supervisor started) and sets
+// run.ID. Call with startMu held.
+func (s *Supervisor) recordRun(ctx context.Context, run *Run) (int64, error) {
+	run.ID = s.nextID()
+	id, err := s.opts.Recorder.CreateRun(ctx, run)
+	if err != nil {
+		return 0, fmt.Errorf("record run: %w", err)
+	}
+	run.ID = id
+	s.minID.Store(max(s.minID.Load(), id+1))
+	return id, nil
 }

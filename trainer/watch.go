@@ -52,13 +52,10 @@ func (s *Supervisor) Watch(ctx context.Context, req WatchRequest) (*Run, error) 
 		return nil, ErrClosed
 	}
 	ctx = context.WithoutCancel(ctx)
-	run.ID = s.nextID()
-	id, err := s.opts.Recorder.CreateRun(ctx, run)
+	id, err := s.recordRun(ctx, run)
 	if err != nil {
-		return nil, fmt.Errorf("record run: %w", err)
+		return nil, err
 	}
-	run.ID = id
-	s.minID.Store(max(s.minID.Load(), id+1))
 	runDir := RunDir(s.opts.DataDir, id)
 	if err := os.MkdirAll(runDir, 0o700); err != nil {
 		return nil, err

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -184,21 +183,7 @@ func TestRunUnderAnFDLimitWithIdleConnections(t *testing.T) {
 	const steps = 150 // 4.5 s at 30 ms
 	cfgPath, data := writeStepsJob(t, steps, 30*time.Millisecond)
 	withHTTP(t, cfgPath)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("/bin/sh", "-c", `ulimit -n 256 && exec "$0" "$@"`, exe, "console", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "TRAINBOT_TEST_MAIN=1", "HOME="+t.TempDir())
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, out := startConsole(t, cfgPath, "/bin/sh", "-c", `ulimit -n 256 && exec "$0" "$@"`)
 	defer cmd.Process.Kill()
 	io.WriteString(stdin, "开始\n")
 	_, at := waitFor(t, out, 0, `run #1 started`)

@@ -53,24 +53,33 @@ stop_grace = "2s"
 // started.
 func startsARun(t *testing.T, cfgPath string) *exec.Cmd {
 	t.Helper()
+	cmd, stdin, out := startConsole(t, cfgPath)
+	io.WriteString(stdin, "开始\n")
+	waitFor(t, out, 0, `run #1 started`)
+	return cmd
+}
+
+// startConsole starts `trainbot console --config cfgPath` as a process of
+// its own (this test binary), run through wrap when given (a shell that
+// sets a limit, say, then execs "$0" "$@"); its output goes to out.
+func startConsole(t *testing.T, cfgPath string, wrap ...string) (cmd *exec.Cmd, stdin io.WriteCloser, out *syncBuffer) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "console", "--config", cfgPath)
+	argv := append(append(wrap, exe), "console", "--config", cfgPath)
+	cmd = exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "TRAINBOT_TEST_MAIN=1", "HOME="+t.TempDir())
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
+	if stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
+	out = &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(stdin, "开始\n")
-	waitFor(t, out, 0, `run #1 started`)
-	return cmd
+	return cmd, stdin, out
 }
 
 func logLines(path string) int {
