@@ -22,6 +22,7 @@ import (
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
+	"github.com/trainbot/trainbot/internal/journal"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -373,8 +374,8 @@ func openLogger(e env, o botOptions) (*slog.Logger, func(), error) {
 		return nil, nil, err
 	}
 	if !o.console {
-		if underJournal(e.environ, e.stderr) {
-			return slog.New(journalHandler(e.stderr, level)), func() {}, nil
+		if journal.Under(e.environ, e.stderr) {
+			return slog.New(journal.Handler(e.stderr, level)), func() {}, nil
 		}
 		return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), func() {}, nil
 	}
