@@ -16,6 +16,7 @@ import (
 	"github.com/trainbot/trainbot/bot/console"
 	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/notify"
+	recv "github.com/trainbot/trainbot/bot/receivers"
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/config"
@@ -298,7 +299,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	// the bot. Their messages are answered by the router, and the answers
 	// delivered like everything else.
 	runCtx, stopReceivers := context.WithCancel(ctx)
-	rcv := runTransports(runCtx, receivers, pipeline.Answer(router), transportOptions{Logger: logger, Report: notifier.PushInExcept,
+	rcv := recv.Run(runCtx, receivers, pipeline.Answer(router), recv.Options{Logger: logger, Report: notifier.PushInExcept,
 		Channels: len(pushed.channels), ExitAtEOF: o.exitAtEOF})
 	life.opened("stop taking messages", within(15*time.Second, func(c context.Context) error {
 		stopReceivers()

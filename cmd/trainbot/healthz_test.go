@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/bot/receivers"
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
 	"github.com/trainbot/trainbot/web"
@@ -19,7 +20,7 @@ import (
 func healthzOf(t *testing.T, tr chat.Receiver) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	rcv := runTransports(ctx, []chat.Receiver{tr}, func(context.Context, chat.Message) {}, transportOptions{})
+	rcv := receivers.Run(ctx, []chat.Receiver{tr}, func(context.Context, chat.Message) {}, receivers.Options{})
 	srv := web.New(web.Options{Listen: "127.0.0.1:0", Checks: []web.Check{{Name: "transports", Up: rcv.Up}}})
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,10 @@
-package main
+// Package receivers keeps the bot's chat transports receiving, so that
+// nothing a transport does ends the bot (and with it the runs): a Receive
+// that fails is logged, reported once on the other transports and push
+// channels, and started again on bot/reconnect's loop; a permanent error
+// (chat.IsPermanent) lets the bot go on without it; Up is /healthz's
+// check of them.
+package receivers
 
 import (
 	"context"
@@ -16,8 +22,8 @@ import (
 	"github.com/trainbot/trainbot/i18n"
 )
 
-// transportOptions configure runTransports.
-type transportOptions struct {
+// Options configure Run.
+type Options struct {
 	Logger *slog.Logger
 	// Report tells the chats of the other transports, and the push
 	// channels, that a transport stopped (notifier.PushExcept); nil: logged
@@ -48,8 +54,8 @@ type transportOptions struct {
 // runBot hears of it on Ended and decides. When no transport is left the
 // bot goes on, for its runs, schedules and push channels, until it is
 // stopped.
-type transports struct {
-	opts  transportOptions
+type Set struct {
+	opts  Options
 	log   *slog.Logger
 	ts    []chat.Receiver
 	ended chan string
@@ -58,19 +64,19 @@ type transports struct {
 	mu      sync.Mutex
 	live    int // transports not gone for good
 	running int // Receive loops not returned
-	down    map[string]*transportDown
+	downs   map[string]*down
 }
 
-// transportDown is a transport that failed: it is up again once a
+// down is a transport that failed: it is up again once a
 // Receive started after the failure has run for UpAfter.
-type transportDown struct {
+type down struct {
 	err       error
 	gone      bool      // stopped for good
 	restarted time.Time // zero until started again
 }
 
-// runTransports starts every receiver's Receive with deliver until ctx ends.
-func runTransports(ctx context.Context, ts []chat.Receiver, deliver func(context.Context, chat.Message), o transportOptions) *transports {
+// Run starts every receiver's Receive with deliver until ctx ends.
+func Run(ctx context.Context, ts []chat.Receiver, deliver func(context.Context, chat.Message), o Options) *Set {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -86,8 +92,8 @@ func runTransports(ctx context.Context, ts []chat.Receiver, deliver func(context
 	if o.UpAfter <= 0 {
 		o.UpAfter = 10 * time.Second
 	}
-	r := &transports{opts: o, log: o.Logger, ts: ts, ended: make(chan string, len(ts)), live: len(ts), running: len(ts),
-		down: map[string]*transportDown{}}
+	r := &Set{opts: o, log: o.Logger, ts: ts, ended: make(chan string, len(ts)), live: len(ts), running: len(ts),
+		downs: map[string]*down{}}
 	for _, t := range ts {
 		r.wg.Go(func() { r.keep(ctx, t, deliver) })
 	}
@@ -95,11 +101,11 @@ func runTransports(ctx context.Context, ts []chat.Receiver, deliver func(context
 }
 
 // Ended receives the name of each transport whose input ended.
-func (r *transports) Ended() <-chan string { return r.ended }
+func (r *Set) Ended() <-chan string { return r.ended }
 
-// Wait waits until every Receive has returned (after ctx of runTransports
+// Wait waits until every Receive has returned (after ctx of Run
 // ended), or until ctx ends; it returns how many still run.
-func (r *transports) Wait(ctx context.Context) int {
+func (r *Set) Wait(ctx context.Context) int {
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
 	select {
@@ -115,7 +121,7 @@ func (r *transports) Wait(ctx context.Context) int {
 // keep runs one transport until ctx ends, its input ends, or it fails
 // for good, on reconnect.Loop: a Receive that lasted Stable was fine, and
 // the next failure starts over.
-func (r *transports) keep(ctx context.Context, t chat.Receiver, deliver func(context.Context, chat.Message)) {
+func (r *Set) keep(ctx context.Context, t chat.Receiver, deliver func(context.Context, chat.Message)) {
 	defer func() {
 		r.mu.Lock()
 		r.running--
@@ -142,7 +148,7 @@ func (r *transports) keep(ctx context.Context, t chat.Receiver, deliver func(con
 	}
 	err := loop.Run(ctx, func(ctx context.Context, _ func()) error {
 		began := time.Now()
-		r.mark(name, func(d *transportDown) { d.restarted = began })
+		r.mark(name, func(d *down) { d.restarted = began })
 		err := receiveOnce(ctx, t, deliver, log)
 		if ctx.Err() != nil {
 			return nil
@@ -151,7 +157,7 @@ func (r *transports) keep(ctx context.Context, t chat.Receiver, deliver func(con
 			ended = true
 			return nil
 		}
-		r.mark(name, func(d *transportDown) { d.err, d.gone, d.restarted = err, chat.IsPermanent(err), time.Time{} })
+		r.mark(name, func(d *down) { d.err, d.gone, d.restarted = err, chat.IsPermanent(err), time.Time{} })
 		return err
 	})
 	switch {
@@ -169,16 +175,16 @@ func (r *transports) keep(ctx context.Context, t chat.Receiver, deliver func(con
 
 // mark changes what /healthz knows of a transport that failed (nothing
 // for one that never did).
-func (r *transports) mark(name string, f func(d *transportDown)) {
+func (r *Set) mark(name string, f func(d *down)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	d := r.down[name]
+	d := r.downs[name]
 	if d == nil {
-		d = &transportDown{}
+		d = &down{}
 	}
 	f(d)
 	if d.err != nil {
-		r.down[name] = d
+		r.downs[name] = d
 	}
 }
 
@@ -188,38 +194,38 @@ func (r *transports) mark(name string, f func(d *transportDown)) {
 // that reconnects inside Receive (chat.Linked: Telegram, WeCom, Feishu,
 // DingTalk) is down too when it has not been connected for longer than
 // the cap of its backoff.
-func (r *transports) Up(context.Context) error {
+func (r *Set) Up(context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error
 	now := time.Now()
 	for _, t := range r.ts {
 		lt, ok := t.(chat.Linked)
-		if _, failed := r.down[t.Name()]; !ok || failed {
+		if _, failed := r.downs[t.Name()]; !ok || failed {
 			continue
 		}
 		l := lt.Link()
 		if l.Connected || l.Since.IsZero() || now.Sub(l.Since) <= l.Backoff {
 			continue
 		}
-		down := now.Sub(l.Since)
-		if down >= time.Second {
-			down = down.Round(time.Second)
+		gone := now.Sub(l.Since)
+		if gone >= time.Second {
+			gone = gone.Round(time.Second)
 		}
-		err := fmt.Errorf("%s not connected for %s (it tries again at least every %s)", t.Name(), down.Round(time.Millisecond), l.Backoff)
+		err := fmt.Errorf("%s not connected for %s (it tries again at least every %s)", t.Name(), gone.Round(time.Millisecond), l.Backoff)
 		if l.Err != nil {
 			err = fmt.Errorf("%w: %w", err, l.Err)
 		}
 		errs = append(errs, err)
 	}
-	for name, d := range r.down {
+	for name, d := range r.downs {
 		switch {
 		case d.gone:
 			errs = append(errs, fmt.Errorf("%s stopped for good: %w", name, d.err))
 		case d.restarted.IsZero() || time.Since(d.restarted) < r.opts.UpAfter:
 			errs = append(errs, fmt.Errorf("%s failed, starting again: %w", name, d.err))
 		default:
-			delete(r.down, name)
+			delete(r.downs, name)
 		}
 	}
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
@@ -237,7 +243,7 @@ func receiveOnce(ctx context.Context, t chat.Receiver, deliver func(context.Cont
 	return t.Receive(ctx, deliver)
 }
 
-func (r *transports) report(name string, text func(i18n.Lang) string) {
+func (r *Set) report(name string, text func(i18n.Lang) string) {
 	if r.opts.Report == nil {
 		return
 	}
@@ -249,7 +255,7 @@ func (r *transports) report(name string, text func(i18n.Lang) string) {
 
 // gone counts a transport that will not run again, and says so when it was
 // the last.
-func (r *transports) gone(eof bool) {
+func (r *Set) gone(eof bool) {
 	r.mu.Lock()
 	r.live--
 	last := r.live == 0

@@ -1,6 +1,7 @@
-package main
+package receivers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -61,7 +62,7 @@ type report struct {
 	alert        string
 }
 
-// reports collects what runTransports reported.
+// reports collects what Run reported.
 type reports struct {
 	mu  sync.Mutex
 	got []report
@@ -121,7 +122,7 @@ func TestTransportsRestartReportAndGoOn(t *testing.T) {
 			tr := &scriptedTransport{name: "flaky", results: tc.results}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			ts := runTransports(ctx, []chat.Receiver{tr}, nil, transportOptions{
+			ts := Run(ctx, []chat.Receiver{tr}, nil, Options{
 				Logger: slog.New(slog.NewTextHandler(&logs, nil)), Report: rep.add,
 				MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, Stable: tc.stable})
 			await(t, "the script to be played", func() bool { return tr.started() >= tc.wantRuns })
@@ -165,7 +166,7 @@ func TestTransportsLastingErrorLeavesTheOthersRunning(t *testing.T) {
 	con := &scriptedTransport{name: "console"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ts := runTransports(ctx, []chat.Receiver{tg, con}, nil, transportOptions{
+	ts := Run(ctx, []chat.Receiver{tg, con}, nil, Options{
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Report: rep.add, Channels: 1, MinBackoff: time.Millisecond})
 	await(t, "the report", func() bool { return len(rep.list()) == 1 })
 	r := rep.list()[0]
@@ -194,7 +195,7 @@ func TestTransportsUpForHealthz(t *testing.T) {
 	tr := &scriptedTransport{name: "telegram", results: []error{errors.New("getUpdates: connection refused")}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ts := runTransports(ctx, []chat.Receiver{tr}, nil, transportOptions{MinBackoff: 200 * time.Millisecond, UpAfter: 300 * time.Millisecond})
+	ts := Run(ctx, []chat.Receiver{tr}, nil, Options{MinBackoff: 200 * time.Millisecond, UpAfter: 300 * time.Millisecond})
 	await(t, "the failure", func() bool { return ts.Up(ctx) != nil })
 	if err := ts.Up(ctx); !strings.Contains(err.Error(), "telegram failed, starting again: getUpdates: connection refused") {
 		t.Errorf("Up = %v", err)
@@ -205,4 +206,23 @@ func TestTransportsUpForHealthz(t *testing.T) {
 	}
 	cancel()
 	ts.Wait(context.Background())
+}
+
+// syncBuffer is a log that the goroutines under test write while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
