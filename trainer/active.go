@@ -295,9 +295,7 @@ func (a *active) control(now time.Time) (end *runEnd, gone bool) {
 		a.mu.Lock()
 		a.unsupervised = u
 		a.mu.Unlock()
-		text := fmt.Sprintf("its supervisor (pid %d) died; %d process(es) of the run (process group %d) live on unsupervised: their output is no longer read; 停止 %d (/stop %d) ends them",
-			u.SupervisorPID, u.Processes, u.PGID, a.run.ID, a.run.ID)
-		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeInterrupted, Text: text, Unsupervised: u}})
+		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeInterrupted, Text: u.String(), Unsupervised: u}})
 	}
 	if live.warn != "" {
 		a.log.Warn("run warning", "detail", live.warn)
@@ -390,7 +388,7 @@ func (s Status) Brief() string {
 		return s.Waiting + " for " + units.Duration(s.Elapsed)
 	}
 	if u := s.Unsupervised; u != nil {
-		return fmt.Sprintf("unsupervised: its supervisor (pid %d) died, %d process(es) of process group %d live on, for %s", u.SupervisorPID, u.Processes, u.PGID, units.Duration(s.Elapsed))
+		return "unsupervised for " + units.Duration(s.Elapsed) + ": " + u.String()
 	}
 	var parts []string
 	if s.Progress.Step > 0 {

@@ -105,7 +105,7 @@ func (a *active) finish(end *runEnd) {
 	switch {
 	case end == nil:
 		var at time.Time
-		outcome, detail = OutcomeInterrupted, ""
+		outcome = OutcomeInterrupted
 		detail, at = a.runner.goneDetail()
 		r.EndedAt = a.lastOutput
 		if fi, err := os.Stat(r.LogPath); err == nil && fi.ModTime().After(r.StartedAt) {

@@ -1,6 +1,9 @@
 package trainer
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // What the supervisor tells its listeners: a run started, re-attached,
 // raised an alert, ended, or a queued request was dropped — as typed
@@ -63,6 +66,14 @@ type Unsupervised struct {
 	SupervisorPID int
 	PGID          int
 	Processes     int
+}
+
+// String is the fact in the supervisor's words: "its supervisor (pid 7)
+// died and 3 process(es) of process group 8 live on; 停止 5 (/stop 5) ends
+// them".
+func (u *Unsupervised) String() string {
+	return fmt.Sprintf("its supervisor (pid %d) died and %d process(es) of process group %d live on; 停止 %d (/stop %d) ends them",
+		u.SupervisorPID, u.Processes, u.PGID, u.RunID, u.RunID)
 }
 
 // NaNStreak is a loss metric's run of NaN or ±Inf points that raised a NaN

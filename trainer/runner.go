@@ -84,7 +84,6 @@ type shimRunner struct {
 	lastAlive  time.Time // the run last seen alive by this trainbot (its shim answered, or its orphans lived)
 	goneAt     time.Time // when it ended, as far as this trainbot saw; zero when it never saw it alive
 	nextLook   time.Time
-	procs      int // processes of the run last seen
 	orphanBy   string
 	stopAt     time.Time
 	signals    int // sent to the orphans: 1 SIGINT, 2 SIGTERM, 3 SIGKILL
@@ -147,7 +146,7 @@ func (r *shimRunner) poll(now time.Time) (*runEnd, runLive, bool) {
 		r.goneAt = r.lastAlive
 		return nil, runLive{}, true
 	}
-	r.orphaned, r.lastAlive, r.procs, r.nextLook = now, now, len(pids), now.Add(orphanLook)
+	r.orphaned, r.lastAlive, r.nextLook = now, now, now.Add(orphanLook)
 	r.holdLock()
 	r.log.Warn("the run's supervisor died; processes of the run live on unsupervised", "supervisor", r.shimPID, "pgid", r.pid, "processes", len(pids))
 	return nil, runLive{unsupervised: &Unsupervised{SupervisorPID: r.shimPID, PGID: r.pid, Processes: len(pids)}}, false
@@ -185,7 +184,7 @@ func (r *shimRunner) pollOrphan(now time.Time) (*runEnd, runLive, bool) {
 		r.goneAt = now
 		return nil, runLive{}, true
 	}
-	r.lastAlive, r.procs = now, len(pids)
+	r.lastAlive = now
 	if r.signals > 0 && r.signals < 3 {
 		switch {
 		case r.signals == 1 && now.Sub(r.stopAt) >= r.stopGrace:

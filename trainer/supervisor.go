@@ -81,8 +81,7 @@ func (e *BusyError) Error() string {
 		return "a run is already active: " + e.Other
 	}
 	if u := e.Active.Unsupervised; u != nil {
-		return fmt.Sprintf("run #%d (%s) is still alive, unsupervised: its supervisor (pid %d) died and %d process(es) of process group %d live on; 停止 %d (/stop %d) ends them",
-			e.Active.Run.ID, e.Active.Run.Job, u.SupervisorPID, u.Processes, u.PGID, e.Active.Run.ID, e.Active.Run.ID)
+		return fmt.Sprintf("run #%d (%s) is still alive, unsupervised: %s", e.Active.Run.ID, e.Active.Run.Job, u)
 	}
 	return fmt.Sprintf("run #%d (%s) is already running: %s", e.Active.Run.ID, e.Active.Run.Job, e.Active.Brief())
 }
