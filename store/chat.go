@@ -28,7 +28,7 @@ func (s *Store) Audit(ctx context.Context, e history.AuditEntry) (int64, error) 
 	if err != nil {
 		return 0, fmt.Errorf("audit: %w", err)
 	}
-	if !e.Allowed && s.maxRefused > 0 && s.refusedAdded.Add(1) >= s.refusedTrimEvery() {
+	if !e.Allowed && s.maxRefused > 0 && s.refusedAdded.Add(1) == s.refusedTrimEvery() { // one caller reaches it: one trim
 		if n, err := s.trimRefused(ctx); err != nil {
 			s.log.Warn("trim the audit's refused entries", "err", err)
 		} else if n > 0 {
@@ -61,18 +61,11 @@ func (s *Store) trimRefused(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("trim the audit: %w", err)
 	}
-	var total int64
-	for {
-		res, err := s.w.ExecContext(ctx, fmt.Sprintf(`DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE allowed = 0 AND id <= ? LIMIT %d)`, pruneBatch), cut)
-		if err != nil {
-			return total, fmt.Errorf("trim the audit: %w", err)
-		}
-		n, _ := res.RowsAffected()
-		total += n
-		if n < pruneBatch {
-			return total, nil
-		}
+	n, err := s.pruneWhere(ctx, "audit", "allowed = 0 AND id <= ?", cut)
+	if err != nil {
+		return n, fmt.Errorf("trim the audit: %w", err)
 	}
+	return n, nil
 }
 
 // AuditRun records the run an audited command touched, once the command

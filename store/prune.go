@@ -55,10 +55,17 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (Pruned, error) {
 // pruneTable deletes the rows of table whose column is before cut, a batch
 // at a time.
 func (s *Store) pruneTable(ctx context.Context, table, column string, cut int64) (int64, error) {
+	return s.pruneWhere(ctx, table, column+" < ?", cut)
+}
+
+// pruneWhere deletes the rows of table that where (with its arguments)
+// selects, a batch at a time, pausing between batches so that other writes
+// get the connection.
+func (s *Store) pruneWhere(ctx context.Context, table, where string, args ...any) (int64, error) {
 	var total int64
-	q := fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE %s < ? LIMIT %d)`, table, table, column, pruneBatch)
+	q := fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE %s LIMIT %d)`, table, table, where, pruneBatch)
 	for {
-		res, err := s.w.ExecContext(ctx, q, cut)
+		res, err := s.w.ExecContext(ctx, q, args...)
 		if err != nil {
 			return total, fmt.Errorf("prune %s: %w", table, err)
 		}
