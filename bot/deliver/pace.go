@@ -83,6 +83,22 @@ func (p *Pacer) delay(now time.Time) time.Duration {
 func (p *Pacer) Spare() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.spareLocked()
+}
+
+// TakeSpare is Spare and, when there is room, Count, in one step: another
+// sender cannot take the same room in between.
+func (p *Pacer) TakeSpare() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.spareLocked() {
+		return false
+	}
+	p.countLocked()
+	return true
+}
+
+func (p *Pacer) spareLocked() bool {
 	now := p.now()
 	for _, w := range p.windows {
 		if w.N <= 0 {
@@ -103,6 +119,10 @@ func (p *Pacer) Spare() bool {
 func (p *Pacer) Count() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.countLocked()
+}
+
+func (p *Pacer) countLocked() {
 	p.sent = append(p.sent, p.now())
 	if len(p.sent) > p.keep {
 		p.sent = append(p.sent[:0], p.sent[len(p.sent)-p.keep:]...)

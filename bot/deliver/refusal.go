@@ -144,14 +144,12 @@ func (l *lane) roomForRefusal() bool {
 	if members != nil && members.waiting() {
 		return false
 	}
+	// Checked and taken in one step per pacer. When the chat's pace has
+	// room and the shared one has none, the chat's counts one send that
+	// did not happen: it errs toward the members.
 	for _, pc := range []*Pacer{l.pace, l.shared} {
-		if pc != nil && !pc.Spare() {
+		if pc != nil && !pc.TakeSpare() {
 			return false
-		}
-	}
-	for _, pc := range []*Pacer{l.pace, l.shared} {
-		if pc != nil {
-			pc.Count()
 		}
 	}
 	return true
