@@ -122,34 +122,18 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		receivers, senders = append(receivers, con), append(senders, con)
 		always = append(always, chat.ChatKey{Transport: console.Name, Chat: console.Chat})
 	}
-	access := accessFromConfig(cfg.Auth)
-	confirmStop := map[string]bool{telegram.Name: true}
-	if o.daemon && cfg.Telegram.Token != "" {
-		tg, err := telegram.New(telegram.Options{Token: cfg.Telegram.Token, APIEndpoint: cfg.Telegram.APIEndpoint,
-			PollTimeout: time.Duration(cfg.Telegram.PollTimeout), State: st, Logger: logger, Lang: o.bc.langs.For(telegram.Name)})
-		if err != nil {
-			return errorf(e, "%v", err)
-		}
-		receivers, senders = append(receivers, tg), append(senders, tg)
-		if len(access.Operators)+len(access.Viewers) == 0 {
-			logger.Warn("[auth] has no operators or viewers: everyone is refused; send the bot a message to learn your user id")
-		}
-	}
+	access := accessFromConfig(cfg)
 	if o.daemon {
-		ms, err := messengers(cfg, st, logger)
+		ts, err := openTransports(cfg, access, st, o.bc.langs, logger)
 		if err != nil {
 			return errorf(e, "%v", err)
 		}
-		for _, m := range ms {
-			receivers, senders = append(receivers, m), append(senders, m)
-			confirmStop[m.Name()] = true // they all have buttons
-			if len(access.Members[m.Name()]) == 0 {
-				logger.Warn("[auth] has no "+m.Name()+"_operators or "+m.Name()+"_viewers: everyone is refused there; send the bot a message to learn your user id", "transport", m.Name())
-			}
+		for _, t := range ts {
+			receivers, senders = append(receivers, t), append(senders, t)
 		}
 	}
 	if len(receivers) == 0 && len(o.bc.channels) == 0 {
-		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), [wecom], [feishu] or [dingtalk], [console] enabled = true, or a [[push]] channel")
+		return errorf(e, "%s", nothingToServe())
 	}
 	pushed, err := pushChannels(o.bc, logger)
 	if err != nil {
@@ -236,7 +220,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 
 	router := &command.Router{Trainer: sup, History: st, Logger: logger, Location: cfg.Location(), WatchDirs: cfg.Watch.Dirs, Smoothing: chartSmoothing(cfg.Plots), Plots: painter,
-		Access: access, ConfirmStop: confirmStop, HostAvailable: hostAvailable, PageURL: pageURL, Languages: o.bc.langs}
+		Access: access, ConfirmStop: confirmStops(), HostAvailable: hostAvailable, PageURL: pageURL, Languages: o.bc.langs}
 	startSched := func(entries []scheduleEntry) (*schedule.Scheduler, error) {
 		return startSchedules(entries, sup, st, notifier, chartsHook(charts, logger), logger)
 	}
@@ -260,7 +244,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 			return r
 		}
 		notifier.PushIn(keyed)
-		if o.daemon && cfg.Telegram.Token != "" {
+		if o.daemon && served(cfg, telegram.Name) {
 			r := keyed(o.bc.langs.For(telegram.Name))
 			for _, op := range rl.operators() {
 				pipeline.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: op}, Reply: r, Durable: true})

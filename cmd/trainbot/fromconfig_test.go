@@ -21,6 +21,7 @@ import (
 func convert(t *testing.T, doc string, environ ...string) (*botConfig, error) {
 	t.Helper()
 	c := config.DefaultConfig()
+	declareTransports(c)
 	var all config.Errors
 	collect := func(err error) {
 		var errs config.Errors
@@ -42,7 +43,7 @@ func convert(t *testing.T, doc string, environ ...string) (*botConfig, error) {
 }
 
 func TestExampleConfigConverts(t *testing.T) {
-	c, err := config.Load(filepath.Join("..", "..", "config.example.toml"))
+	c, err := config.Load(filepath.Join("..", "..", "config.example.toml"), declareTransports)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +464,7 @@ func TestProgressIntervalKey(t *testing.T) {
 		if err := os.WriteFile(path, []byte("data_dir = \""+dir+"\"\n"+c.body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := config.Load(path)
+		cfg, err := config.Load(path, declareTransports)
 		if err != nil {
 			t.Fatalf("%q: %v", c.body, err)
 		}
@@ -477,7 +478,7 @@ func TestProgressIntervalKey(t *testing.T) {
 	}
 	path := filepath.Join(dir, "bad.toml")
 	os.WriteFile(path, []byte("data_dir = \""+dir+"\"\n[chat]\nprogress_interval = \"1s\"\n"), 0o600)
-	if _, err := config.Load(path); err == nil || !strings.Contains(err.Error(), "bad.toml:3: chat.progress_interval: want 2s or more") {
+	if _, err := config.Load(path, declareTransports); err == nil || !strings.Contains(err.Error(), "bad.toml:3: chat.progress_interval: want 2s or more") {
 		t.Errorf("a 1 s interval: got %v, want the key and its line", err)
 	}
 }

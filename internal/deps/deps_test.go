@@ -36,6 +36,9 @@ var rules = []struct {
 	{"web", append([]string{mod + "trainer/shim", "testing"}, database...), "reads the history through web.History"},
 	{"trainer", append([]string{mod + "trainer/shim", "testing"}, database...),
 		"starts and talks to runs' supervisors through trainer/shimctl; records through trainer.Recorder"},
+	{"bot/transport", append([]string{mod + "trainer", mod + "trainer/shim", mod + "bot/telegram", mod + "bot/wecom", mod + "bot/feishu", mod + "bot/dingtalk", "testing"}, database...),
+		"the contract a transport meets: config, chat and i18n only; the transports import it, not the other way"},
+	{"bot/messengers", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...), "the transports' list: they keep their state through transport.KV"},
 	{"cmd/trainbot", []string{"testing"}, "the release binary: tests' helpers stay out of it"},
 }
 
