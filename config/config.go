@@ -162,6 +162,53 @@ type JobConfig struct {
 	// on this host) or "slurm" (sbatch, with the [jobs.slurm] options).
 	Runner string       `toml:"runner"`
 	Slurm  *SlurmConfig `toml:"slurm"`
+	// GPUs is what each run asks of the host's GPUs: how many (gpus = 2)
+	// or exactly which (gpus = [0, 3], NVML's indices as 显卡 lists
+	// them); GPUMemory the free memory each must have ("20GiB"; alone it
+	// asks for one GPU). Unset: none, the job's env says which GPUs.
+	GPUs      GPUs     `toml:"gpus"`
+	GPUMemory ByteSize `toml:"gpu_memory"`
+}
+
+// MaxGPUs bounds a job's gpus.
+const MaxGPUs = 64
+
+// GPUs is a job's gpus: a number or a list of indices.
+type GPUs struct {
+	Count   int
+	Indices []int
+}
+
+// Set reports whether the job asks for GPUs by gpus.
+func (g GPUs) Set() bool { return g.Count > 0 || len(g.Indices) > 0 }
+
+func (g *GPUs) decodeTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		if x < 1 || x > MaxGPUs {
+			return fmt.Errorf("want a number of GPUs from 1 to %d (or their indices, like [0, 3]), got %d", MaxGPUs, x)
+		}
+		g.Count, g.Indices = int(x), nil
+		return nil
+	case []any:
+		if len(x) == 0 || len(x) > MaxGPUs {
+			return fmt.Errorf("want 1 to %d GPU indices, like [0, 3], got %d", MaxGPUs, len(x))
+		}
+		var ix []int
+		for _, item := range x {
+			n, ok := item.(int64)
+			if !ok || n < 0 || n >= 1024 {
+				return fmt.Errorf("want GPU indices like [0, 3] (as trainbot gpu lists them), got %s", describe(item))
+			}
+			if slices.Contains(ix, int(n)) {
+				return fmt.Errorf("GPU %d is listed twice", n)
+			}
+			ix = append(ix, int(n))
+		}
+		g.Count, g.Indices = len(ix), ix
+		return nil
+	}
+	return fmt.Errorf("want a number of GPUs (gpus = 2) or their indices (gpus = [0, 3]), got %s", describe(v))
 }
 
 // SlurmConfig is a job's [jobs.slurm] table: sbatch options. Unset ones
@@ -521,6 +568,16 @@ func (c *Config) validateJob(i int) Errors {
 	}
 	if jc.Slurm != nil && jc.Runner != "slurm" {
 		errs = append(errs, c.ErrorAt(key+".slurm", "Slurm options apply to a job with runner = \"slurm\""))
+	}
+	if jc.Runner == "slurm" {
+		switch {
+		case len(jc.GPUs.Indices) > 0:
+			errs = append(errs, c.ErrorAt(key+".gpus", "Slurm allocates the GPUs itself: give a number (gpus = 2), not indices"))
+		case jc.GPUs.Set() && jc.Slurm != nil && jc.Slurm.GPUs != nil:
+			errs = append(errs, c.ErrorAt(key+".gpus", "give only one of gpus and slurm.gpus"))
+		case jc.GPUMemory > 0:
+			errs = append(errs, c.ErrorAt(key+".gpu_memory", "Slurm chooses the GPUs: ask for their type in slurm.gpus (\"a100:2\") instead"))
+		}
 	}
 	names := make([]string, 0, len(jc.Params))
 	for n := range jc.Params {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -221,5 +222,48 @@ command = [7]
 	}
 	if verr != nil {
 		t.Errorf("validate: %v, want nothing more than what could not be decoded", verr)
+	}
+}
+
+// A job's gpus is a number or a list of indices; gpu_memory a size; the
+// Slurm runner takes a number only, and not twice.
+func TestJobGPUs(t *testing.T) {
+	base := "[[jobs]]\nname = \"a\"\ncommand = [\"true\"]\n"
+	for _, tc := range []struct {
+		doc     string
+		count   int
+		indices []int
+		memory  int64
+		err     string
+	}{
+		{doc: "gpus = 2\ngpu_memory = \"20GiB\"", count: 2, memory: 20 << 30},
+		{doc: "gpus = [0, 3]", count: 2, indices: []int{0, 3}},
+		{doc: "gpu_memory = \"8GiB\"", memory: 8 << 30},
+		{doc: "", count: 0},
+		{doc: "gpus = 0", err: "test.toml:4: jobs[0].gpus: want a number of GPUs from 1 to 64"},
+		{doc: "gpus = [1, 1]", err: "jobs[0].gpus: GPU 1 is listed twice"},
+		{doc: "gpus = [\"a\"]", err: `jobs[0].gpus: want GPU indices like [0, 3]`},
+		{doc: "gpus = \"two\"", err: `jobs[0].gpus: want a number of GPUs (gpus = 2) or their indices (gpus = [0, 3]), got string "two"`},
+		{doc: "gpus = []", err: "want 1 to 64 GPU indices"},
+		{doc: "runner = \"slurm\"\ngpus = [0]", err: "jobs[0].gpus: Slurm allocates the GPUs itself"},
+		{doc: "runner = \"slurm\"\ngpus = 2\n[jobs.slurm]\ngpus = 2", err: "give only one of gpus and slurm.gpus"},
+		{doc: "runner = \"slurm\"\ngpu_memory = \"1GiB\"", err: "jobs[0].gpu_memory: Slurm chooses the GPUs"},
+		{doc: "gpuz = 2", err: `jobs[0].gpuz: unknown key (did you mean "gpus"?)`},
+	} {
+		c, err := parse(t, base+tc.doc+"\n")
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: got %v, want %q", tc.doc, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.doc, err)
+			continue
+		}
+		g := c.Jobs[0].GPUs
+		if g.Count != tc.count || !slices.Equal(g.Indices, tc.indices) || int64(c.Jobs[0].GPUMemory) != tc.memory {
+			t.Errorf("%q: got %+v %d", tc.doc, g, c.Jobs[0].GPUMemory)
+		}
 	}
 }

@@ -165,9 +165,23 @@ var (
 	byteSizeType = reflect.TypeOf(ByteSize(0))
 )
 
+// valueDecoder is a type that reads its TOML value itself (GPUs: a
+// number or an array): an error is reported at its key.
+type valueDecoder interface {
+	decodeTOML(v any) error
+}
+
+var valueDecoderType = reflect.TypeOf((*valueDecoder)(nil)).Elem()
+
 // decodeValue stores v (from go-toml: string, int64, float64, bool,
 // []any, map[string]any, local dates) into dst.
 func (d *decoder) decodeValue(path string, v any, dst reflect.Value) {
+	if dst.CanAddr() && dst.Addr().Type().Implements(valueDecoderType) {
+		if err := dst.Addr().Interface().(valueDecoder).decodeTOML(v); err != nil {
+			d.errorf(path, "%v", err)
+		}
+		return
+	}
 	switch dst.Type() {
 	case durationType:
 		s, ok := v.(string)
@@ -355,6 +369,9 @@ var anyType = reflect.TypeOf((*any)(nil)).Elem()
 // mirror is t with every value that is not a table replaced by any: the
 // same keys, any values.
 func mirror(t reflect.Type) reflect.Type {
+	if reflect.PointerTo(t).Implements(valueDecoderType) {
+		return anyType
+	}
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Slice:
 		if t.Elem().Kind() != reflect.Struct {

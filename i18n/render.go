@@ -11,6 +11,7 @@ var (
 	ParamFltRange  = Def(Msg{Key: "param.float_range", EN: "%s: %q is out of range for a 64-bit float (%s)", ZH: "%s=%s：超出 64 位浮点数的范围（%s）"})
 	ParamNotBool   = Def(Msg{Key: "param.not_bool", EN: "%s: %q is not true or false (%s)", ZH: "%s=%s：应为 true 或 false（%s）"})
 	ParamNUL       = Def(Msg{Key: "param.nul", EN: "%s: %q contains a NUL byte (%s)", ZH: "%s=%s：含有 NUL 字节（%s）"})
+	ParamGPUs      = Def(Msg{Key: "param.gpus", EN: "%s: %q asks for no GPU (%s)", ZH: "%s=%s：不是显卡请求（%s）"})
 	ParamBelowMin  = Def(Msg{Key: "param.below_min", EN: "%s: %q is below the minimum %s (%s)", ZH: "%s=%s：小于最小值 %s（%s）"})
 	ParamAboveMax  = Def(Msg{Key: "param.above_max", EN: "%s: %q is above the maximum %s (%s)", ZH: "%s=%s：大于最大值 %s（%s）"})
 	ParamNotChoice = Def(Msg{Key: "param.not_choice", EN: "%s: %q is not one of %s (%s)", ZH: "%s=%s：不在可选值 %s 之中（%s）"})

@@ -498,6 +498,11 @@ CREATE INDEX audit_refused ON audit(id) WHERE allowed = 0;
 	`
 ALTER TABLE runs ADD COLUMN end_facts TEXT;
 `,
+	// 13: the GPUs a run was given (trainer.Run.GPUs, JSON: index, uuid,
+	// name); NULL for runs that asked for none, and before.
+	`
+ALTER TABLE runs ADD COLUMN gpus TEXT;
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

@@ -85,6 +85,11 @@ type Job struct {
 	// Alerts are the job's own alert rules ([[jobs.alerts]]); the
 	// supervisor's Options.Alerts apply too.
 	Alerts []AlertRule
+
+	// GPUs is what each run asks of the host's GPUs (gpus, gpu_memory;
+	// a start's gpus= or gpu= overrides it); zero: none, as before. A
+	// Slurm job's count goes to sbatch's --gpus.
+	GPUs GPURequest
 }
 
 // Job defaults.
@@ -406,6 +411,7 @@ const (
 	ParamBelowMin                           // below Min (Limit)
 	ParamAboveMax                           // above Max (Limit)
 	ParamNotChoice                          // not one of the choices (Limit)
+	ParamNoGPU                              // gpus= or gpu= that asks for no GPU (Spec says what would)
 )
 
 // valueError is what canonical says of a value: the problem and its
@@ -438,7 +444,9 @@ var ErrBadParam = errors.New("bad parameter")
 func (e *ParamError) Unwrap() error { return ErrBadParam }
 
 // ResolveParams validates the given values against the job's declared
-// parameters and fills in defaults. Every refusal is returned, joined.
+// parameters and fills in defaults. A start's gpus= and gpu= (the run's
+// GPU request, unless the job has parameters of those names) are checked
+// and left out. Every refusal is returned, joined.
 func (j *Job) ResolveParams(given map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(j.Params))
 	var errs []error
@@ -448,6 +456,12 @@ func (j *Job) ResolveParams(given map[string]string) (map[string]string, error) 
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if j.isGPUParam(k) { // gpus= or gpu=: the run's GPU request, not a parameter
+			if pe := j.gpuParamError(k, given[k]); pe != nil {
+				errs = append(errs, pe)
+			}
+			continue
+		}
 		spec, ok := j.Params[k]
 		if !ok {
 			reason := "is an unknown parameter"

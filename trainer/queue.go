@@ -148,21 +148,36 @@ func (s *Supervisor) kickQueue() {
 // queueLoop is the queue's owner: the one goroutine that starts queued
 // requests, one pass per kick, until the supervisor closes.
 func (s *Supervisor) queueLoop() {
+	var retry <-chan time.Time // while a queued start waits for GPUs
 	for {
 		select {
 		case <-s.stopWatch:
 			return
 		case <-s.queueKick:
-			s.startQueued(context.Background())
+		case <-retry:
+		}
+		retry = nil
+		if s.startQueued(context.Background()) {
+			retry = time.After(s.gpuRetry())
 		}
 	}
 }
 
+// gpuRetry is how often a start waiting for GPUs is tried again.
+func (s *Supervisor) gpuRetry() time.Duration {
+	if s.opts.GPURetry > 0 {
+		return s.opts.GPURetry
+	}
+	return 2 * time.Second
+}
+
 // startQueued starts the oldest queued request of every job lock that is
-// free. Only queueLoop calls it.
-func (s *Supervisor) startQueued(ctx context.Context) {
+// free, and reports whether one of them waits for GPUs (which free up
+// without a run of this trainbot ending: the queue tries again). Only
+// queueLoop calls it.
+func (s *Supervisor) startQueued(ctx context.Context) (waitsForGPUs bool) {
 	if s.opts.Queue == nil {
-		return
+		return false
 	}
 	s.queueMu.Lock()
 	defer s.queueMu.Unlock()
@@ -170,12 +185,12 @@ func (s *Supervisor) startQueued(ctx context.Context) {
 	closing := s.closing
 	s.mu.Unlock()
 	if closing {
-		return // the next trainbot takes the queue up
+		return false // the next trainbot takes the queue up
 	}
 	all, err := s.opts.Queue.Queued(ctx)
 	if err != nil {
 		s.log.Warn("read the queue", "err", err)
-		return
+		return false
 	}
 	tried := map[string]bool{} // locks whose head was tried: later entries wait
 	for _, e := range all {
@@ -198,8 +213,14 @@ func (s *Supervisor) startQueued(ctx context.Context) {
 		_, err := s.Start(ctx, req)
 		var busyErr *BusyError
 		switch {
+		case errors.As(err, &busyErr) && busyErr.GPUs != nil:
+			waitsForGPUs = true
+			continue // tried again in a moment
 		case errors.As(err, &busyErr), errors.Is(err, ErrClosed):
 			continue // its turn comes at the next end
+		case errors.Is(err, ErrNoGPUs):
+			s.dropQueued(ctx, e, "this host cannot give it its GPUs: "+err.Error())
+			continue
 		case errors.Is(err, ErrBadParam), errors.Is(err, ErrUnknownJob):
 			s.dropQueued(ctx, e, "its parameters are no longer valid: "+err.Error())
 			continue
@@ -210,6 +231,7 @@ func (s *Supervisor) startQueued(ctx context.Context) {
 			s.log.Error("remove a started queue entry", "entry", e.ID, "err", rerr)
 		}
 	}
+	return waitsForGPUs
 }
 
 func (s *Supervisor) dropQueued(ctx context.Context, e QueueEntry, why string) {

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,6 +125,11 @@ type Run struct {
 	// RetryOf is the run this one retries after it ran out of memory
 	// (the job's on_oom), 0 if none.
 	RetryOf int64
+
+	// GPUs are the GPUs the run was given (its job or its start asked for
+	// some: gpus, gpu_memory, gpu=), in the order CUDA numbers them for
+	// it; nil when it asked for none.
+	GPUs []RunGPU
 }
 
 // Clone returns a deep copy that the caller may keep.
@@ -135,6 +141,7 @@ func (r *Run) Clone() *Run {
 	c.Params = maps.Clone(r.Params)
 	c.ParamTypes = maps.Clone(r.ParamTypes)
 	c.Command = append([]string(nil), r.Command...)
+	c.GPUs = slices.Clone(r.GPUs)
 	if r.End != nil {
 		e := *r.End
 		e.StderrTail, e.Notes = append([]string(nil), r.End.StderrTail...), append([]string(nil), r.End.Notes...)

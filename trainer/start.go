@@ -33,6 +33,11 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	if err != nil {
 		return nil, err
 	}
+	gpuReq := job.gpuRequest(req.Params)
+	if job.Runner == RunnerSlurm && len(gpuReq.Indices) > 0 {
+		return nil, &ParamError{Job: job.Name, Param: ParamGPU, Value: req.Params[ParamGPU], Given: true,
+			Reason: "cannot be asked of Slurm, which allocates the GPUs itself: ask gpus=N", Problem: ParamUnknown}
+	}
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
 
@@ -66,6 +71,30 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 			other.ID, other.Job, other.SlurmJobID)}
 	}
 
+	// GPUs: chosen and locked before the run is recorded, so that a
+	// start that must wait for them leaves no record; the locks go to the
+	// run's supervisor with the job's.
+	var claim *GPUClaim
+	if !gpuReq.Zero() && job.Runner != RunnerSlurm {
+		if s.opts.GPUs == nil {
+			return nil, fmt.Errorf("%w: job %s asks for %d GPU(s), and this trainbot sees no GPU (no NVIDIA driver, or a build without NVML)", ErrNoGPUs, job.Name, gpuReq.N())
+		}
+		c, err := s.opts.GPUs.Claim(ctx, gpuReq, GPUHolder{Job: job.Name, By: req.By})
+		var short *GPUShortage
+		switch {
+		case errors.As(err, &short):
+			return nil, &BusyError{GPUs: short}
+		case err != nil:
+			return nil, err
+		}
+		claim = c
+		defer func() {
+			if !handed {
+				claim.close()
+			}
+		}()
+	}
+
 	ctx = context.WithoutCancel(ctx)
 	now := time.Now()
 	run := &Run{
@@ -73,10 +102,17 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf, Note: req.Note,
 	}
 	argv, env := job.Argv(params)
+	if claim != nil {
+		run.GPUs = claim.GPUs
+		env = append(env, claim.Env...)
+	}
 	run.Command = argv
 	id, err := s.recordRun(ctx, run)
 	if err != nil {
 		return nil, err
+	}
+	if claim != nil && claim.Record != nil {
+		claim.Record(id)
 	}
 	log := s.log.With("run", id, "job", job.Name)
 	runDir := filepath.Join(s.opts.DataDir, "runs", strconv.FormatInt(id, 10))
@@ -118,8 +154,12 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	}
 	lock.describe(lockHolder{Run: id, RunDir: runDir, What: fmt.Sprintf("run #%d (%s), started %s by trainbot pid %d", id, job.Name, now.Format(time.RFC3339), os.Getpid())})
 	if job.Runner == RunnerSlurm {
+		opts := job.Slurm
+		if gpuReq.Count > 0 {
+			opts.GPUs = strconv.Itoa(gpuReq.Count) // the start's gpus=N, or the job's gpus
+		}
 		sid, err := slurm.Submit(ctx, slurm.SubmitSpec{RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir,
-			Env: runAdditions(env, id, runDir, metricsPath), SecretEnv: s.opts.SecretEnv, Umask: childUmask(), RunDir: runDir, LogPath: run.LogPath, Options: job.Slurm})
+			Env: runAdditions(env, id, runDir, metricsPath), SecretEnv: s.opts.SecretEnv, Umask: childUmask(), RunDir: runDir, LogPath: run.LogPath, Options: opts})
 		if err != nil {
 			obs.release()
 			return fail(err)
@@ -144,9 +184,13 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		RunDir: runDir, StopGrace: job.StopGrace, KillGrace: job.KillGrace, DrainTimeout: s.opts.DrainTimeout,
 		MaxLogBytes: job.MaxLogBytes,
 	}
+	var gpuLocks []*os.File
+	if claim != nil {
+		gpuLocks, claim.Locks = claim.Locks, nil
+	}
 	handed = true
-	h, err := shimctl.Start(s.opts.ShimCommand, spec, lock.f, 30*time.Second)
-	lock.f = nil // closed by shimctl.Start: the shim holds the lock now, or nobody does
+	h, err := shimctl.Start(s.opts.ShimCommand, spec, lock.f, 30*time.Second, gpuLocks...)
+	lock.f = nil // closed by shimctl.Start: the shim holds the locks now, or nobody does
 	if err != nil {
 		if h != nil { // it did not answer in time and was told to stop
 			h.Wait()
@@ -164,7 +208,11 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	a := newActive(s, job, run, runDir)
 	a.runner = newShimRunner(a, h)
 	a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
-	log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shimctl.QuoteArgv(argv))
+	if claim != nil {
+		log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shimctl.QuoteArgv(argv), "gpus", GPUList(claim.GPUs))
+	} else {
+		log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shimctl.QuoteArgv(argv))
+	}
 	return s.register(a), nil
 }
 

@@ -74,9 +74,15 @@ type BusyError struct {
 	// Orphan is set when processes of the lock's last run live on after
 	// its supervisor died (Other says so too).
 	Orphan *Unsupervised
+	// GPUs is set when the job's lock is free but its GPU request cannot
+	// be met now: what holds each GPU.
+	GPUs *GPUShortage
 }
 
 func (e *BusyError) Error() string {
+	if e.GPUs != nil {
+		return "not enough free GPUs: " + e.GPUs.Error()
+	}
 	if e.Active == nil {
 		return "a run is already active: " + e.Other
 	}
@@ -146,6 +152,12 @@ type Options struct {
 	// HostAvailable returns the host's available memory in bytes
 	// (MemAvailable), the limit of a memory fit of a CPU job; nil: unknown.
 	HostAvailable func() int64
+	// GPUs chooses and locks the GPUs of the runs that ask for some; nil:
+	// this trainbot sees no GPUs, and such a start is refused (ErrNoGPUs).
+	GPUs GPUAllocator
+	// GPURetry is how often the queue tries again while a queued start
+	// waits for GPUs. Default 2 s.
+	GPURetry time.Duration
 }
 
 // RunRestorer is a Recorder that can take back a run found in its

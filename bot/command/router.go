@@ -549,6 +549,9 @@ func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.
 		if data := "/queue " + strings.Join(rawArgs, " "); len(data) <= maxButtonData {
 			buttons = [][]chat.Button{{{Label: l.Button(i18n.BtnQueue), Data: strings.TrimSpace(data)}}}
 		}
+		if busy.GPUs != nil {
+			return chat.Reply{Text: render.GPUShortage(l, r.jobLabel(jobName), busy.GPUs, strings.TrimSpace(queue), time.Now()), Buttons: buttons}
+		}
 		if busy.Active != nil && busy.Active.Unsupervised != nil {
 			u, run := busy.Active.Unsupervised, busy.Active.Run
 			return chat.Reply{Text: l.T(i18n.BusyOrphan, run.ID, run.Job, u.SupervisorPID, u.Processes, u.PGID, run.ID),
@@ -569,6 +572,8 @@ func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.
 		return chat.Reply{Text: l.T(i18n.NotStartedE, err.Error()) + readAs(l, p)}
 	case errors.Is(err, trainer.ErrClosed):
 		return chat.Reply{Text: l.T(i18n.ShuttingDown)}
+	case errors.Is(err, trainer.ErrNoGPUs):
+		return chat.Reply{Text: l.T(i18n.GPUNone, err.Error())}
 	case err != nil:
 		r.log().Error("start run", "err", err)
 		return chat.Reply{Text: l.T(i18n.NotStartedRaw, err.Error())}
@@ -579,6 +584,9 @@ func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.
 	}
 	if run.Note != "" {
 		text += "\n📝 " + run.Note
+	}
+	if len(run.GPUs) > 0 {
+		text += l.T(i18n.GPULine, render.GPUsText(run.GPUs))
 	}
 	if run.SlurmJobID != "" {
 		text += l.T(i18n.SlurmLine, run.SlurmJobID, run.LogPath)
@@ -598,6 +606,14 @@ func unwrapJoined(err error) []error {
 
 // job is the job a start names ("" for the only one), nil when there is no
 // such job.
+// jobLabel is the job a start names, by name ("" for the only one).
+func (r *Router) jobLabel(name string) string {
+	if j := r.job(name); j != nil {
+		return j.Name
+	}
+	return name
+}
+
 func (r *Router) job(name string) *trainer.Job {
 	jobs := r.Trainer.Jobs()
 	if name == "" && len(jobs) == 1 {

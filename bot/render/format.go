@@ -53,6 +53,9 @@ func StatusText(l i18n.Lang, st trainer.Status) string {
 	if len(speed) > 0 {
 		b.WriteString(strings.Join(speed, " · ") + "\n")
 	}
+	if len(r.GPUs) > 0 {
+		b.WriteString(strings.TrimPrefix(l.T(i18n.GPULine, GPUsText(r.GPUs)), "\n") + "\n")
+	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
@@ -128,6 +131,8 @@ func ParamErrorText(l i18n.Lang, e *trainer.ParamError) string {
 		m = i18n.ParamNotBool
 	case trainer.ParamNUL:
 		m = i18n.ParamNUL
+	case trainer.ParamNoGPU:
+		m = i18n.ParamGPUs
 	default:
 		return e.Error()
 	}

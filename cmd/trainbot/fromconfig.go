@@ -169,6 +169,10 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 		j.OnOOM = &trainer.OOMRetry{Retry: o.Retry, Halve: o.Halve, NoFit: o.Fit != nil && !*o.Fit}
 	}
 	j.Runner, j.MaxQueue = jc.Runner, jc.MaxQueue
+	j.GPUs = trainer.GPURequest{Count: jc.GPUs.Count, Indices: jc.GPUs.Indices, Memory: int64(jc.GPUMemory)}
+	if j.GPUs.Memory > 0 && j.GPUs.Count == 0 {
+		j.GPUs.Count = 1 // gpu_memory alone: one GPU with that much free
+	}
 	for ri, rc := range jc.Alerts {
 		r, rerrs := ruleFromConfig(c, fmt.Sprintf("%s.alerts[%d]", key, ri), rc)
 		errs = append(errs, rerrs...)

@@ -47,8 +47,9 @@ type runJSON struct {
 	Runner           string              `json:"runner"`         // "local": a trainbot shim on this host owns the run's processes; "slurm": a Slurm batch job
 	SupervisorPID    int                 `json:"supervisor_pid"` // that shim's pid (0 for Slurm runs)
 	SlurmJobID       *string             `json:"slurm_job_id"`   // the Slurm job; null for local runs
-	Node             string              `json:"node"`
-	Note             string              `json:"note"`               // what the user wrote about the run ("" for none)               // where a Slurm run runs (Slurm's NodeList); "" for local runs and before it starts
+	Node             string              `json:"node"` // where a Slurm run runs (Slurm's NodeList); "" for local runs and before it starts
+	Note             string              `json:"note"`               // what the user wrote about the run ("" for none)
+	GPUs             []trainer.RunGPU    `json:"gpus"`               // the GPUs it was given (index, uuid, name); [] when it asked for none
 	Attached         *bool               `json:"attached,omitempty"` // runs show, a running run: a trainbot observes it now
 }
 
@@ -57,9 +58,12 @@ func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 		ID: r.ID, Job: r.Job, State: string(r.State), Outcome: string(r.Outcome), Detail: r.Detail, End: r.End,
 		ExitCode: r.ExitCode, StartedAt: r.StartedAt.UTC(), DurationS: math.Round(r.Duration(now).Seconds()*1000) / 1000,
 		Params: r.TypedParams(), Steps: r.Steps, TotalSteps: r.Total, Last: map[string]*float64{},
-		PeakGPUMemBytes: r.PeakGPUMem, PeakHostMemBytes: r.PeakHostMem, PeakHostHow: r.PeakHostHow,
+		PeakGPUMemBytes: r.PeakGPUMem, PeakHostMemBytes: r.PeakHostMem, PeakHostHow: r.PeakHostHow, GPUs: r.GPUs,
 		StartedBy: r.StartedBy, StoppedBy: r.StoppedBy, PID: r.PID, Command: r.Command, LogPath: r.LogPath,
 		Runner: def(r.Runner, trainer.RunnerLocal), SupervisorPID: r.Supervisor, Node: r.Node, Note: r.Note,
+	}
+	if j.GPUs == nil {
+		j.GPUs = []trainer.RunGPU{}
 	}
 	if r.SlurmJobID != "" {
 		id := r.SlurmJobID

@@ -1,0 +1,174 @@
+// Package gpuclaim is the trainer's GPUAllocator on a real host: it
+// chooses GPUs from the GPU monitor's newest snapshot (gpu.Choose: quiet
+// for free_for, not held by a trainbot run, enough free memory, close
+// together) and locks them host-wide (internal/gpulock: one lock file per
+// GPU UUID that every trainbot on the host honours), so that no GPU is
+// given to two runs — of this trainbot, or of a labmate's. The locks go to
+// the run's supervisor (trainer.Start hands them to trainer/shimctl),
+// which holds them for the run's whole life.
+//
+// It makes no NVML call of its own: a claim reads the snapshot the monitor
+// took (every [gpu] interval) and the lock directory (a few µs per GPU).
+package gpuclaim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/internal/gpulock"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// Options configure an Allocator.
+type Options struct {
+	// Last is the GPU monitor's newest snapshot (gpu.Monitor.Last).
+	Last func() gpu.Snapshot
+	// Availability is what the monitor feeds: since when each GPU has
+	// been quiet.
+	Availability *gpu.Availability
+	// Locks is the host-wide lock directory ([gpu] lock_dir).
+	Locks *gpulock.Dir
+	// FreeFor is how long a GPU must have been quiet ([gpu] free_for).
+	FreeFor time.Duration
+	// Visible is how the run is told its GPUs: "index" (NVML indices with
+	// CUDA_DEVICE_ORDER=PCI_BUS_ID) or "uuid" ([gpu] visible).
+	Visible string
+	// DataDir is this trainbot's, written into the locks.
+	DataDir string
+	Logger  *slog.Logger
+}
+
+// Allocator chooses and locks GPUs: a trainer.GPUAllocator.
+type Allocator struct {
+	opts Options
+	user string
+	uid  int
+	mu   sync.Mutex // one claim at a time in this trainbot
+}
+
+var _ trainer.GPUAllocator = (*Allocator)(nil)
+
+// New returns an Allocator.
+func New(opts Options) *Allocator {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &Allocator{opts: opts, uid: os.Getuid()}
+	a.user = strconv.Itoa(a.uid)
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		a.user = u.Username
+	}
+	return a
+}
+
+// Claim chooses GPUs for req from the newest snapshot and locks them. A
+// GPU another trainbot locked between the look and the lock is counted
+// taken, and the choice made again.
+func (a *Allocator) Claim(ctx context.Context, req trainer.GPURequest, h trainer.GPUHolder) (*trainer.GPUClaim, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	snap := a.opts.Last()
+	if !snap.Available && snap.At.IsZero() {
+		// Before the first sample: every GPU is "not quiet for long
+		// enough" anyway; say so rather than "no GPUs".
+		return nil, &trainer.GPUShortage{Want: req}
+	}
+	holdings, err := a.opts.Locks.Holders()
+	if err != nil {
+		return nil, fmt.Errorf("GPU locks: %w", err)
+	}
+	taken := map[string]bool{}
+	for uuid, hd := range holdings {
+		if hd.Taken() {
+			taken[uuid] = true
+		}
+	}
+	greq := gpu.Request{Count: req.Count, Memory: uint64(max(req.Memory, 0)), Indices: req.Indices}
+	holder := gpulock.Holder{Job: h.Job, User: a.user, UID: a.uid, DataDir: a.opts.DataDir}
+	for try := 0; ; try++ {
+		choice, err := gpu.Choose(snap, a.opts.Availability, greq, taken, a.opts.FreeFor)
+		var busy *gpu.BusyError
+		switch {
+		case errors.As(err, &busy):
+			return nil, a.shortage(req, busy, holdings)
+		case errors.Is(err, gpu.ErrNoGPUs):
+			return nil, fmt.Errorf("%w: %v", trainer.ErrNoGPUs, err)
+		case err != nil:
+			return nil, err
+		}
+		files, err := gpulock.LockAll(a.opts.Locks, choice.UUIDs(), holder)
+		var held *gpulock.HeldError
+		if errors.As(err, &held) && try < 3 {
+			a.opts.Logger.Info("a GPU was locked by another trainbot meanwhile; choosing again", "uuid", held.UUID)
+			taken[held.UUID] = true
+			holdings[held.UUID] = gpulock.Holding{UUID: held.UUID, Holder: held.Holder, Held: !held.Orphan, Orphan: held.Orphan}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock GPUs: %w", err)
+		}
+		gpus := make([]trainer.RunGPU, len(choice.Devices))
+		for i, d := range choice.Devices {
+			gpus[i] = trainer.RunGPU{Index: d.Index, UUID: d.UUID, Name: d.Name}
+		}
+		c := &trainer.GPUClaim{GPUs: gpus, Env: gpu.VisibleEnv(choice.Devices, a.opts.Visible), Locks: files}
+		c.Record = func(run int64) {
+			for _, f := range files {
+				hh := holder
+				hh.Run = run
+				if err := a.opts.Locks.Update(f, hh); err != nil {
+					a.opts.Logger.Warn("record the run in its GPU lock", "run", run, "err", err)
+				}
+			}
+		}
+		return c, nil
+	}
+}
+
+// shortage turns gpu's facts into the trainer's: each GPU with what holds
+// it — a run of some trainbot (from its lock's holder), another user's
+// process — or why it is not free.
+func (a *Allocator) shortage(req trainer.GPURequest, busy *gpu.BusyError, holdings map[string]gpulock.Holding) *trainer.GPUShortage {
+	out := &trainer.GPUShortage{Want: req}
+	for _, st := range busy.Devices {
+		d := st.Device
+		g := trainer.GPUState{Index: d.Index, UUID: d.UUID, Name: d.Name, FreeBytes: st.FreeMemory, Total: d.MemTotal,
+			QuietFor: st.QuietFor, Need: st.FreeFor, TooSmall: st.TooLittle}
+		if st.Busy {
+			g.Util = d.Util
+			g.Busy = true
+		}
+		if st.Taken {
+			g.Run = &trainer.GPURun{User: a.user}
+			if hd, ok := holdings[d.UUID]; ok && hd.Taken() {
+				g.Run = &trainer.GPURun{Run: hd.Holder.Run, Job: hd.Holder.Job, User: hd.Holder.User, Unattended: hd.Orphan}
+				if g.Run.User == "" {
+					g.Run.User = "uid " + strconv.Itoa(hd.Holder.UID)
+				}
+			} else if len(st.Runs) > 0 {
+				g.Run.Run = st.Runs[0]
+			}
+		}
+		for _, p := range st.Holders {
+			cmd := p.Command
+			if cmd == "" {
+				cmd = p.Name
+			}
+			who := p.User
+			if who == "" {
+				who = "?"
+			}
+			g.Processes = append(g.Processes, trainer.GPUProcess{PID: p.PID, User: who, Command: cmd, Memory: p.MemUsed, Since: p.Since})
+		}
+		out.GPUs = append(out.GPUs, g)
+	}
+	return out
+}
