@@ -1,6 +1,8 @@
 package trainer
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"syscall"
@@ -34,6 +36,28 @@ func TestEndFactsEnglishIsTheRecordedDetail(t *testing.T) {
 		f.Notes = []string{"12 B of output were not written"}
 		if got := f.English(); !strings.HasSuffix(got, "; 12 B of output were not written") {
 			t.Errorf("with a note: %q", got)
+		}
+	}
+}
+
+// The end of a NaN run is recorded: its streak's value (NaN, ±Inf) is
+// text in JSON, which has no such numbers.
+func TestNaNStreakIsRecordable(t *testing.T) {
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		_, f := classify(ending{exitCode: 0, nan: &NaNStreak{Metric: "loss", Value: v, Count: 3, Step: 5}})
+		b, err := json.Marshal(f)
+		if err != nil {
+			t.Fatalf("%v: %v", v, err)
+		}
+		var back EndFacts
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%v: read %s: %v", v, b, err)
+		}
+		if back.English() != f.English() || back.NaN.Count != 3 || back.NaN.Step != 5 || back.NaN.Metric != "loss" {
+			t.Errorf("%v: %s read back as %q, want %q", v, b, back.English(), f.English())
+		}
+		if !strings.Contains(string(b), `"nan":{"metric":"loss","value":"`+fmt.Sprint(v)+`","count":3,"step":5}`) {
+			t.Errorf("%v: %s", v, b)
 		}
 	}
 }

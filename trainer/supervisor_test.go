@@ -551,6 +551,13 @@ func TestNaNAlertAndStopOnNaN(t *testing.T) {
 	if got.Outcome != trainer.OutcomeNaN || !strings.Contains(got.Detail, "stopped by trainbot") {
 		t.Fatalf("got %s (%s), want nan stopped by trainbot", got.Outcome, got.Detail)
 	}
+	// The store keeps its facts (a NaN is no JSON number), and so does run.json.
+	if f := got.End; f == nil || f.Why != trainer.WhyStoppedNaN || f.NaN == nil || !math.IsNaN(f.NaN.Value) || f.NaN.Step != 5 {
+		t.Errorf("recorded end facts %+v, want stopped_nan with the streak", f)
+	}
+	if data, err := os.ReadFile(filepath.Join(trainer.RunDir(h.dir, r.ID), trainer.RunFile)); err != nil || !strings.Contains(string(data), `"why": "stopped_nan"`) {
+		t.Errorf("run.json has no end facts (%v): %s", err, data)
+	}
 }
 
 // A NaN loss is seen in the forms scripts print it: on a progress bar,
