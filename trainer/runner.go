@@ -27,9 +27,10 @@ type runner interface {
 	// stop forwards a stop, or a kill with req.kill; an error means it
 	// did not reach the owner, and the observer asks again later.
 	stop(req stopRequest) error
-	// goneDetail says what is known of a run whose owner vanished, and
-	// when it ended as far as the runner knows (zero: it cannot tell).
-	goneDetail() (string, time.Time)
+	// gone says what is known of a run whose owner vanished (facts with
+	// WhyInterrupted), and when it ended as far as the runner knows
+	// (zero: it cannot tell).
+	gone() (*EndFacts, time.Time)
 	// done is called once the end is recorded.
 	done()
 }
@@ -50,7 +51,8 @@ type runLive struct {
 type runEnd struct {
 	e       ending    // classified with what the bot saw (out of memory, NaN, stops)
 	outcome Outcome   // set when the owner decided the outcome; "" to classify e
-	detail  string    // with outcome
+	facts   *EndFacts // with outcome: how the owner decided (nil for an end recorded before facts)
+	slurm   *SlurmEnd // a Slurm run's job as Slurm told its end: in the facts however they were decided
 	endedAt time.Time // when its main process ended
 	extra   []string  // notes for the end's detail
 	oom     *OOM      // the owner says it ran out of memory (Slurm's OUT_OF_MEMORY); the output's OOM comes first
@@ -285,15 +287,15 @@ func (r *shimRunner) stop(req stopRequest) error {
 	return err
 }
 
-func (r *shimRunner) goneDetail() (string, time.Time) {
-	d := fmt.Sprintf("the run's supervisor (pid %d) ended without recording how the run ended", r.shimPID)
+func (r *shimRunner) gone() (*EndFacts, time.Time) {
+	f := &EndFacts{Why: WhyInterrupted, Interrupted: InterruptSupervisorGone, SupervisorPID: r.shimPID}
 	if !r.orphaned.IsZero() {
-		d += fmt.Sprintf("; its processes (group %d) lived on unsupervised until %s", r.pid, r.goneAt.Format(time.RFC3339))
+		f.Orphans = &Orphans{PGID: r.pid, Until: r.goneAt}
 		if r.orphanBy != "" {
-			d += fmt.Sprintf(", stopped by %s (%s)", r.orphanBy, unix.SignalName([]syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}[r.signals]))
+			f.Orphans.StoppedBy, f.Orphans.Signal = r.orphanBy, int([]syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}[r.signals])
 		}
 	}
-	return d, r.goneAt
+	return f, r.goneAt
 }
 
 func (r *shimRunner) done() {
