@@ -343,6 +343,10 @@ func SignalName(n int) string {
 	return fmt.Sprintf("signal %d", n)
 }
 
+// SignalWords is a signal as the supervisor's English names the one that
+// ended a run: "SIGSEGV (segmentation fault)", "signal 77 (signal 77)".
+func SignalWords(n int) string { return signalName(syscall.Signal(n)) }
+
 func signalName(s syscall.Signal) string {
 	switch s {
 	case syscall.SIGINT:
