@@ -67,3 +67,18 @@ var (
 	PeakHowTreeSum = Def(Msg{Key: "peak.how_tree_sum", EN: "sum of its processes' VmHWM, an upper bound", ZH: "其各进程 VmHWM 之和，是上限"})
 	PeakHowCgroup  = Def(Msg{Key: "peak.how_cgroup", EN: "cgroup memory.peak", ZH: "cgroup 的 memory.peak"})
 )
+
+// An end's remarks (trainer.EndNotes).
+var (
+	DetailDropped      = Def(Msg{Key: "detail.dropped", EN: "%s of output were not written to the log (%s)", ZH: "有 %s 的输出没有写入日志（%s）"})
+	DetailSlowDisk     = Def(Msg{Key: "detail.slow_disk", EN: "the disk did not keep up", ZH: "磁盘跟不上"})
+	DetailLogCut       = Def(Msg{Key: "detail.log_cut", EN: "the log passed max_log_bytes (%s): %s of older output after its first %s were freed", ZH: "日志超过了 max_log_bytes（%s）：释放了 %s 较早的输出（保留开头的 %s）"})
+	DetailSurvivors    = Def(Msg{Key: "detail.survivors", EN: "%d process(es) of the run survived SIGKILL", ZH: "训练有 %d 个进程在 SIGKILL 之后仍然存活"})
+	DetailUnseenRule   = Def(Msg{Key: "detail.unseen_rule", EN: "alert rule %q watched %s, %s", ZH: "告警规则 %q 监视 %s，%s"})
+	DetailNeverPrinted = Def(Msg{Key: "detail.never_printed", EN: "which the run never printed", ZH: "但训练从未输出它"})
+	DetailNotMeasured  = Def(Msg{Key: "detail.not_measured", EN: "which could not be measured (no step was printed)", ZH: "但它无法测量（没有输出过步数）"})
+	DetailNoNVML       = Def(Msg{Key: "detail.no_nvml", EN: "which NVML never reported for the run's processes", ZH: "但 NVML 从未报告训练进程的这个值"})
+	DetailMetricNames  = Def(Msg{Key: "detail.metric_names", EN: "the output named more than %d metrics: points of further metric names were not recorded (%s)", ZH: "输出中的指标名超过了 %d 个：更多指标名的点没有记录（%s）"})
+	DetailLogHasThem   = Def(Msg{Key: "detail.log_has_them", EN: "the log has them", ZH: "日志里有它们"})
+	DetailLogHasUncut  = Def(Msg{Key: "detail.log_has_uncut", EN: "the log has those max_log_bytes did not free", ZH: "日志里有 max_log_bytes 没有释放的那部分"})
+)

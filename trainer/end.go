@@ -3,7 +3,6 @@ package trainer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -70,9 +69,9 @@ func (a *active) kill() {
 func (a *active) finish(end *runEnd) {
 	ctx := context.Background()
 	e := ending{exitCode: -1, oomKills: -1}
-	var extra []string
+	var notes EndNotes
 	if end != nil {
-		e, extra = end.e, end.extra
+		e, notes = end.e, end.notes
 	}
 	a.mu.Lock()
 	if a.stopReq != nil && e.stopBy == "" && end != nil {
@@ -135,22 +134,16 @@ func (a *active) finish(end *runEnd) {
 			r.ExitCode = &code
 		}
 	}
-	extra = append(extra, a.unseenRules()...)
+	notes.UnseenRules = a.unseenRules()
 	if a.full {
-		where := "the log has them"
-		if end != nil && end.logCut {
-			where = "the log has those max_log_bytes did not free"
-		}
-		extra = append(extra, fmt.Sprintf("the output named more than %d metrics: points of further metric names were not recorded (%s)", maxMetricNames, where))
+		notes.MetricNamesMax = maxMetricNames
 	}
 	if facts != nil {
 		if facts.Slurm == nil && end != nil {
 			facts.Slurm = end.slurm // classified like a local run's: the job as Slurm told it
 		}
-		facts.Notes = append(facts.Notes, extra...)
+		facts.EndNotes = notes
 		detail = facts.English()
-	} else if len(extra) > 0 {
-		detail = strings.Join(extra, "; ")
 	}
 	r.State, r.Outcome, r.Detail, r.End = StateEnded, outcome, detail, facts
 	if r.Outcome == OutcomeStopped || r.Outcome == OutcomeNaN || (r.Outcome == OutcomeOOM && e.oomBeforeStop) {

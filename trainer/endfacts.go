@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer/slurm"
 )
 
@@ -118,9 +119,84 @@ type EndFacts struct {
 	// ErrorLine is the error a watched run's log ends with (WhyWatchExit).
 	ErrorLine string `json:"error_line,omitempty"`
 
-	// Notes are the end's other remarks (output dropped, the log cut,
-	// survivors, rules that never fired), in the supervisor's English.
+	// EndNotes are the end's other remarks, as facts.
+	EndNotes
+	// Notes are remarks in the supervisor's English: as the version
+	// before EndNotes recorded them (this one writes none).
 	Notes []string `json:"notes,omitempty"`
+}
+
+// EndNotes are what an end says beside how the run ended: output that was
+// not written to the log, the log cut by max_log_bytes, processes that
+// survived SIGKILL, alert rules that never saw their metric, metric names
+// past the limit. The English words them in this order, after the rest.
+type EndNotes struct {
+	Dropped     *Dropped     `json:"dropped,omitempty"`
+	LogCut      *LogCut      `json:"log_cut,omitempty"`
+	Survivors   int          `json:"survivors,omitempty"`    // processes of the run that survived SIGKILL
+	UnseenRules []UnseenRule `json:"unseen_rules,omitempty"` // alert rules whose metric never came
+	// MetricNamesMax is set when the output named more metrics than it:
+	// points of further names were not recorded (the log has them, or
+	// those LogCut did not free).
+	MetricNamesMax int `json:"metric_names_max,omitempty"`
+}
+
+// Dropped is output the run's supervisor could not write to its log.
+type Dropped struct {
+	Bytes  int64  `json:"bytes"`
+	Reason string `json:"reason,omitempty"` // the supervisor's: a write error, "the disk did not keep up (stalled)", "log reached max_log_bytes"; "" for a slow disk
+}
+
+// LogCut is older output max_log_bytes freed: bytes From to To of the log
+// (its first From bytes are kept).
+type LogCut struct {
+	MaxLogBytes int64 `json:"max_log_bytes"`
+	From        int64 `json:"from"`
+	To          int64 `json:"to"`
+}
+
+// UnseenRule is an alert rule (Rule, as configured) whose metric never
+// came: the run never printed it, or, for steps_per_s and gpu_util, it
+// could not be measured.
+type UnseenRule struct {
+	Rule   string `json:"rule"`
+	Metric string `json:"metric"`
+}
+
+// notes are the end's remarks in the supervisor's words.
+func (n *EndNotes) notes() []string {
+	var out []string
+	if d := n.Dropped; d != nil {
+		reason := d.Reason
+		if reason == "" {
+			reason = "the disk did not keep up"
+		}
+		out = append(out, fmt.Sprintf("%s of output were not written to the log (%s)", units.Bytes(d.Bytes), reason))
+	}
+	if c := n.LogCut; c != nil {
+		out = append(out, fmt.Sprintf("the log passed max_log_bytes (%s): %s of older output after its first %s were freed", units.Bytes(c.MaxLogBytes), units.Bytes(c.To-c.From), units.Bytes(c.From)))
+	}
+	if n.Survivors > 0 {
+		out = append(out, fmt.Sprintf("%d process(es) of the run survived SIGKILL", n.Survivors))
+	}
+	for _, u := range n.UnseenRules {
+		what := "which the run never printed"
+		switch u.Metric {
+		case MetricStepsPerSec:
+			what = "which could not be measured (no step was printed)"
+		case MetricGPUUtil:
+			what = "which NVML never reported for the run's processes"
+		}
+		out = append(out, fmt.Sprintf("alert rule %q watched %s, %s", u.Rule, u.Metric, what))
+	}
+	if n.MetricNamesMax > 0 {
+		where := "the log has them"
+		if n.LogCut != nil {
+			where = "the log has those max_log_bytes did not free"
+		}
+		out = append(out, fmt.Sprintf("the output named more than %d metrics: points of further metric names were not recorded (%s)", n.MetricNamesMax, where))
+	}
+	return out
 }
 
 // SlurmEnd is a Slurm job as Slurm last told it.
@@ -174,6 +250,15 @@ func (f *EndFacts) clone() *EndFacts {
 		v := *f.LogWritten
 		c.LogWritten = &v
 	}
+	if f.Dropped != nil {
+		v := *f.Dropped
+		c.Dropped = &v
+	}
+	if f.LogCut != nil {
+		v := *f.LogCut
+		c.LogCut = &v
+	}
+	c.UnseenRules = append([]UnseenRule(nil), f.UnseenRules...)
 	return &c
 }
 
@@ -278,8 +363,8 @@ func (f *EndFacts) English() string {
 			d = withTail(d)
 		}
 	}
-	if len(f.Notes) > 0 {
-		d += "; " + strings.Join(f.Notes, "; ")
+	if notes := append(f.EndNotes.notes(), f.Notes...); len(notes) > 0 {
+		d += "; " + strings.Join(notes, "; ")
 	}
 	return d
 }

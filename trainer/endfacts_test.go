@@ -134,3 +134,33 @@ func TestEndFactsOfEarlierRowsRead(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// An end's remarks are facts too, worded after the rest as before.
+func TestEndNotesEnglish(t *testing.T) {
+	f := EndFacts{Why: WhyInterrupted, Interrupted: InterruptWatchEnded, EndNotes: EndNotes{
+		Dropped:        &Dropped{Bytes: 2048},
+		LogCut:         &LogCut{MaxLogBytes: 1 << 20, From: 1024, To: 4096},
+		Survivors:      2,
+		UnseenRules:    []UnseenRule{{Rule: "val_acc below 0.5", Metric: "val_acc"}, {Rule: "steps_per_s below 1 for 5m", Metric: MetricStepsPerSec}, {Rule: "gpu_util below 10 for 10m", Metric: MetricGPUUtil}},
+		MetricNamesMax: 256,
+	}}
+	want := "the watch ended; 2.00 KiB of output were not written to the log (the disk did not keep up); " +
+		"the log passed max_log_bytes (1.00 MiB): 3.00 KiB of older output after its first 1.00 KiB were freed; " +
+		"2 process(es) of the run survived SIGKILL; " +
+		`alert rule "val_acc below 0.5" watched val_acc, which the run never printed; ` +
+		`alert rule "steps_per_s below 1 for 5m" watched steps_per_s, which could not be measured (no step was printed); ` +
+		`alert rule "gpu_util below 10 for 10m" watched gpu_util, which NVML never reported for the run's processes; ` +
+		"the output named more than 256 metrics: points of further metric names were not recorded (the log has those max_log_bytes did not free)"
+	if got := f.English(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	f.LogCut, f.Dropped.Reason = nil, "no space left on device"
+	if got := f.English(); !strings.Contains(got, "(no space left on device)") || !strings.HasSuffix(got, "(the log has them)") {
+		t.Errorf("got %q", got)
+	}
+	b, _ := json.Marshal(&f)
+	if !strings.Contains(string(b), `"dropped":{"bytes":2048,"reason":"no space left on device"}`) || !strings.Contains(string(b), `"unseen_rules":[{"rule":"val_acc below 0.5","metric":"val_acc"}`) ||
+		!strings.Contains(string(b), `"metric_names_max":256`) || !strings.Contains(string(b), `"survivors":2`) {
+		t.Errorf("JSON %s", b)
+	}
+}

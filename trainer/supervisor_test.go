@@ -758,6 +758,9 @@ func TestMetricNamesPerRunAreBounded(t *testing.T) {
 	if !strings.Contains(got.Detail, "metric names") {
 		t.Errorf("the end does not say that new metric names were ignored: %s", got.Detail)
 	}
+	if got.End.MetricNamesMax == 0 {
+		t.Errorf("facts %+v: no metric names past the limit", got.End.EndNotes)
+	}
 }
 
 // A log past max_log_bytes keeps its offsets but frees its oldest part
@@ -786,6 +789,9 @@ func TestLogCapKeepsParsing(t *testing.T) {
 	}
 	if !strings.Contains(got.Detail, "max_log_bytes") {
 		t.Errorf("the end does not say the log passed its cap: %s", got.Detail)
+	}
+	if c := got.End.LogCut; c == nil || c.MaxLogBytes != j.MaxLogBytes || c.From <= 0 || c.To <= c.From {
+		t.Errorf("facts of the cut %+v, want max_log_bytes %d and what was freed", c, j.MaxLogBytes)
 	}
 	if got.Outcome != trainer.OutcomeFinished || got.Steps != n {
 		t.Errorf("got %s at step %d, want finished at %d: parsing goes on past the cap", got.Outcome, got.Steps, n)
@@ -1031,6 +1037,9 @@ func TestIgnoredNamesOfACutLog(t *testing.T) {
 	}
 	if !strings.Contains(got.Detail, "max_log_bytes") || !strings.Contains(got.Detail, "the log has those max_log_bytes did not free") || strings.Contains(got.Detail, "(the log has them)") {
 		t.Errorf("detail: %s", got.Detail)
+	}
+	if n := got.End.EndNotes; n.LogCut == nil || n.MetricNamesMax == 0 {
+		t.Errorf("facts %+v, want the cut and the metric names past the limit", n)
 	}
 }
 

@@ -14,8 +14,9 @@ import (
 // supervisor's English) for English and zh+en, and for Chinese the end's
 // facts worded in Chinese; a run without facts (recorded before them)
 // shows its detail as recorded. The program's stderr, an error line of a
-// watched log, what Slurm's commands answered, a start's error and the
-// end's notes stay as they were written.
+// watched log, what Slurm's commands answered, a start's error, what the
+// run's supervisor said of dropped output and the notes of runs recorded
+// before notes were facts stay as they were written.
 func EndDetail(l i18n.Lang, r *trainer.Run) string {
 	if l != i18n.Zh || r.End == nil {
 		return r.Detail
@@ -140,10 +141,47 @@ func endWords(l i18n.Lang, r *trainer.Run, f *trainer.EndFacts) (d string, ok bo
 	default:
 		return "", false
 	}
-	if len(f.Notes) > 0 {
-		d += l.T(i18n.DetailSep) + strings.Join(f.Notes, "; ")
+	if notes := append(noteWords(l, &f.EndNotes), f.Notes...); len(notes) > 0 {
+		d += l.T(i18n.DetailSep) + strings.Join(notes, l.T(i18n.DetailSep))
 	}
 	return d, true
+}
+
+// noteWords are an end's remarks in l; what the run's supervisor said of
+// dropped output stays as it said it.
+func noteWords(l i18n.Lang, n *trainer.EndNotes) []string {
+	var out []string
+	if d := n.Dropped; d != nil {
+		reason := d.Reason
+		if reason == "" {
+			reason = l.T(i18n.DetailSlowDisk)
+		}
+		out = append(out, l.T(i18n.DetailDropped, FormatBytes(d.Bytes), reason))
+	}
+	if c := n.LogCut; c != nil {
+		out = append(out, l.T(i18n.DetailLogCut, FormatBytes(c.MaxLogBytes), FormatBytes(c.To-c.From), FormatBytes(c.From)))
+	}
+	if n.Survivors > 0 {
+		out = append(out, l.T(i18n.DetailSurvivors, n.Survivors))
+	}
+	for _, u := range n.UnseenRules {
+		what := i18n.DetailNeverPrinted
+		switch u.Metric {
+		case trainer.MetricStepsPerSec:
+			what = i18n.DetailNotMeasured
+		case trainer.MetricGPUUtil:
+			what = i18n.DetailNoNVML
+		}
+		out = append(out, l.T(i18n.DetailUnseenRule, u.Rule, u.Metric, l.T(what)))
+	}
+	if n.MetricNamesMax > 0 {
+		where := i18n.DetailLogHasThem
+		if n.LogCut != nil {
+			where = i18n.DetailLogHasUncut
+		}
+		out = append(out, l.T(i18n.DetailMetricNames, n.MetricNamesMax, l.T(where)))
+	}
+	return out
 }
 
 // slurmWords is what Slurm's state says of a job's end, in l.

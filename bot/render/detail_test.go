@@ -40,13 +40,22 @@ func TestEndDetailWordsTheFacts(t *testing.T) {
 			"无法启动：它的目录 /d/runs/1 已经存在：是否有另一个使用别的数据库的 trainbot 也在用这个数据目录？（下一个训练会用更大的编号）"},
 		{trainer.EndFacts{Why: trainer.WhyStrayKill, Signal: 9, StderrTail: []string{"bye"}}, nil, "被一个不是 trainbot 发出的 SIGKILL 终止；内存 cgroup 在训练期间没有记录 OOM kill，所以是别的东西杀死了它；stderr 最后几行：\nbye"},
 		{trainer.EndFacts{Why: trainer.WhyStopped, StoppedBy: "ann", StopHow: trainer.StopKilledGrace, Signal: 9}, nil, "由 ann 停止（宽限期过后用 SIGKILL 终止）"},
-		{trainer.EndFacts{Why: trainer.WhyStopped, StoppedBy: "ann", StopHow: trainer.StopExit, ExitCode: &one, Notes: []string{"3 B of output were not written"}}, nil, "由 ann 停止（退出码 1）；3 B of output were not written"},
+		{trainer.EndFacts{Why: trainer.WhyStopped, StoppedBy: "ann", StopHow: trainer.StopExit, ExitCode: &one, EndNotes: trainer.EndNotes{Survivors: 1}}, nil, "由 ann 停止（退出码 1）；训练有 1 个进程在 SIGKILL 之后仍然存活"},
 		{trainer.EndFacts{Why: trainer.WhyOOM, OOM: cuda, Peak: "peak GPU memory 6.00 GiB, peak host memory 3.00 GiB (VmHWM of its process, exact)", ThenStoppedBy: "ann"}, peaks,
 			"CUDA 显存不足（GPU 0）：尝试分配 2.00 GiB（2147483648 字节）；剩余 1.00 GiB，共 8.00 GiB；显存峰值 6.00 GiB，内存峰值 3.00 GiB（其进程的 VmHWM，精确值）；之后由 ann 停止"},
 		{trainer.EndFacts{Why: trainer.WhyOOMKill, Signal: 9, OOMKills: 2, OOM: &trainer.OOM{Kind: "oom-killer", GPU: -1, FreeBytes: -1}}, nil,
 			"被内核的 OOM killer 杀掉（内存 cgroup 在训练期间记录了 2 次 OOM kill）"},
 		{trainer.EndFacts{Why: trainer.WhyOOMKill, Signal: 9, OOMKills: -1, Peak: "peak host memory 3.00 GiB (VmHWM of its process, exact)"}, &trainer.Run{PeakHostMem: &hostPeak, PeakHostHow: history.PeakMain},
 			"被一个不是 trainbot 发出的 SIGKILL 终止：很可能是内核的 OOM killer（主机内存；这里读不到 cgroup 的 OOM 计数）；内存峰值 3.00 GiB（其进程的 VmHWM，精确值）"},
+		// The remarks.
+		{trainer.EndFacts{Why: trainer.WhyExit, ExitCode: &code, EndNotes: trainer.EndNotes{Dropped: &trainer.Dropped{Bytes: 2048}, LogCut: &trainer.LogCut{MaxLogBytes: 1 << 20, From: 1024, To: 4096},
+			Survivors: 2, UnseenRules: []trainer.UnseenRule{{Rule: "val_acc below 0.5", Metric: "val_acc"}, {Rule: "steps_per_s below 1", Metric: trainer.MetricStepsPerSec}, {Rule: "gpu_util below 5", Metric: trainer.MetricGPUUtil}},
+			MetricNamesMax: 256}}, nil,
+			"退出码 0；有 2.00 KiB 的输出没有写入日志（磁盘跟不上）；日志超过了 max_log_bytes（1.00 MiB）：释放了 3.00 KiB 较早的输出（保留开头的 1.00 KiB）；训练有 2 个进程在 SIGKILL 之后仍然存活；" +
+				`告警规则 "val_acc below 0.5" 监视 val_acc，但训练从未输出它；告警规则 "steps_per_s below 1" 监视 steps_per_s，但它无法测量（没有输出过步数）；告警规则 "gpu_util below 5" 监视 gpu_util，但 NVML 从未报告训练进程的这个值；` +
+				"输出中的指标名超过了 256 个：更多指标名的点没有记录（日志里有 max_log_bytes 没有释放的那部分）"},
+		{trainer.EndFacts{Why: trainer.WhyExit, ExitCode: &code, EndNotes: trainer.EndNotes{Dropped: &trainer.Dropped{Bytes: 10, Reason: "no space left on device"}, MetricNamesMax: 256}}, nil,
+			"退出码 0；有 10 B 的输出没有写入日志（no space left on device）；输出中的指标名超过了 256 个：更多指标名的点没有记录（日志里有它们）"},
 		// Slurm's states.
 		{trainer.EndFacts{Why: trainer.WhySlurm, Signal: 15, Slurm: &trainer.SlurmEnd{JobID: "3", State: "TIMEOUT", TimeLimit: "00:01:00", Node: "vm"}}, nil, "达到时间限制 00:01:00（Slurm 状态 TIMEOUT）"},
 		{trainer.EndFacts{Why: trainer.WhySlurm, Signal: 11, Slurm: &trainer.SlurmEnd{JobID: "3", State: "FAILED", Node: "vm"}}, nil, "被信号 11 终止（Slurm 状态 FAILED，节点 vm）"},
@@ -93,11 +102,17 @@ func TestEndDetailWordsTheFacts(t *testing.T) {
 		}
 		head, _, _ := strings.Cut(EndDetail(i18n.Zh, r), "stderr")
 		for _, en := range []string{"exit status", "killed by", "points in a row", "then it recovered", "stopped by", "could not start", "something else",
-			"Slurm state", "supervisor", "unsupervised", "watched", "exited", "out of memory", "peak", "directory", "cancelled", "no longer"} {
+			"Slurm state", "supervisor", "unsupervised", "watched", "exited", "out of memory", "peak", "directory", "cancelled", "no longer",
+			"were not written", "passed", "survived", "alert rule", "named more", "the disk"} {
 			if strings.Contains(head, en) {
 				t.Errorf("%s in Chinese: %q is left in %q", name, en, head)
 			}
 		}
+	}
+	// Notes recorded as English, before they were facts, stay so.
+	legacy := trainer.EndFacts{Why: trainer.WhyStopped, StoppedBy: "ann", StopHow: trainer.StopExit, ExitCode: &one, Notes: []string{"3 B of output were not written"}}
+	if got := EndDetail(i18n.Zh, &trainer.Run{Detail: legacy.English(), End: &legacy}); got != "由 ann 停止（退出码 1）；3 B of output were not written" {
+		t.Errorf("earlier notes: got %q", got)
 	}
 	old := &trainer.Run{Detail: "exit status 3"}
 	if got := EndDetail(i18n.Zh, old); got != "exit status 3" {
