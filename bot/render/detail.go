@@ -184,6 +184,16 @@ func noteWords(l i18n.Lang, n *trainer.EndNotes) []string {
 	return out
 }
 
+// StartFailure is why a run could not start, in l: from its facts where
+// they tell more than the error (its directory was taken), else the
+// error as it is.
+func StartFailure(l i18n.Lang, e *trainer.StartError) string {
+	if f := e.Run.End; f != nil && f.RunDirTaken != "" {
+		return l.T(i18n.DetailRunDirTaken, f.RunDirTaken)
+	}
+	return e.Err.Error()
+}
+
 // slurmWords is what Slurm's state says of a job's end, in l.
 func slurmWords(l i18n.Lang, f *trainer.EndFacts) string {
 	s := f.Slurm

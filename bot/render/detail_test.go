@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -121,5 +122,22 @@ func TestEndDetailWordsTheFacts(t *testing.T) {
 	newer := &trainer.Run{Detail: "something a newer trainbot knows", End: &trainer.EndFacts{Why: "newer"}}
 	if got := EndDetail(i18n.Zh, newer); got != newer.Detail {
 		t.Errorf("facts of an unknown kind: got %q, want the detail as recorded", got)
+	}
+}
+
+// A start refused because its directory was taken says so in the chat's
+// language; any other start error is quoted as it is.
+func TestStartFailure(t *testing.T) {
+	taken := &trainer.StartError{Run: &trainer.Run{ID: 1, End: &trainer.EndFacts{Why: trainer.WhyNoStart, RunDirTaken: "/d/runs/1"}},
+		Err: errors.New("its directory /d/runs/1 already exists: another trainbot with another database uses this data directory? (the next run takes a higher id)")}
+	if got := StartFailure(i18n.Zh, taken); !strings.HasPrefix(got, "它的目录 /d/runs/1 已经存在") {
+		t.Errorf("zh: %q", got)
+	}
+	if got := StartFailure(i18n.En, taken); got != taken.Err.Error() {
+		t.Errorf("en: %q, want the error %q", got, taken.Err)
+	}
+	other := &trainer.StartError{Run: &trainer.Run{ID: 2, End: &trainer.EndFacts{Why: trainer.WhyNoStart, StartError: "sbatch: error: invalid partition"}}, Err: errors.New("sbatch: error: invalid partition")}
+	if got := StartFailure(i18n.Zh, other); got != "sbatch: error: invalid partition" {
+		t.Errorf("zh, another error: %q", got)
 	}
 }
