@@ -89,6 +89,7 @@ type Stats struct {
 type Monitor struct {
 	opts MonitorOptions
 	log  *slog.Logger
+	book *holderBook // who holds the devices, since when
 
 	mu      sync.Mutex // guards the fields below
 	alerter *alerter
@@ -111,7 +112,7 @@ func NewMonitor(opts MonitorOptions) *Monitor {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Monitor{opts: opts, log: opts.Logger, alerter: newAlerter(opts.Thresholds)}
+	return &Monitor{opts: opts, log: opts.Logger, book: newHolderBook(), alerter: newAlerter(opts.Thresholds)}
 }
 
 // Start begins sampling (one sample at once, then every interval) and, when
@@ -171,9 +172,12 @@ func (m *Monitor) Last() Snapshot {
 }
 
 // Collect takes a fresh snapshot attributed to the active runs, without
-// storing it or alerting (for 显卡).
+// storing it or alerting (for 显卡); each process's Since is when the
+// monitor's samples first saw it (now, for one they have not).
 func (m *Monitor) Collect(ctx context.Context) (Snapshot, error) {
-	return Collect(ctx, m.opts.Sampler, m.activeRuns())
+	snap, err := collect(ctx, m.opts.Sampler, m.activeRuns(), m.book)
+	m.book.sinceOf(&snap)
+	return snap, err
 }
 
 func (m *Monitor) activeRuns() map[int]int64 {
@@ -195,7 +199,8 @@ func (m *Monitor) Sample(ctx context.Context) (err error) {
 		}
 		m.finish(err)
 	}()
-	snap, err := Collect(ctx, m.opts.Sampler, m.activeRuns())
+	snap, err := collect(ctx, m.opts.Sampler, m.activeRuns(), m.book)
+	m.book.observe(&snap)
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
