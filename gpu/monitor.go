@@ -71,7 +71,9 @@ type MonitorOptions struct {
 	// It is called from the monitor's goroutines and must not block long.
 	Alert      func(Alert)
 	Thresholds Thresholds
-	Logger     *slog.Logger
+	// Availability, when set, is fed every snapshot (for Choose).
+	Availability *Availability
+	Logger       *slog.Logger
 }
 
 // Stats count the monitor's samples.
@@ -180,6 +182,9 @@ func (m *Monitor) Collect(ctx context.Context) (Snapshot, error) {
 	return snap, err
 }
 
+// Availability is the Availability the monitor feeds, nil when none.
+func (m *Monitor) Availability() *Availability { return m.opts.Availability }
+
 func (m *Monitor) activeRuns() map[int]int64 {
 	if m.opts.Runs == nil {
 		return nil
@@ -201,6 +206,9 @@ func (m *Monitor) Sample(ctx context.Context) (err error) {
 	}()
 	snap, err := collect(ctx, m.opts.Sampler, m.activeRuns(), m.book)
 	m.book.observe(&snap)
+	if m.opts.Availability != nil {
+		m.opts.Availability.Observe(snap)
+	}
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
