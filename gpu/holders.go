@@ -143,10 +143,11 @@ func (b *holderBook) identify(procs []Process) {
 		p := &procs[i]
 		id, ok := b.ids[p.PID]
 		if !ok {
+			// Unknown stays unknown while the pid stays on a device: NVML
+			// lists live processes, so one /proc cannot show (another PID
+			// namespace) is not read again at every sample.
 			id = readIdentity(b.root, p.PID)
-			if id.uid >= 0 { // an ended process is read again next time
-				b.ids[p.PID] = id
-			}
+			b.ids[p.PID] = id
 		}
 		p.UID, p.User, p.Command = id.uid, b.userName(id.uid), id.command
 		if p.Name == "" {

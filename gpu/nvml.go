@@ -33,6 +33,7 @@ type NVML struct {
 	devs   []nvmlDevice
 	closed bool
 	topo   *Topology // read once at open; nil when NVML could not tell
+	procs  int       // processes in the last sample, to size the next one's list
 
 	watchers sync.WaitGroup // WatchEvents calls in progress
 	stop     chan struct{}  // closed by Close: watchers return
@@ -187,7 +188,8 @@ func (n *NVML) Sample(ctx context.Context) (Snapshot, error) {
 	if n.closed {
 		return Snapshot{}, &UnavailableError{Reason: "NVML is closed"}
 	}
-	snap := Snapshot{At: time.Now(), Driver: n.driver, Devices: make([]Device, 0, len(n.devs)), Topology: n.topo}
+	snap := Snapshot{At: time.Now(), Driver: n.driver, Devices: make([]Device, 0, len(n.devs)), Topology: n.topo,
+		Processes: make([]Process, 0, n.procs)}
 	var errs []error
 	for i := range n.devs {
 		d := &n.devs[i]
@@ -199,6 +201,7 @@ func (n *NVML) Sample(ctx context.Context) (Snapshot, error) {
 		snap.Devices = append(snap.Devices, dev)
 		snap.Processes = d.appendProcesses(snap.Processes, dev.Util)
 	}
+	n.procs = len(snap.Processes)
 	return snap, errors.Join(errs...)
 }
 

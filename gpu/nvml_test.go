@@ -720,3 +720,48 @@ func BenchmarkNVMLSampleSystem(b *testing.B) {
 	}
 	b.ReportMetric(float64(devices), "devices")
 }
+
+// BenchmarkMonitorSample8x50 is one whole monitor sample of a mock DGX
+// A100 with 50 processes on each GPU (processes of another PID namespace:
+// /proc cannot show them), the Availability fed and idle_held on: the
+// steady state, where every holder is known. It reports the NVML calls a
+// sample makes.
+func BenchmarkMonitorSample8x50(b *testing.B) {
+	s := newDGX(b)
+	for i, g := range s.gpus {
+		g.set(func(g *fakeGPU) {
+			g.procs = nil
+			for j := range 50 {
+				pid := uint32(1<<22 + 100*i + j)
+				g.procs = append(g.procs, nvml.ProcessInfo{Pid: pid, UsedGpuMemory: 100 << 20})
+				g.putil = append(g.putil, nvml.ProcessUtilizationSample{Pid: pid, TimeStamp: uint64(j + 1), SmUtil: 3})
+			}
+		})
+	}
+	n := openDGX(b, s)
+	m := NewMonitor(MonitorOptions{Sampler: n, Availability: NewAvailability(DefaultBusyMemory, DefaultBusyUtil),
+		Thresholds: Thresholds{MemoryPercent: 95, TempC: 85, IdleMemory: gib, IdleFor: 30 * time.Minute}})
+	ctx := context.Background()
+	m.Sample(ctx)
+	before := nvmlCalls(s)
+	samples := 0
+	for b.Loop() {
+		if err := m.Sample(ctx); err != nil {
+			b.Fatal(err)
+		}
+		samples++
+	}
+	b.ReportMetric(float64(nvmlCalls(s)-before)/float64(samples), "nvml-calls/sample")
+}
+
+// nvmlCalls counts the per-sample calls made to the mock's devices.
+func nvmlCalls(s *dgx) int {
+	n := 0
+	for _, h := range s.Devices {
+		d := h.(*server.Device)
+		n += len(d.GetMemoryInfo_v2Calls()) + len(d.GetUtilizationRatesCalls()) + len(d.GetTemperatureCalls()) +
+			len(d.GetPowerUsageCalls()) + len(d.GetEnforcedPowerLimitCalls()) + len(d.GetComputeRunningProcessesCalls()) +
+			len(d.GetGraphicsRunningProcessesCalls()) + len(d.GetProcessUtilizationCalls())
+	}
+	return n
+}
