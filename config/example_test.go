@@ -25,8 +25,8 @@ func TestExampleConfig(t *testing.T) {
 	if d, _ := j.Params["batch_size"].DefaultText(); j.Name != "mnist" || time.Duration(j.StopGrace) != 30*time.Second || d != "64" || j.Params["lr"].Env != "LEARNING_RATE" {
 		t.Errorf("unexpected job %+v", j)
 	}
-	if g := c.GPU; time.Duration(g.Interval) != 2*time.Second || g.MemoryAlert != 95 || g.TempAlert != 85 {
-		t.Errorf("example [gpu] = %+v", g)
+	if g := c.GPU; g != config.DefaultGPUConfig() {
+		t.Errorf("example [gpu] = %+v, want the defaults %+v", g, config.DefaultGPUConfig())
 	}
 	if h := c.HTTP; h.Listen != "" || h.LinkTTL != config.DefaultLinkTTL || h.PublicURL != "" || h.MaxConnections != config.DefaultMaxConnections {
 		t.Errorf("example [http] = %+v: want off, with the defaults", h)

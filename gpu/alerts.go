@@ -14,6 +14,9 @@ const (
 	AlertTemperature AlertKind = "temperature"
 	AlertXid         AlertKind = "xid"
 	AlertECC         AlertKind = "ecc"
+	// AlertIdleHeld: a process holds memory on a device at 0 % for long
+	// (Thresholds.IdleMemory, IdleFor).
+	AlertIdleHeld AlertKind = "idle_held"
 )
 
 // Alert is what happened to a device, for the chats: the facts, which
@@ -38,6 +41,12 @@ type Alert struct {
 	Thresholds Thresholds
 	// Xid is the Xid number of an AlertXid.
 	Xid uint64
+	// Holder is the process that holds the idle device (AlertIdleHeld):
+	// its user, command, memory and Since; RunID is its run, if any.
+	Holder Process
+	// Idle is how long the device has been at 0 % while Holder held it
+	// (AlertIdleHeld).
+	Idle time.Duration
 }
 
 // Thresholds say when to alert; a zero turns one off.
@@ -47,6 +56,11 @@ type Thresholds struct {
 	MemoryPercent float64
 	// TempC: a device at or above this temperature.
 	TempC int
+	// IdleMemory and IdleFor: a process holding at least IdleMemory bytes
+	// on a device at 0 % utilisation for IdleFor ([gpu] idle_held); an
+	// IdleFor of 0 turns it off.
+	IdleMemory uint64
+	IdleFor    time.Duration
 }
 
 // After a crossing, an alert re-arms only once the value has gone back
@@ -77,10 +91,19 @@ type alerter struct {
 	mem    map[memKey]bool
 	temp   map[int]bool
 	events map[eventKey]time.Time
+	idle   map[holderKey]*idleState
+}
+
+// idleState is one holder of a device at 0 %: since when, and whether it
+// was told.
+type idleState struct {
+	since time.Time
+	told  bool
 }
 
 func newAlerter(th Thresholds) *alerter {
-	return &alerter{th: th, mem: map[memKey]bool{}, temp: map[int]bool{}, events: map[eventKey]time.Time{}}
+	return &alerter{th: th, mem: map[memKey]bool{}, temp: map[int]bool{}, events: map[eventKey]time.Time{},
+		idle: map[holderKey]*idleState{}}
 }
 
 // check returns the alerts of the crossings in s.
@@ -132,6 +155,62 @@ func (a *alerter) check(s Snapshot) []Alert {
 			case d.TempC < a.th.TempC-tempRearm && a.temp[d.Index]:
 				delete(a.temp, d.Index)
 			}
+		}
+	}
+	if a.th.IdleFor > 0 {
+		out = append(out, a.idleHeld(s)...)
+	}
+	return out
+}
+
+// idleHeld returns an alert for each process that has held at least
+// IdleMemory on a device at 0 % for IdleFor, once: it is told again only
+// after the device was busy (above 0 %) or the process let go (ended, or
+// holds less) in between. A device of unknown utilisation, or missing
+// from the snapshot, keeps its state.
+func (a *alerter) idleHeld(s Snapshot) []Alert {
+	if !s.Available {
+		return nil
+	}
+	var out []Alert
+	present := map[holderKey]bool{}
+	for _, d := range s.Devices {
+		if d.Util < 0 {
+			for _, p := range s.Processes {
+				if p.Device == d.Index {
+					present[holderKey{d.UUID, p.PID}] = true
+				}
+			}
+			continue
+		}
+		for _, p := range s.Processes {
+			if p.Device != d.Index || p.MemUsed < a.th.IdleMemory || d.Util > 0 {
+				continue
+			}
+			k := holderKey{d.UUID, p.PID}
+			present[k] = true
+			st := a.idle[k]
+			if st == nil {
+				st = &idleState{since: s.At}
+				a.idle[k] = st
+			}
+			if st.told || s.At.Sub(st.since) < a.th.IdleFor {
+				continue
+			}
+			st.told = true
+			out = append(out, Alert{Kind: AlertIdleHeld, Device: d.Index, RunID: p.RunID,
+				Key:     fmt.Sprintf("gpu:idle:%s:pid%d:%d", d.UUID, p.PID, s.At.UnixMilli()),
+				Sampled: d, Runs: s.RunsOnDevice(d.Index), Holder: p, Idle: s.At.Sub(st.since),
+				Thresholds: Thresholds{IdleMemory: a.th.IdleMemory, IdleFor: a.th.IdleFor}})
+		}
+	}
+	sampled := make(map[string]bool, len(s.Devices))
+	for _, d := range s.Devices {
+		sampled[d.UUID] = true
+	}
+	for k := range a.idle {
+		if sampled[k.uuid] && !present[k] {
+			delete(a.idle, k)
 		}
 	}
 	return out

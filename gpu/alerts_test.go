@@ -136,3 +136,73 @@ func TestParseMeminfo(t *testing.T) {
 		t.Error("no MemTotal: want an error")
 	}
 }
+
+// idleAt is one 80 GiB device at util% held by the processes.
+func idleAt(at time.Time, util int, procs ...Process) Snapshot {
+	d := Device{Index: 0, UUID: "GPU-0", Name: "NVIDIA H100 80GB HBM3", MemTotal: 80 * gb, MemUsed: 6 * gb, Util: util, TempC: 40}
+	return Snapshot{At: at, Available: true, Devices: []Device{d}, Processes: procs}
+}
+
+// idle_held: a holder of at least IdleMemory on a device at 0 % for
+// IdleFor is told once; again only after the device was busy or the
+// holder let go in between.
+func TestAlerterIdleHeld(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	bob := Process{PID: 10, Device: 0, MemUsed: 5 * gb, UID: 1001, User: "bob", Command: "jupyter-lab", Since: t0.Add(-time.Hour), Util: 0}
+	tiny := Process{PID: 11, Device: 0, MemUsed: gb / 2, User: "carol"}
+	run := Process{PID: 12, Device: 0, MemUsed: 2 * gb, RunID: 4}
+	let := func(p Process, mem uint64) Process { p.MemUsed = mem; return p }
+	steps := []struct {
+		min   int
+		util  int
+		procs []Process
+		want  []int // PIDs told
+	}{
+		{0, 0, []Process{bob, tiny}, nil},
+		{29, 0, []Process{bob, tiny}, nil},
+		{30, 0, []Process{bob, tiny}, []int{10}}, // 30 minutes at 0 %
+		{31, 0, []Process{bob, tiny}, nil},       // told once
+		{40, -1, []Process{bob, tiny}, nil},      // unknown: no change
+		{45, 0, []Process{bob, tiny, run}, nil},  // the run's process is new
+		{75, 0, []Process{bob, tiny, run}, []int{12}},
+		{76, 3, []Process{bob, tiny, run}, nil}, // busy: re-armed
+		{77, 0, []Process{bob, run}, nil},
+		{107, 0, []Process{bob, run}, []int{10, 12}},
+		{108, 0, []Process{let(bob, gb/2), run}, nil}, // bob let go
+		{109, 0, []Process{bob, run}, nil},
+		{139, 0, []Process{bob, run}, []int{10}},
+	}
+	a := newAlerter(Thresholds{IdleMemory: gb, IdleFor: 30 * time.Minute})
+	for _, st := range steps {
+		at := t0.Add(time.Duration(st.min) * time.Minute)
+		got := a.check(idleAt(at, st.util, st.procs...))
+		var pids []int
+		for _, al := range got {
+			pids = append(pids, al.Holder.PID)
+			if al.Kind != AlertIdleHeld || al.Device != 0 || al.Sampled.UUID != "GPU-0" || al.Thresholds.IdleFor != 30*time.Minute ||
+				al.Thresholds.IdleMemory != gb || al.Idle != 30*time.Minute || al.RunID != al.Holder.RunID ||
+				!strings.HasPrefix(al.Key, "gpu:idle:GPU-0:pid") {
+				t.Errorf("minute %d: %+v", st.min, al)
+			}
+			if al.Holder.PID == 10 && (al.Holder.User != "bob" || al.Holder.Command != "jupyter-lab") {
+				t.Errorf("minute %d: holder %+v", st.min, al.Holder)
+			}
+		}
+		if !slices.Equal(pids, st.want) {
+			t.Fatalf("minute %d: told %v, want %v", st.min, pids, st.want)
+		}
+	}
+	// A device that did not answer keeps its state.
+	a = newAlerter(Thresholds{IdleMemory: gb, IdleFor: 30 * time.Minute})
+	a.check(idleAt(t0, 0, bob))
+	a.check(Snapshot{At: t0.Add(10 * time.Minute), Available: true})
+	if got := a.check(idleAt(t0.Add(30*time.Minute), 0, bob)); len(got) != 1 {
+		t.Errorf("after a sample without the device: %d alerts, want 1", len(got))
+	}
+	// Off by default.
+	a = newAlerter(Thresholds{MemoryPercent: 95})
+	a.check(idleAt(t0, 0, bob))
+	if got := a.check(idleAt(t0.Add(48*time.Hour), 0, bob)); len(got) != 0 {
+		t.Errorf("idle_held off: %+v", got)
+	}
+}

@@ -18,7 +18,15 @@ import (
 // Reason, and the runs still get their host memory; that is not an error.
 // Other errors (a device that stopped answering, /proc unreadable) are
 // returned with whatever could be read.
+//
+// Each process gets its user and command from /proc; Since is left zero
+// (a Monitor keeps it across samples).
 func Collect(ctx context.Context, s Sampler, runs map[int]int64) (Snapshot, error) {
+	return collect(ctx, s, runs, newHolderBook())
+}
+
+// collect is Collect with the holders' identities cached in book.
+func collect(ctx context.Context, s Sampler, runs map[int]int64, book *holderBook) (Snapshot, error) {
 	var errs []error
 	snap, err := s.Sample(ctx)
 	devicesOK := err == nil
@@ -52,8 +60,8 @@ func Collect(ctx context.Context, s Sampler, runs map[int]int64) (Snapshot, erro
 	for i := range snap.Processes {
 		pr := &snap.Processes[i]
 		pr.RunID = procs.Owner(pr.PID, runs)
-		pr.Name = procs.Comm(pr.PID)
 	}
+	book.identify(snap.Processes)
 	snap.Runs = runUsage(snap, procs, runs, devicesOK, procsOK)
 	return snap, errors.Join(errs...)
 }

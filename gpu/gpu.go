@@ -83,14 +83,37 @@ func (d Device) MemPercent() float64 {
 	return float64(d.MemUsed+d.MemReserved) * 100 / float64(d.MemTotal)
 }
 
-// Process is the memory one process holds on one device.
+// Process is the memory one process holds on one device, and who holds
+// it.
 type Process struct {
 	PID     int
 	Device  int
 	MemUsed uint64 // bytes
 	RunID   int64  // the run whose process group or tree holds the PID, 0 if none
 	Name    string // the command name from /proc (comm), "" when unknown
+	// UID is the process's real user id (/proc/PID/status), -1 when
+	// unknown (the process has ended, or lives in another PID namespace).
+	UID int
+	// User is UID's user name, or UID as a number when it has none; ""
+	// when UID is unknown.
+	User string
+	// Command is the process's command line (/proc/PID/cmdline, its
+	// arguments joined by spaces), at most MaxCommand runes and safe to
+	// print on a terminal; "" when unknown (a kernel thread, an ended
+	// process, another PID namespace).
+	Command string
+	// Since is when this trainbot first saw the process on this device (a
+	// Monitor keeps it across samples; NVML does not say when a process
+	// took a device). Zero when unknown: a one-off Collect.
+	Since time.Time
+	// Util is the share of the device's time the process had kernels
+	// running (NVML's per-process SM utilisation since the last sample),
+	// in percent; -1 when unknown.
+	Util int
 }
+
+// MaxCommand is the most runes of a command line a Process keeps.
+const MaxCommand = 120
 
 // RunUsage is what one active run holds at one instant.
 type RunUsage struct {
@@ -130,6 +153,10 @@ type Snapshot struct {
 	Processes []Process
 	Host      Host
 	Runs      []RunUsage // in run id order; filled by Collect
+	// Topology is how the devices are connected (NVLink, PCIe, NUMA), as
+	// NVML told when it opened; nil when it could not tell. It never
+	// changes and is shared by every snapshot.
+	Topology *Topology
 }
 
 // Host is the machine's memory.

@@ -71,7 +71,9 @@ type MonitorOptions struct {
 	// It is called from the monitor's goroutines and must not block long.
 	Alert      func(Alert)
 	Thresholds Thresholds
-	Logger     *slog.Logger
+	// Availability, when set, is fed every snapshot (for Choose).
+	Availability *Availability
+	Logger       *slog.Logger
 }
 
 // Stats count the monitor's samples.
@@ -89,6 +91,7 @@ type Stats struct {
 type Monitor struct {
 	opts MonitorOptions
 	log  *slog.Logger
+	book *holderBook // who holds the devices, since when
 
 	mu      sync.Mutex // guards the fields below
 	alerter *alerter
@@ -111,7 +114,7 @@ func NewMonitor(opts MonitorOptions) *Monitor {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Monitor{opts: opts, log: opts.Logger, alerter: newAlerter(opts.Thresholds)}
+	return &Monitor{opts: opts, log: opts.Logger, book: newHolderBook(), alerter: newAlerter(opts.Thresholds)}
 }
 
 // Start begins sampling (one sample at once, then every interval) and, when
@@ -171,10 +174,16 @@ func (m *Monitor) Last() Snapshot {
 }
 
 // Collect takes a fresh snapshot attributed to the active runs, without
-// storing it or alerting (for 显卡).
+// storing it or alerting (for 显卡); each process's Since is when the
+// monitor's samples first saw it (now, for one they have not).
 func (m *Monitor) Collect(ctx context.Context) (Snapshot, error) {
-	return Collect(ctx, m.opts.Sampler, m.activeRuns())
+	snap, err := collect(ctx, m.opts.Sampler, m.activeRuns(), m.book)
+	m.book.sinceOf(&snap)
+	return snap, err
 }
+
+// Availability is the Availability the monitor feeds, nil when none.
+func (m *Monitor) Availability() *Availability { return m.opts.Availability }
 
 func (m *Monitor) activeRuns() map[int]int64 {
 	if m.opts.Runs == nil {
@@ -195,7 +204,11 @@ func (m *Monitor) Sample(ctx context.Context) (err error) {
 		}
 		m.finish(err)
 	}()
-	snap, err := Collect(ctx, m.opts.Sampler, m.activeRuns())
+	snap, err := collect(ctx, m.opts.Sampler, m.activeRuns(), m.book)
+	m.book.observe(&snap)
+	if m.opts.Availability != nil {
+		m.opts.Availability.Observe(snap)
+	}
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)

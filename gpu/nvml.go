@@ -32,6 +32,8 @@ type NVML struct {
 	mu     sync.Mutex // serialises Sample and Close
 	devs   []nvmlDevice
 	closed bool
+	topo   *Topology // read once at open; nil when NVML could not tell
+	procs  int       // processes in the last sample, to size the next one's list
 
 	watchers sync.WaitGroup // WatchEvents calls in progress
 	stop     chan struct{}  // closed by Close: watchers return
@@ -43,6 +45,12 @@ type nvmlDevice struct {
 	name  string
 	uuid  string
 	memV2 bool // GetMemoryInfo_v2 is in the library and works on this device
+	// procUtil: nvmlDeviceGetProcessUtilization is in the library and
+	// this device has not said it does not support it.
+	procUtil bool
+	// utilSeen is the newest per-process utilisation sample read (NVML's
+	// timestamp, µs), so the next call returns only newer ones.
+	utilSeen uint64
 }
 
 var _ Backend = (*NVML)(nil)
@@ -57,7 +65,9 @@ func OpenNVML(lib nvml.Interface) (*NVML, error) {
 	}
 	// NVML is initialised from here on: every early return shuts it down.
 	n := &NVML{lib: lib, stop: make(chan struct{})}
-	hasV2 := lib.Extensions().LookupSymbol("nvmlDeviceGetMemoryInfo_v2") == nil
+	has := func(symbol string) bool { return lib.Extensions().LookupSymbol(symbol) == nil }
+	hasV2 := has("nvmlDeviceGetMemoryInfo_v2")
+	hasProcUtil := has("nvmlDeviceGetProcessUtilization")
 	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
 		n.driver = v
 	}
@@ -71,7 +81,7 @@ func OpenNVML(lib nvml.Interface) (*NVML, error) {
 		if ret != nvml.SUCCESS {
 			continue // a GPU the driver lost; the others still count
 		}
-		d := nvmlDevice{h: h, index: i, memV2: hasV2}
+		d := nvmlDevice{h: h, index: i, memV2: hasV2, procUtil: hasProcUtil}
 		if v, ret := h.GetName(); ret == nvml.SUCCESS {
 			d.name = v
 		}
@@ -84,7 +94,68 @@ func OpenNVML(lib nvml.Interface) (*NVML, error) {
 		lib.Shutdown()
 		return nil, &UnavailableError{Reason: "the NVIDIA driver sees no GPU"}
 	}
+	if has("nvmlDeviceGetTopologyCommonAncestor") && has("nvmlDeviceGetP2PStatus") {
+		n.topo = readTopology(n.devs)
+	}
 	return n, nil
+}
+
+// readTopology asks NVML, once, how each pair of devices is connected:
+// their closest common ancestor on the buses, and whether they reach each
+// other over NVLink. It does not use nvmlDeviceGetNvLinkState: on an
+// NVSwitch system (DGX) every link ends at a switch, not at the other GPU,
+// while the P2P status with the NVLink index answers for the pair, through
+// switches too. A pair NVML cannot tell about is left unknown; nil when
+// no pair is known. go-nvml converts the second device of these calls by
+// reflection and panics on a handle it cannot convert (and go-nvml's
+// mocks panic on a method they do not set): the topology only orders
+// equal choices, so a panic leaves it unknown instead of failing the open.
+func readTopology(devs []nvmlDevice) (topo *Topology) {
+	defer func() {
+		if recover() != nil {
+			topo = nil
+		}
+	}()
+	t := NewTopology()
+	for i := range devs {
+		for j := i + 1; j < len(devs); j++ {
+			a, b := devs[i], devs[j]
+			if a.uuid == "" || b.uuid == "" {
+				continue
+			}
+			var l Link
+			if level, ret := a.h.GetTopologyCommonAncestor(b.h); ret == nvml.SUCCESS {
+				l.Path = pathLevel(level)
+			}
+			if st, ret := a.h.GetP2PStatus(b.h, nvml.P2P_CAPS_INDEX_NVLINK); ret == nvml.SUCCESS && st == nvml.P2P_STATUS_OK {
+				l.NVLink = true
+			}
+			t.Set(a.uuid, b.uuid, l)
+		}
+	}
+	if !t.Known() {
+		return nil
+	}
+	return t
+}
+
+// pathLevel is NVML's topology level as a PathLevel.
+func pathLevel(l nvml.GpuTopologyLevel) PathLevel {
+	switch l {
+	case nvml.TOPOLOGY_INTERNAL:
+		return PathBoard
+	case nvml.TOPOLOGY_SINGLE:
+		return PathSwitch
+	case nvml.TOPOLOGY_MULTIPLE:
+		return PathSwitches
+	case nvml.TOPOLOGY_HOSTBRIDGE:
+		return PathHostBridge
+	case nvml.TOPOLOGY_NODE:
+		return PathNode
+	case nvml.TOPOLOGY_SYSTEM:
+		return PathSystem
+	}
+	return PathUnknown
 }
 
 // initReason explains a failed nvml.Init in words.
@@ -117,7 +188,8 @@ func (n *NVML) Sample(ctx context.Context) (Snapshot, error) {
 	if n.closed {
 		return Snapshot{}, &UnavailableError{Reason: "NVML is closed"}
 	}
-	snap := Snapshot{At: time.Now(), Driver: n.driver, Devices: make([]Device, 0, len(n.devs))}
+	snap := Snapshot{At: time.Now(), Driver: n.driver, Devices: make([]Device, 0, len(n.devs)), Topology: n.topo,
+		Processes: make([]Process, 0, n.procs)}
 	var errs []error
 	for i := range n.devs {
 		d := &n.devs[i]
@@ -127,8 +199,9 @@ func (n *NVML) Sample(ctx context.Context) (Snapshot, error) {
 			continue
 		}
 		snap.Devices = append(snap.Devices, dev)
-		snap.Processes = append(snap.Processes, d.processes()...)
+		snap.Processes = d.appendProcesses(snap.Processes, dev.Util)
 	}
+	n.procs = len(snap.Processes)
 	return snap, errors.Join(errs...)
 }
 
@@ -173,10 +246,12 @@ func (d *nvmlDevice) sample() (Device, error) {
 // memory of a process NVML cannot see (Windows WDDM, some containers).
 const notAvailable = ^uint64(0)
 
-// processes lists the compute and graphics processes on the device, once
-// each.
-func (d *nvmlDevice) processes() []Process {
-	var out []Process
+// appendProcesses appends the compute and graphics processes on the
+// device to out, once each, with their utilisation when NVML tells it.
+// devUtil is the device's utilisation: a device at 0 % has every process
+// at 0 %, whatever the per-process samples say.
+func (d *nvmlDevice) appendProcesses(out []Process, devUtil int) []Process {
+	start := len(out)
 	add := func(list []nvml.ProcessInfo) {
 	next:
 		for _, p := range list {
@@ -184,13 +259,13 @@ func (d *nvmlDevice) processes() []Process {
 			if mem == notAvailable {
 				mem = 0
 			}
-			for i := range out {
+			for i := start; i < len(out); i++ {
 				if out[i].PID == int(p.Pid) {
 					out[i].MemUsed = max(out[i].MemUsed, mem)
 					continue next
 				}
 			}
-			out = append(out, Process{PID: int(p.Pid), Device: d.index, MemUsed: mem})
+			out = append(out, Process{PID: int(p.Pid), Device: d.index, MemUsed: mem, UID: -1, Util: -1})
 		}
 	}
 	if list, ret := d.h.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
@@ -199,7 +274,53 @@ func (d *nvmlDevice) processes() []Process {
 	if list, ret := d.h.GetGraphicsRunningProcesses(); ret == nvml.SUCCESS {
 		add(list)
 	}
+	mine := out[start:]
+	if len(mine) == 0 {
+		return out // no call for the utilisation of nobody
+	}
+	if devUtil == 0 {
+		for i := range mine {
+			mine[i].Util = 0
+		}
+		return out
+	}
+	d.processUtil(mine)
 	return out
+}
+
+// processUtil sets each process's utilisation from NVML's per-process
+// samples newer than the last ones read: one call per device and sample.
+// NOT_FOUND (no sample since) leaves them unknown; NOT_SUPPORTED does so
+// for good, and the device is not asked again.
+func (d *nvmlDevice) processUtil(procs []Process) {
+	if !d.procUtil {
+		return
+	}
+	samples, ret := d.h.GetProcessUtilization(d.utilSeen)
+	switch ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_INSUFFICIENT_SIZE:
+		// go-nvml returns it, with no samples, when NVML counts none;
+		// also when more samples came between its two calls: unknown.
+		return
+	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+		d.procUtil = false
+		return
+	default: // NOT_FOUND: no sample since utilSeen
+		return
+	}
+	newest := make(map[uint32]nvml.ProcessUtilizationSample, len(samples))
+	for _, s := range samples {
+		d.utilSeen = max(d.utilSeen, s.TimeStamp)
+		if prev, ok := newest[s.Pid]; !ok || s.TimeStamp >= prev.TimeStamp {
+			newest[s.Pid] = s
+		}
+	}
+	for i := range procs {
+		if s, ok := newest[uint32(procs[i].PID)]; ok {
+			procs[i].Util = int(min(s.SmUtil, 100))
+		}
+	}
 }
 
 // criticalEvents are the events WatchEvents registers for.

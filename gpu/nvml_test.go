@@ -37,6 +37,9 @@ type fakeGPU struct {
 	util  uint32
 	power uint32 // mW
 	procs []nvml.ProcessInfo
+	// putil are the per-process utilisation samples NVML has buffered;
+	// GetProcessUtilization returns those newer than it is asked for.
+	putil []nvml.ProcessUtilizationSample
 }
 
 func (g *fakeGPU) set(f func(g *fakeGPU)) {
@@ -46,20 +49,44 @@ func (g *fakeGPU) set(f func(g *fakeGPU)) {
 }
 
 // dgx is a mock DGX A100 (8 × A100-SXM4-40GB) whose devices report the
-// figures of their fakeGPU through NVML's v2 memory call.
+// figures of their fakeGPU through NVML's v2 memory call. Its topology is
+// a DGX's unless a test changes level and nvlink before opening it: every
+// pair on NVLink (NVSwitch), GPUs 0–3 on one NUMA node and 4–7 on the
+// other, pairs (0,1), (2,3)… behind one PCIe switch.
 type dgx struct {
 	*dgxa100.Server
-	gpus []*fakeGPU
+	gpus   []*fakeGPU
+	level  func(a, b int) nvml.GpuTopologyLevel
+	nvlink func(a, b int) bool
+}
+
+func dgxLevel(a, b int) nvml.GpuTopologyLevel {
+	switch {
+	case a/2 == b/2:
+		return nvml.TOPOLOGY_SINGLE
+	case a/4 == b/4:
+		return nvml.TOPOLOGY_NODE
+	}
+	return nvml.TOPOLOGY_SYSTEM
 }
 
 func newDGX(t testing.TB) *dgx {
 	t.Helper()
-	s := &dgx{Server: dgxa100.New()}
+	s := &dgx{Server: dgxa100.New(), level: dgxLevel, nvlink: func(a, b int) bool { return true }}
 	if len(s.Devices) != 8 {
 		t.Fatalf("mock has %d devices, want 8", len(s.Devices))
 	}
 	for i, h := range s.Devices {
 		d := h.(*server.Device)
+		d.GetTopologyCommonAncestorFunc = func(o nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
+			return s.level(i, o.(*server.Device).Index), nvml.SUCCESS
+		}
+		d.GetP2PStatusFunc = func(o nvml.Device, index nvml.GpuP2PCapsIndex) (nvml.GpuP2PStatus, nvml.Return) {
+			if index == nvml.P2P_CAPS_INDEX_NVLINK && s.nvlink(i, o.(*server.Device).Index) {
+				return nvml.P2P_STATUS_OK, nvml.SUCCESS
+			}
+			return nvml.P2P_STATUS_NOT_SUPPORTED, nvml.SUCCESS
+		}
 		g := &fakeGPU{used: uint64(i+1) * gib, temp: uint32(40 + i), util: uint32(10 * i), power: uint32(100000 + 1000*i)}
 		s.gpus = append(s.gpus, g)
 		total := d.MemoryInfo.Total
@@ -90,6 +117,20 @@ func newDGX(t testing.TB) *dgx {
 			return slices.Clone(g.procs), nvml.SUCCESS
 		}
 		d.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
+		d.GetProcessUtilizationFunc = func(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			var out []nvml.ProcessUtilizationSample
+			for _, u := range g.putil {
+				if u.TimeStamp > last {
+					out = append(out, u)
+				}
+			}
+			if len(out) == 0 {
+				return nil, nvml.ERROR_NOT_FOUND
+			}
+			return out, nvml.SUCCESS
+		}
 	}
 	return s
 }
@@ -678,4 +719,49 @@ func BenchmarkNVMLSampleSystem(b *testing.B) {
 		devices = len(snap.Devices)
 	}
 	b.ReportMetric(float64(devices), "devices")
+}
+
+// BenchmarkMonitorSample8x50 is one whole monitor sample of a mock DGX
+// A100 with 50 processes on each GPU (processes of another PID namespace:
+// /proc cannot show them), the Availability fed and idle_held on: the
+// steady state, where every holder is known. It reports the NVML calls a
+// sample makes.
+func BenchmarkMonitorSample8x50(b *testing.B) {
+	s := newDGX(b)
+	for i, g := range s.gpus {
+		g.set(func(g *fakeGPU) {
+			g.procs = nil
+			for j := range 50 {
+				pid := uint32(1<<22 + 100*i + j)
+				g.procs = append(g.procs, nvml.ProcessInfo{Pid: pid, UsedGpuMemory: 100 << 20})
+				g.putil = append(g.putil, nvml.ProcessUtilizationSample{Pid: pid, TimeStamp: uint64(j + 1), SmUtil: 3})
+			}
+		})
+	}
+	n := openDGX(b, s)
+	m := NewMonitor(MonitorOptions{Sampler: n, Availability: NewAvailability(DefaultBusyMemory, DefaultBusyUtil),
+		Thresholds: Thresholds{MemoryPercent: 95, TempC: 85, IdleMemory: gib, IdleFor: 30 * time.Minute}})
+	ctx := context.Background()
+	m.Sample(ctx)
+	before := nvmlCalls(s)
+	samples := 0
+	for b.Loop() {
+		if err := m.Sample(ctx); err != nil {
+			b.Fatal(err)
+		}
+		samples++
+	}
+	b.ReportMetric(float64(nvmlCalls(s)-before)/float64(samples), "nvml-calls/sample")
+}
+
+// nvmlCalls counts the per-sample calls made to the mock's devices.
+func nvmlCalls(s *dgx) int {
+	n := 0
+	for _, h := range s.Devices {
+		d := h.(*server.Device)
+		n += len(d.GetMemoryInfo_v2Calls()) + len(d.GetUtilizationRatesCalls()) + len(d.GetTemperatureCalls()) +
+			len(d.GetPowerUsageCalls()) + len(d.GetEnforcedPowerLimitCalls()) + len(d.GetComputeRunningProcessesCalls()) +
+			len(d.GetGraphicsRunningProcessesCalls()) + len(d.GetProcessUtilizationCalls())
+	}
+	return n
 }

@@ -62,4 +62,49 @@ var (
 	SlurmMaxRSS       = Def(Msg{Key: "gpu.slurm_maxrss", EN: "; MaxRSS (sstat) %s", ZH: "；MaxRSS（sstat）%s"})
 	SlurmNoMaxRSS     = Def(Msg{Key: "gpu.slurm_no_maxrss", EN: "; sstat cannot tell its memory (%s)", ZH: "；sstat 查不到它的内存（%s）"})
 	GPUSomeMissing    = Def(Msg{Key: "gpu.some_missing", EN: "\n(some figures could not be read: %s)", ZH: "\n（有些数据读不到：%s）"})
+
+	// Each holder of a device, under its line: a run (with its job and who
+	// started it when known) or another process.
+	GPUHolderRun     = Def(Msg{Key: "gpu.holder_run", EN: "  run #%d (%s, started by %s): %s", ZH: "  训练 #%d（%s，%s 启动）：%s"})
+	GPUHolderRunJob  = Def(Msg{Key: "gpu.holder_run_job", EN: "  run #%d (%s): %s", ZH: "  训练 #%d（%s）：%s"})
+	GPUHolderRunBare = Def(Msg{Key: "gpu.holder_run_bare", EN: "  run #%d: %s", ZH: "  训练 #%d：%s"})
+	GPUHolderProcs   = Def(Msg{Key: "gpu.holder_procs", EN: " in %d processes", One: " in %d process", ZH: "，%d 个进程"})
+	GPUHolderOther   = Def(Msg{Key: "gpu.holder_other", EN: "  %s, pid %d: %s · %s", ZH: "  %s，进程 %d：%s · %s"})
+	GPUHolderFor     = Def(Msg{Key: "gpu.holder_for", EN: " · for %s", ZH: " · 已占用 %s"})
+)
+
+// The idle_held alert (render.GPUAlert).
+var (
+	GPUIdleHeld = Def(Msg{Key: "gpu.idle_held", EN: "💤 %s has been at 0%% for %s while %s holds %s on it (idle_held: %s or more at 0%% for %s). If it is not in use, ask for it to be freed.",
+		ZH: "💤 %s 利用率为 0%% 已有 %s，%s 却在上面占着 %s（idle_held：0%% 下占用 %s 以上达 %s）。如果没有在用，请让它释放。"})
+	GPUIdleByRun   = Def(Msg{Key: "gpu.idle_by_run", EN: "process %d of run #%d", ZH: "训练 #%[2]d 的进程 %[1]d"})
+	GPUIdleByOther = Def(Msg{Key: "gpu.idle_by_other", EN: "%s's process %d (%s)", ZH: "%s 的进程 %d（%s）"})
+)
+
+// Why a run cannot have the GPUs it asks for (render.GPURefusal): never on
+// this host, or not now, with each GPU's reason.
+var (
+	GPUReqCount   = Def(Msg{Key: "gpu.req_count", EN: "%d GPUs", One: "%d GPU", ZH: "%d 块显卡"})
+	GPUReqIndex   = Def(Msg{Key: "gpu.req_index", EN: "GPU %s", ZH: "显卡 %s"})
+	GPUReqIndices = Def(Msg{Key: "gpu.req_indices", EN: "GPUs %s", ZH: "显卡 %s"})
+	GPUReqMemory  = Def(Msg{Key: "gpu.req_memory", EN: " with %s free each", ZH: "（每块空闲 %s）"})
+
+	GPUNeverUnavailable = Def(Msg{Key: "gpu.never_unavailable", EN: "🚫 No GPUs for %s on this host: %s.", ZH: "🚫 这台主机给不了 %s：%s。"})
+	GPUNeverMissing     = Def(Msg{Key: "gpu.never_missing", EN: "🚫 No GPUs for %s: this host has no GPU %s (it has %d).", ZH: "🚫 给不了 %s：这台主机没有显卡 %s（它有 %d 块）。"})
+	GPUNeverSmall       = Def(Msg{Key: "gpu.never_small", EN: "🚫 No GPUs for %s: GPU %s has less memory than that in all.", ZH: "🚫 给不了 %s：显卡 %s 的显存总共也没有这么多。"})
+	GPUNeverFit         = Def(Msg{Key: "gpu.never_fit", EN: "🚫 No GPUs for %s: this host has %d GPUs, %d of them with that much memory.", ZH: "🚫 给不了 %s：这台主机有 %d 块显卡，其中 %d 块有这么多显存。"})
+	GPUNeverFew         = Def(Msg{Key: "gpu.never_few", EN: "🚫 No GPUs for %s: this host has only %d.", ZH: "🚫 给不了 %s：这台主机只有 %d 块。"})
+
+	GPUBusyHead        = Def(Msg{Key: "gpu.busy_head", EN: "⏳ Not enough free GPUs for %s now (%d free):", ZH: "⏳ 现在的空闲显卡（%[2]d 块）不够 %[1]s："})
+	GPUBusyLine        = Def(Msg{Key: "gpu.busy_line", EN: "GPU %d: %s", ZH: "显卡 %d：%s"})
+	GPUBusyFree        = Def(Msg{Key: "gpu.busy_free", EN: "free", ZH: "空闲"})
+	GPUBusyRun         = Def(Msg{Key: "gpu.busy_run", EN: "taken by run #%d (%s, started by %s)", ZH: "被训练 #%d（%s，%s 启动）占用"})
+	GPUBusyRunJob      = Def(Msg{Key: "gpu.busy_run_job", EN: "taken by run #%d (%s)", ZH: "被训练 #%d（%s）占用"})
+	GPUBusyRunBare     = Def(Msg{Key: "gpu.busy_run_bare", EN: "taken by run #%d", ZH: "被训练 #%d 占用"})
+	GPUBusyLocked      = Def(Msg{Key: "gpu.busy_locked", EN: "taken by another trainbot's run", ZH: "被另一个 trainbot 的训练占用"})
+	GPUBusyHeld        = Def(Msg{Key: "gpu.busy_held", EN: "%s's process %d (%s) holds %s", ZH: "%s 的进程 %d（%s）占着 %s"})
+	GPUBusyHeldMore    = Def(Msg{Key: "gpu.busy_held_more", EN: " (and %d more processes)", One: " (and %d more process)", ZH: "（还有 %d 个进程）"})
+	GPUBusyUtil        = Def(Msg{Key: "gpu.busy_util", EN: "busy at %d%% (busy from %d%%)", ZH: "利用率 %d%%（%d%% 起算忙）"})
+	GPUBusyTooLittle   = Def(Msg{Key: "gpu.busy_too_little", EN: "%s free, %s needed", ZH: "空闲 %s，需要 %s"})
+	GPUBusyNotQuietYet = Def(Msg{Key: "gpu.busy_recent", EN: "free for %s of the %s it must be", ZH: "已空闲 %s，需要 %s"})
 )

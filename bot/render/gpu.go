@@ -1,8 +1,12 @@
 package render
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/i18n"
@@ -58,6 +62,9 @@ func GPUAlert(l i18n.Lang, a gpu.Alert) string {
 		return l.T(i18n.GPUTemp, deviceLabel(l, d), d.TempC, a.Thresholds.TempC, usedBy(l, a.Runs, i18n.Msg{}))
 	case gpu.AlertECC:
 		return l.T(i18n.GPUECC, deviceLabel(l, d), usedBy(l, a.Runs, i18n.GPUECCUntrusted))
+	case gpu.AlertIdleHeld:
+		return l.T(i18n.GPUIdleHeld, deviceLabel(l, d), l.Duration(a.Idle), idleHolder(l, a.Holder), units.Bytes(int64(a.Holder.MemUsed)),
+			units.Bytes(int64(a.Thresholds.IdleMemory)), l.Duration(a.Thresholds.IdleFor))
 	}
 	meaning, advice := XidMeaning(l, a.Xid)
 	text := l.T(i18n.GPUXid, deviceLabel(l, d), a.Xid)
@@ -69,6 +76,111 @@ func GPUAlert(l i18n.Lang, a gpu.Alert) string {
 		text += l.Pick("", " ") + advice
 	}
 	return text
+}
+
+// idleHolder is "bob's process 5121 (jupyter-lab)" or "process 5121 of
+// run #4".
+func idleHolder(l i18n.Lang, p gpu.Process) string {
+	if p.RunID != 0 {
+		return l.T(i18n.GPUIdleByRun, p.PID, p.RunID)
+	}
+	return l.T(i18n.GPUIdleByOther, holderUser(p), p.PID, processWhat(p, tableCommand))
+}
+
+// processWhat is a process's command line cut to n runes, or its name,
+// or "?".
+func processWhat(p gpu.Process, n int) string {
+	if p.Command != "" {
+		return truncate(p.Command, n)
+	}
+	if p.Name != "" {
+		return p.Name
+	}
+	return "?"
+}
+
+// GPURefusal words why a run cannot have the GPUs it asked for: err is
+// what gpu.Choose returned. A *gpu.NoGPUsError (never on this host) is one
+// line; a *gpu.BusyError (not now) has a line per GPU with why it is not
+// free, naming the runs with their job and starter from runs. Any other
+// error (or nil) gives "".
+func GPURefusal(l i18n.Lang, err error, runs map[int64]GPURun) string {
+	var never *gpu.NoGPUsError
+	if errors.As(err, &never) {
+		req := gpuRequest(l, never.Request)
+		switch {
+		case never.Unavailable != "":
+			return l.T(i18n.GPUNeverUnavailable, req, never.Unavailable)
+		case len(never.Missing) > 0:
+			return l.T(i18n.GPUNeverMissing, req, joinInts(never.Missing), never.Have)
+		case len(never.Small) > 0:
+			return l.T(i18n.GPUNeverSmall, req, joinInts(never.Small))
+		case never.Fit < never.Have:
+			return l.T(i18n.GPUNeverFit, req, never.Have, never.Fit)
+		}
+		return l.T(i18n.GPUNeverFew, req, never.Have)
+	}
+	var busy *gpu.BusyError
+	if !errors.As(err, &busy) {
+		return ""
+	}
+	lines := []string{l.T(i18n.GPUBusyHead, gpuRequest(l, busy.Request), busy.FreeCount())}
+	for _, st := range busy.Devices {
+		lines = append(lines, l.T(i18n.GPUBusyLine, st.Device.Index, deviceReason(l, st, busy.Request, runs)))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// deviceReason is why one device is not free (the first reason of the
+// order Taken, Holders, Busy, TooLittle, not quiet long enough), or
+// "free".
+func deviceReason(l i18n.Lang, st gpu.DeviceState, req gpu.Request, runs map[int64]GPURun) string {
+	switch {
+	case st.Taken && len(st.Runs) > 0:
+		return runLabel(l, st.Runs[0], runs, i18n.GPUBusyRun, i18n.GPUBusyRunJob, i18n.GPUBusyRunBare)
+	case st.Taken:
+		return l.T(i18n.GPUBusyLocked)
+	case len(st.Holders) > 0:
+		p := st.Holders[0]
+		text := l.T(i18n.GPUBusyHeld, holderUser(p), p.PID, processWhat(p, tableCommand), units.Bytes(int64(p.MemUsed)))
+		if more := len(st.Holders) - 1; more > 0 {
+			text += l.T(i18n.GPUBusyHeldMore, more)
+		}
+		return text
+	case st.Busy:
+		return l.T(i18n.GPUBusyUtil, st.Device.Util, st.BusyUtil)
+	case st.TooLittle:
+		return l.T(i18n.GPUBusyTooLittle, units.Bytes(int64(st.FreeMemory)), units.Bytes(int64(req.Memory)))
+	case !st.Free:
+		return l.T(i18n.GPUBusyNotQuietYet, l.Duration(st.QuietFor), l.Duration(st.FreeFor))
+	}
+	return l.T(i18n.GPUBusyFree)
+}
+
+// gpuRequest words a request: "2 GPUs", "GPU 3", "GPUs 0,3", "… with
+// 20.00 GiB free each".
+func gpuRequest(l i18n.Lang, r gpu.Request) string {
+	var s string
+	switch {
+	case len(r.Indices) == 1:
+		s = l.T(i18n.GPUReqIndex, joinInts(r.Indices))
+	case len(r.Indices) > 1:
+		s = l.T(i18n.GPUReqIndices, joinInts(r.Indices))
+	default:
+		s = l.T(i18n.GPUReqCount, r.Count)
+	}
+	if r.Memory > 0 {
+		s += l.T(i18n.GPUReqMemory, units.Bytes(int64(r.Memory)))
+	}
+	return s
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // deviceLabel is "GPU 0 (NVIDIA A100-SXM4-40GB)".
@@ -102,15 +214,25 @@ func usedBy(l i18n.Lang, runs []int64, more i18n.Msg) string {
 	return verb
 }
 
-// mib is a mebibyte, the unit of the GPU table.
-const mib = 1 << 20
+// GPURun is what the GPU texts say of a run besides its id: its job and
+// who started it ("" when unknown).
+type GPURun struct {
+	Job string
+	By  string
+}
 
-// GPUTable renders a snapshot as a compact table like gpustat's, worded in
-// l: one line per device (index, name, temperature, utilisation, memory
-// used/total, power), the processes on it with their memory and run, then
-// the host's memory and each active run's. Without device figures the first
-// line says why.
-func GPUTable(l i18n.Lang, s gpu.Snapshot) string {
+// tableCommand is the most runes of a command line the table shows: a
+// phone's line or two.
+const tableCommand = 60
+
+// GPUTable renders a snapshot, worded in l, compactly for a phone: one
+// line per device (index, name, memory used/total, utilisation,
+// temperature, power), then one line per holder: a trainbot run (#id, its
+// job and who started it, from runs; its memory there) or another
+// process (user, pid, command, memory, utilisation, how long it has held
+// the device), then the host's memory and each active run's. Without
+// device figures the first line says why.
+func GPUTable(l i18n.Lang, s gpu.Snapshot, runs map[int64]GPURun) string {
 	var b strings.Builder
 	if !s.Available {
 		reason := s.Reason
@@ -122,35 +244,24 @@ func GPUTable(l i18n.Lang, s gpu.Snapshot) string {
 		if len(s.Devices) == 0 {
 			b.WriteString(l.T(i18n.GPUTableSilent))
 		}
-		width := 0
 		for _, d := range s.Devices {
-			width = max(width, len(d.Name))
-		}
-		for _, d := range s.Devices {
-			fmt.Fprintf(&b, "[%d] %-*s | %s %s | %5d / %5d MiB", d.Index, width, d.Name,
-				dashIfUnknown(d.TempC, "%3d°C", 5), dashIfUnknown(d.Util, "%3d%%", 4), (d.MemUsed+d.MemReserved)/mib, d.MemTotal/mib)
+			parts := []string{fmt.Sprintf("[%d] %s", d.Index, shortName(d.Name)), memPair(d.MemUsed+d.MemReserved, d.MemTotal)}
+			if d.Util >= 0 {
+				parts = append(parts, fmt.Sprintf("%d%%", d.Util))
+			}
+			if d.TempC >= 0 {
+				parts = append(parts, fmt.Sprintf("%d°C", d.TempC))
+			}
 			if d.PowerMilliW > 0 {
-				fmt.Fprintf(&b, " | %3d", d.PowerMilliW/1000)
+				w := fmt.Sprintf("%d", d.PowerMilliW/1000)
 				if d.PowerLimitMilliW > 0 {
-					fmt.Fprintf(&b, " / %3d", d.PowerLimitMilliW/1000)
+					w += fmt.Sprintf("/%d", d.PowerLimitMilliW/1000)
 				}
-				b.WriteString(" W")
+				parts = append(parts, w+" W")
 			}
+			b.WriteString(strings.Join(parts, " · "))
 			b.WriteByte('\n')
-			for _, p := range s.Processes {
-				if p.Device != d.Index {
-					continue
-				}
-				name := p.Name
-				if name == "" {
-					name = "?"
-				}
-				fmt.Fprintf(&b, "    pid %d %s %d MiB", p.PID, name, p.MemUsed/mib)
-				if p.RunID != 0 {
-					fmt.Fprintf(&b, " · run #%d", p.RunID)
-				}
-				b.WriteByte('\n')
-			}
+			writeHolders(&b, l, s, d, runs)
 		}
 	}
 	if s.Host.MemTotal > 0 {
@@ -177,11 +288,103 @@ func GPUTable(l i18n.Lang, s gpu.Snapshot) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func dashIfUnknown(v int, format string, width int) string {
-	if v < 0 {
-		return fmt.Sprintf("%*s", width, "--")
+// writeHolders writes the lines of device d's holders: each run once (its
+// processes' memory summed), then every other process, largest first.
+func writeHolders(b *strings.Builder, l i18n.Lang, s gpu.Snapshot, d gpu.Device, runs map[int64]GPURun) {
+	type runHold struct {
+		id    int64
+		mem   uint64
+		procs int
 	}
-	return fmt.Sprintf(format, v)
+	var held []runHold
+	var others []gpu.Process
+	for _, p := range s.Processes {
+		if p.Device != d.Index {
+			continue
+		}
+		if p.RunID == 0 {
+			others = append(others, p)
+			continue
+		}
+		i := slices.IndexFunc(held, func(h runHold) bool { return h.id == p.RunID })
+		if i < 0 {
+			held = append(held, runHold{id: p.RunID})
+			i = len(held) - 1
+		}
+		held[i].mem += p.MemUsed
+		held[i].procs++
+	}
+	slices.SortFunc(held, func(a, b runHold) int { return cmp.Compare(a.id, b.id) })
+	slices.SortStableFunc(others, func(a, b gpu.Process) int { return cmp.Compare(b.MemUsed, a.MemUsed) })
+	for _, h := range held {
+		what := units.Bytes(int64(h.mem))
+		if h.procs > 1 {
+			what += l.T(i18n.GPUHolderProcs, h.procs)
+		}
+		b.WriteString(runLabel(l, h.id, runs, i18n.GPUHolderRun, i18n.GPUHolderRunJob, i18n.GPUHolderRunBare, what))
+		b.WriteByte('\n')
+	}
+	for _, p := range others {
+		line := l.T(i18n.GPUHolderOther, holderUser(p), p.PID, processWhat(p, tableCommand), units.Bytes(int64(p.MemUsed)))
+		if p.Util >= 0 {
+			line += fmt.Sprintf(" · %d%%", p.Util)
+		}
+		if !p.Since.IsZero() && !s.At.IsZero() && s.At.After(p.Since) {
+			line += l.T(i18n.GPUHolderFor, l.Duration(s.At.Sub(p.Since)))
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+}
+
+// runLabel words a run with what is known of it: full (job and starter),
+// job (job only) or bare (neither), each taking the id, [job, [starter,]]
+// then rest.
+func runLabel(l i18n.Lang, id int64, runs map[int64]GPURun, full, job, bare i18n.Msg, rest ...any) string {
+	r := runs[id]
+	switch {
+	case r.Job != "" && r.By != "":
+		return l.T(full, append([]any{id, r.Job, r.By}, rest...)...)
+	case r.Job != "":
+		return l.T(job, append([]any{id, r.Job}, rest...)...)
+	}
+	return l.T(bare, append([]any{id}, rest...)...)
+}
+
+// holderUser is a process's user, "?" when unknown.
+func holderUser(p gpu.Process) string {
+	if p.User == "" {
+		return "?"
+	}
+	return p.User
+}
+
+// shortName drops the vendor from a device's name ("NVIDIA H100 80GB HBM3"
+// is "H100 80GB HBM3"): every device in the table is NVIDIA's.
+func shortName(name string) string {
+	if n, ok := strings.CutPrefix(name, "NVIDIA "); ok && n != "" {
+		return n
+	}
+	return name
+}
+
+// memPair is "40.00/80.00 GiB", or "512.00 MiB/80.00 GiB" when the units
+// differ.
+func memPair(used, total uint64) string {
+	u, t := units.Bytes(int64(used)), units.Bytes(int64(total))
+	if i, j := strings.LastIndexByte(u, ' '), strings.LastIndexByte(t, ' '); i > 0 && j > 0 && u[i:] == t[j:] {
+		return u[:i] + "/" + t
+	}
+	return u + "/" + t
+}
+
+// truncate cuts s to n runes, the last one "…" when cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 func devList(devs []int) string {

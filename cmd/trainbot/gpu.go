@@ -9,6 +9,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/procfs"
@@ -53,7 +54,12 @@ type gpuProcJSON struct {
 	Device          int    `json:"device"`
 	Name            string `json:"name"`
 	MemoryUsedBytes uint64 `json:"memory_used_bytes"`
-	RunID           *int64 `json:"run_id"` // null when no run owns it
+	RunID           *int64 `json:"run_id"`  // null when no run owns it
+	UID             *int   `json:"uid"`     // null when unknown
+	User            string `json:"user"`    // the uid's name, or the uid; "" when unknown
+	Command         string `json:"command"` // the command line, cut to 120 characters; "" when unknown
+	// UtilizationPercent is the process's SM utilisation; null when unknown.
+	UtilizationPercent *int `json:"utilization_percent"`
 }
 
 type gpuHostJSON struct {
@@ -96,7 +102,8 @@ func toGPUJSON(s gpu.Snapshot, err error) gpuJSON {
 			PowerDrawWatts: watts(d.PowerMilliW), PowerLimitWatts: watts(d.PowerLimitMilliW)})
 	}
 	for _, p := range s.Processes {
-		pj := gpuProcJSON{PID: p.PID, Device: p.Device, Name: p.Name, MemoryUsedBytes: p.MemUsed}
+		pj := gpuProcJSON{PID: p.PID, Device: p.Device, Name: p.Name, MemoryUsedBytes: p.MemUsed,
+			UID: known(p.UID), User: p.User, Command: p.Command, UtilizationPercent: known(p.Util)}
 		if p.RunID != 0 {
 			id := p.RunID
 			pj.RunID = &id
@@ -133,7 +140,7 @@ func cmdGPU(ctx context.Context, args []string, e env) int {
 	if cfg == nil {
 		return code
 	}
-	runs, err := runningPGIDs(ctx, cfg.DataDir)
+	runs, about, err := runningPGIDs(ctx, cfg.DataDir)
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
@@ -145,7 +152,7 @@ func cmdGPU(ctx context.Context, args []string, e env) int {
 			return code
 		}
 	} else {
-		fmt.Fprintln(e.stdout, termsafe.String(render.GPUTable(i18n.ZhEn, snap))) // other users' process names
+		fmt.Fprintln(e.stdout, termsafe.String(render.GPUTable(i18n.ZhEn, snap, about))) // other users' process names
 	}
 	if err != nil {
 		// What was read is printed; what was not makes the status 1.
@@ -156,26 +163,28 @@ func cmdGPU(ctx context.Context, args []string, e env) int {
 
 // runningPGIDs maps the process group of every run the store of dataDir
 // records as running, and that is still alive, to its run id, so that
-// `trainbot gpu` can attribute memory while a bot runs. No data directory
-// means no runs.
-func runningPGIDs(ctx context.Context, dataDir string) (map[int]int64, error) {
+// `trainbot gpu` can attribute memory while a bot runs; about has each
+// such run's job and starter, for the table. No data directory means no
+// runs.
+func runningPGIDs(ctx context.Context, dataDir string) (pgids map[int]int64, about map[int64]render.GPURun, err error) {
 	if _, err := os.Stat(dataDir); err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	st, err := store.Open(dataDir, store.Options{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer st.Close()
 	runs, err := st.RunningRuns(ctx)
 	if err != nil || len(runs) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	procs, err := procfs.ReadProcs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := map[int]int64{}
+	about = map[int64]render.GPURun{}
 	for _, r := range runs {
 		if r.PID <= 0 || !procs.Alive(r.PID) {
 			continue
@@ -186,13 +195,36 @@ func runningPGIDs(ctx context.Context, dataDir string) (map[int]int64, error) {
 			continue
 		}
 		out[r.PID] = r.ID
+		about[r.ID] = render.GPURun{Job: r.Job, By: r.StartedBy}
 	}
-	return out, nil
+	return out, about, nil
+}
+
+// gpuRuns is what the GPU texts say of each active run: its job and who
+// started it.
+func gpuRuns(active []trainer.Status) map[int64]render.GPURun {
+	out := make(map[int64]render.GPURun, len(active))
+	for _, st := range active {
+		if st.Run != nil {
+			out[st.Run.ID] = render.GPURun{Job: st.Run.Job, By: st.Run.StartedBy}
+		}
+	}
+	return out
+}
+
+// gpuThresholds are the monitor's alert thresholds from [gpu]: idle_held
+// off unless asked for.
+func gpuThresholds(c config.GPUConfig) gpu.Thresholds {
+	th := gpu.Thresholds{MemoryPercent: c.MemoryAlert, TempC: c.TempAlert}
+	if c.IdleHeld {
+		th.IdleMemory, th.IdleFor = uint64(c.IdleMemory), time.Duration(c.IdleFor)
+	}
+	return th
 }
 
 // gpuAlertReply is the chat message of a GPU alert, worded per language.
 func gpuAlertReply(a gpu.Alert) func(i18n.Lang) chat.Reply {
-	kind := chat.AlertGPU // memory, temperature, ECC thresholds
+	kind := chat.AlertGPU // memory, temperature, ECC thresholds, idle_held
 	if a.Kind == gpu.AlertXid {
 		kind = chat.AlertXid
 	}
@@ -204,11 +236,12 @@ func gpuAlertReply(a gpu.Alert) func(i18n.Lang) chat.Reply {
 // gpuChatReply answers 显卡: a fresh sample, as a table.
 func gpuChatReply(ctx context.Context, l i18n.Lang, m *gpu.Monitor, sup *trainer.Supervisor) chat.Reply {
 	snap, err := m.Collect(ctx)
-	text := render.GPUTable(l, snap)
+	active := sup.Active()
+	text := render.GPUTable(l, snap, gpuRuns(active))
 	if err != nil {
 		text += l.T(i18n.GPUSomeMissing, err.Error())
 	}
-	if notes := slurmGPUNotes(ctx, l, sup.Active(), slurm.MaxRSS); notes != "" {
+	if notes := slurmGPUNotes(ctx, l, active, slurm.MaxRSS); notes != "" {
 		text += "\n" + notes
 	}
 	return chat.Reply{Text: text}

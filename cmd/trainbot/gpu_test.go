@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
@@ -226,5 +227,36 @@ func TestGPUNotesOfSlurmRuns(t *testing.T) {
 	}
 	if strings.Contains(got, "run #1") {
 		t.Errorf("a local run has a note:\n%s", got)
+	}
+}
+
+// idle_held reaches the monitor only when turned on; the JSON has each
+// holder's user, command and utilisation.
+func TestGPUSharingWiring(t *testing.T) {
+	c := config.DefaultGPUConfig()
+	if th := gpuThresholds(c); th.IdleFor != 0 || th.MemoryPercent != 95 || th.TempC != 85 {
+		t.Errorf("default thresholds = %+v, want idle_held off", th)
+	}
+	c.IdleHeld = true
+	if th := gpuThresholds(c); th.IdleFor != 30*time.Minute || th.IdleMemory != 1<<30 {
+		t.Errorf("idle_held thresholds = %+v", th)
+	}
+	snap := gpu.Snapshot{Available: true, Processes: []gpu.Process{
+		{PID: 5, Device: 0, UID: 1001, User: "bob", Command: "python eval.py", Util: 0},
+		{PID: 6, Device: 0, UID: -1, Util: -1},
+	}}
+	out, err := json.Marshal(toGPUJSON(snap, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"uid":1001,"user":"bob","command":"python eval.py","utilization_percent":0`,
+		`"uid":null,"user":"","command":"","utilization_percent":null`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("json lacks %s:\n%s", want, out)
+		}
+	}
+	active := []trainer.Status{{Run: &trainer.Run{ID: 3, Job: "train", StartedBy: "alice"}}}
+	if got := gpuRuns(active); got[3].Job != "train" || got[3].By != "alice" {
+		t.Errorf("gpuRuns = %+v", got)
 	}
 }
