@@ -123,6 +123,10 @@ type DeviceState struct {
 	// the lock is another trainbot's).
 	Taken bool
 	Runs  []int64
+	// Lock is what the lock of a taken device says of its holder (a run
+	// of another trainbot, maybe another user's), when the caller knows
+	// (it reads internal/gpulock); nil otherwise.
+	Lock *LockHolder
 	// Holders are the processes that are not a trainbot run's and hold
 	// more than busy_memory on the device, largest first.
 	Holders []Process
@@ -139,6 +143,16 @@ type DeviceState struct {
 	QuietFor, FreeFor time.Duration
 	// Free is true when none of the above stands in the way.
 	Free bool
+}
+
+// LockHolder is the run a device's host-wide lock names.
+type LockHolder struct {
+	Run  int64
+	Job  string
+	User string
+	Host string
+	// Orphan: its supervisor is gone, its processes live on.
+	Orphan bool
 }
 
 // Recent reports whether the device is quiet now but not yet for long

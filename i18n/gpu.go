@@ -101,6 +101,8 @@ var (
 	GPUBusyRun         = Def(Msg{Key: "gpu.busy_run", EN: "taken by run #%d (%s, started by %s)", ZH: "被训练 #%d（%s，%s 启动）占用"})
 	GPUBusyRunJob      = Def(Msg{Key: "gpu.busy_run_job", EN: "taken by run #%d (%s)", ZH: "被训练 #%d（%s）占用"})
 	GPUBusyRunBare     = Def(Msg{Key: "gpu.busy_run_bare", EN: "taken by run #%d", ZH: "被训练 #%d 占用"})
+	GPUBusyLockedBy    = Def(Msg{Key: "gpu.busy_locked_by", EN: "taken by run #%d (%s) of %s's trainbot", ZH: "被 %[3]s 的 trainbot 的训练 #%[1]d（%[2]s）占用"})
+	GPUBusyOrphan      = Def(Msg{Key: "gpu.busy_orphan", EN: ", whose supervisor is gone", ZH: "，其监督进程已不在"})
 	GPUBusyLocked      = Def(Msg{Key: "gpu.busy_locked", EN: "taken by another trainbot's run", ZH: "被另一个 trainbot 的训练占用"})
 	GPUBusyHeld        = Def(Msg{Key: "gpu.busy_held", EN: "%s's process %d (%s) holds %s", ZH: "%s 的进程 %d（%s）占着 %s"})
 	GPUBusyHeldMore    = Def(Msg{Key: "gpu.busy_held_more", EN: " (and %d more processes)", One: " (and %d more process)", ZH: "（还有 %d 个进程）"})

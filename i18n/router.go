@@ -120,20 +120,8 @@ var (
 	WatchProcGoesOn = Def(Msg{Key: "watch.process_goes_on", EN: " Its process (pid %d) goes on; /stop %d kill stops it (asks first).", Mix: " Its process (pid %d) goes on; 停止 %d kill stops it (asks first).", ZH: "它的进程（%d）继续运行；发送 停止 %d kill 结束它（会先确认）。"})
 )
 
-// A start that waits for GPUs (trainer.GPUShortage), worded by
-// render.GPUShortage.
+// A start's GPUs.
 var (
-	GPUShort     = Def(Msg{Key: "gpu.short", EN: "⏳ Not started: %s needs %d GPU(s), %d free now.", ZH: "⏳ 没有开始：%s 需要 %d 块显卡，现在空闲 %d 块。"})
-	GPUShortMem  = Def(Msg{Key: "gpu.short_mem", EN: " (each with %s free)", ZH: "（每块空闲 %s）"})
-	GPUShortLine = Def(Msg{Key: "gpu.short_line", EN: "GPU %d %s (%s free of %s): %s", ZH: "GPU %d %s（空闲 %s / %s）：%s"})
-	GPUHeldRun   = Def(Msg{Key: "gpu.held_run", EN: "run #%[2]d (%[3]s) of %[1]s", ZH: "%[1]s 的运行 #%[2]d（%[3]s）"})
-	GPUHeldOrph  = Def(Msg{Key: "gpu.held_orphan", EN: ", its supervisor gone", ZH: "，其监督进程已不在"})
-	GPUHeldProc  = Def(Msg{Key: "gpu.held_proc", EN: "%s's %s (pid %d) holds %s", ZH: "%s 的 %s（pid %d）占用 %s"})
-	GPUHeldFor   = Def(Msg{Key: "gpu.held_for", EN: ", for %s", ZH: "，已 %s"})
-	GPUBusyUtil  = Def(Msg{Key: "gpu.busy_util", EN: "busy at %d%%", ZH: "利用率 %d%%，正忙"})
-	GPUTooSmall  = Def(Msg{Key: "gpu.too_small", EN: "too little free memory", ZH: "空闲显存不够"})
-	GPUQuiet     = Def(Msg{Key: "gpu.quiet", EN: "free for %s, of the %s it must be", ZH: "才空闲 %s，需空闲 %s"})
-	GPUFree      = Def(Msg{Key: "gpu.free", EN: "free", ZH: "空闲"})
 	GPUQueueHint = Def(Msg{Key: "gpu.queue_hint", EN: "\nSend %s to start it as soon as its GPUs are free.", ZH: "\n发送 %s，显卡一空出来就开始。"})
 	GPULine      = Def(Msg{Key: "gpu.line", EN: "\nGPUs: %s", ZH: "\n显卡：%s"})
 	GPUNone      = Def(Msg{Key: "gpu.none", EN: "Not started: %s", ZH: "没有开始：%s"})

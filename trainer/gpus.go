@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // GPUs are shared: a job (or a start) may ask for GPUs, and the run gets
@@ -183,99 +182,20 @@ type GPUAllocator interface {
 // meet.
 var ErrNoGPUs = errors.New("no such GPUs on this host")
 
-// GPUShortage says why a GPU request cannot be met now: the state of every
-// GPU of the host, as facts the chat words.
+// GPUShortage is a GPU request that cannot be met now. Cause says why,
+// as the allocator's facts (gpu.BusyError for the real one: each GPU with
+// what holds it), which the chat words (render.GPURefusal).
 type GPUShortage struct {
-	Want GPURequest
-	GPUs []GPUState
+	Want  GPURequest
+	Cause error
 }
 
 func (e *GPUShortage) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d GPU(s) wanted, %d free", e.Want.N(), e.Free())
-	for _, g := range e.GPUs {
-		if g.Free() {
-			continue
-		}
-		fmt.Fprintf(&b, "; GPU %d: %s", g.Index, g.Why())
+	if e.Cause == nil {
+		return fmt.Sprintf("%d GPU(s) wanted, not free now", e.Want.N())
 	}
-	return b.String()
+	return e.Cause.Error()
 }
 
-// Free counts the GPUs that are free.
-func (e *GPUShortage) Free() int {
-	n := 0
-	for _, g := range e.GPUs {
-		if g.Free() {
-			n++
-		}
-	}
-	return n
-}
-
-// GPUState is one GPU as a claim saw it.
-type GPUState struct {
-	Index     int
-	UUID      string
-	Name      string
-	FreeBytes uint64
-	Total     uint64
-	// Run is the trainbot run that holds it (its lock), if any: its id
-	// (0 when another trainbot's run has not recorded it yet), job and
-	// who started it, and the user whose trainbot it is.
-	Run *GPURun
-	// Processes are the other processes on it that make it busy.
-	Processes []GPUProcess
-	// QuietFor is how long it has been quiet, of the Need it must be.
-	QuietFor, Need time.Duration
-	// TooSmall: less free memory than the request's Memory.
-	TooSmall bool
-	// Busy: its utilisation (Util, percent) is at [gpu] busy_util or
-	// more, and not from trainbot runs alone.
-	Busy bool
-	Util int
-	// NotAsked: the request names other GPUs.
-	NotAsked bool
-}
-
-// GPURun is a trainbot run that holds a GPU.
-type GPURun struct {
-	Run        int64
-	Job, By    string
-	User       string // the user whose trainbot it is
-	Unattended bool   // its supervisor is gone, its processes live on
-}
-
-// GPUProcess is a process on a GPU that is not a trainbot run's.
-type GPUProcess struct {
-	PID     int
-	User    string
-	Command string
-	Memory  uint64
-	Since   time.Time
-}
-
-// Free reports whether the GPU could be given.
-func (g GPUState) Free() bool {
-	return g.Run == nil && len(g.Processes) == 0 && !g.TooSmall && !g.Busy && !g.NotAsked && g.QuietFor >= g.Need
-}
-
-// Why is the reason the GPU is not free, in English (for logs and the
-// error's text; the chat words GPUState itself).
-func (g GPUState) Why() string {
-	switch {
-	case g.Run != nil:
-		return fmt.Sprintf("held by run #%d (%s) of %s", g.Run.Run, g.Run.Job, g.Run.User)
-	case len(g.Processes) > 0:
-		p := g.Processes[0]
-		return fmt.Sprintf("used by %s's %s (pid %d, %d MiB)", p.User, p.Command, p.PID, p.Memory>>20)
-	case g.Busy:
-		return fmt.Sprintf("busy at %d%%", g.Util)
-	case g.NotAsked:
-		return "not asked for"
-	case g.TooSmall:
-		return fmt.Sprintf("%d MiB free", g.FreeBytes>>20)
-	default:
-		return fmt.Sprintf("free for %s of %s", g.QuietFor.Round(time.Second), g.Need)
-	}
-}
+// Unwrap is the cause.
+func (e *GPUShortage) Unwrap() error { return e.Cause }

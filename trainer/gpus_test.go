@@ -38,14 +38,12 @@ func (f *fakeGPUs) Claim(_ context.Context, req trainer.GPURequest, h trainer.GP
 	if req.N() > f.n {
 		return nil, errors.Join(trainer.ErrNoGPUs, errors.New("only "+string(rune('0'+f.n))+" GPUs"))
 	}
-	short := &trainer.GPUShortage{Want: req}
+	var taken []string
 	var got []trainer.RunGPU
 	var files []*os.File
 	for i := range f.n {
-		st := trainer.GPUState{Index: i, UUID: "GPU-" + string(rune('a'+i)), Name: "Fake", Need: time.Second, QuietFor: time.Minute}
+		uuid := "GPU-" + string(rune('a'+i))
 		if len(req.Indices) > 0 && !slices.Contains(req.Indices, i) {
-			st.NotAsked = true
-			short.GPUs = append(short.GPUs, st)
 			continue
 		}
 		fd, err := os.OpenFile(f.lockPath(i), os.O_RDWR|os.O_CREATE, 0o644)
@@ -54,13 +52,11 @@ func (f *fakeGPUs) Claim(_ context.Context, req trainer.GPURequest, h trainer.GP
 		}
 		if unix.Flock(int(fd.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
 			fd.Close()
-			st.Run = &trainer.GPURun{Job: "other", User: "someone"}
-			short.GPUs = append(short.GPUs, st)
+			taken = append(taken, uuid)
 			continue
 		}
-		short.GPUs = append(short.GPUs, st)
 		if len(got) < req.N() {
-			got = append(got, trainer.RunGPU{Index: i, UUID: st.UUID, Name: st.Name})
+			got = append(got, trainer.RunGPU{Index: i, UUID: uuid, Name: "Fake"})
 			files = append(files, fd)
 		} else {
 			fd.Close()
@@ -70,7 +66,7 @@ func (f *fakeGPUs) Claim(_ context.Context, req trainer.GPURequest, h trainer.GP
 		for _, fd := range files {
 			fd.Close()
 		}
-		return nil, short
+		return nil, &trainer.GPUShortage{Want: req, Cause: errors.New("taken: " + strings.Join(taken, ","))}
 	}
 	idx := make([]string, len(got))
 	for i, g := range got {
@@ -119,7 +115,7 @@ func TestRunsGetTheirGPUs(t *testing.T) {
 	// gpu=0 is taken: not started, no run recorded, the GPUs' states said.
 	_, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "show", Params: map[string]string{"gpu": "0"}, By: "tester"})
 	var busy *trainer.BusyError
-	if !errors.As(err, &busy) || busy.GPUs == nil || busy.GPUs.Free() != 0 || len(busy.GPUs.Want.Indices) != 1 {
+	if !errors.As(err, &busy) || busy.GPUs == nil || !strings.Contains(err.Error(), "taken: GPU-a") || len(busy.GPUs.Want.Indices) != 1 {
 		t.Fatalf("gpu=0 while taken: %v", err)
 	}
 	if runs, _ := h.st.Runs(context.Background(), history.RunFilter{}); len(runs) != 1 {

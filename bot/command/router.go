@@ -550,7 +550,11 @@ func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.
 			buttons = [][]chat.Button{{{Label: l.Button(i18n.BtnQueue), Data: strings.TrimSpace(data)}}}
 		}
 		if busy.GPUs != nil {
-			return chat.Reply{Text: render.GPUShortage(l, r.jobLabel(jobName), busy.GPUs, strings.TrimSpace(queue), time.Now()), Buttons: buttons}
+			text := render.GPURefusal(l, busy.GPUs, r.gpuRuns())
+			if text == "" {
+				text = l.T(i18n.BusyOther, busy.GPUs.Error())
+			}
+			return chat.Reply{Text: text + l.T(i18n.GPUQueueHint, strings.TrimSpace(queue)), Buttons: buttons}
 		}
 		if busy.Active != nil && busy.Active.Unsupervised != nil {
 			u, run := busy.Active.Unsupervised, busy.Active.Run
@@ -573,6 +577,9 @@ func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.
 	case errors.Is(err, trainer.ErrClosed):
 		return chat.Reply{Text: l.T(i18n.ShuttingDown)}
 	case errors.Is(err, trainer.ErrNoGPUs):
+		if text := render.GPURefusal(l, err, nil); text != "" {
+			return chat.Reply{Text: text}
+		}
 		return chat.Reply{Text: l.T(i18n.GPUNone, err.Error())}
 	case err != nil:
 		r.log().Error("start run", "err", err)
@@ -606,12 +613,13 @@ func unwrapJoined(err error) []error {
 
 // job is the job a start names ("" for the only one), nil when there is no
 // such job.
-// jobLabel is the job a start names, by name ("" for the only one).
-func (r *Router) jobLabel(name string) string {
-	if j := r.job(name); j != nil {
-		return j.Name
+// gpuRuns are this trainbot's active runs, by id, for a GPU text.
+func (r *Router) gpuRuns() map[int64]render.GPURun {
+	out := map[int64]render.GPURun{}
+	for _, st := range r.Trainer.Active() {
+		out[st.Run.ID] = render.GPURun{Job: st.Run.Job, By: st.Run.StartedBy}
 	}
-	return name
+	return out
 }
 
 func (r *Router) job(name string) *trainer.Job {

@@ -138,6 +138,16 @@ func deviceReason(l i18n.Lang, st gpu.DeviceState, req gpu.Request, runs map[int
 	switch {
 	case st.Taken && len(st.Runs) > 0:
 		return runLabel(l, st.Runs[0], runs, i18n.GPUBusyRun, i18n.GPUBusyRunJob, i18n.GPUBusyRunBare)
+	case st.Taken && st.Lock != nil:
+		who := st.Lock.User
+		if st.Lock.Host != "" {
+			who += "@" + st.Lock.Host
+		}
+		text := l.T(i18n.GPUBusyLockedBy, st.Lock.Run, st.Lock.Job, who)
+		if st.Lock.Orphan {
+			text += l.T(i18n.GPUBusyOrphan)
+		}
+		return text
 	case st.Taken:
 		return l.T(i18n.GPUBusyLocked)
 	case len(st.Holders) > 0:

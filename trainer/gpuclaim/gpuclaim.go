@@ -100,7 +100,7 @@ func (a *Allocator) Claim(ctx context.Context, req trainer.GPURequest, h trainer
 		case errors.As(err, &busy):
 			return nil, a.shortage(req, busy, holdings)
 		case errors.Is(err, gpu.ErrNoGPUs):
-			return nil, fmt.Errorf("%w: %v", trainer.ErrNoGPUs, err)
+			return nil, fmt.Errorf("%w: %w", trainer.ErrNoGPUs, err) // gpu's facts stay in the chain for the chat
 		case err != nil:
 			return nil, err
 		}
@@ -133,42 +133,20 @@ func (a *Allocator) Claim(ctx context.Context, req trainer.GPURequest, h trainer
 	}
 }
 
-// shortage turns gpu's facts into the trainer's: each GPU with what holds
-// it — a run of some trainbot (from its lock's holder), another user's
-// process — or why it is not free.
+// shortage is busy with each taken device's lock holder (a run of
+// another trainbot, maybe another user's) beside gpu's facts.
 func (a *Allocator) shortage(req trainer.GPURequest, busy *gpu.BusyError, holdings map[string]gpulock.Holding) *trainer.GPUShortage {
-	out := &trainer.GPUShortage{Want: req}
-	for _, st := range busy.Devices {
-		d := st.Device
-		g := trainer.GPUState{Index: d.Index, UUID: d.UUID, Name: d.Name, FreeBytes: st.FreeMemory, Total: d.MemTotal,
-			QuietFor: st.QuietFor, Need: st.FreeFor, TooSmall: st.TooLittle}
-		if st.Busy {
-			g.Util = d.Util
-			g.Busy = true
+	for i := range busy.Devices {
+		st := &busy.Devices[i]
+		hd, ok := holdings[st.Device.UUID]
+		if !st.Taken || len(st.Runs) > 0 || !ok || !hd.Taken() || hd.HolderErr != nil {
+			continue
 		}
-		if st.Taken {
-			g.Run = &trainer.GPURun{User: a.user}
-			if hd, ok := holdings[d.UUID]; ok && hd.Taken() {
-				g.Run = &trainer.GPURun{Run: hd.Holder.Run, Job: hd.Holder.Job, User: hd.Holder.User, Unattended: hd.Orphan}
-				if g.Run.User == "" {
-					g.Run.User = "uid " + strconv.Itoa(hd.Holder.UID)
-				}
-			} else if len(st.Runs) > 0 {
-				g.Run.Run = st.Runs[0]
-			}
+		user := hd.Holder.User
+		if user == "" {
+			user = "uid " + strconv.Itoa(hd.Holder.UID)
 		}
-		for _, p := range st.Holders {
-			cmd := p.Command
-			if cmd == "" {
-				cmd = p.Name
-			}
-			who := p.User
-			if who == "" {
-				who = "?"
-			}
-			g.Processes = append(g.Processes, trainer.GPUProcess{PID: p.PID, User: who, Command: cmd, Memory: p.MemUsed, Since: p.Since})
-		}
-		out.GPUs = append(out.GPUs, g)
+		st.Lock = &gpu.LockHolder{Run: hd.Holder.Run, Job: hd.Holder.Job, User: user, Host: hd.Holder.Host, Orphan: hd.Orphan}
 	}
-	return out
+	return &trainer.GPUShortage{Want: req, Cause: busy}
 }
