@@ -96,11 +96,18 @@ func Main(args []string, stderr io.Writer) int {
 	return s.run(ready)
 }
 
-// inherited returns descriptor fd as a file, close-on-exec, when it is
-// open and of the expected kind (by hand, fd 3 may be anything).
+// inherited returns descriptor fd as a file, close-on-exec, when it was
+// inherited (open across the exec, so not close-on-exec) and is of the
+// expected kind (by hand, fd 3 may be anything). A close-on-exec one is
+// the process's own: the Go runtime opens files before Main runs (the
+// cgroup's CPU quota, since Go 1.25), and they take the lowest free
+// numbers, 4 when Start passed no job lock.
 func inherited(fd int, kind uint32, name string) *os.File {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != kind {
+		return nil
+	}
+	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC != 0 {
 		return nil
 	}
 	unix.CloseOnExec(fd)
