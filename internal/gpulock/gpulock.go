@@ -59,7 +59,8 @@ const (
 	probeRetries = 5
 )
 
-// Dir is a host-wide lock directory, as Open checked it.
+// Dir is a host-wide lock directory, as Open checked it. It may be used
+// from any number of goroutines.
 type Dir struct {
 	path string
 }
