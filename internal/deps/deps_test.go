@@ -40,6 +40,8 @@ var rules = []struct {
 		"the contract a transport meets: config, chat and i18n only; the transports import it, not the other way"},
 	{"bot/messengers", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...), "the transports' list: they keep their state through transport.KV"},
 	{"cmd/trainbot", []string{"testing"}, "the release binary: tests' helpers stay out of it"},
+	{"internal/gpulock", append([]string{mod + "trainer/...", mod + "gpu", mod + "bot/...", mod + "config", mod + "i18n", "testing"}, database...),
+		"a leaf that the shim, trainer and gpu share: the lock files and their holders, nothing of runs, GPUs' telemetry or chat"},
 }
 
 // graph is what `go list -deps` says of one package: every package it

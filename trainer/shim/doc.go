@@ -4,7 +4,8 @@
 // containerd-shim shape).
 //
 // The bot starts the shim with shimctl.Start; the shim, in its own session, takes
-// over the job's lock, sets PR_SET_CHILD_SUBREAPER, starts the job's
+// over the job's lock and the run's GPU locks (internal/gpulock; it records
+// the run's main process in them), sets PR_SET_CHILD_SUBREAPER, starts the job's
 // command in a new process group, drains its stdout and stderr into
 // RUN_DIR/output.log through a bounded in-memory buffer (the child never
 // waits on the disk), appends (offset, time) records to output.idx, writes

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/trainbot/trainbot/internal/gpulock"
 	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/internal/procfs"
 	"github.com/trainbot/trainbot/trainer/shimctl"
@@ -27,6 +28,9 @@ import (
 const (
 	readyFD = 3 // write end of the ready pipe: one JSON line, then closed
 	lockFD  = 4 // the job's lock file, flock'ed by the bot
+	extraFD = 5 // the first of Spec.ExtraLocks more lock files (GPU locks): 5, 6, …
+
+	maxExtraLocks = 256
 )
 
 const (
@@ -46,8 +50,12 @@ var testHookLog func(w io.Writer, spec shimctl.Spec) io.Writer
 // EOF, supervises the run to its end and returns the exit status (0 once a
 // run ended or could not start, 1 when the spec could not be read; the
 // caller exits with it). Its stdout and stderr are the run's shim.log;
-// descriptor 3 is the ready pipe and 4 the job's lock file, which it keeps
-// (the lock held) until everything of the run is gone.
+// descriptor 3 is the ready pipe, 4 the job's lock file and 5, 6, … the
+// spec's ExtraLocks GPU lock files, which it keeps (the locks held) until
+// everything of the run is gone, and keeps from the run's processes. Once
+// the main process started, each GPU lock's holder names it
+// (gpulock.SetPID), so that the lock stays refused while it lives, should
+// the shim die.
 //
 // output.log holds what the child wrote to stdout and stderr, each stream
 // queued in whole lines (a line ends at '\n' or '\r'), so the two never mix
@@ -74,6 +82,14 @@ func Main(args []string, stderr io.Writer) int {
 		return 2
 	}
 	spec, err := readSpec(os.Stdin)
+	var locks []*os.File
+	if err == nil {
+		// Taken before the shim opens a file, as the job's lock is.
+		locks, err = inheritedLocks(spec.ExtraLocks)
+	}
+	for _, f := range locks {
+		defer f.Close() // before the job's lock: a start that waits for the job finds its GPUs free too
+	}
 	if dn, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
 		unix.Dup3(dn, 0, 0)
 		unix.Close(dn)
@@ -86,6 +102,7 @@ func Main(args []string, stderr io.Writer) int {
 	log = log.With("run", spec.RunID)
 	s := &shim{
 		spec:   spec.WithDefaults(),
+		locks:  locks,
 		log:    log,
 		pid:    os.Getpid(),
 		q:      newQueue(spec.BufferBytes),
@@ -96,15 +113,40 @@ func Main(args []string, stderr io.Writer) int {
 	return s.run(ready)
 }
 
-// inherited returns descriptor fd as a file, close-on-exec, when it is
-// open and of the expected kind (by hand, fd 3 may be anything).
+// inherited returns descriptor fd as a file, close-on-exec, when it was
+// inherited (open across the exec, so not close-on-exec) and is of the
+// expected kind (by hand, fd 3 may be anything). A close-on-exec one is
+// the process's own: the Go runtime opens files before Main runs (the
+// cgroup's CPU quota, since Go 1.25), and they take the lowest free
+// numbers, 4 when Start passed no job lock.
 func inherited(fd int, kind uint32, name string) *os.File {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != kind {
 		return nil
 	}
+	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC != 0 {
+		return nil
+	}
 	unix.CloseOnExec(fd)
 	return os.NewFile(uintptr(fd), name)
+}
+
+// inheritedLocks takes descriptors 5 to 5+n-1, the lock files Start
+// passed after the job's, close-on-exec. It fails when one is not an open
+// regular file: a run whose GPU locks are not held must not start.
+func inheritedLocks(n int) ([]*os.File, error) {
+	if n < 0 || n > maxExtraLocks {
+		return nil, fmt.Errorf("spec: extra_locks %d (0 to %d)", n, maxExtraLocks)
+	}
+	locks := make([]*os.File, 0, n)
+	for i := 0; i < n; i++ {
+		f := inherited(extraFD+i, unix.S_IFREG, "lock "+strconv.Itoa(extraFD+i))
+		if f == nil {
+			return locks, fmt.Errorf("spec: %d extra lock(s), but descriptor %d is not an open lock file", n, extraFD+i)
+		}
+		locks = append(locks, f)
+	}
+	return locks, nil
 }
 
 // tell writes the ready line and closes the pipe; errors are ignored (the
@@ -138,12 +180,13 @@ func readSpec(r io.Reader) (shimctl.Spec, error) {
 
 // shim is one run's supervisor.
 type shim struct {
-	spec shimctl.Spec
-	log  *slog.Logger
-	pid  int
-	q    *queue
-	w    *writer
-	tail tailRing
+	spec  shimctl.Spec
+	locks []*os.File // the GPU locks (Main closes them)
+	log   *slog.Logger
+	pid   int
+	q     *queue
+	w     *writer
+	tail  tailRing
 
 	mu    sync.Mutex
 	st    shimctl.State // without the output fields, which q and w keep
@@ -255,6 +298,11 @@ func (s *shim) run(ready *os.File) int {
 	s.child = cmd.Process.Pid
 	s.execHWM, _ = procfs.ReadHWM(s.pid)
 	cmd.Process.Release()
+	for _, f := range s.locks {
+		if err := gpulock.SetPID(f, s.child); err != nil {
+			s.errf("record the run's process in its GPU lock", err)
+		}
+	}
 	s.mu.Lock()
 	s.st.PID = s.child
 	s.mu.Unlock()

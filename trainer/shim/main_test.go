@@ -329,8 +329,9 @@ func lockHeld(t *testing.T, path string) bool {
 }
 
 // start starts spec's run under a shim with a lock in the test's
-// directory; the run is killed if the test ends first.
-func start(t *testing.T, spec shimctl.Spec, disk string) (*shimctl.Handle, string) {
+// directory, and extra (GPU locks) after it; the run is killed if the test
+// ends first.
+func start(t *testing.T, spec shimctl.Spec, disk string, extra ...*os.File) (*shimctl.Handle, string) {
 	t.Helper()
 	lockPath := filepath.Join(filepath.Dir(spec.RunDir), "job.lock")
 	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
@@ -340,7 +341,7 @@ func start(t *testing.T, spec shimctl.Spec, disk string) (*shimctl.Handle, strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := shimctl.Start(shimArgv(disk), spec, lock, 10*time.Second)
+	h, err := shimctl.Start(shimArgv(disk), spec, lock, 10*time.Second, extra...)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}

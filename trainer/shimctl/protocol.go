@@ -59,6 +59,9 @@ type Spec struct {
 	// Umask is the umask the child starts with (the shim's own stays, for
 	// the run's files); nil: the shim's.
 	Umask *int `json:"umask,omitempty"`
+	// ExtraLocks is how many more lock files the shim inherits after the
+	// job's, as descriptors 5, 6, …: the run's GPU locks. Start sets it.
+	ExtraLocks int `json:"extra_locks,omitempty"`
 	// ShimEnv is the environment of the shim process itself, which Start
 	// sets (it is not sent to the shim); nil: the caller's.
 	ShimEnv []string `json:"-"`

@@ -47,13 +47,18 @@ func (h *Handle) Wait() error {
 // Start starts the shim of one run: shimArgv (the trainbot binary and
 // "shim") in a new session, with the spec as JSON on its stdin, its stdout
 // and stderr appended to RUN_DIR/shim.log, the write end of a ready pipe
-// as descriptor 3 and lock — the job's lock file, already flock'ed by the
-// caller — as descriptor 4. The flock belongs to the open file
-// description, so the shim's copy keeps it held for the life of the run.
+// as descriptor 3, lock — the job's lock file, already flock'ed by the
+// caller — as descriptor 4, and extra — more locked files: the run's GPU
+// locks (internal/gpulock) — as descriptors 5, 6, … (spec.ExtraLocks is
+// set to their number). The flock belongs to the open file description,
+// so the shim's copies keep them held for the life of the run, and the
+// shim closes them only once every process of the run is gone (the GPU
+// locks just before the job's). It records the run's main process in each
+// GPU lock's holder before it reports (gpulock.SetPID).
 //
-// Start always closes lock, without LOCK_UN: the caller must not use it
-// afterwards. (When the shim could not even be executed, closing the
-// caller's only copy releases the lock.)
+// Start always closes lock and every extra file, without LOCK_UN: the
+// caller must not use them afterwards. (When the shim could not even be
+// executed, closing the caller's only copies releases the locks.)
 //
 // It returns when the shim reports that the run's main process started
 // (Handle.PID), or with an error: wrapping ErrNotStarted when the command
@@ -64,10 +69,21 @@ func (h *Handle) Wait() error {
 // The caller calls Handle.Wait when the run is over, to reap the shim. A
 // bot that restarted cannot, and need not: the orphaned shim re-parents
 // to init (or the nearest subreaper), which reaps it.
-func Start(shimArgv []string, spec Spec, lock *os.File, timeout time.Duration) (*Handle, error) {
+func Start(shimArgv []string, spec Spec, lock *os.File, timeout time.Duration, extra ...*os.File) (*Handle, error) {
 	if lock != nil {
 		defer lock.Close()
 	}
+	for _, f := range extra {
+		if f != nil {
+			defer f.Close()
+		}
+	}
+	for i, f := range extra {
+		if f == nil {
+			return nil, fmt.Errorf("start the run's supervisor: extra lock %d is nil", i)
+		}
+	}
+	spec.ExtraLocks = len(extra)
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
@@ -102,7 +118,7 @@ func Start(shimArgv []string, spec Spec, lock *os.File, timeout time.Duration) (
 	cmd := exec.Command(shimArgv[0], shimArgv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = specR, logF, logF
 	cmd.Env = spec.ShimEnv
-	cmd.ExtraFiles = []*os.File{readyW, lock} // descriptors 3 and 4
+	cmd.ExtraFiles = append([]*os.File{readyW, lock}, extra...) // descriptors 3, 4, then 5…
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	specR.Close()
