@@ -199,6 +199,8 @@ func (st DeviceState) reason() string {
 	switch {
 	case st.Taken && len(st.Runs) > 0:
 		return "taken by run #" + strconv.FormatInt(st.Runs[0], 10)
+	case st.Taken && st.Lock != nil:
+		return fmt.Sprintf("taken by run #%d (%s) of %s's trainbot", st.Lock.Run, st.Lock.Job, st.Lock.User)
 	case st.Taken:
 		return "taken by another trainbot's run"
 	case len(st.Holders) > 0:

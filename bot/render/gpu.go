@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/units"
+	"github.com/trainbot/trainbot/trainer"
 )
 
 type xidInfo struct{ meaning, advice i18n.Msg }
@@ -406,4 +408,26 @@ func devList(devs []int) string {
 		return "GPU " + s[0]
 	}
 	return "GPUs " + strings.Join(s, ",")
+}
+
+// GPUsText names the GPUs a run was given: "0, 3 (A100-SXM4-80GB)", the
+// model once when they are all alike.
+func GPUsText(gpus []trainer.RunGPU) string {
+	idx := make([]string, len(gpus))
+	same := true
+	for i, g := range gpus {
+		idx[i] = strconv.Itoa(g.Index)
+		same = same && g.Name == gpus[0].Name
+	}
+	switch {
+	case len(gpus) == 0:
+		return ""
+	case same && gpus[0].Name != "":
+		return strings.Join(idx, ", ") + " (" + shortName(gpus[0].Name) + ")"
+	case !same:
+		for i, g := range gpus {
+			idx[i] += " " + shortName(g.Name)
+		}
+	}
+	return strings.Join(idx, ", ")
 }

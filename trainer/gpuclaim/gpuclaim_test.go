@@ -1,0 +1,304 @@
+//go:build cgo && !nonvml
+
+package gpuclaim_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/internal/gpulock"
+	"github.com/trainbot/trainbot/store"
+	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/gpuclaim"
+	"github.com/trainbot/trainbot/trainer/shim"
+)
+
+func TestMain(m *testing.M) {
+	shim.MainIfAsked() // the test binary is each run's supervisor
+	os.Exit(m.Run())
+}
+
+const gib = 1 << 30
+
+// host is a mock DGX A100 (8 × 40 GiB, go-nvml's mock) whose devices
+// report the memory and processes the test sets.
+type host struct {
+	*dgxa100.Server
+	mu    sync.Mutex
+	used  [8]uint64
+	procs [8][]nvml.ProcessInfo
+}
+
+func newHost(t *testing.T) *host {
+	t.Helper()
+	h := &host{Server: dgxa100.New()}
+	h.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED } // no Xid events here
+	for i, dev := range h.Devices {
+		d := dev.(*server.Device)
+		total := d.MemoryInfo.Total
+		d.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return nvml.Memory_v2{Total: total, Used: h.used[i], Free: total - h.used[i]}, nvml.SUCCESS
+		}
+		d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.SUCCESS }
+		d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 40, nvml.SUCCESS }
+		d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 100000, nvml.SUCCESS }
+		d.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return 400000, nvml.SUCCESS }
+		d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return slices.Clone(h.procs[i]), nvml.SUCCESS
+		}
+		d.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
+		d.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+		d.GetTopologyCommonAncestorFunc = func(nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
+			return nvml.TOPOLOGY_SYSTEM, nvml.SUCCESS
+		}
+		d.GetP2PStatusFunc = func(nvml.Device, nvml.GpuP2PCapsIndex) (nvml.GpuP2PStatus, nvml.Return) {
+			return nvml.P2P_STATUS_NOT_SUPPORTED, nvml.SUCCESS
+		}
+	}
+	return h
+}
+
+// foreign puts a process that is no trainbot run's on GPU i (pid 1: a
+// real process of another user, whose user and command /proc tells).
+func (h *host) foreign(i int, mem uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.used[i] += mem
+	h.procs[i] = []nvml.ProcessInfo{{Pid: 1, UsedGpuMemory: mem}}
+}
+
+func (h *host) release(i int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.used[i], h.procs[i] = 0, nil
+}
+
+// bot is one trainbot on the host: its store, supervisor, GPU monitor and
+// allocator, over the host's lock directory.
+type bot struct {
+	st      *store.Store
+	sup     *trainer.Supervisor
+	events  chan trainer.Event
+	monitor *gpu.Monitor
+}
+
+func newBot(t *testing.T, h *host, lockDir string, freeFor time.Duration, jobs ...*trainer.Job) *bot {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{FlushEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := gpu.OpenNVML(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks, err := gpulock.Open(lockDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	av := gpu.NewAvailability(gpu.DefaultBusyMemory, gpu.DefaultBusyUtil)
+	b := &bot{st: st, events: make(chan trainer.Event, 1000)}
+	alloc := gpuclaim.New(gpuclaim.Options{Last: func() gpu.Snapshot { return b.monitor.Last() }, Availability: av, Locks: locks,
+		FreeFor: freeFor, Visible: "index", DataDir: dir})
+	b.sup, err = trainer.New(context.Background(), trainer.Options{Jobs: jobs, Recorder: st, Queue: st, DataDir: dir,
+		DrainTimeout: 500 * time.Millisecond, GPUs: alloc, GPURetry: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.sup.Subscribe(func(e trainer.Event) { b.events <- e })
+	b.monitor = gpu.NewMonitor(gpu.MonitorOptions{Sampler: n, Interval: 50 * time.Millisecond, Runs: b.sup, Recorder: st, Availability: av})
+	b.monitor.Start()
+	if err := b.sup.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		b.sup.Close(ctx)
+		b.monitor.Close()
+		n.Close()
+		st.Close()
+	})
+	return b
+}
+
+func envJob(name string, sleep string) *trainer.Job {
+	return &trainer.Job{Name: name, Lock: name, StopGrace: 300 * time.Millisecond, KillGrace: 300 * time.Millisecond,
+		Command: []string{"/bin/sh", "-c", `echo "visible=$CUDA_VISIBLE_DEVICES order=$CUDA_DEVICE_ORDER"; sleep ` + sleep}}
+}
+
+// visible is what the run's child printed of its GPUs.
+func visible(t *testing.T, r *trainer.Run) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(r.LogPath)
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "visible="); ok {
+				return v
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("run %d printed no visible= line", r.ID)
+	return ""
+}
+
+// 8 GPUs, 3 busy with another user's process: gpus=2 gets the two free
+// ones with the most free memory, as NVML numbers them; gpus=6 is refused
+// with what holds each GPU, queued, and started once a run ended and a
+// released GPU has been quiet for free_for.
+func TestEightGPUsThreeBusy(t *testing.T) {
+	h := newHost(t)
+	for i, used := range []uint64{5, 0, 2, 0, 0, 3, 0, 1} { // GPUs 1, 3, 4, 6 have the most free
+		h.used[i] = used * gib
+	}
+	h.foreign(1, 10*gib)
+	h.foreign(4, 10*gib)
+	h.foreign(6, 10*gib)
+	const freeFor = 300 * time.Millisecond
+	b := newBot(t, h, filepath.Join(t.TempDir(), "locks"), freeFor, envJob("train", "2"), envJob("big", "0"))
+	time.Sleep(2 * freeFor) // quiet long enough, for the GPUs that are
+
+	r, err := b.sup.Start(context.Background(), trainer.StartRequest{Job: "train", Params: map[string]string{"gpus": "2"}, By: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := visible(t, r); got != "3,7 order=PCI_BUS_ID" {
+		t.Errorf("the child sees %q, want GPUs 3 and 7 (the free ones with the most free memory) in PCI order", got)
+	}
+	if len(r.GPUs) != 2 || r.GPUs[0].Index != 3 || r.GPUs[1].Index != 7 || !strings.HasPrefix(r.GPUs[0].UUID, "GPU-") {
+		t.Errorf("recorded GPUs %+v", r.GPUs)
+	}
+
+	_, err = b.sup.Start(context.Background(), trainer.StartRequest{Job: "big", Params: map[string]string{"gpus": "6"}, By: "bo"})
+	var busy *trainer.BusyError
+	var facts *gpu.BusyError
+	if !errors.As(err, &busy) || busy.GPUs == nil || !errors.As(busy.GPUs, &facts) {
+		t.Fatalf("gpus=6: got %v, want a GPU shortage", err)
+	}
+	for _, st := range facts.Devices {
+		switch st.Device.Index {
+		case 1, 4, 6:
+			if len(st.Holders) != 1 || st.Holders[0].PID != 1 || st.Holders[0].User == "" {
+				t.Errorf("GPU %d: holders %+v, want pid 1 with its user", st.Device.Index, st.Holders)
+			}
+		case 3, 7:
+			if !st.Taken || st.Lock == nil || st.Lock.Run != r.ID || st.Lock.Job != "train" {
+				t.Errorf("GPU %d: %+v, want taken by run %d, as its lock says", st.Device.Index, st, r.ID)
+			}
+		}
+	}
+	if _, _, err := b.sup.Enqueue(context.Background(), trainer.StartRequest{Job: "big", Params: map[string]string{"gpus": "6"}, By: "bo"}, "telegram:2"); err != nil {
+		t.Fatal(err)
+	}
+	h.release(6) // the other user's process on GPU 6 ends
+	released := time.Now()
+	var big *trainer.Run
+	deadline := time.After(30 * time.Second)
+	for big == nil {
+		select {
+		case e := <-b.events:
+			if e.Kind == trainer.EventStarted && e.Run.Job == "big" {
+				big = e.Run
+			}
+		case <-deadline:
+			t.Fatal("the queued gpus=6 never started")
+		}
+	}
+	if waited := time.Since(released); waited < freeFor {
+		t.Errorf("started %s after GPU 6 was released, before free_for (%s)", waited, freeFor)
+	}
+	if first, _ := b.st.Run(context.Background(), r.ID); first.State != trainer.StateEnded {
+		t.Error("gpus=6 started while the first run held two GPUs")
+	}
+	if got := visible(t, big); got != "0,2,3,5,6,7 order=PCI_BUS_ID" {
+		t.Errorf("gpus=6 sees %q", got)
+	}
+}
+
+// Two trainbots (their own data directories and stores) share the host's
+// lock directory: of 10 starts of gpus=1 at once on 4 free GPUs, those
+// that start hold distinct GPUs, as their children's environments say,
+// and the others are refused as waiting for GPUs.
+func TestTwoTrainbotsNeverShareAGPU(t *testing.T) {
+	h := newHost(t)
+	for i := 4; i < 8; i++ {
+		h.foreign(i, 10*gib)
+	}
+	lockDir := filepath.Join(t.TempDir(), "locks")
+	var jobs [2][]*trainer.Job
+	for i := range 10 {
+		jobs[i%2] = append(jobs[i%2], envJob(fmt.Sprintf("j%d", i), "2"))
+	}
+	bots := []*bot{newBot(t, h, lockDir, 100*time.Millisecond, jobs[0]...), newBot(t, h, lockDir, 100*time.Millisecond, jobs[1]...)}
+	time.Sleep(300 * time.Millisecond)
+	for round := range 2 {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		type startedRun struct {
+			r *trainer.Run
+			b *bot
+		}
+		var started []startedRun
+		refused := 0
+		for i := range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := bots[i%2].sup.Start(context.Background(), trainer.StartRequest{Job: fmt.Sprintf("j%d", i), Params: map[string]string{"gpus": "1"}})
+				mu.Lock()
+				defer mu.Unlock()
+				var busy *trainer.BusyError
+				switch {
+				case err == nil:
+					started = append(started, startedRun{r, bots[i%2]})
+				case errors.As(err, &busy) && busy.GPUs != nil:
+					refused++
+				default:
+					t.Errorf("start j%d: %v", i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		seen := map[string]string{}
+		for _, s := range started {
+			v := visible(t, s.r)
+			if other, dup := seen[v]; dup {
+				t.Errorf("round %d: %s and %s both see %q", round, other, s.r.Job, v)
+			}
+			seen[v] = s.r.Job
+		}
+		if len(started) != 4 || refused != 6 {
+			t.Errorf("round %d: %d started, %d refused; want 4 and 6", round, len(started), refused)
+		}
+		for _, s := range started {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if _, err := s.b.sup.WaitRun(ctx, s.r.ID); err != nil && !errors.Is(err, trainer.ErrNotRunning) {
+				t.Errorf("wait %s: %v", s.r.Job, err)
+			}
+			cancel()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
