@@ -28,7 +28,9 @@ type fakeGPUs struct {
 	last   trainer.GPURequest
 }
 
-func (f *fakeGPUs) lockPath(i int) string { return filepath.Join(f.dir, "gpu"+string(rune('0'+i))+".lock") }
+func (f *fakeGPUs) lockPath(i int) string {
+	return filepath.Join(f.dir, "gpu"+string(rune('0'+i))+".lock")
+}
 
 func (f *fakeGPUs) Claim(_ context.Context, req trainer.GPURequest, h trainer.GPUHolder) (*trainer.GPUClaim, error) {
 	f.mu.Lock()

@@ -43,11 +43,11 @@ type runJSON struct {
 	PID              int                 `json:"pid"`
 	Command          []string            `json:"command"`
 	LogPath          string              `json:"log_path"`
-	RetryOf          *int64              `json:"retry_of"`       // the run this one retried after out-of-memory (on_oom); null if none
-	Runner           string              `json:"runner"`         // "local": a trainbot shim on this host owns the run's processes; "slurm": a Slurm batch job
-	SupervisorPID    int                 `json:"supervisor_pid"` // that shim's pid (0 for Slurm runs)
-	SlurmJobID       *string             `json:"slurm_job_id"`   // the Slurm job; null for local runs
-	Node             string              `json:"node"` // where a Slurm run runs (Slurm's NodeList); "" for local runs and before it starts
+	RetryOf          *int64              `json:"retry_of"`           // the run this one retried after out-of-memory (on_oom); null if none
+	Runner           string              `json:"runner"`             // "local": a trainbot shim on this host owns the run's processes; "slurm": a Slurm batch job
+	SupervisorPID    int                 `json:"supervisor_pid"`     // that shim's pid (0 for Slurm runs)
+	SlurmJobID       *string             `json:"slurm_job_id"`       // the Slurm job; null for local runs
+	Node             string              `json:"node"`               // where a Slurm run runs (Slurm's NodeList); "" for local runs and before it starts
 	Note             string              `json:"note"`               // what the user wrote about the run ("" for none)
 	GPUs             []trainer.RunGPU    `json:"gpus"`               // the GPUs it was given (index, uuid, name); [] when it asked for none
 	Attached         *bool               `json:"attached,omitempty"` // runs show, a running run: a trainbot observes it now
