@@ -178,6 +178,7 @@ type runRow struct {
 	Job, State, Started, Took string
 	Loss, LossName            string
 	PeakGPU, PeakHost         string
+	GPUs                      string // the indices of the GPUs it was given: "0, 3"
 	Running                   bool
 	Steps                     int64
 	Note                      string
@@ -200,6 +201,9 @@ func (p *Pages) list(w http.ResponseWriter, r *http.Request) {
 		}
 		if run.PeakHostMem != nil {
 			row.PeakHost = units.Bytes(*run.PeakHostMem)
+		}
+		if len(run.GPUs) > 0 {
+			row.GPUs = strings.ReplaceAll(trainer.GPUList(run.GPUs), ",", ", ")
 		}
 		if last, err := p.Store.LastValues(ctx, run.ID); err == nil {
 			if name, ok := mainLoss(last); ok {

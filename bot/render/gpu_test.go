@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/i18n"
+	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/logparse"
 )
 
 const gb = 1 << 30
@@ -253,5 +256,26 @@ func TestGPURefusal(t *testing.T) {
 	}
 	if got := GPURefusal(i18n.En, errors.New("other"), nil); got != "" {
 		t.Errorf("another error: %q", got)
+	}
+}
+
+// A run's GPUs show in its status, its line of 历史 and its start reply's
+// words (GPUsText).
+func TestRunGPUsText(t *testing.T) {
+	gpus := []trainer.RunGPU{{Index: 0, UUID: "GPU-a", Name: "NVIDIA A100-SXM4-80GB"}, {Index: 3, UUID: "GPU-d", Name: "NVIDIA A100-SXM4-80GB"}}
+	if got := GPUsText(gpus); got != "0, 3 (A100-SXM4-80GB)" {
+		t.Errorf("GPUsText = %q", got)
+	}
+	mixed := []trainer.RunGPU{{Index: 0, Name: "NVIDIA A100"}, {Index: 1, Name: "NVIDIA H100"}}
+	if got := GPUsText(mixed); got != "0 A100, 1 H100" {
+		t.Errorf("mixed GPUsText = %q", got)
+	}
+	r := &trainer.Run{ID: 4, Job: "train", Outcome: trainer.OutcomeFinished, State: trainer.StateEnded, StartedAt: time.Unix(0, 0), EndedAt: time.Unix(60, 0), GPUs: gpus}
+	if got := RunLine(i18n.Zh, r, nil, time.Unix(120, 0)); !strings.Contains(got, "显卡：0,3") {
+		t.Errorf("RunLine = %q", got)
+	}
+	st := trainer.Status{Run: r, Progress: logparse.Progress{Epoch: math.NaN()}}
+	if got := StatusText(i18n.En, st); !strings.Contains(got, "GPUs: 0, 3 (A100-SXM4-80GB)") {
+		t.Errorf("StatusText = %q", got)
 	}
 }
