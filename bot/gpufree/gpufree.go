@@ -110,9 +110,10 @@ type Watcher struct {
 	opts Options
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	loaded  bool
-	watches []watch
+	mu         sync.Mutex
+	loaded     bool
+	loadFailed bool // a load failed; said once
+	watches    []watch
 
 	life   sync.Mutex // Start and Close
 	cancel context.CancelFunc
@@ -244,8 +245,13 @@ func (w *Watcher) loop(ctx context.Context, done chan struct{}) {
 func (w *Watcher) check(ctx context.Context) {
 	w.mu.Lock()
 	if err := w.load(ctx); err != nil {
+		// Tried again at each check; said once, not every 2 s.
+		first := !w.loadFailed
+		w.loadFailed = true
 		w.mu.Unlock()
-		w.log.Warn("read the GPU watches", "err", err)
+		if first {
+			w.log.Warn("read the GPU watches; trying again at each check", "err", err)
+		}
 		return
 	}
 	var asks []request
