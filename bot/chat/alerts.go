@@ -20,10 +20,11 @@ const (
 	AlertTrainbot = "trainbot" // trainbot's own trouble: a chat transport stopped, the disk full
 	AlertRule     = "rule"     // one of the user's alert rules ([[alerts]]) fired
 	AlertEnded    = "ended"    // a watched run ended (its process exited, or it is no longer watched)
+	AlertGPUFree  = "gpufree"  // the GPUs a chat asked to be told of (通知空闲) are free
 )
 
 // AlertKinds lists every alert kind, for config validation.
-var AlertKinds = []string{AlertOOM, AlertFailed, AlertNaN, AlertStalled, AlertFinished, AlertStopped, AlertGPU, AlertXid, AlertSchedule, AlertTrainbot, AlertRule, AlertEnded}
+var AlertKinds = []string{AlertOOM, AlertFailed, AlertNaN, AlertStalled, AlertFinished, AlertStopped, AlertGPU, AlertXid, AlertSchedule, AlertTrainbot, AlertRule, AlertEnded, AlertGPUFree}
 
 // Severity orders replies by urgency: quiet hours let the urgent ones
 // through; WeCom colours and the webhook's "severity" field show it.
@@ -60,7 +61,7 @@ func SeverityOf(r Reply) Severity {
 		return SeverityProgress
 	}
 	switch r.Alert {
-	case AlertFinished, AlertStopped, AlertEnded:
+	case AlertFinished, AlertStopped, AlertEnded, AlertGPUFree:
 		return SeverityInfo
 	case AlertStalled, AlertGPU, AlertSchedule, AlertRule:
 		return SeverityWarning

@@ -27,6 +27,7 @@ var Commands = []Command{
 	{Name: "status", Chinese: "状态", Args: "[run]", Help: i18n.HelpStatus, HelpZH: "训练状态"},
 	{Name: "plot", Chinese: "画图", Args: "[run] [metric|memory|util] [time]", Help: i18n.HelpPlot, HelpZH: "损失曲线和显存图"},
 	{Name: "gpu", Chinese: "显卡", Help: i18n.HelpGPU, HelpZH: "显卡状态"},
+	{Name: "notifyfree", Chinese: "通知空闲", Args: "[n] [memory]", Help: i18n.HelpNotifyFree, HelpZH: "显卡空闲时通知"},
 	{Name: "log", Chinese: "日志", Args: "[n]", Help: i18n.HelpLog, HelpZH: "最近的输出"},
 	{Name: "runs", Chinese: "历史", Args: "[n]", Help: i18n.HelpRuns, HelpZH: "历史记录"},
 	{Name: "compare", Chinese: "对比", Args: "A B [C…] [metric|显存]", Help: i18n.HelpCompare, HelpZH: "对比训练"},

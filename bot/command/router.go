@@ -124,6 +124,10 @@ type Router struct {
 	// GPU answers 显卡, in a language, when set; without it the command
 	// says so.
 	GPU func(ctx context.Context, l i18n.Lang) chat.Reply
+	// GPUFree keeps 通知空闲's requests; nil when this trainbot has no
+	// GPUs (the command says it sees none). A nil *gpufree.Watcher must
+	// be left nil here, not stored in the interface.
+	GPUFree GPUFree
 	// HostAvailable returns the host's available memory, the limit of 适配
 	// for a job that runs on the CPU; nil: unknown.
 	HostAvailable func() int64
@@ -345,6 +349,8 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed, l 
 			return r.GPU(ctx, l)
 		}
 		return chat.Reply{Text: l.T(i18n.NoGPU)}
+	case "notifyfree":
+		return r.notifyFree(ctx, m, l, p)
 	case "compare":
 		return r.compare(ctx, l, p.Args)
 	case "audit":
