@@ -200,7 +200,7 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 	}
 	fmt.Fprintf(e.stdout, "%s: OK — %s; data_dir %s\n", cf.config, jobs, cfg.DataDir)
 	raw, _ := os.ReadFile(cf.config)
-	for _, w := range configWarnings(cfg, raw) {
+	for _, w := range cfg.Warnings(raw) {
 		fmt.Fprintln(e.stdout, w)
 	}
 	for _, j := range bc.jobs {
