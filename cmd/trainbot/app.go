@@ -24,6 +24,7 @@ import (
 	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/journal"
+	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -69,7 +70,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	// Private by default: everything trainbot writes is its user's (0600,
 	// directories 0700), or its group's with shared_group (the umask is
 	// set as the config is loaded); so is what it wrote before.
-	skipped, err := makeDataDir(cfg.DataDir, o.bc.sharing)
+	skipped, err := private.MakeDataDir(cfg.DataDir, o.bc.sharing)
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
@@ -80,11 +81,11 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	if len(skipped) > 0 {
 		logger.Warn("could not change the mode of some files in the data directory", "count", len(skipped), "first", skipped[0])
 	}
-	if o.bc.sharing.shared() {
-		logger.Info(sharingNote(cfg.DataDir, o.bc.sharing))
+	if o.bc.sharing.Shared() {
+		logger.Info(o.bc.sharing.Note(cfg.DataDir))
 	}
-	for _, x := range exposures(cfg, o.bc.configPath, o.bc.sharing) {
-		logger.Warn(x.what+" readable by "+x.who, "path", x.path, "mode", fmt.Sprintf("%04o", x.mode.Perm()), "secrets", strings.Join(x.keys, ","), "fix", x.fix)
+	for _, x := range private.Exposures(cfg.DataDir, o.bc.configPath, cfg.SecretsInFile(), o.bc.sharing) {
+		logger.Warn(x.What+" readable by "+x.Who, "path", x.Path, "mode", fmt.Sprintf("%04o", x.Mode.Perm()), "secrets", strings.Join(x.Keys, ","), "fix", x.Fix)
 	}
 	life := &lifecycle{log: logger}
 	defer life.closeAll()

@@ -55,7 +55,7 @@ func (c *configFlags) load(e env) (*config.Config, *botConfig, int) {
 	}
 	// What this command writes (the database's WAL, a chart) is as
 	// private as the data directory: its user's, or shared_group's too.
-	private.Restrict(bc.sharing.shared())
+	private.Restrict(bc.sharing.Shared())
 	return cfg, bc, exitOK
 }
 
@@ -212,10 +212,10 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 		}
 		fmt.Fprintf(e.stdout, "job %s runs on Slurm: the data directory %s must be on a filesystem its compute nodes share (the runs write their output there)\n", j.Name, cfg.DataDir)
 	}
-	if bc.sharing.shared() {
-		fmt.Fprintln(e.stdout, sharingNote(cfg.DataDir, bc.sharing))
+	if bc.sharing.Shared() {
+		fmt.Fprintln(e.stdout, bc.sharing.Note(cfg.DataDir))
 	}
-	for _, x := range exposures(cfg, cf.config, bc.sharing) {
+	for _, x := range private.Exposures(cfg.DataDir, cf.config, cfg.SecretsInFile(), bc.sharing) {
 		fmt.Fprintln(e.stdout, "warning: "+x.String())
 	}
 	ms := cfg.Messengers()
