@@ -121,9 +121,12 @@ type Router struct {
 	// Location is the time zone dates are shown in; nil: the process's
 	// (TZ).
 	Location *time.Location
-	// GPU answers 显卡, in a language, when set; without it the command
-	// says so.
-	GPU func(ctx context.Context, l i18n.Lang) chat.Reply
+	// GPUs answers 显卡 with a fresh sample (gpu.Monitor); nil: the
+	// command says there is no GPU telemetry.
+	GPUs GPUs
+	// SlurmMaxRSS reads a Slurm job's MaxRSS for 显卡's note on each active
+	// Slurm run; nil: slurm.MaxRSS (sstat).
+	SlurmMaxRSS func(ctx context.Context, slurmJobID string) (int64, error)
 	// HostAvailable returns the host's available memory, the limit of 适配
 	// for a job that runs on the CPU; nil: unknown.
 	HostAvailable func() int64
@@ -341,10 +344,7 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed, l 
 		}
 		return chat.Reply{Text: l.T(i18n.Muted)}
 	case "gpu":
-		if r.GPU != nil {
-			return r.GPU(ctx, l)
-		}
-		return chat.Reply{Text: l.T(i18n.NoGPU)}
+		return r.gpu(ctx, l)
 	case "compare":
 		return r.compare(ctx, l, p.Args)
 	case "audit":

@@ -290,11 +290,11 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	life.opened("close the GPU telemetry", telemetry.Close)
 	monitor := gpu.NewMonitor(gpu.MonitorOptions{Sampler: telemetry, Interval: time.Duration(cfg.GPU.Interval),
-		Runs: sup, Recorder: st, Alert: func(a gpu.Alert) { notifier.PushIn(gpuAlertReply(a)) },
+		Runs: sup, Recorder: st, Alert: notifier.GPUAlert,
 		Thresholds: gpu.Thresholds{MemoryPercent: cfg.GPU.MemoryAlert, TempC: cfg.GPU.TempAlert}, Logger: logger.With("component", "gpu")})
 	monitor.Start()
 	life.opened("stop GPU sampling", func() error { monitor.Close(); return nil })
-	router.GPU = func(ctx context.Context, l i18n.Lang) chat.Reply { return gpuChatReply(ctx, l, monitor, sup) }
+	router.GPUs = monitor
 
 	// Receivers: a failing one is reported and started again; none ends
 	// the bot. Their messages are answered by the router, and the answers
