@@ -25,6 +25,7 @@ import (
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/journal"
 	"github.com/trainbot/trainbot/internal/private"
+	"github.com/trainbot/trainbot/internal/reload"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
@@ -92,7 +93,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	life.opened("log", func() error { closeLog(); return nil })
 	stopHangup := func() {}
 	if o.daemon { // serve: a daemon; SIGHUP reloads once the parts that reload exist
-		stopHangup = ignoreHangup(logger)
+		stopHangup = reload.IgnoreHangup(logger)
 		life.opened("stop catching SIGHUP", func() error { stopHangup(); return nil })
 	}
 	// Each step's deadline starts when it is closed; a second signal of a
@@ -245,13 +246,14 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
-	rl := &reloader{path: o.bc.configPath, environ: e.environ, cur: cfg, extra: o.jobs[:len(o.jobs)-len(o.bc.jobs)], sup: sup, router: router,
-		log: logger.With("component", "reload"), sched: sched, start: startSched, pushNames: senderNames(pushed),
+	reloadLog := logger.With("component", "reload")
+	rl := &reloadable{path: o.bc.configPath, environ: e.environ, cur: cfg, extra: o.jobs[:len(o.jobs)-len(o.bc.jobs)], sup: sup, router: router,
+		log: reloadLog, sched: sched, start: startSched, pushNames: senderNames(pushed),
 		setPush: func(old []string, p pushedChannels) {
 			pipeline.Reconfigure(old, p.senders, p.quiet)
 			notifier.SetChannels(p.channels)
 		}}
-	rl.notify = func(words func(i18n.Lang) chat.Reply) {
+	notifyReload := func(words func(i18n.Lang) chat.Reply) {
 		// To the chats that get trainbot's notices, and to each operator's
 		// own Telegram chat; the key makes it once per chat.
 		key := fmt.Sprintf("reload:%d", time.Now().UnixNano())
@@ -270,10 +272,11 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 	}
 	life.opened("stop the schedules", within(10*time.Second, rl.closeSchedules))
 	if o.daemon { // serve: SIGHUP and trainbot reload re-read the config
-		stopReload := rl.reloadOnHangup() // before the ignoring stops: no SIGHUP falls between
+		reloader := reload.New(reload.Options{Path: o.bc.configPath, Apply: rl.apply, Notify: notifyReload, Logger: reloadLog})
+		stopReload := reloader.OnHangup() // before the ignoring stops: no SIGHUP falls between
 		stopHangup()
 		life.opened("stop reloading on SIGHUP", func() error { stopReload(); return nil })
-		removePID, err := writeServePID(cfg.DataDir)
+		removePID, err := reload.WritePID(cfg.DataDir)
 		if err != nil {
 			logger.Warn("write serve.pid: trainbot reload will not find this trainbot", "err", err)
 		} else {
