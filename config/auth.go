@@ -8,14 +8,12 @@ type AuthConfig struct {
 	Viewers []int64 `toml:"viewers"`
 	// Chats, when set, limits the bot to these chat ids (Telegram's).
 	Chats []int64 `toml:"chats"`
-	// The users of the messengers whose ids are strings: WeCom userids,
-	// Feishu open_ids (ou_…), DingTalk staffIds.
-	WeComOperators    []string `toml:"wecom_operators"`
-	WeComViewers      []string `toml:"wecom_viewers"`
-	FeishuOperators   []string `toml:"feishu_operators"`
-	FeishuViewers     []string `toml:"feishu_viewers"`
-	DingTalkOperators []string `toml:"dingtalk_operators"`
-	DingTalkViewers   []string `toml:"dingtalk_viewers"`
+	// members are the users of the messengers whose ids are strings,
+	// by section: NAME_operators and NAME_viewers of every declared
+	// MemberSection (wecom_operators: WeCom userids; feishu_viewers:
+	// Feishu open_ids ou_…; dingtalk_operators: DingTalk staffIds).
+	// Config.Members reads them.
+	members map[string]Members
 }
 
 // validateAuth checks [auth]: the ids are ids.

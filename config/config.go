@@ -8,7 +8,11 @@
 //
 // It is a leaf: the schema, the defaults, and the checks that need nothing
 // but the config — Validate's errors, and the likely mistakes `trainbot
-// check` warns about (Warnings). What the values mean to the rest of trainbot — a job's
+// check` warns about (Warnings). A part of trainbot with a table of its
+// own declares it (Declare, section.go): the chat transports' [telegram],
+// [wecom], [feishu] and [dingtalk] are their packages', decoded, checked
+// and read from the environment here like the built-in tables. What the
+// values mean to the rest of trainbot — a job's
 // parameters, a cron spec, a push channel's URL, quiet hours — is checked
 // where they are turned into each package's options, in cmd/trainbot,
 // which reports those errors at their keys and lines too (ErrorAt).
@@ -56,13 +60,15 @@ type Config struct {
 	// own are [[jobs.alerts]].
 	Alerts []AlertRuleConfig `toml:"alerts"`
 
-	// Telegram is the Telegram transport; Auth says who may use the chats.
-	Telegram TelegramConfig `toml:"telegram"`
-	Auth     AuthConfig     `toml:"auth"`
-	// The two-way messengers over their long connections (messengers.go).
-	WeCom    WeComConfig    `toml:"wecom"`
-	Feishu   FeishuConfig   `toml:"feishu"`
-	DingTalk DingTalkConfig `toml:"dingtalk"`
+	// Auth says who may use the chats. The chat transports' own sections
+	// ([telegram], [wecom], [feishu], [dingtalk]) are declared by their
+	// packages (Declare, section.go).
+	Auth AuthConfig `toml:"auth"`
+
+	sections []declared
+	// legacyProgress is a deprecated progress_interval of a section
+	// ([telegram]'s), nil when the file has none.
+	legacyProgress *time.Duration
 
 	file   string
 	lines  map[string]int
@@ -80,19 +86,26 @@ type ChatConfig struct {
 	// ProgressInterval is the least time between two updates of a run's
 	// live progress message, on every transport; "0s" turns live
 	// progress off. Unset: [telegram] progress_interval (deprecated, it
-	// always applied to every transport), else 10 s. ProgressInterval()
-	// gives the one in force.
+	// always applied to every transport), else DefaultProgressInterval.
+	// ProgressInterval() gives the one in force.
 	ProgressInterval *Duration `toml:"progress_interval"`
 }
 
+// DefaultProgressInterval is the least time between two updates of live
+// progress when the config says none.
+const DefaultProgressInterval = 10 * time.Second
+
 // ProgressInterval is the least time between two updates of a run's live
 // progress message: [chat] progress_interval, else the deprecated
-// [telegram] progress_interval (10 s by default).
+// [telegram] progress_interval, else DefaultProgressInterval.
 func (c *Config) ProgressInterval() time.Duration {
 	if p := c.Chat.ProgressInterval; p != nil {
 		return time.Duration(*p)
 	}
-	return time.Duration(c.Telegram.ProgressInterval)
+	if c.legacyProgress != nil {
+		return *c.legacyProgress
+	}
+	return DefaultProgressInterval
 }
 
 // InFile reports whether the config file sets key ("telegram.progress_interval").
@@ -208,7 +221,6 @@ func DefaultConfig() *Config {
 		Console:  ConsoleConfig{Enabled: false},
 		Plots:    PlotsConfig{Smoothing: 0.6},
 		GPU:      DefaultGPUConfig(),
-		Telegram: DefaultTelegramConfig(),
 		Store:    StoreConfig{KeepSamples: DefaultKeepSamples, KeepAudit: DefaultKeepAudit},
 		HTTP:     HTTPConfig{LinkTTL: DefaultLinkTTL, MaxConnections: DefaultMaxConnections},
 	}
@@ -227,14 +239,17 @@ func DefaultDataDir() string {
 }
 
 // Load reads and validates a config file on top of the defaults and the
-// environment.
-func Load(path string) (*Config, error) {
+// environment; each of declare declares sections (Declare) first.
+func Load(path string, declare ...func(*Config)) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	defer f.Close()
 	c := DefaultConfig()
+	for _, d := range declare {
+		d(c)
+	}
 	if err := c.Parse(path, f); err != nil {
 		return nil, err
 	}
@@ -259,8 +274,9 @@ func (c *Config) Parse(name string, r io.Reader) error {
 		return err
 	}
 	c.file, c.lines = name, lines
-	d := &decoder{file: name, lines: lines, errs: unknownKeys(name, data, lines)}
+	d := &decoder{file: name, lines: lines, errs: unknownKeys(name, data, lines, c.schema())}
 	d.decodeStruct("", doc, reflect.ValueOf(c).Elem())
+	c.decodeSections(d, doc)
 	if len(d.errs) > 0 {
 		c.failed = map[string]bool{}
 		for _, e := range d.errs {
@@ -322,6 +338,9 @@ func (c *Config) ApplyEnv(environ []string) error {
 		}
 	}
 	walk(EnvPrefix, reflect.ValueOf(c).Elem())
+	for _, s := range c.sections {
+		walk(EnvPrefix+strings.ToUpper(s.name)+"_", reflect.ValueOf(s.value).Elem())
+	}
 	if len(errs) > 0 {
 		return errs
 	}
@@ -422,9 +441,11 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validatePlots()...)
 	errs = append(errs, c.validateGPU()...)
 	errs = append(errs, c.validateHTTP()...)
-	errs = append(errs, c.validateTelegram()...)
+	if p := c.Chat.ProgressInterval; p != nil && time.Duration(*p) != 0 && time.Duration(*p) < 2*time.Second {
+		add(c.ErrorAt("chat.progress_interval", "want 2s or more (the messengers limit edits), or 0s for no live progress; got %s", time.Duration(*p)))
+	}
 	errs = append(errs, c.validateAuth()...)
-	errs = append(errs, c.validateMessengers()...)
+	errs = append(errs, c.validateSections()...)
 	errs = append(errs, c.validatePush()...)
 	errs = append(errs, c.validateSchedules()...)
 	seen := map[string]int{}

@@ -10,20 +10,6 @@ import (
 	"time"
 )
 
-func TestExampleConfigParses(t *testing.T) {
-	c, err := Load(filepath.Join("..", "config.example.toml"))
-	if err != nil {
-		t.Fatalf("config.example.toml: %v", err)
-	}
-	if len(c.Jobs) == 0 {
-		t.Fatal("the example has no job")
-	}
-	j := c.Jobs[0]
-	if d, _ := j.Params["batch_size"].DefaultText(); j.Name != "mnist" || time.Duration(j.StopGrace) != 30*time.Second || d != "64" || j.Params["lr"].Env != "LEARNING_RATE" {
-		t.Errorf("unexpected job %+v", j)
-	}
-}
-
 // config is a leaf: it imports no package of trainbot (what the values
 // mean to them is checked in cmd/trainbot).
 func TestConfigImportsNoPackageOfTrainbot(t *testing.T) {

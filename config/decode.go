@@ -309,8 +309,8 @@ func (d *decoder) decodeStruct(path string, m map[string]any, dst reflect.Value)
 // unknown key is seen (wrong types are the decoder's to report). Each
 // error names the key as the other errors do ("jobs[0].comand") and
 // suggests the known key it is closest to.
-func unknownKeys(file string, data []byte, lines map[string]int) Errors {
-	target := reflect.New(mirror(reflect.TypeOf(Config{})))
+func unknownKeys(file string, data []byte, lines map[string]int, schema reflect.Type) Errors {
+	target := reflect.New(mirror(schema))
 	err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(target.Interface())
 	var strict *toml.StrictMissingError
 	if !errors.As(err, &strict) {
@@ -339,7 +339,7 @@ func unknownKeys(file string, data []byte, lines map[string]int) Errors {
 			key = best
 		}
 		msg := "unknown key"
-		names := knownKeys(reflect.TypeOf(Config{}), parts[:len(parts)-1])
+		names := knownKeys(schema, parts[:len(parts)-1])
 		if s := suggest(parts[len(parts)-1], names); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		} else if len(names) > 0 {

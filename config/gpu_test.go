@@ -12,13 +12,6 @@ func TestGPUExampleAndDefaults(t *testing.T) {
 	if time.Duration(d.Interval) != 2*time.Second || d.MemoryAlert != 95 || d.TempAlert != 85 {
 		t.Errorf("defaults = %+v", d)
 	}
-	c := parseExample(t)
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if g := c.GPU; time.Duration(g.Interval) != 2*time.Second || g.MemoryAlert != 95 || g.TempAlert != 85 {
-		t.Errorf("example [gpu] = %+v", g)
-	}
 }
 
 func TestGPUConfig(t *testing.T) {

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,9 +9,6 @@ import (
 func TestHTTPConfig(t *testing.T) {
 	if DefaultConfig().HTTP.Listen != "" {
 		t.Error("[http] must be off by default")
-	}
-	if c := parseExample(t); c.HTTP.Listen != "" {
-		t.Errorf("the example turns [http] on: %q", c.HTTP.Listen)
 	}
 	for _, tc := range []struct{ toml, err string }{
 		{`listen = "127.0.0.1:9464"`, ""},
@@ -46,33 +42,11 @@ func TestHTTPConfig(t *testing.T) {
 	}
 }
 
-// parseExample parses config.example.toml over the defaults (not
-// validated: each test checks what it is about).
-func parseExample(t *testing.T) *Config {
-	t.Helper()
-	f, err := os.Open("../config.example.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c := DefaultConfig()
-	if err := c.Parse("config.example.toml", f); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func TestHTTPLinks(t *testing.T) {
 	if got := DefaultConfig().HTTP.LinkTTL; got != DefaultLinkTTL || time.Duration(got) != 7*24*time.Hour {
 		t.Errorf("link_ttl default %v, want 7 days", time.Duration(got))
 	}
-	if c := parseExample(t); c.HTTP.LinkTTL != DefaultLinkTTL || c.HTTP.PublicURL != "" {
-		t.Errorf("the example: link_ttl %v, public_url %q; want 7 days and none", time.Duration(c.HTTP.LinkTTL), c.HTTP.PublicURL)
-	}
 	if got := DefaultConfig().HTTP.MaxConnections; got != DefaultMaxConnections {
 		t.Errorf("max_connections default %d, want %d", got, DefaultMaxConnections)
-	}
-	if c := parseExample(t); c.HTTP.MaxConnections != DefaultMaxConnections {
-		t.Errorf("the example: max_connections %d, want the default %d", c.HTTP.MaxConnections, DefaultMaxConnections)
 	}
 }

@@ -47,14 +47,3 @@ func TestPlotsSection(t *testing.T) {
 		t.Errorf("TRAINBOT_PLOTS_FONT: %v, %q", err, cfg.Plots.Font)
 	}
 }
-
-// TestExamplePlots checks the [plots] keys of config.example.toml.
-func TestExamplePlots(t *testing.T) {
-	cfg := parseExample(t)
-	if errs := cfg.validatePlots(); len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	if cfg.Plots.Smoothing != 0.6 || cfg.Plots.Font != "" {
-		t.Errorf("example [plots] = %+v", cfg.Plots)
-	}
-}

@@ -63,12 +63,13 @@ func (c *Config) validateStore() Errors {
 }
 
 // SecretEnv returns the names of the environment variables that hold this
-// config's secrets: TRAINBOT_TELEGRAM_TOKEN and the value of every key
-// named *_env (a [[push]] entry's url_env, key_env, secret_env, and those
-// of sections to come), in the order of the file. Runs must not inherit
-// them.
+// config's secrets: the TRAINBOT_ variable of every declared section's
+// secret key (TRAINBOT_TELEGRAM_TOKEN, TRAINBOT_WECOM_SECRET…) and the
+// value of every key named *_env (a [[push]] entry's url_env, key_env,
+// secret_env, a section's secret_env), in the order of the file. Runs
+// must not inherit them.
 func (c *Config) SecretEnv() []string {
-	names := []string{EnvPrefix + "TELEGRAM_TOKEN"}
+	names := c.sectionEnv()
 	var walk func(v reflect.Value)
 	walk = func(v reflect.Value) {
 		switch v.Kind() {
@@ -98,6 +99,9 @@ func (c *Config) SecretEnv() []string {
 		}
 	}
 	walk(reflect.ValueOf(c).Elem())
+	for _, s := range c.sections {
+		walk(reflect.ValueOf(s.value).Elem())
+	}
 	return names
 }
 
@@ -113,14 +117,7 @@ var secretName = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIA
 func (c *Config) SecretsInFile() []string {
 	var keys []string
 	has := func(k string) bool { _, ok := c.lines[k]; return ok }
-	if has("telegram.token") && c.Telegram.Token != "" {
-		keys = append(keys, "telegram.token")
-	}
-	for _, k := range []string{"wecom.secret", "feishu.app_secret", "dingtalk.client_secret"} {
-		if has(k) {
-			keys = append(keys, k)
-		}
-	}
+	keys = append(keys, c.sectionSecretsInFile()...)
 	for i := range c.Push {
 		for _, f := range []string{"url", "key", "secret"} {
 			if k := fmt.Sprintf("push[%d].%s", i, f); has(k) {

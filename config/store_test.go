@@ -26,8 +26,9 @@ func TestSharedGroup(t *testing.T) {
 
 func TestSecretEnvAndSecretsInFile(t *testing.T) {
 	withEnv(t, map[string]string{"WECOM_KEY": "k", "FEISHU_SECRET": "s"})
-	c, err := parse(t, `
-[telegram]
+	c, err := parseWith(t, `
+[example]
+url = "https://example.org"
 token = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 
 [[push]]
@@ -47,19 +48,19 @@ env = { WANDB_API_KEY = "w", HF_TOKEN = "h", OMP_NUM_THREADS = "4", FEISHU_SECRE
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := c.SecretEnv(), []string{"TRAINBOT_TELEGRAM_TOKEN", "WECOM_KEY", "FEISHU_SECRET"}; !slices.Equal(got, want) {
+	if got, want := c.SecretEnv(), []string{"TRAINBOT_EXAMPLE_TOKEN", "WECOM_KEY", "FEISHU_SECRET"}; !slices.Equal(got, want) {
 		t.Errorf("SecretEnv() = %q, want %q", got, want)
 	}
-	want := []string{"telegram.token", "push[1].url", "jobs[0].env.FEISHU_SECRET", "jobs[0].env.HF_TOKEN", "jobs[0].env.WANDB_API_KEY"}
+	want := []string{"example.token", "push[1].url", "jobs[0].env.FEISHU_SECRET", "jobs[0].env.HF_TOKEN", "jobs[0].env.WANDB_API_KEY"}
 	if got := c.SecretsInFile(); !slices.Equal(got, want) {
 		t.Errorf("SecretsInFile() = %q, want %q", got, want)
 	}
 	// A token from the environment is not in the file.
-	c, err = parse(t, "[[jobs]]\nname = \"a\"\ncommand = [\"true\"]\n")
+	c, err = parseWith(t, "[[jobs]]\nname = \"a\"\ncommand = [\"true\"]\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ApplyEnv([]string{"TRAINBOT_TELEGRAM_TOKEN=123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"}); err != nil {
+	if err := c.ApplyEnv([]string{"TRAINBOT_EXAMPLE_TOKEN=123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.SecretsInFile(); len(got) != 0 {

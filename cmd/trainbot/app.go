@@ -103,21 +103,20 @@ type bot struct {
 	// stopHangup stops ignoring SIGHUP (serve, while it starts).
 	stopHangup func()
 
-	painter     *plots.Painter
-	health      *storeHealth
-	st          *store.Store
-	receivers   []chat.Receiver
-	senders     []chat.Sender
-	always      []chat.ChatKey // chats that get every notice (the console)
-	access      command.Access
-	confirmStop map[string]bool
-	pushed      pushedChannels
-	pipeline    *deliver.Pipeline
-	pageURL     func(int64) string
-	charts      *render.Charts
-	alerts      *web.Alerts
-	notifier    *notify.Notifier
-	sup         *trainer.Supervisor
+	painter   *plots.Painter
+	health    *storeHealth
+	st        *store.Store
+	receivers []chat.Receiver
+	senders   []chat.Sender
+	always    []chat.ChatKey // chats that get every notice (the console)
+	access    command.Access
+	pushed    pushedChannels
+	pipeline  *deliver.Pipeline
+	pageURL   func(int64) string
+	charts    *render.Charts
+	alerts    *web.Alerts
+	notifier  *notify.Notifier
+	sup       *trainer.Supervisor
 	// stopRuns makes the close stop the active runs instead of leaving
 	// them running (a terminal chat that got to its end).
 	stopRuns   bool
@@ -205,41 +204,25 @@ func (b *bot) openTransports() int {
 		receivers, senders = append(receivers, con), append(senders, con)
 		always = append(always, chat.ChatKey{Transport: console.Name, Chat: console.Chat})
 	}
-	access := accessFromConfig(cfg.Auth)
-	confirmStop := map[string]bool{telegram.Name: true}
-	if o.daemon && cfg.Telegram.Token != "" {
-		tg, err := telegram.New(telegram.Options{Token: cfg.Telegram.Token, APIEndpoint: cfg.Telegram.APIEndpoint,
-			PollTimeout: time.Duration(cfg.Telegram.PollTimeout), State: st, Logger: logger, Lang: o.bc.langs.For(telegram.Name)})
-		if err != nil {
-			return errorf(e, "%v", err)
-		}
-		receivers, senders = append(receivers, tg), append(senders, tg)
-		if len(access.Operators)+len(access.Viewers) == 0 {
-			logger.Warn("[auth] has no operators or viewers: everyone is refused; send the bot a message to learn your user id")
-		}
-	}
+	access := accessFromConfig(cfg)
 	if o.daemon {
-		ms, err := messengers(cfg, st, logger)
+		ts, err := openTransports(cfg, access, st, o.bc.langs, logger)
 		if err != nil {
 			return errorf(e, "%v", err)
 		}
-		for _, m := range ms {
-			receivers, senders = append(receivers, m), append(senders, m)
-			confirmStop[m.Name()] = true // they all have buttons
-			if len(access.Members[m.Name()]) == 0 {
-				logger.Warn("[auth] has no "+m.Name()+"_operators or "+m.Name()+"_viewers: everyone is refused there; send the bot a message to learn your user id", "transport", m.Name())
-			}
+		for _, t := range ts {
+			receivers, senders = append(receivers, t), append(senders, t)
 		}
 	}
 	if len(receivers) == 0 && len(o.bc.channels) == 0 {
-		return errorf(e, "nothing to serve: set [telegram] token (or TRAINBOT_TELEGRAM_TOKEN), [wecom], [feishu] or [dingtalk], [console] enabled = true, or a [[push]] channel")
+		return errorf(e, "%s", nothingToServe())
 	}
 	pushed, err := pushChannels(o.bc, logger)
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
 	senders = append(senders, pushed.senders...)
-	b.receivers, b.senders, b.always, b.access, b.confirmStop, b.pushed = receivers, senders, always, access, confirmStop, pushed
+	b.receivers, b.senders, b.always, b.access, b.pushed = receivers, senders, always, access, pushed
 	return exitOK
 }
 
@@ -338,7 +321,7 @@ func (b *bot) openSupervisor() int {
 func (b *bot) openRouter() int {
 	cfg := b.cfg
 	b.router = &command.Router{Trainer: b.sup, History: b.st, Logger: b.log, Location: cfg.Location(), WatchDirs: cfg.Watch.Dirs, Smoothing: chartSmoothing(cfg.Plots), Plots: b.painter,
-		Access: b.access, ConfirmStop: b.confirmStop, HostAvailable: hostAvailable, PageURL: b.pageURL, Languages: b.o.bc.langs}
+		Access: b.access, ConfirmStop: confirmStops(), HostAvailable: hostAvailable, PageURL: b.pageURL, Languages: b.o.bc.langs}
 	return exitOK
 }
 
@@ -381,7 +364,7 @@ func (b *bot) openReload() int {
 			return r
 		}
 		notifier.PushIn(keyed)
-		if cfg.Telegram.Token != "" {
+		if served(cfg, telegram.Name) {
 			r := keyed(o.bc.langs.For(telegram.Name))
 			for _, op := range rl.operators() {
 				pipeline.Post(deliver.Envelope{To: chat.ChatKey{Transport: telegram.Name, Chat: op}, Reply: r, Durable: true})

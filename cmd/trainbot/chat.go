@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/trainbot/trainbot/bot/console"
+	"github.com/trainbot/trainbot/bot/transport"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/private"
@@ -66,6 +67,7 @@ func (c *configFlags) load(e env) (*config.Config, *botConfig, int) {
 // what validation finds in the rest.
 func parseConfig(path string, environ []string, override func(*config.Config)) (*config.Config, *botConfig, error) {
 	cfg := config.DefaultConfig()
+	declareTransports(cfg)
 	var all config.Errors
 	collect := func(err error) error {
 		var errs config.Errors
@@ -218,10 +220,9 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 	for _, x := range private.Exposures(cfg.DataDir, cf.config, cfg.SecretsInFile(), bc.sharing) {
 		fmt.Fprintln(e.stdout, "warning: "+x.String())
 	}
-	ms := cfg.Messengers()
-	for _, name := range []string{"wecom", "feishu", "dingtalk"} {
-		if need, ok := ms[name]; ok {
-			fmt.Fprintf(e.stdout, "[%s] is on; the app needs, in the console: %s\n", name, need)
+	for _, k := range transports {
+		if s := transport.SectionOf(cfg, k.Name); s != nil && s.On() && s.Setup() != "" {
+			fmt.Fprintf(e.stdout, "[%s] is on; the app needs, in the console: %s\n", k.Name, s.Setup())
 		}
 	}
 	fmt.Fprintln(e.stdout, cfg.Store.RetentionText())

@@ -21,6 +21,7 @@ import (
 func convert(t *testing.T, doc string, environ ...string) (*botConfig, error) {
 	t.Helper()
 	c := config.DefaultConfig()
+	declareTransports(c)
 	var all config.Errors
 	collect := func(err error) {
 		var errs config.Errors
@@ -42,7 +43,7 @@ func convert(t *testing.T, doc string, environ ...string) (*botConfig, error) {
 }
 
 func TestExampleConfigConverts(t *testing.T) {
-	c, err := config.Load(filepath.Join("..", "..", "config.example.toml"))
+	c, err := config.Load(filepath.Join("..", "..", "config.example.toml"), declareTransports)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,15 @@ import (
 	"github.com/trainbot/trainbot/bot/console"
 	"github.com/trainbot/trainbot/bot/dingtalk"
 	"github.com/trainbot/trainbot/bot/feishu"
-	"github.com/trainbot/trainbot/bot/telegram"
+	"github.com/trainbot/trainbot/bot/transport"
 	"github.com/trainbot/trainbot/bot/wecom"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/i18n"
 )
 
-// chineseFirst are the transports and push kinds whose chats default to
-// Chinese: the messengers of teams in mainland China.
+// chineseFirst are the push kinds whose chats default to Chinese: the
+// robots of the messengers of teams in mainland China (a transport says
+// so itself: transport.Kind.Chinese).
 var chineseFirst = map[string]bool{wecom.Name: true, feishu.Name: true, dingtalk.Name: true}
 
 // languagesFromConfig reads [chat] language and each transport's own
@@ -36,14 +37,14 @@ func languagesFromConfig(c *config.Config) (i18n.Languages, config.Errors) {
 		return l, true
 	}
 	chatLang, chatSet := read(at("chat.language"), c.Chat.Language)
-	pick := func(kind string, bad func(error) *config.FieldError, value string) i18n.Lang {
+	pick := func(chinese bool, bad func(error) *config.FieldError, value string) i18n.Lang {
 		if l, ok := read(bad, value); ok {
 			return l
 		}
 		if chatSet {
 			return chatLang
 		}
-		if chineseFirst[kind] {
+		if chinese {
 			return i18n.Zh
 		}
 		return i18n.ZhEn
@@ -52,16 +53,19 @@ func languagesFromConfig(c *config.Config) (i18n.Languages, config.Errors) {
 	if chatSet {
 		out.Default = chatLang
 	}
-	out.ByTransport[console.Name] = pick(console.Name, at("console.language"), c.Console.Language)
-	out.ByTransport[telegram.Name] = pick(telegram.Name, at("telegram.language"), c.Telegram.Language)
-	out.ByTransport[wecom.Name] = pick(wecom.Name, at("wecom.language"), c.WeCom.Language)
-	out.ByTransport[feishu.Name] = pick(feishu.Name, at("feishu.language"), c.Feishu.Language)
-	out.ByTransport[dingtalk.Name] = pick(dingtalk.Name, at("dingtalk.language"), c.DingTalk.Language)
+	out.ByTransport[console.Name] = pick(false, at("console.language"), c.Console.Language)
+	for _, k := range transports {
+		value := ""
+		if s := transport.SectionOf(c, k.Name); s != nil {
+			value = s.Language()
+		}
+		out.ByTransport[k.Name] = pick(k.Chinese, at(k.Name+".language"), value)
+	}
 	for i, p := range c.Push {
 		bad := func(err error) *config.FieldError {
 			return c.EntryErrorAt("push", i, p.Name, ".language", "language: %v", err)
 		}
-		out.ByTransport[p.ChannelName()] = pick(p.Kind, bad, p.Language)
+		out.ByTransport[p.ChannelName()] = pick(chineseFirst[p.Kind], bad, p.Language)
 	}
 	return out, errs
 }

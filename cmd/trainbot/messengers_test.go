@@ -1,18 +1,46 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/config"
+
+	"github.com/trainbot/trainbot/bot/command"
 )
 
-func TestAccessFromConfig(t *testing.T) {
-	a := accessFromConfig(config.AuthConfig{Operators: []int64{5}, WeComOperators: []string{"zhangsan"}, WeComViewers: []string{"zhangsan", "lisi"},
-		FeishuViewers: []string{"ou_1"}, DingTalkOperators: []string{"manager1"}})
+// [auth] reaches the router: the Telegram ids, and each messenger's
+// members (an operator listed as a viewer too is an operator), from the
+// sections the transports declare; serve opens the sections that are on,
+// in the order of bot/messengers.
+func TestAccessAndTransportsFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.toml")
+	os.WriteFile(path, []byte(`data_dir = "`+dir+`"
+[wecom]
+bot_id = "aib"
+secret = "s"
+[feishu]
+app_id = "cli_a"
+app_secret = "s"
+[dingtalk]
+client_id = "d"
+client_secret = "s"
+[auth]
+operators = [5]
+wecom_operators = ["zhangsan"]
+wecom_viewers = ["zhangsan", "lisi"]
+feishu_viewers = ["ou_1"]
+dingtalk_operators = ["manager1"]
+`), 0o600)
+	cfg, bc, err := parseConfig(path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := accessFromConfig(cfg)
 	for _, c := range []struct {
 		transport, id string
 		want          command.Role
@@ -30,23 +58,19 @@ func TestAccessFromConfig(t *testing.T) {
 	if len(a.Operators) != 1 {
 		t.Errorf("telegram operators %v", a.Operators)
 	}
-}
-
-func TestMessengersFromConfig(t *testing.T) {
-	c := config.DefaultConfig()
-	c.WeCom = config.WeComConfig{BotID: "aib", Secret: "s", URL: config.DefaultWeComURL}
-	c.Feishu = config.FeishuConfig{AppID: "cli_a", AppSecret: "s"}
-	c.DingTalk = config.DingTalkConfig{ClientID: "d", ClientSecret: "s", APIURL: config.DefaultDingTalkAPIURL, OAPIURL: config.DefaultDingTalkOAPIURL}
-	ms, err := messengers(c, nil, nil)
+	ts, err := openTransports(cfg, a, nil, bc.langs, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, m := range ms {
+	for _, m := range ts {
 		names = append(names, m.Name())
 	}
 	if len(names) != 3 || names[0] != "wecom" || names[1] != "feishu" || names[2] != "dingtalk" {
 		t.Errorf("transports %q", names)
+	}
+	if !served(cfg, "feishu") || served(cfg, "telegram") {
+		t.Errorf("served: feishu %v, telegram %v", served(cfg, "feishu"), served(cfg, "telegram"))
 	}
 }
 
@@ -76,5 +100,29 @@ secret = "s"
 	if code != 0 || !strings.Contains(out, "[feishu] is on; the app needs") || !strings.Contains(out, "card.action.trigger") ||
 		!strings.Contains(out, "[wecom] is on") || strings.Contains(out, "[dingtalk]") {
 		t.Errorf("check: %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// A reload names the sections that changed and take effect at the
+// restart: any transport's, [http], [gpu].
+func TestRestartSections(t *testing.T) {
+	dir := t.TempDir()
+	load := func(body string) *config.Config {
+		t.Helper()
+		path := filepath.Join(dir, "c.toml")
+		os.WriteFile(path, []byte(`data_dir = "`+dir+`"`+"\n"+body), 0o600)
+		cfg, _, err := parseConfig(path, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	was := load("[wecom]\nbot_id = \"a\"\nsecret = \"s\"\n")
+	if got := restartSections(was, load("[wecom]\nbot_id = \"a\"\nsecret = \"s\"\n[auth]\nwecom_operators = [\"x\"]\n")); len(got) != 0 {
+		t.Errorf("only [auth] changed: %q", got)
+	}
+	got := restartSections(was, load("[wecom]\nbot_id = \"b\"\nsecret = \"s\"\n[gpu]\ninterval = \"5s\"\n"))
+	if strings.Join(got, ", ") != "[wecom], [gpu]" {
+		t.Errorf("got %q, want [wecom], [gpu]", got)
 	}
 }

@@ -50,7 +50,7 @@ func (r *reloadable) apply(ctx context.Context) (string, error) {
 	if err := r.sup.Reconfigure(append(append([]*trainer.Job(nil), r.extra...), bc.jobs...), bc.alerts); err != nil {
 		return "", err
 	}
-	r.router.Reload(command.Settings{Access: accessFromConfig(cfg.Auth),
+	r.router.Reload(command.Settings{Access: accessFromConfig(cfg),
 		WatchDirs: cfg.Watch.Dirs, Location: cfg.Location()})
 	sched, err := r.start(bc.schedules)
 	if err != nil {
@@ -78,8 +78,8 @@ func (r *reloadable) apply(ctx context.Context) (string, error) {
 			}
 		}
 	}
-	if cfg.Telegram.Token != r.cur.Telegram.Token || cfg.HTTP != r.cur.HTTP || cfg.GPU != r.cur.GPU {
-		notes = append(notes, "[telegram], [http] and [gpu] changes take effect when trainbot restarts")
+	if restart := restartSections(r.cur, cfg); len(restart) > 0 {
+		notes = append(notes, strings.Join(restart, ", ")+" changes take effect when trainbot restarts")
 	}
 	if was, _ := languagesFromConfig(r.cur); !reflect.DeepEqual(was, bc.langs) {
 		notes = append(notes, "the chats' language changes when trainbot restarts")
@@ -151,4 +151,22 @@ func cmdReload(ctx context.Context, args []string, e env) int {
 	}
 	fmt.Fprintf(e.stdout, "sent SIGHUP to trainbot serve (pid %d): it re-reads its config; its log and the chats say whether the new one was taken\n", pid)
 	return exitOK
+}
+
+// restartSections are the sections that changed from was to now whose
+// parts are opened once, at the start: the transports', [http], [gpu].
+func restartSections(was, now *config.Config) []string {
+	var out []string
+	for _, k := range transports {
+		if !reflect.DeepEqual(was.Section(k.Name), now.Section(k.Name)) {
+			out = append(out, "["+k.Name+"]")
+		}
+	}
+	if was.HTTP != now.HTTP {
+		out = append(out, "[http]")
+	}
+	if was.GPU != now.GPU {
+		out = append(out, "[gpu]")
+	}
+	return out
 }

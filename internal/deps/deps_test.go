@@ -42,6 +42,9 @@ var rules = []struct {
 		"the umask and the data directory's modes: it is given paths, a group and the secrets' keys"},
 	{"internal/reload", append([]string{mod + "config", mod + "trainer/...", "testing"}, database...),
 		"SIGHUP, serve.pid and the outcome's notice; what a reload changes is the caller's Apply"},
+	{"bot/transport", append([]string{mod + "trainer", mod + "trainer/shim", mod + "bot/telegram", mod + "bot/wecom", mod + "bot/feishu", mod + "bot/dingtalk", "testing"}, database...),
+		"the contract a transport meets: config, chat and i18n only; the transports import it, not the other way"},
+	{"bot/messengers", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...), "the transports' list: they keep their state through transport.KV"},
 	{"cmd/trainbot", []string{"testing"}, "the release binary: tests' helpers stay out of it"},
 }
 
