@@ -74,6 +74,48 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 }
 
+// An end's facts are stored and read back, whatever decided them (a NaN
+// streak, which JSON numbers cannot hold, a Slurm state, an interrupted
+// run's orphans); a row without them reads with none.
+func TestEndFactsRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	until := time.Now().Truncate(time.Second)
+	for _, f := range []*trainer.EndFacts{
+		{Why: trainer.WhyStoppedNaN, StoppedBy: "trainbot (NaN loss)", NaN: &trainer.NaNStreak{Metric: "loss", Value: math.Inf(1), Count: 3, Step: 9}},
+		{Why: trainer.WhySlurm, Signal: 15, Slurm: &trainer.SlurmEnd{JobID: "3", State: "TIMEOUT", Reason: "TimeLimit", Node: "n1", TimeLimit: "00:01:00"}},
+		{Why: trainer.WhyInterrupted, Interrupted: trainer.InterruptSupervisorGone, SupervisorPID: 7, Orphans: &trainer.Orphans{PGID: 8, Until: until, StoppedBy: "ann", Signal: 9},
+			EndNotes: trainer.EndNotes{Survivors: 1, UnseenRules: []trainer.UnseenRule{{Rule: "val_acc below 0.5", Metric: "val_acc"}}}},
+		nil,
+	} {
+		r := &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning, StartedAt: until.Add(-time.Hour)}
+		id, err := s.CreateRun(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.ID, r.State, r.Outcome, r.EndedAt, r.End = id, trainer.StateEnded, trainer.OutcomeInterrupted, until, f
+		if f != nil {
+			r.Detail = f.English()
+		}
+		if err := s.UpdateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Run(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == nil {
+			if got.End != nil {
+				t.Errorf("a run without facts read back with %+v", got.End)
+			}
+			continue
+		}
+		if got.End == nil || got.End.Why != f.Why || got.End.English() != r.Detail {
+			t.Errorf("%s: read back %+v (%q), want %q", f.Why, got.End, got.Detail, r.Detail)
+		}
+	}
+}
+
 // Parameters are stored as JSON numbers and booleans per their declared
 // types, and read back as the same text; rows of earlier versions (strings)
 // read as they are.

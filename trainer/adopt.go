@@ -178,16 +178,18 @@ func (s *Supervisor) interruptedBeforeRunners(ctx context.Context, r *Run) error
 	}
 	r.State, r.Outcome = StateEnded, OutcomeInterrupted
 	r.EndedAt = time.Now()
-	r.Detail = fmt.Sprintf("trainbot (pid %d) stopped while the run was active; found at the next start", r.Supervisor)
+	f := &EndFacts{Why: WhyInterrupted, Interrupted: InterruptTrainbotGone, SupervisorPID: r.Supervisor}
 	// What is known of its end: its log was written up to then (each
 	// second while it printed). trainbot may come back days later.
 	if fi, err := os.Stat(r.LogPath); err == nil && fi.ModTime().After(r.StartedAt) && fi.ModTime().Before(r.EndedAt) {
 		r.EndedAt = fi.ModTime()
-		r.Detail += "; its log was last written " + r.EndedAt.Format(time.RFC3339)
+		at := r.EndedAt
+		f.LogWritten = &at
 	}
 	if r.PID > 0 && syscall.Kill(-r.PID, 0) == nil && processStartedBefore(r.PID, r.StartedAt.Add(time.Minute)) {
-		r.Detail += fmt.Sprintf("; its process group %d is still alive, unsupervised", r.PID)
+		f.AlivePGID = r.PID
 	}
+	r.Detail, r.End = f.English(), f
 	if err := s.opts.Recorder.UpdateRun(ctx, r); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package trainer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -70,9 +69,9 @@ func (a *active) kill() {
 func (a *active) finish(end *runEnd) {
 	ctx := context.Background()
 	e := ending{exitCode: -1, oomKills: -1}
-	var extra []string
+	var notes EndNotes
 	if end != nil {
-		e, extra = end.e, end.extra
+		e, notes = end.e, end.notes
 	}
 	a.mu.Lock()
 	if a.stopReq != nil && e.stopBy == "" && end != nil {
@@ -100,13 +99,13 @@ func (a *active) finish(end *runEnd) {
 	e.peakMemText = peakText(a.run)
 	var outcome Outcome
 	var detail string
-	var facts *EndFacts // set when classify decided
+	var facts *EndFacts // how it ended; nil only for an end put back as recorded before facts
 	r := a.run
 	switch {
 	case end == nil:
 		var at time.Time
 		outcome = OutcomeInterrupted
-		detail, at = a.runner.goneDetail()
+		facts, at = a.runner.gone()
 		r.EndedAt = a.lastOutput
 		if fi, err := os.Stat(r.LogPath); err == nil && fi.ModTime().After(r.StartedAt) {
 			r.EndedAt = fi.ModTime()
@@ -117,9 +116,9 @@ func (a *active) finish(end *runEnd) {
 			r.EndedAt = at
 		}
 	case end.outcome != "" && !(end.outcome == OutcomeFailed && (e.oom != nil || (e.nan != nil && !e.nanRecovered))):
-		// The owner decided (Slurm's states), unless the output tells
-		// more of a failure: out of memory, or a NaN loss.
-		outcome, detail, r.EndedAt = end.outcome, end.detail, end.endedAt
+		// The owner decided (Slurm's states, a watched process), unless
+		// the output tells more of a failure: out of memory, or a NaN loss.
+		outcome, facts, r.EndedAt = end.outcome, end.facts, end.endedAt
 		if e.exitCode >= 0 {
 			code := e.exitCode
 			r.ExitCode = &code
@@ -135,19 +134,16 @@ func (a *active) finish(end *runEnd) {
 			r.ExitCode = &code
 		}
 	}
-	extra = append(extra, a.unseenRules()...)
+	notes.UnseenRules = a.unseenRules()
 	if a.full {
-		where := "the log has them"
-		if end != nil && end.logCut {
-			where = "the log has those max_log_bytes did not free"
-		}
-		extra = append(extra, fmt.Sprintf("the output named more than %d metrics: points of further metric names were not recorded (%s)", maxMetricNames, where))
+		notes.MetricNamesMax = maxMetricNames
 	}
 	if facts != nil {
-		facts.Notes = extra
+		if facts.Slurm == nil && end != nil {
+			facts.Slurm = end.slurm // classified like a local run's: the job as Slurm told it
+		}
+		facts.EndNotes = notes
 		detail = facts.English()
-	} else if len(extra) > 0 {
-		detail += "; " + strings.Join(extra, "; ")
 	}
 	r.State, r.Outcome, r.Detail, r.End = StateEnded, outcome, detail, facts
 	if r.Outcome == OutcomeStopped || r.Outcome == OutcomeNaN || (r.Outcome == OutcomeOOM && e.oomBeforeStop) {

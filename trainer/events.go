@@ -1,7 +1,10 @@
 package trainer
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 )
 
@@ -83,6 +86,36 @@ type NaNStreak struct {
 	Value  float64
 	Count  int
 	Step   int64
+}
+
+// nanStreakJSON is a NaNStreak as recorded (a run's end facts, run.json):
+// the value as text ("NaN", "+Inf", "-Inf"), which JSON numbers cannot be.
+type nanStreakJSON struct {
+	Metric string `json:"metric"`
+	Value  string `json:"value"`
+	Count  int    `json:"count"`
+	Step   int64  `json:"step"`
+}
+
+// MarshalJSON records the streak with its value as text: encoding/json
+// refuses NaN and ±Inf, and an end with a NaN streak would not be recorded
+// at all.
+func (n NaNStreak) MarshalJSON() ([]byte, error) {
+	return json.Marshal(nanStreakJSON{Metric: n.Metric, Value: strconv.FormatFloat(n.Value, 'g', -1, 64), Count: n.Count, Step: n.Step})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (n *NaNStreak) UnmarshalJSON(b []byte) error {
+	var j nanStreakJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	v, err := strconv.ParseFloat(j.Value, 64)
+	if err != nil {
+		v = math.NaN()
+	}
+	*n = NaNStreak{Metric: j.Metric, Value: v, Count: j.Count, Step: j.Step}
+	return nil
 }
 
 // Stall is a silence that raised a stalled alert: no output and no metric

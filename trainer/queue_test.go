@@ -132,6 +132,9 @@ func TestAlertRulesOnARun(t *testing.T) {
 	if end.Outcome != trainer.OutcomeFinished || !strings.Contains(end.Detail, `alert rule "val_acc below 0.5" watched val_acc, which the run never printed`) {
 		t.Errorf("end %s: %s", end.Outcome, end.Detail)
 	}
+	if u := end.End.UnseenRules; len(u) != 1 || u[0] != (trainer.UnseenRule{Rule: "val_acc below 0.5", Metric: "val_acc"}) {
+		t.Errorf("unseen rules %+v, want val_acc's", u)
+	}
 }
 
 // A reload replaces the jobs for the next starts; a run in progress keeps

@@ -147,8 +147,10 @@ func (s *Supervisor) restoreRuns(ctx context.Context) (ended map[int64]*Run, err
 type recordedRunner struct{ rec *Run }
 
 func (r recordedRunner) poll(time.Time) (*runEnd, runLive, bool) {
-	return &runEnd{e: ending{exitCode: -1, oomKills: -1}, outcome: r.rec.Outcome, detail: r.rec.Detail, endedAt: r.rec.EndedAt}, runLive{}, false
+	// finish puts back the end as recorded (active.recorded): this
+	// only makes it the owner's.
+	return &runEnd{e: ending{exitCode: -1, oomKills: -1}, outcome: r.rec.Outcome, facts: r.rec.End.clone(), endedAt: r.rec.EndedAt}, runLive{}, false
 }
-func (recordedRunner) stop(stopRequest) error          { return nil }
-func (recordedRunner) goneDetail() (string, time.Time) { return "", time.Time{} }
-func (recordedRunner) done()                           {}
+func (recordedRunner) stop(stopRequest) error       { return nil }
+func (recordedRunner) gone() (*EndFacts, time.Time) { return nil, time.Time{} }
+func (recordedRunner) done()                        {}

@@ -130,6 +130,12 @@ func TestExistingRunDirectoryIsNeverShared(t *testing.T) {
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("got %v, want a refusal of the existing directory", err)
 	}
+	// The refused run is recorded as failed, with the facts of why.
+	failed := h.wait(se.Run.ID)
+	if f := failed.End; failed.Outcome != trainer.OutcomeFailed || f == nil || f.Why != trainer.WhyNoStart || f.RunDirTaken != taken ||
+		failed.Detail != "could not start: "+se.Err.Error() || f.StartError != se.Err.Error() {
+		t.Errorf("recorded %s %q with facts %+v, want failed, no_start, the directory %s", failed.Outcome, failed.Detail, f, taken)
+	}
 	if entries, _ := os.ReadDir(taken); len(entries) != 0 {
 		t.Errorf("the existing directory was written: %v", entries)
 	}

@@ -86,10 +86,10 @@ type Run struct {
 	Outcome    Outcome
 	Detail     string // a human explanation of the outcome, in the supervisor's English
 	// End is how the run ended as facts (the rule that decided, exit code,
-	// signal, stderr tail, NaN streak, OOM, who stopped it), from which
-	// Detail was made and which a chat words in its language; nil while
-	// it runs, when its owner decided (a Slurm state, interrupted), and for
-	// runs recorded before it existed.
+	// signal, stderr tail, NaN streak, OOM, who stopped it, the Slurm
+	// state, why it is interrupted), from which Detail was made and which
+	// a chat words in its language; nil while it runs and for runs
+	// recorded before it existed.
 	End        *EndFacts
 	ExitCode   *int // nil while running or when killed by a signal
 	PID        int  // the child's PID (and its process group id)
@@ -135,11 +135,7 @@ func (r *Run) Clone() *Run {
 	c.Params = maps.Clone(r.Params)
 	c.ParamTypes = maps.Clone(r.ParamTypes)
 	c.Command = append([]string(nil), r.Command...)
-	if r.End != nil {
-		e := *r.End
-		e.StderrTail, e.Notes = append([]string(nil), r.End.StderrTail...), append([]string(nil), r.End.Notes...)
-		c.End = &e
-	}
+	c.End = r.End.clone()
 	if r.ExitCode != nil {
 		v := *r.ExitCode
 		c.ExitCode = &v

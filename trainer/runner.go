@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
@@ -27,9 +26,10 @@ type runner interface {
 	// stop forwards a stop, or a kill with req.kill; an error means it
 	// did not reach the owner, and the observer asks again later.
 	stop(req stopRequest) error
-	// goneDetail says what is known of a run whose owner vanished, and
-	// when it ended as far as the runner knows (zero: it cannot tell).
-	goneDetail() (string, time.Time)
+	// gone says what is known of a run whose owner vanished (facts with
+	// WhyInterrupted), and when it ended as far as the runner knows
+	// (zero: it cannot tell).
+	gone() (*EndFacts, time.Time)
 	// done is called once the end is recorded.
 	done()
 }
@@ -50,11 +50,11 @@ type runLive struct {
 type runEnd struct {
 	e       ending    // classified with what the bot saw (out of memory, NaN, stops)
 	outcome Outcome   // set when the owner decided the outcome; "" to classify e
-	detail  string    // with outcome
+	facts   *EndFacts // with outcome: how the owner decided (nil for an end recorded before facts)
+	slurm   *SlurmEnd // a Slurm run's job as Slurm told its end: in the facts however they were decided
 	endedAt time.Time // when its main process ended
-	extra   []string  // notes for the end's detail
+	notes   EndNotes  // what the owner says beside the end (output dropped, the log cut, survivors)
 	oom     *OOM      // the owner says it ran out of memory (Slurm's OUT_OF_MEMORY); the output's OOM comes first
-	logCut  bool      // max_log_bytes freed part of the log
 	maxRSS  int64     // the main process's high-water mark of resident memory (wait4), bytes; 0 unknown
 }
 
@@ -65,7 +65,7 @@ type shimRunner struct {
 	shimPID   int
 	startedAt time.Time
 	pid       int             // the main process, its process group id
-	maxLog    int64           // the job's max_log_bytes, for the end's detail
+	maxLog    int64           // the job's max_log_bytes, for the end's facts
 	handle    *shimctl.Handle // the shim this trainbot started (to reap); nil when attached to an earlier one
 	asked     string          // the by of the first stop this runner sent: the one the shim records from this process
 	log       *slog.Logger
@@ -242,19 +242,12 @@ func (r *shimRunner) end(st *shimctl.State) *runEnd {
 		e.sentKill, e.killedNow = s.SentKill, vouched && s.KilledNow
 	}
 	if st.BytesDropped > 0 {
-		reason := st.DropReason
-		if reason == "" {
-			reason = "the disk did not keep up"
-		}
-		end.extra = append(end.extra, fmt.Sprintf("%s of output were not written to the log (%s)", units.Bytes(st.BytesDropped), reason))
+		end.notes.Dropped = &Dropped{Bytes: st.BytesDropped, Reason: st.DropReason}
 	}
 	if st.FreedTo > st.FreedFrom {
-		end.logCut = true
-		end.extra = append(end.extra, fmt.Sprintf("the log passed max_log_bytes (%s): %s of older output after its first %s were freed", units.Bytes(r.maxLog), units.Bytes(st.FreedTo-st.FreedFrom), units.Bytes(st.FreedFrom)))
+		end.notes.LogCut = &LogCut{MaxLogBytes: r.maxLog, From: st.FreedFrom, To: st.FreedTo}
 	}
-	if st.Survivors > 0 {
-		end.extra = append(end.extra, fmt.Sprintf("%d process(es) of the run survived SIGKILL", st.Survivors))
-	}
+	end.notes.Survivors = int(st.Survivors)
 	return end
 }
 
@@ -285,15 +278,15 @@ func (r *shimRunner) stop(req stopRequest) error {
 	return err
 }
 
-func (r *shimRunner) goneDetail() (string, time.Time) {
-	d := fmt.Sprintf("the run's supervisor (pid %d) ended without recording how the run ended", r.shimPID)
+func (r *shimRunner) gone() (*EndFacts, time.Time) {
+	f := &EndFacts{Why: WhyInterrupted, Interrupted: InterruptSupervisorGone, SupervisorPID: r.shimPID}
 	if !r.orphaned.IsZero() {
-		d += fmt.Sprintf("; its processes (group %d) lived on unsupervised until %s", r.pid, r.goneAt.Format(time.RFC3339))
+		f.Orphans = &Orphans{PGID: r.pid, Until: r.goneAt}
 		if r.orphanBy != "" {
-			d += fmt.Sprintf(", stopped by %s (%s)", r.orphanBy, unix.SignalName([]syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}[r.signals]))
+			f.Orphans.StoppedBy, f.Orphans.Signal = r.orphanBy, int([]syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}[r.signals])
 		}
 	}
-	return d, r.goneAt
+	return f, r.goneAt
 }
 
 func (r *shimRunner) done() {

@@ -219,18 +219,11 @@ func (a *active) publishRules(fired []string) {
 }
 
 // unseenRules says which rules watched a metric the run never gave.
-func (a *active) unseenRules() []string {
-	var out []string
+func (a *active) unseenRules() []UnseenRule {
+	var out []UnseenRule
 	for _, rs := range a.rules {
 		if !rs.seen {
-			what := "which the run never printed"
-			switch rs.rule.Metric {
-			case MetricStepsPerSec:
-				what = "which could not be measured (no step was printed)"
-			case MetricGPUUtil:
-				what = "which NVML never reported for the run's processes"
-			}
-			out = append(out, fmt.Sprintf("alert rule %q watched %s, %s", rs.rule.String(), rs.rule.Metric, what))
+			out = append(out, UnseenRule{Rule: rs.rule.String(), Metric: rs.rule.Metric})
 		}
 	}
 	return out

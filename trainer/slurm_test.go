@@ -86,6 +86,10 @@ func TestSlurmRunFinishesWithItsPoints(t *testing.T) {
 	if end.Steps != 20 || end.Node == "" {
 		t.Errorf("got steps %d node %q, want 20 and the node", end.Steps, end.Node)
 	}
+	// Classified like a local run's exit, with the job as Slurm told it.
+	if f := end.End; f.Why != trainer.WhyExit || f.Slurm == nil || f.Slurm.JobID != r.SlurmJobID || f.Slurm.State != "COMPLETED" || f.Slurm.Node != end.Node {
+		t.Errorf("facts %+v (slurm %+v), want exit with job %s COMPLETED on %s", f, f.Slurm, r.SlurmJobID, end.Node)
+	}
 	pts, err := h.st.Series(context.Background(), r.ID, "loss")
 	if err != nil || len(pts) != 20 {
 		t.Errorf("got %d loss points (%v), want 20", len(pts), err)
@@ -134,8 +138,11 @@ func TestSlurmStopCancelsAfterTheGrace(t *testing.T) {
 	h.waitTail(r.ID, "ready")
 	h.sup.Stop(r.ID, "alice")
 	end := h.waitSlurmEnd(r.ID)
-	if end.Outcome != trainer.OutcomeStopped || !strings.Contains(end.Detail, "Slurm job cancelled") {
+	if end.Outcome != trainer.OutcomeStopped || end.Detail != "stopped by alice (Slurm job cancelled)" {
 		t.Errorf("got %s: %s; want stopped, Slurm job cancelled", end.Outcome, end.Detail)
+	}
+	if f := end.End; f.Why != trainer.WhyStopped || f.StopHow != trainer.StopSlurmCancel || f.StoppedBy != "alice" || f.Slurm == nil || f.Slurm.State != "CANCELLED" {
+		t.Errorf("facts %+v (slurm %+v), want stopped by alice with Slurm's cancel", f, f.Slurm)
 	}
 }
 
@@ -147,6 +154,9 @@ func TestSlurmExit3Fails(t *testing.T) {
 	end := h.waitSlurmEnd(r.ID)
 	if end.Outcome != trainer.OutcomeFailed || end.ExitCode == nil || *end.ExitCode != 3 {
 		t.Errorf("got %s (%s) exit %v, want failed with exit code 3", end.Outcome, end.Detail, end.ExitCode)
+	}
+	if f := end.End; f.Why != trainer.WhyExit || derefOr(f.ExitCode, -1) != 3 || f.Slurm == nil || f.Slurm.State != "FAILED" {
+		t.Errorf("facts %+v (slurm %+v), want exit 3, Slurm's FAILED", f, f.Slurm)
 	}
 }
 
@@ -162,6 +172,9 @@ func TestSlurmCancelledOutsideTrainbot(t *testing.T) {
 	end := h.waitSlurmEnd(r.ID)
 	if end.Outcome != trainer.OutcomeStopped || end.Detail != "cancelled outside trainbot" || end.StoppedBy != "" {
 		t.Errorf("got %s by %q: %q; want stopped, \"cancelled outside trainbot\"", end.Outcome, end.StoppedBy, end.Detail)
+	}
+	if f := end.End; f.Why != trainer.WhySlurm || f.Slurm == nil || f.Slurm.JobID != r.SlurmJobID || f.Slurm.State != "CANCELLED" || f.StoppedBy != "" {
+		t.Errorf("facts %+v (slurm %+v), want Slurm's state CANCELLED", f, f.Slurm)
 	}
 }
 
@@ -330,4 +343,11 @@ func BenchmarkSlurmWatchCost(b *testing.B) {
 		h.close()
 	}
 	b.ReportMetric(perMin/float64(b.N), "calls/min")
+}
+
+func derefOr(p *int, or int) int {
+	if p == nil {
+		return or
+	}
+	return *p
 }

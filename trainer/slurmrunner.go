@@ -130,8 +130,8 @@ func (r *slurmRunner) poll(now time.Time) (*runEnd, runLive, bool) {
 	}
 	r.unknown, r.lastErr = 0, ""
 	r.job, r.known = j, true
-	if outcome, detail := slurm.Classify(j); outcome != "" {
-		return r.end(j, outcome, detail), r.live(now), false
+	if outcome, _ := slurm.Classify(j); outcome != "" {
+		return r.end(j, outcome), r.live(now), false
 	}
 	live := r.live(now)
 	if j.State == "RUNNING" && !r.warned && !j.Start.IsZero() && now.Sub(j.Start) >= slurmNoOutputAfter {
@@ -208,9 +208,10 @@ func nodeOr(n string) string {
 // exit code) and any end after a stop asked of trainbot are classified like
 // a local run's, with what the output said (out of memory, a NaN loss);
 // Slurm's other states decide themselves (TIMEOUT, NODE_FAIL, OUT_OF_MEMORY,
-// PREEMPTED, ...).
-func (r *slurmRunner) end(j slurm.Job, outcome, detail string) *runEnd {
-	end := &runEnd{e: ending{exitCode: -1, oomKills: -1}, endedAt: j.End}
+// PREEMPTED, ...). The job as Slurm told it is in the facts either way.
+func (r *slurmRunner) end(j slurm.Job, outcome string) *runEnd {
+	end := &runEnd{e: ending{exitCode: -1, oomKills: -1}, endedAt: j.End,
+		slurm: &SlurmEnd{JobID: r.id, State: j.State, Reason: j.Reason, Node: j.Node, TimeLimit: j.TimeLimit}}
 	if end.endedAt.IsZero() {
 		end.endedAt = time.Now()
 	}
@@ -227,17 +228,16 @@ func (r *slurmRunner) end(j slurm.Job, outcome, detail string) *runEnd {
 		}
 		e.sentKill = s.Cancelled
 		if j.State == "CANCELLED" && e.stopReason != OutcomeNaN {
-			end.outcome, end.detail = OutcomeStopped, "stopped by "+s.By+" (Slurm job cancelled)"
+			end.outcome = OutcomeStopped
+			end.facts = &EndFacts{Why: WhyStopped, StoppedBy: s.By, StopHow: StopSlurmCancel, Signal: j.Signal, Slurm: end.slurm}
 		}
 		return end
 	}
-	switch {
-	case j.State == "COMPLETED", j.State == "FAILED" && j.Signal == 0:
+	if j.State == "COMPLETED" || j.State == "FAILED" && j.Signal == 0 {
 		return end // an exit status: classified like a local run's
-	case j.State == "CANCELLED":
-		outcome, detail = slurm.Stopped, "cancelled outside trainbot"
 	}
-	end.outcome, end.detail = Outcome(outcome), detail
+	// Slurm's state decides (CANCELLED here: outside trainbot).
+	end.outcome = Outcome(outcome)
 	if j.State == "OUT_OF_MEMORY" {
 		// The node's memory cgroup killed it: host memory, as the
 		// kernel's OOM killer does.
@@ -246,6 +246,7 @@ func (r *slurmRunner) end(j slurm.Job, outcome, detail string) *runEnd {
 	if j.Signal != 0 || j.State != "FAILED" {
 		e.exitCode = -1 // no exit status to record
 	}
+	end.facts = &EndFacts{Why: WhySlurm, Signal: j.Signal, Slurm: end.slurm}
 	return end
 }
 
@@ -304,16 +305,12 @@ func (r *slurmRunner) saveStop() {
 	}
 }
 
-func (r *slurmRunner) goneDetail() (string, time.Time) {
-	return r.goneText(), time.Time{}
-}
-
-func (r *slurmRunner) goneText() string {
-	d := fmt.Sprintf("Slurm no longer knows job %s", r.id)
-	if r.goneWhy != "" {
-		d += " (" + r.goneWhy + ")"
+func (r *slurmRunner) gone() (*EndFacts, time.Time) {
+	s := &SlurmEnd{JobID: r.id, Error: r.goneWhy}
+	if r.known { // what it said before it forgot the job
+		s.State, s.Reason, s.Node, s.TimeLimit = r.job.State, r.job.Reason, r.job.Node, r.job.TimeLimit
 	}
-	return d + ": it ended while no trainbot watched it, longer ago than the cluster's MinJobAge, on a cluster without accounting; how it ended is unknown"
+	return &EndFacts{Why: WhyInterrupted, Interrupted: InterruptSlurmForgot, Slurm: s}, time.Time{}
 }
 
 func (r *slurmRunner) done() { r.lock.release() }

@@ -84,7 +84,12 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	run.LogPath = filepath.Join(runDir, shimctl.LogFile)
 	fail := func(err error) (*Run, error) {
 		run.State, run.Outcome, run.EndedAt = StateEnded, OutcomeFailed, time.Now()
-		run.Detail = "could not start: " + err.Error()
+		run.End = &EndFacts{Why: WhyNoStart, StartError: err.Error()}
+		var taken *runDirTakenError
+		if errors.As(err, &taken) {
+			run.End.RunDirTaken = taken.dir
+		}
+		run.Detail = run.End.English()
 		if uerr := s.opts.Recorder.UpdateRun(ctx, run); uerr != nil {
 			log.Error("record failed start", "err", uerr)
 		}
@@ -98,7 +103,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	if err := os.Mkdir(runDir, 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			s.minID.Store(max(s.minID.Load(), MaxRunDirID(s.opts.DataDir)+1))
-			err = fmt.Errorf("its directory %s already exists: another trainbot with another database uses this data directory? (the next run takes a higher id)", runDir)
+			err = &runDirTakenError{dir: runDir}
 		}
 		return fail(err)
 	}
@@ -214,4 +219,11 @@ func (s *Supervisor) recordRun(ctx context.Context, run *Run) (int64, error) {
 	run.ID = id
 	s.minID.Store(max(s.minID.Load(), id+1))
 	return id, nil
+}
+
+// runDirTakenError is a start refused because the run's directory exists.
+type runDirTakenError struct{ dir string }
+
+func (e *runDirTakenError) Error() string {
+	return fmt.Sprintf("its directory %s already exists: another trainbot with another database uses this data directory? (the next run takes a higher id)", e.dir)
 }

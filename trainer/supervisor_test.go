@@ -100,7 +100,22 @@ func (h *harness) waitUpTo(id int64, d time.Duration) *trainer.Run {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	endHasFacts(h.t, r)
 	return r
+}
+
+// endHasFacts checks that an ended run's end is recorded as facts, and
+// that its detail is their English (read back from the store).
+func endHasFacts(t *testing.T, r *trainer.Run) {
+	t.Helper()
+	if r.State != trainer.StateEnded {
+		return
+	}
+	if r.End == nil {
+		t.Errorf("run %d ended %s (%q) with no facts recorded", r.ID, r.Outcome, r.Detail)
+	} else if got := r.End.English(); got != r.Detail {
+		t.Errorf("run %d: its recorded facts say %q, its detail %q", r.ID, got, r.Detail)
+	}
 }
 
 // waitEvent returns the first event of kind for run id.
@@ -384,6 +399,9 @@ func TestRunWhoseSupervisorDiedIsInterrupted(t *testing.T) {
 	if got.Outcome != trainer.OutcomeInterrupted || !strings.Contains(got.Detail, "supervisor") {
 		t.Fatalf("got %s (%s), want interrupted: the supervisor died", got.Outcome, got.Detail)
 	}
+	if f := got.End; f.Why != trainer.WhyInterrupted || f.Interrupted != trainer.InterruptSupervisorGone || f.SupervisorPID != r.Supervisor {
+		t.Errorf("facts %+v, want interrupted: supervisor %d gone", f, r.Supervisor)
+	}
 	if strings.Contains(got.Detail, "still alive") {
 		syscall.Kill(-r.PID, syscall.SIGKILL)
 	}
@@ -550,6 +568,13 @@ func TestNaNAlertAndStopOnNaN(t *testing.T) {
 	got := h.wait(r.ID)
 	if got.Outcome != trainer.OutcomeNaN || !strings.Contains(got.Detail, "stopped by trainbot") {
 		t.Fatalf("got %s (%s), want nan stopped by trainbot", got.Outcome, got.Detail)
+	}
+	// The store keeps its facts (a NaN is no JSON number), and so does run.json.
+	if f := got.End; f == nil || f.Why != trainer.WhyStoppedNaN || f.NaN == nil || !math.IsNaN(f.NaN.Value) || f.NaN.Step != 5 {
+		t.Errorf("recorded end facts %+v, want stopped_nan with the streak", f)
+	}
+	if data, err := os.ReadFile(filepath.Join(trainer.RunDir(h.dir, r.ID), trainer.RunFile)); err != nil || !strings.Contains(string(data), `"why": "stopped_nan"`) {
+		t.Errorf("run.json has no end facts (%v): %s", err, data)
 	}
 }
 
@@ -733,6 +758,9 @@ func TestMetricNamesPerRunAreBounded(t *testing.T) {
 	if !strings.Contains(got.Detail, "metric names") {
 		t.Errorf("the end does not say that new metric names were ignored: %s", got.Detail)
 	}
+	if got.End.MetricNamesMax == 0 {
+		t.Errorf("facts %+v: no metric names past the limit", got.End.EndNotes)
+	}
 }
 
 // A log past max_log_bytes keeps its offsets but frees its oldest part
@@ -762,6 +790,9 @@ func TestLogCapKeepsParsing(t *testing.T) {
 	if !strings.Contains(got.Detail, "max_log_bytes") {
 		t.Errorf("the end does not say the log passed its cap: %s", got.Detail)
 	}
+	if c := got.End.LogCut; c == nil || c.MaxLogBytes != j.MaxLogBytes || c.From <= 0 || c.To <= c.From {
+		t.Errorf("facts of the cut %+v, want max_log_bytes %d and what was freed", c, j.MaxLogBytes)
+	}
 	if got.Outcome != trainer.OutcomeFinished || got.Steps != n {
 		t.Errorf("got %s at step %d, want finished at %d: parsing goes on past the cap", got.Outcome, got.Steps, n)
 	}
@@ -773,10 +804,20 @@ func TestInterruptedRunsAreFoundAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A run left "running" by a trainbot process that no longer exists.
+	// A run left "running" by a trainbot process that no longer exists;
+	// its log was last written half an hour after it started.
 	dead := 1 << 22 // above the default pid_max: no such process
+	started := time.Now().Add(-time.Hour).Truncate(time.Second)
+	logPath := filepath.Join(dir, "old.log")
+	if err := os.WriteFile(logPath, []byte("step 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	written := started.Add(30 * time.Minute)
+	if err := os.Chtimes(logPath, written, written); err != nil {
+		t.Fatal(err)
+	}
 	id, err := st.CreateRun(context.Background(), &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning,
-		StartedAt: time.Now().Add(-time.Hour), Supervisor: dead, PID: dead})
+		StartedAt: started, Supervisor: dead, PID: dead, LogPath: logPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -791,6 +832,11 @@ func TestInterruptedRunsAreFoundAtStart(t *testing.T) {
 	got, _ := h.st.Run(context.Background(), id)
 	if got.Outcome != trainer.OutcomeInterrupted || got.State != trainer.StateEnded || !strings.Contains(got.Detail, "stopped while the run was active") {
 		t.Fatalf("got %s %s %q, want interrupted", got.State, got.Outcome, got.Detail)
+	}
+	want := fmt.Sprintf("trainbot (pid %d) stopped while the run was active; found at the next start; its log was last written %s", dead, written.Format(time.RFC3339))
+	if f := got.End; f == nil || f.Why != trainer.WhyInterrupted || f.Interrupted != trainer.InterruptTrainbotGone || f.SupervisorPID != dead ||
+		f.LogWritten == nil || !f.LogWritten.Equal(written) || f.AlivePGID != 0 || got.Detail != want || f.English() != want {
+		t.Errorf("got %q with facts %+v, want %q", got.Detail, f, want)
 	}
 	other, _ := h.st.Run(context.Background(), live)
 	if other.Outcome != trainer.OutcomeRunning {
@@ -992,6 +1038,9 @@ func TestIgnoredNamesOfACutLog(t *testing.T) {
 	if !strings.Contains(got.Detail, "max_log_bytes") || !strings.Contains(got.Detail, "the log has those max_log_bytes did not free") || strings.Contains(got.Detail, "(the log has them)") {
 		t.Errorf("detail: %s", got.Detail)
 	}
+	if n := got.End.EndNotes; n.LogCut == nil || n.MetricNamesMax == 0 {
+		t.Errorf("facts %+v, want the cut and the metric names past the limit", n)
+	}
 }
 
 // A run whose shim is killed (-9) while its processes live on keeps its
@@ -1037,6 +1086,10 @@ func TestKilledSupervisorKeepsTheLockUntilTheRunIsGone(t *testing.T) {
 	if got.Outcome != trainer.OutcomeInterrupted || !strings.Contains(got.Detail, "lived on unsupervised") || !strings.Contains(got.Detail, "stopped by tester") {
 		t.Fatalf("got %s (%s), want interrupted, stopped by tester", got.Outcome, got.Detail)
 	}
+	if f := got.End; f.Interrupted != trainer.InterruptSupervisorGone || f.SupervisorPID != r.Supervisor || f.Orphans == nil ||
+		f.Orphans.PGID != r.PID || f.Orphans.StoppedBy != "tester" || f.Orphans.Signal == 0 || f.Orphans.Until.Before(r.StartedAt) {
+		t.Errorf("facts %+v (orphans %+v), want supervisor %d gone, group %d stopped by tester", f, f.Orphans, r.Supervisor, r.PID)
+	}
 	for _, pid := range append(grandchildren, r.PID) {
 		if alive(pid) {
 			t.Errorf("process %d of the run is still alive", pid)
@@ -1062,6 +1115,9 @@ func TestOrphanedQuietRunEndsWhenItsProcessesDo(t *testing.T) {
 	got := h.wait(r.ID)
 	if got.Outcome != trainer.OutcomeInterrupted || !strings.Contains(got.Detail, "lived on unsupervised") {
 		t.Fatalf("got %s (%s), want interrupted, lived on unsupervised", got.Outcome, got.Detail)
+	}
+	if o := got.End.Orphans; o == nil || o.PGID != r.PID || o.StoppedBy != "" || !o.Until.Truncate(time.Millisecond).Equal(got.EndedAt) {
+		t.Errorf("orphans %+v, want group %d, not stopped, alive until the end %s", o, r.PID, got.EndedAt)
 	}
 	if d := got.EndedAt.Sub(got.StartedAt); d < 3500*time.Millisecond {
 		t.Fatalf("got a duration of %s, want about the 4 s its process lived", d)

@@ -176,11 +176,8 @@ func (r *watchRunner) poll(now time.Time) (*runEnd, runLive, bool) {
 	}
 	switch {
 	case r.unwatchBy != "":
-		d := "no longer watched: stopped by " + r.unwatchBy
-		if r.alive() {
-			d += fmt.Sprintf("; the process (pid %d) goes on", r.pid)
-		}
-		return &runEnd{outcome: OutcomeEnded, detail: d, endedAt: now, e: ending{exitCode: -1, oomKills: -1}}, live, false
+		f := &EndFacts{Why: WhyUnwatched, StoppedBy: r.unwatchBy, PID: r.pid, GoesOn: r.alive()}
+		return &runEnd{outcome: OutcomeEnded, facts: f, endedAt: now, e: ending{exitCode: -1, oomKills: -1}}, live, false
 	case r.pid > 0 && !r.alive():
 		return r.ended(now), live, false
 	case r.killBy != "":
@@ -209,25 +206,25 @@ func (r *watchRunner) ended(now time.Time) *runEnd {
 	for i := len(lines) - 1; i >= 0; i-- {
 		if o, ok := DetectOOM(lines[i]); ok {
 			end.outcome, end.oom = OutcomeOOM, o
-			end.detail = fmt.Sprintf("the process (pid %d) exited; its log's last lines say: %s", r.pid, o.Summary())
+			end.facts = &EndFacts{Why: WhyWatchExit, PID: r.pid, OOM: o}
 			return end
 		}
 	}
 	if r.killBy != "" {
 		end.outcome = OutcomeStopped
 		end.e.stopBy, end.e.stopReason = r.killBy, OutcomeStopped
-		end.detail = fmt.Sprintf("stopped by %s (the watched process, pid %d, was signalled)", r.killBy, r.pid)
+		end.facts = &EndFacts{Why: WhyStopped, StoppedBy: r.killBy, StopHow: StopSignalled, PID: r.pid}
 		return end
 	}
 	for i := len(lines) - 1; i >= 0 && i >= len(lines)-10; i-- {
 		if failureLine.MatchString(lines[i]) {
 			end.outcome = OutcomeFailed
-			end.detail = fmt.Sprintf("the process (pid %d) exited; its log ends with an error: %s", r.pid, strings.TrimSpace(lines[i]))
+			end.facts = &EndFacts{Why: WhyWatchExit, PID: r.pid, ErrorLine: strings.TrimSpace(lines[i])}
 			return end
 		}
 	}
 	end.outcome = OutcomeEnded
-	end.detail = fmt.Sprintf("the process (pid %d) exited; its exit status is unknown (it is not trainbot's child)", r.pid)
+	end.facts = &EndFacts{Why: WhyWatchExit, PID: r.pid}
 	return end
 }
 
@@ -249,6 +246,8 @@ func (r *watchRunner) stop(req stopRequest) error {
 	return nil
 }
 
-func (r *watchRunner) goneDetail() (string, time.Time) { return "the watch ended", time.Time{} }
+func (r *watchRunner) gone() (*EndFacts, time.Time) {
+	return &EndFacts{Why: WhyInterrupted, Interrupted: InterruptWatchEnded}, time.Time{}
+}
 
 func (r *watchRunner) done() {}

@@ -2,6 +2,7 @@ package trainer_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,9 @@ func TestWatchEndsWhenThePIDExits(t *testing.T) {
 	if end.Outcome != trainer.OutcomeEnded || !strings.Contains(end.Detail, "exit status is unknown") {
 		t.Errorf("got %s: %s", end.Outcome, end.Detail)
 	}
+	if f := end.End; f.Why != trainer.WhyWatchExit || f.PID != cmd.Process.Pid || f.OOM != nil || f.ErrorLine != "" {
+		t.Errorf("facts %+v, want the watched process %d exited", f, cmd.Process.Pid)
+	}
 	pts, err := h.st.Series(context.Background(), r.ID, "loss")
 	if err != nil || len(pts) != 10 || end.Steps != 10 {
 		t.Errorf("got %d points (%v), steps %d; want 10", len(pts), err, end.Steps)
@@ -55,11 +59,13 @@ func TestWatchEndsWhenThePIDExits(t *testing.T) {
 // log says out of memory ran out of memory.
 func TestWatchReadsTheEndFromTheLog(t *testing.T) {
 	for _, c := range []struct {
-		last string
-		want trainer.Outcome
+		last   string
+		want   trainer.Outcome
+		detail string // after "the process (pid N) exited; "
 	}{
-		{`echo "Traceback (most recent call last):"; echo "ValueError: bad shape"`, trainer.OutcomeFailed},
-		{`echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."`, trainer.OutcomeOOM},
+		{`echo "Traceback (most recent call last):"; echo "ValueError: bad shape"`, trainer.OutcomeFailed, "its log ends with an error: ValueError: bad shape"},
+		{`echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."`, trainer.OutcomeOOM,
+			"its log's last lines say: CUDA out of memory: tried to allocate 2.00 GiB (2147483648 bytes)"},
 	} {
 		dir := t.TempDir()
 		log := filepath.Join(dir, "x.log")
@@ -70,8 +76,15 @@ func TestWatchReadsTheEndFromTheLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if end := h.wait(r.ID); end.Outcome != c.want {
+		end := h.wait(r.ID)
+		if end.Outcome != c.want {
 			t.Errorf("%s: got %s (%s), want %s", c.last, end.Outcome, end.Detail, c.want)
+		}
+		if want := fmt.Sprintf("the process (pid %d) exited; %s", cmd.Process.Pid, c.detail); end.Detail != want {
+			t.Errorf("%s: detail %q, want %q", c.last, end.Detail, want)
+		}
+		if f := end.End; f.Why != trainer.WhyWatchExit || f.PID != cmd.Process.Pid || (f.OOM != nil) != (c.want == trainer.OutcomeOOM) || (f.ErrorLine != "") != (c.want == trainer.OutcomeFailed) {
+			t.Errorf("%s: facts %+v", c.last, f)
 		}
 	}
 }
@@ -93,8 +106,11 @@ func TestStopWatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := h.wait(r.ID)
-	if end.Outcome != trainer.OutcomeEnded || !strings.Contains(end.Detail, "no longer watched: stopped by ann; the process") {
+	if end.Outcome != trainer.OutcomeEnded || end.Detail != fmt.Sprintf("no longer watched: stopped by ann; the process (pid %d) goes on", cmd.Process.Pid) {
 		t.Errorf("unwatched: %s: %s", end.Outcome, end.Detail)
+	}
+	if f := end.End; f.Why != trainer.WhyUnwatched || f.StoppedBy != "ann" || !f.GoesOn || f.PID != cmd.Process.Pid {
+		t.Errorf("unwatched: facts %+v", f)
 	}
 	if syscall.Kill(cmd.Process.Pid, 0) != nil {
 		t.Fatal("the process ended when the watch did")
@@ -107,8 +123,11 @@ func TestStopWatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	end = h.wait(r2.ID)
-	if end.Outcome != trainer.OutcomeStopped || end.StoppedBy != "bob" {
+	if end.Outcome != trainer.OutcomeStopped || end.StoppedBy != "bob" || end.Detail != fmt.Sprintf("stopped by bob (the watched process, pid %d, was signalled)", cmd.Process.Pid) {
 		t.Errorf("killed: %s by %q: %s", end.Outcome, end.StoppedBy, end.Detail)
+	}
+	if f := end.End; f.Why != trainer.WhyStopped || f.StopHow != trainer.StopSignalled || f.StoppedBy != "bob" || f.PID != cmd.Process.Pid {
+		t.Errorf("killed: facts %+v", f)
 	}
 	if data, _ := os.ReadFile(log); !strings.Contains(string(data), "got INT") {
 		t.Error("the watched process did not get SIGINT")
@@ -123,8 +142,8 @@ func TestStopWatched(t *testing.T) {
 		t.Errorf("a watch without pid ended by itself: %v", err)
 	}
 	h.sup.StopWatched(r3.ID, "ann", true) // no process to kill: stops watching
-	if end := h.wait(r3.ID); end.Outcome != trainer.OutcomeEnded {
-		t.Errorf("no pid: %s", end.Outcome)
+	if end := h.wait(r3.ID); end.Outcome != trainer.OutcomeEnded || end.Detail != "no longer watched: stopped by ann" || end.End.GoesOn || end.End.PID != 0 {
+		t.Errorf("no pid: %s (%q, %+v)", end.Outcome, end.Detail, end.End)
 	}
 	if _, err := h.sup.Watch(ctx, trainer.WatchRequest{LogPath: filepath.Join(dir, "none.log")}); err == nil {
 		t.Error("a missing log was watched")

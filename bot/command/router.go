@@ -562,7 +562,7 @@ func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.
 		}
 		return chat.Reply{Text: l.T(i18n.BusyOther, busy.Other) + hint, Buttons: buttons}
 	case errors.As(err, &startErr):
-		return chat.Reply{Text: l.T(i18n.CouldNotRun, startErr.Run.ID, startErr.Err), RunID: startErr.Run.ID}
+		return chat.Reply{Text: l.T(i18n.CouldNotRun, startErr.Run.ID, render.StartFailure(l, startErr)), RunID: startErr.Run.ID}
 	case errors.Is(err, trainer.ErrBadParam):
 		return chat.Reply{Text: l.T(i18n.NotStartedP, paramErrors(l, err)) + readAs(l, p)}
 	case errors.Is(err, trainer.ErrUnknownJob):
