@@ -7,10 +7,12 @@
 // the first.
 //
 // It is a leaf: the schema, the defaults, and the checks that need nothing
-// but the config. A part of trainbot with a table of its own declares it
-// (Declare, section.go): the chat transports' [telegram], [wecom],
-// [feishu] and [dingtalk] are their packages', decoded, checked and read
-// from the environment here like the built-in tables. What the values mean to the rest of trainbot — a job's
+// but the config — Validate's errors, and the likely mistakes `trainbot
+// check` warns about (Warnings). A part of trainbot with a table of its
+// own declares it (Declare, section.go): the chat transports' [telegram],
+// [wecom], [feishu] and [dingtalk] are their packages', decoded, checked
+// and read from the environment here like the built-in tables. What the
+// values mean to the rest of trainbot — a job's
 // parameters, a cron spec, a push channel's URL, quiet hours — is checked
 // where they are turned into each package's options, in cmd/trainbot,
 // which reports those errors at their keys and lines too (ErrorAt).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/internal/private"
+	"github.com/trainbot/trainbot/internal/termsafe"
 	"github.com/trainbot/trainbot/trainer/shimctl"
 	"github.com/trainbot/trainbot/trainer/slurm"
 )
@@ -180,7 +181,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		a := newActive(s, job, run, runDir)
 		a.runner = newSlurmRunner(a, lock)
 		a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
-		log.Info("run submitted to Slurm", "slurm_job", sid, "argv", shimctl.QuoteArgv(argv))
+		log.Info("run submitted to Slurm", "slurm_job", sid, "argv", termsafe.Argv(argv))
 		return s.register(a), nil
 	}
 	spec := shimctl.Spec{
@@ -214,9 +215,9 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	a.runner = newShimRunner(a, h)
 	a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
 	if claim != nil {
-		log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shimctl.QuoteArgv(argv), "gpus", GPUList(claim.GPUs))
+		log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", termsafe.Argv(argv), "gpus", GPUList(claim.GPUs))
 	} else {
-		log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", shimctl.QuoteArgv(argv))
+		log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", termsafe.Argv(argv))
 	}
 	return s.register(a), nil
 }

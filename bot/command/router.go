@@ -121,9 +121,12 @@ type Router struct {
 	// Location is the time zone dates are shown in; nil: the process's
 	// (TZ).
 	Location *time.Location
-	// GPU answers 显卡, in a language, when set; without it the command
-	// says so.
-	GPU func(ctx context.Context, l i18n.Lang) chat.Reply
+	// GPUs answers 显卡 with a fresh sample (gpu.Monitor); nil: the
+	// command says there is no GPU telemetry.
+	GPUs GPUs
+	// SlurmMaxRSS reads a Slurm job's MaxRSS for 显卡's note on each active
+	// Slurm run; nil: slurm.MaxRSS (sstat).
+	SlurmMaxRSS func(ctx context.Context, slurmJobID string) (int64, error)
 	// GPUFree keeps 通知空闲's requests; nil when this trainbot has no
 	// GPUs (the command says it sees none). A nil *gpufree.Watcher must
 	// be left nil here, not stored in the interface.
@@ -345,10 +348,7 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed, l 
 		}
 		return chat.Reply{Text: l.T(i18n.Muted)}
 	case "gpu":
-		if r.GPU != nil {
-			return r.GPU(ctx, l)
-		}
-		return chat.Reply{Text: l.T(i18n.NoGPU)}
+		return r.gpu(ctx, l)
 	case "notifyfree":
 		return r.notifyFree(ctx, m, l, p)
 	case "compare":

@@ -19,6 +19,7 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/trainer"
@@ -166,6 +167,20 @@ func (n *Notifier) Push(r chat.Reply) { n.enqueue(item{reply: &r}) }
 // PushIn is Push for a reply worded in each language: words is called
 // once per language among the chats it goes to.
 func (n *Notifier) PushIn(words func(i18n.Lang) chat.Reply) { n.enqueue(item{words: words}) }
+
+// GPUAlert queues a GPU alert (it is gpu.MonitorOptions.Alert), worded by
+// render.GPUAlert in each chat's language: an Xid error is of kind
+// chat.AlertXid, the thresholds crossed (memory, temperature) and ECC
+// errors of chat.AlertGPU, so that push channels choose them apart.
+func (n *Notifier) GPUAlert(a gpu.Alert) {
+	kind := chat.AlertGPU // memory, temperature, ECC thresholds
+	if a.Kind == gpu.AlertXid {
+		kind = chat.AlertXid
+	}
+	n.PushIn(func(l i18n.Lang) chat.Reply {
+		return chat.Reply{Kind: chat.KindAlert, Text: render.GPUAlert(l, a), RunID: a.RunID, Key: a.Key, Alert: kind}
+	})
+}
 
 // PushExcept is Push for every chat but those of the named transport: a
 // notice that the transport stopped goes to the others.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/deliver"
+	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/trainer"
@@ -441,5 +443,43 @@ func TestRunMessagesOpenTheRunsPage(t *testing.T) {
 	}
 	if r := p.all()[0].Reply; !hasPage(r, 3) || len(r.Buttons) != 2 {
 		t.Errorf("progress buttons %+v, want 停止 状态 画图 and then [网页 Open] to run 3's page", r.Buttons)
+	}
+}
+
+// A GPU alert is worded per chat, and push channels choose Xid errors
+// apart from the thresholds crossed.
+func TestGPUAlerts(t *testing.T) {
+	p := &posts{}
+	xids, all := chat.ChatKey{Transport: "wecom:xid"}, chat.ChatKey{Transport: "webhook:all"}
+	n := New(Options{Post: p.post, Always: []chat.ChatKey{console},
+		Channels:  []Channel{{Name: xids.Transport, Alerts: []string{chat.AlertXid}}, {Name: all.Transport}},
+		Languages: i18n.Languages{Default: i18n.ZhEn, ByTransport: map[string]i18n.Lang{"webhook:all": i18n.En}}})
+	n.Start()
+	h100 := gpu.Device{Index: 0, Name: "NVIDIA H100 80GB HBM3", MemTotal: 80 << 30, MemUsed: 77 << 30, TempC: 60}
+	n.GPUAlert(gpu.Alert{Kind: gpu.AlertMemory, Device: 0, RunID: 3, Key: "gpu:memory:run3:dev0:1", Sampled: h100, Held: 10 << 30,
+		Thresholds: gpu.Thresholds{MemoryPercent: 95}})
+	n.GPUAlert(gpu.Alert{Kind: gpu.AlertXid, Device: 0, RunID: 3, Key: "gpu:xid:dev0:1", Sampled: h100, Runs: []int64{3}, Xid: 79})
+	closeNotifier(t, n)
+	byKey := map[chat.ChatKey]map[string]chat.Reply{}
+	for _, e := range p.all() {
+		if byKey[e.To] == nil {
+			byKey[e.To] = map[string]chat.Reply{}
+		}
+		byKey[e.To][e.Reply.Key] = e.Reply
+		if !e.Durable {
+			t.Errorf("%s to %v is not durable: an alert is stored before it is sent", e.Reply.Key, e.To)
+		}
+	}
+	if r := byKey[console]["gpu:memory:run3:dev0:1"]; r.Kind != chat.KindAlert || r.Alert != chat.AlertGPU || r.RunID != 3 || r.Text != render.GPUAlert(i18n.ZhEn, gpu.Alert{Kind: gpu.AlertMemory, Device: 0, RunID: 3, Sampled: h100, Held: 10 << 30, Thresholds: gpu.Thresholds{MemoryPercent: 95}}) {
+		t.Errorf("the memory alert to the console: %+v", r)
+	}
+	if r := byKey[console]["gpu:xid:dev0:1"]; r.Alert != chat.AlertXid || !strings.Contains(r.Text, "Xid 79") {
+		t.Errorf("the Xid alert to the console: %+v", r)
+	}
+	if got := byKey[xids]; len(got) != 1 || got["gpu:xid:dev0:1"].Alert != chat.AlertXid {
+		t.Errorf("the channel of Xid alerts got %+v, want the Xid alert only", got)
+	}
+	if got := byKey[all]; len(got) != 2 || got["gpu:xid:dev0:1"].Text != render.GPUAlert(i18n.En, gpu.Alert{Kind: gpu.AlertXid, Device: 0, RunID: 3, Sampled: h100, Runs: []int64{3}, Xid: 79}) {
+		t.Errorf("the English channel got %+v, want both alerts in English", got)
 	}
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -430,4 +431,31 @@ func GPUsText(gpus []trainer.RunGPU) string {
 		}
 	}
 	return strings.Join(idx, ", ")
+}
+
+// SlurmGPUNotes says, for each active Slurm run, that its GPUs are on its
+// node (not in this host's figures) and, where maxRSS (sstat) can tell,
+// its MaxRSS; "" when no active run is on Slurm. It goes under GPUTable
+// in the 显卡 answer.
+func SlurmGPUNotes(ctx context.Context, l i18n.Lang, active []trainer.Status, maxRSS func(context.Context, string) (int64, error)) string {
+	var lines []string
+	for _, st := range active {
+		r := st.Run
+		if r.SlurmJobID == "" {
+			continue
+		}
+		line := l.T(i18n.SlurmRunNode, r.ID, r.Job, r.SlurmJobID)
+		if r.Node == "" {
+			lines = append(lines, line+l.T(i18n.SlurmNotYet))
+			continue
+		}
+		line += l.T(i18n.SlurmOnNode, r.Node)
+		if n, err := maxRSS(ctx, r.SlurmJobID); err == nil {
+			line += l.T(i18n.SlurmMaxRSS, units.Bytes(n))
+		} else {
+			line += l.T(i18n.SlurmNoMaxRSS, err.Error())
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
 }

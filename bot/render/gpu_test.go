@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -277,5 +278,36 @@ func TestRunGPUsText(t *testing.T) {
 	st := trainer.Status{Run: r, Progress: logparse.Progress{Epoch: math.NaN()}}
 	if got := StatusText(i18n.En, st); !strings.Contains(got, "GPUs: 0, 3 (A100-SXM4-80GB)") {
 		t.Errorf("StatusText = %q", got)
+	}
+}
+
+func TestGPUNotesOfSlurmRuns(t *testing.T) {
+	runs := []trainer.Status{
+		{Run: &trainer.Run{ID: 1, Job: "local"}},
+		{Run: &trainer.Run{ID: 2, Job: "big", Runner: "slurm", SlurmJobID: "42", Node: "gpu01"}},
+		{Run: &trainer.Run{ID: 3, Job: "big2", Runner: "slurm", SlurmJobID: "43"}},
+		{Run: &trainer.Run{ID: 4, Job: "big3", Runner: "slurm", SlurmJobID: "44", Node: "gpu02"}},
+	}
+	maxRSS := func(_ context.Context, id string) (int64, error) {
+		if id == "42" {
+			return 3 << 30, nil
+		}
+		return 0, errors.New("sstat: no steps")
+	}
+	got := SlurmGPUNotes(context.Background(), i18n.ZhEn, runs, maxRSS)
+	for _, want := range []string{
+		"run #2 (big) is Slurm job 42 on gpu01: its GPUs are that node's, not in the figures above; MaxRSS (sstat) 3.00 GiB",
+		"run #3 (big2) is Slurm job 43, not running yet",
+		"run #4 (big3) is Slurm job 44 on gpu02: its GPUs are that node's, not in the figures above; sstat cannot tell its memory (sstat: no steps)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("notes lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "run #1") {
+		t.Errorf("a local run has a note:\n%s", got)
+	}
+	if got := SlurmGPUNotes(context.Background(), i18n.ZhEn, runs[:1], maxRSS); got != "" {
+		t.Errorf("no Slurm run: %q, want no note", got)
 	}
 }

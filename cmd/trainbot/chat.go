@@ -56,7 +56,7 @@ func (c *configFlags) load(e env) (*config.Config, *botConfig, int) {
 	}
 	// What this command writes (the database's WAL, a chart) is as
 	// private as the data directory: its user's, or shared_group's too.
-	private.Restrict(bc.sharing.shared())
+	private.Restrict(bc.sharing.Shared())
 	return cfg, bc, exitOK
 }
 
@@ -202,7 +202,7 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 	}
 	fmt.Fprintf(e.stdout, "%s: OK — %s; data_dir %s\n", cf.config, jobs, cfg.DataDir)
 	raw, _ := os.ReadFile(cf.config)
-	for _, w := range configWarnings(cfg, raw) {
+	for _, w := range cfg.Warnings(raw) {
 		fmt.Fprintln(e.stdout, w)
 	}
 	for _, j := range bc.jobs {
@@ -214,10 +214,10 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 		}
 		fmt.Fprintf(e.stdout, "job %s runs on Slurm: the data directory %s must be on a filesystem its compute nodes share (the runs write their output there)\n", j.Name, cfg.DataDir)
 	}
-	if bc.sharing.shared() {
-		fmt.Fprintln(e.stdout, sharingNote(cfg.DataDir, bc.sharing))
+	if bc.sharing.Shared() {
+		fmt.Fprintln(e.stdout, bc.sharing.Note(cfg.DataDir))
 	}
-	for _, x := range exposures(cfg, cf.config, bc.sharing) {
+	for _, x := range private.Exposures(cfg.DataDir, cf.config, cfg.SecretsInFile(), bc.sharing) {
 		fmt.Fprintln(e.stdout, "warning: "+x.String())
 	}
 	for _, k := range transports {

@@ -12,6 +12,7 @@ import (
 	"github.com/trainbot/trainbot/bot/push"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/i18n"
+	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/logparse"
@@ -32,7 +33,7 @@ type botConfig struct {
 	alerts    []trainer.AlertRule // [[alerts]]: every job's
 	// sharing is [store] shared_group resolved; configPath the file read
 	// ("" for none), whose mode is checked when it holds a secret.
-	sharing    sharing
+	sharing    private.Sharing
 	configPath string
 	// langs is the language of each transport and push channel.
 	langs i18n.Languages
@@ -325,6 +326,20 @@ func scheduleFromConfig(c *config.Config, i int, jobs map[int]*trainer.Job) (sch
 		}
 	}
 	return s, errs
+}
+
+// sharingFromConfig resolves [store] shared_group (private.LookupGroup);
+// none leaves the data directory private.
+func sharingFromConfig(c *config.Config) (private.Sharing, config.Errors) {
+	name := c.Store.SharedGroup
+	if name == "" {
+		return private.NotShared, nil
+	}
+	s, err := private.LookupGroup(name)
+	if err != nil {
+		return private.NotShared, config.Errors{c.ErrorAt("store.shared_group", "%v", err)}
+	}
+	return s, nil
 }
 
 func unwrapAll(err error) []error {

@@ -446,43 +446,6 @@ for = "often"
 	}
 }
 
-// [chat] progress_interval paces every transport's live progress; the old
-// [telegram] spelling still works, and check warns of it.
-func TestProgressIntervalKey(t *testing.T) {
-	dir := t.TempDir()
-	for _, c := range []struct {
-		body string
-		want time.Duration
-		warn string
-	}{
-		{"", 10 * time.Second, ""},
-		{"[chat]\nprogress_interval = \"30s\"\n", 30 * time.Second, ""},
-		{"[telegram]\nprogress_interval = \"20s\"\n", 20 * time.Second, `telegram.progress_interval: deprecated: it sets the live progress of every transport; write progress_interval = "20s" under [chat]`},
-		{"[chat]\nprogress_interval = \"0s\"\n[telegram]\nprogress_interval = \"20s\"\n", 0, "[chat] progress_interval is set too"},
-	} {
-		path := filepath.Join(dir, "c.toml")
-		if err := os.WriteFile(path, []byte("data_dir = \""+dir+"\"\n"+c.body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := config.Load(path, declareTransports)
-		if err != nil {
-			t.Fatalf("%q: %v", c.body, err)
-		}
-		if got := cfg.ProgressInterval(); got != c.want {
-			t.Errorf("%q: progress interval %s, want %s", c.body, got, c.want)
-		}
-		warnings := strings.Join(configWarnings(cfg, []byte(c.body)), "\n")
-		if c.warn == "" && strings.Contains(warnings, "progress_interval") || c.warn != "" && !strings.Contains(warnings, c.warn) {
-			t.Errorf("%q: warnings %q, want %q", c.body, warnings, c.warn)
-		}
-	}
-	path := filepath.Join(dir, "bad.toml")
-	os.WriteFile(path, []byte("data_dir = \""+dir+"\"\n[chat]\nprogress_interval = \"1s\"\n"), 0o600)
-	if _, err := config.Load(path, declareTransports); err == nil || !strings.Contains(err.Error(), "bad.toml:3: chat.progress_interval: want 2s or more") {
-		t.Errorf("a 1 s interval: got %v, want the key and its line", err)
-	}
-}
-
 // The layers of load, each over the one before: the file, then the
 // environment, then the flags --data and --log-level.
 func TestFlagsOverrideEnvironmentOverridesFile(t *testing.T) {

@@ -4,20 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
-	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/procfs"
 	"github.com/trainbot/trainbot/internal/termsafe"
-	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/store"
-	"github.com/trainbot/trainbot/trainer"
-	"github.com/trainbot/trainbot/trainer/slurm"
 )
 
 // gpuJSON is `trainbot gpu --json`. Field names are a contract.
@@ -200,18 +195,6 @@ func runningPGIDs(ctx context.Context, dataDir string) (pgids map[int]int64, abo
 	return out, about, nil
 }
 
-// gpuRuns is what the GPU texts say of each active run: its job and who
-// started it.
-func gpuRuns(active []trainer.Status) map[int64]render.GPURun {
-	out := make(map[int64]render.GPURun, len(active))
-	for _, st := range active {
-		if st.Run != nil {
-			out[st.Run.ID] = render.GPURun{Job: st.Run.Job, By: st.Run.StartedBy}
-		}
-	}
-	return out
-}
-
 // gpuThresholds are the monitor's alert thresholds from [gpu]: idle_held
 // off unless asked for.
 func gpuThresholds(c config.GPUConfig) gpu.Thresholds {
@@ -220,54 +203,4 @@ func gpuThresholds(c config.GPUConfig) gpu.Thresholds {
 		th.IdleMemory, th.IdleFor = uint64(c.IdleMemory), time.Duration(c.IdleFor)
 	}
 	return th
-}
-
-// gpuAlertReply is the chat message of a GPU alert, worded per language.
-func gpuAlertReply(a gpu.Alert) func(i18n.Lang) chat.Reply {
-	kind := chat.AlertGPU // memory, temperature, ECC thresholds, idle_held
-	if a.Kind == gpu.AlertXid {
-		kind = chat.AlertXid
-	}
-	return func(l i18n.Lang) chat.Reply {
-		return chat.Reply{Kind: chat.KindAlert, Text: render.GPUAlert(l, a), RunID: a.RunID, Key: a.Key, Alert: kind}
-	}
-}
-
-// gpuChatReply answers 显卡: a fresh sample, as a table.
-func gpuChatReply(ctx context.Context, l i18n.Lang, m *gpu.Monitor, sup *trainer.Supervisor) chat.Reply {
-	snap, err := m.Collect(ctx)
-	active := sup.Active()
-	text := render.GPUTable(l, snap, gpuRuns(active))
-	if err != nil {
-		text += l.T(i18n.GPUSomeMissing, err.Error())
-	}
-	if notes := slurmGPUNotes(ctx, l, active, slurm.MaxRSS); notes != "" {
-		text += "\n" + notes
-	}
-	return chat.Reply{Text: text}
-}
-
-// slurmGPUNotes says, for each active Slurm run, that its GPUs are on its
-// nodes (not in this host's figures) and, where sstat can tell, its MaxRSS.
-func slurmGPUNotes(ctx context.Context, l i18n.Lang, active []trainer.Status, maxRSS func(context.Context, string) (int64, error)) string {
-	var lines []string
-	for _, st := range active {
-		r := st.Run
-		if r.SlurmJobID == "" {
-			continue
-		}
-		line := l.T(i18n.SlurmRunNode, r.ID, r.Job, r.SlurmJobID)
-		if r.Node == "" {
-			lines = append(lines, line+l.T(i18n.SlurmNotYet))
-			continue
-		}
-		line += l.T(i18n.SlurmOnNode, r.Node)
-		if n, err := maxRSS(ctx, r.SlurmJobID); err == nil {
-			line += l.T(i18n.SlurmMaxRSS, units.Bytes(n))
-		} else {
-			line += l.T(i18n.SlurmNoMaxRSS, err.Error())
-		}
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n")
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
-	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -202,34 +200,6 @@ command = ["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do echo \"step $i loss=0.
 	}
 }
 
-func TestGPUNotesOfSlurmRuns(t *testing.T) {
-	runs := []trainer.Status{
-		{Run: &trainer.Run{ID: 1, Job: "local"}},
-		{Run: &trainer.Run{ID: 2, Job: "big", Runner: "slurm", SlurmJobID: "42", Node: "gpu01"}},
-		{Run: &trainer.Run{ID: 3, Job: "big2", Runner: "slurm", SlurmJobID: "43"}},
-		{Run: &trainer.Run{ID: 4, Job: "big3", Runner: "slurm", SlurmJobID: "44", Node: "gpu02"}},
-	}
-	maxRSS := func(_ context.Context, id string) (int64, error) {
-		if id == "42" {
-			return 3 << 30, nil
-		}
-		return 0, errors.New("sstat: no steps")
-	}
-	got := slurmGPUNotes(context.Background(), i18n.ZhEn, runs, maxRSS)
-	for _, want := range []string{
-		"run #2 (big) is Slurm job 42 on gpu01: its GPUs are that node's, not in the figures above; MaxRSS (sstat) 3.00 GiB",
-		"run #3 (big2) is Slurm job 43, not running yet",
-		"run #4 (big3) is Slurm job 44 on gpu02: its GPUs are that node's, not in the figures above; sstat cannot tell its memory (sstat: no steps)",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("notes lack %q:\n%s", want, got)
-		}
-	}
-	if strings.Contains(got, "run #1") {
-		t.Errorf("a local run has a note:\n%s", got)
-	}
-}
-
 // idle_held reaches the monitor only when turned on; the JSON has each
 // holder's user, command and utilisation.
 func TestGPUSharingWiring(t *testing.T) {
@@ -254,9 +224,5 @@ func TestGPUSharingWiring(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("json lacks %s:\n%s", want, out)
 		}
-	}
-	active := []trainer.Status{{Run: &trainer.Run{ID: 3, Job: "train", StartedBy: "alice"}}}
-	if got := gpuRuns(active); got[3].Job != "train" || got[3].By != "alice" {
-		t.Errorf("gpuRuns = %+v", got)
 	}
 }

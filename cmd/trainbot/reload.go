@@ -4,39 +4,29 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
-	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/command"
 	"github.com/trainbot/trainbot/config"
-	"github.com/trainbot/trainbot/i18n"
-	"github.com/trainbot/trainbot/internal/procfs"
+	"github.com/trainbot/trainbot/internal/reload"
 	"github.com/trainbot/trainbot/schedule"
 	"github.com/trainbot/trainbot/trainer"
 )
 
-// ServePIDFile is where trainbot serve writes its pid in the data
-// directory, for trainbot reload.
-const ServePIDFile = "serve.pid"
-
-// reloader re-reads the config file on SIGHUP (and trainbot reload) and
-// applies what can change while the bot runs: auth lists, jobs, alert
-// rules, schedules, [watch] dirs and the time zone. An invalid file changes
-// nothing: the error goes to the log and the chats.
-type reloader struct {
+// reloadable is what a config reload changes while serve runs: the auth
+// lists, jobs, alert rules, schedules, [watch] dirs, the time zone and the
+// push channels. Its apply is internal/reload's Apply: cmd is the one place
+// that knows both the config and the parts it configures. An invalid file
+// changes nothing.
+type reloadable struct {
 	path    string   // the config file
 	environ []string // for TRAINBOT_* keys
 	cur     *config.Config
 	extra   []*trainer.Job // jobs that are not the config's (demo's)
 	sup     *trainer.Supervisor
 	router  *command.Router
-	notify  func(func(i18n.Lang) chat.Reply)
 	log     *slog.Logger
 
 	mu    sync.Mutex
@@ -48,9 +38,9 @@ type reloader struct {
 	pushNames []string // the push channels in force
 }
 
-// reload reads the file and applies it; the error says why nothing
+// apply reads the file and applies it; the error says why nothing
 // changed.
-func (r *reloader) reload(ctx context.Context) (string, error) {
+func (r *reloadable) apply(ctx context.Context) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cfg, bc, err := readConfig(r.path, r.environ, r.cur)
@@ -113,14 +103,14 @@ func senderNames(p pushedChannels) []string {
 }
 
 // operators are the operators of the config in force.
-func (r *reloader) operators() []int64 {
+func (r *reloadable) operators() []int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cur.Auth.Operators
 }
 
 // closeSchedules stops the schedules in force.
-func (r *reloader) closeSchedules(ctx context.Context) error {
+func (r *reloadable) closeSchedules(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sched == nil {
@@ -136,48 +126,6 @@ func readConfig(path string, environ []string, cur *config.Config) (*config.Conf
 	return parseConfig(path, environ, func(cfg *config.Config) {
 		cfg.DataDir, cfg.LogLevel = cur.DataDir, cur.LogLevel
 	})
-}
-
-// reloadOnHangup reloads on SIGHUP (systemctl reload, trainbot reload)
-// until the returned func is called. It catches the signal rather than
-// setting SIG_IGN, which the runs' processes would inherit.
-func (r *reloader) reloadOnHangup() func() { return onHangup(r.onHangup) }
-
-func (r *reloader) onHangup(ctx context.Context) {
-	if r.path == "" {
-		r.log.Warn("SIGHUP: there is no config file to reload (trainbot runs without --config)")
-		return
-	}
-	summary, err := r.reload(ctx)
-	if err != nil {
-		r.log.Error("config reload failed; the old config stays", "config", r.path, "err", err)
-		r.notify(func(l i18n.Lang) chat.Reply {
-			return chat.Reply{Kind: chat.KindAlert, Alert: chat.AlertTrainbot, Text: l.T(i18n.ReloadFailed, err)}
-		})
-		return
-	}
-	r.log.Info("config reloaded", "config", r.path, "summary", summary)
-	r.notify(func(l i18n.Lang) chat.Reply {
-		return chat.Reply{Kind: chat.KindNotice, Text: l.T(i18n.Reloaded, filepath.Base(r.path), summary)}
-	})
-}
-
-// writeServePID records serve's pid in the data directory; the returned
-// func removes it (if it is still this process's).
-func writeServePID(dataDir string) (func(), error) {
-	path := filepath.Join(dataDir, ServePIDFile)
-	me := strconv.Itoa(os.Getpid())
-	if st, err := procfs.ReadStat(os.Getpid()); err == nil {
-		me += " " + strconv.FormatUint(uint64(st.Start), 10) // the start, against pid reuse
-	}
-	if err := os.WriteFile(path, []byte(me+"\n"), 0o600); err != nil {
-		return nil, err
-	}
-	return func() {
-		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == me {
-			os.Remove(path)
-		}
-	}, nil
 }
 
 // cmdReload asks the trainbot serving a data directory to re-read its
@@ -197,24 +145,9 @@ func cmdReload(ctx context.Context, args []string, e env) int {
 	if cfg == nil {
 		return code
 	}
-	b, err := os.ReadFile(filepath.Join(cfg.DataDir, ServePIDFile))
+	pid, err := reload.Signal(cfg.DataDir)
 	if err != nil {
-		return errorf(e, "no trainbot serve runs on %s (%v)", cfg.DataDir, err)
-	}
-	fields := strings.Fields(string(b))
-	pid := 0
-	if len(fields) > 0 {
-		pid, _ = strconv.Atoi(fields[0])
-	}
-	if pid <= 0 {
-		return errorf(e, "%s: %q is not a pid", filepath.Join(cfg.DataDir, ServePIDFile), strings.TrimSpace(string(b)))
-	}
-	st, err := procfs.ReadStat(pid)
-	if err != nil || (len(fields) > 1 && fields[1] != strconv.FormatUint(uint64(st.Start), 10)) {
-		return errorf(e, "pid %d in %s is not that trainbot serve any more (it stopped without removing the file)", pid, filepath.Join(cfg.DataDir, ServePIDFile))
-	}
-	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
-		return errorf(e, "signal pid %d: %v", pid, err)
+		return errorf(e, "%v", err)
 	}
 	fmt.Fprintf(e.stdout, "sent SIGHUP to trainbot serve (pid %d): it re-reads its config; its log and the chats say whether the new one was taken\n", pid)
 	return exitOK

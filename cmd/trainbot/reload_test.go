@@ -12,6 +12,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/push"
 	"github.com/trainbot/trainbot/bot/telegram/telegramtest"
+	"github.com/trainbot/trainbot/internal/reload"
 )
 
 // SIGHUP (through trainbot reload) adds an operator whose next 开始
@@ -77,7 +78,7 @@ func TestReloadAddsAnOperator(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("serve did not stop")
 	}
-	if _, err := os.Stat(filepath.Join(data, ServePIDFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(data, reload.PIDFile)); !os.IsNotExist(err) {
 		t.Errorf("serve.pid left behind: %v", err)
 	}
 	if code, _, errOut := trainbot(t, "", "reload", "--data", data); code != 1 || !strings.Contains(errOut, "no trainbot serve runs") {

@@ -36,6 +36,12 @@ var rules = []struct {
 	{"web", append([]string{mod + "trainer/shim", "testing"}, database...), "reads the history through web.History"},
 	{"trainer", append([]string{mod + "trainer/shim", "testing"}, database...),
 		"starts and talks to runs' supervisors through trainer/shimctl; records through trainer.Recorder"},
+	// Rooms that cmd/trainbot hands what they need: neither reads the
+	// config (cmd turns it into their options) nor knows runs.
+	{"internal/private", append([]string{mod + "config", mod + "trainer/...", "testing"}, database...),
+		"the umask and the data directory's modes: it is given paths, a group and the secrets' keys"},
+	{"internal/reload", append([]string{mod + "config", mod + "trainer/...", "testing"}, database...),
+		"SIGHUP, serve.pid and the outcome's notice; what a reload changes is the caller's Apply"},
 	{"bot/transport", append([]string{mod + "trainer", mod + "trainer/shim", mod + "bot/telegram", mod + "bot/wecom", mod + "bot/feishu", mod + "bot/dingtalk", "testing"}, database...),
 		"the contract a transport meets: config, chat and i18n only; the transports import it, not the other way"},
 	{"bot/messengers", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...), "the transports' list: they keep their state through transport.KV"},

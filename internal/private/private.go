@@ -15,6 +15,12 @@
 // The umask is process-wide state, so this package mirrors it: Mode and
 // Tighten use the mask Restrict set, or the process's own when it never
 // ran.
+//
+// What an earlier version left readable is taken back at start
+// (MakeDataDir); with [store] shared_group the data directory is given to
+// a group instead (LookupGroup, Sharing). What the umask cannot take back
+// — the data directory's own mode, a config file holding a secret — is
+// told, with the chmod that fixes it (Exposures).
 package private
 
 import (

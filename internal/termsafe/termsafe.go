@@ -9,9 +9,13 @@
 //
 // JSON output needs none of this: encoding/json escapes control
 // characters already.
+//
+// Argv writes a command line for a log line or a hint to paste into a
+// shell, quoting the items a shell would not read as one word.
 package termsafe
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -98,4 +102,18 @@ func unsafeRune(r rune, field bool) bool {
 		return true
 	}
 	return r >= 0x80 && r <= 0x9f
+}
+
+// Argv renders argv for a log line (or a command to paste into a shell),
+// quoting the items a shell would not read as one word.
+func Argv(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>(){}*?[]#~") {
+			q[i] = strconv.Quote(a)
+		} else {
+			q[i] = a
+		}
+	}
+	return strings.Join(q, " ")
 }

@@ -58,3 +58,21 @@ func BenchmarkString(b *testing.B) {
 		})
 	}
 }
+
+func TestArgv(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"python3", "train.py", "--lr", "0.1"}, "python3 train.py --lr 0.1"},
+		{[]string{"sh", "-c", "echo $HOME; ls"}, `sh -c "echo $HOME; ls"`},
+		{[]string{"chmod", "700", "/data/my runs"}, `chmod 700 "/data/my runs"`},
+		{[]string{"echo", ""}, `echo ""`},
+		{[]string{"it's", `a"b`, `c\d`, "~/x", "*.pt"}, `"it's" "a\"b" "c\\d" "~/x" "*.pt"`},
+		{nil, ""},
+	} {
+		if got := Argv(c.argv); got != c.want {
+			t.Errorf("Argv(%q) = %s, want %s", c.argv, got, c.want)
+		}
+	}
+}

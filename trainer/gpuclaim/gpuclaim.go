@@ -133,6 +133,31 @@ func (a *Allocator) Claim(ctx context.Context, req trainer.GPURequest, h trainer
 	}
 }
 
+// Met reports whether n GPUs with memory free each could be given to a
+// run now, and which (their indices): the question 通知空闲 asks every few
+// seconds. It locks nothing.
+func (a *Allocator) Met(n int, memory uint64) ([]int, bool) {
+	snap := a.opts.Last()
+	if !snap.Available {
+		return nil, false
+	}
+	holdings, err := a.opts.Locks.Holders()
+	if err != nil {
+		return nil, false
+	}
+	taken := map[string]bool{}
+	for uuid, hd := range holdings {
+		if hd.Taken() {
+			taken[uuid] = true
+		}
+	}
+	choice, err := gpu.Choose(snap, a.opts.Availability, gpu.Request{Count: n, Memory: memory}, taken, a.opts.FreeFor)
+	if err != nil {
+		return nil, false
+	}
+	return choice.Indices(), true
+}
+
 // shortage is busy with each taken device's lock holder (a run of
 // another trainbot, maybe another user's) beside gpu's facts.
 func (a *Allocator) shortage(req trainer.GPURequest, busy *gpu.BusyError, holdings map[string]gpulock.Holding) *trainer.GPUShortage {

@@ -21,6 +21,7 @@ import (
 	"github.com/trainbot/trainbot/internal/gpulock"
 	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/internal/procfs"
+	"github.com/trainbot/trainbot/internal/termsafe"
 	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
@@ -268,7 +269,7 @@ func (s *shim) run(ready *os.File) int {
 	srv := newServer(ln, s.handle, s.errf)
 
 	oomStart := procfs.CgroupOOMKills()
-	s.q.note("run %d of %s started %s: %s", spec.RunID, spec.Job, s.st.StartedAt.Format(time.RFC3339), shimctl.QuoteArgv(spec.Argv))
+	s.q.note("run %d of %s started %s: %s", spec.RunID, spec.Job, s.st.StartedAt.Format(time.RFC3339), termsafe.Argv(spec.Argv))
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return s.failStart(ready, wdone, srv, err)

@@ -1,10 +1,6 @@
 package shimctl
 
-import (
-	"strconv"
-	"strings"
-	"time"
-)
+import "time"
 
 // Defaults for the zero values of a Spec (those of package trainer).
 const (
@@ -35,18 +31,4 @@ func (sp Spec) WithDefaults() Spec {
 		sp.BufferBytes = DefaultBufferBytes
 	}
 	return sp
-}
-
-// QuoteArgv renders argv for a log line, quoting the items a shell would
-// not read as one word.
-func QuoteArgv(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>(){}*?[]#~") {
-			q[i] = strconv.Quote(a)
-		} else {
-			q[i] = a
-		}
-	}
-	return strings.Join(q, " ")
 }

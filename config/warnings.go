@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bufio"
@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/trainbot/trainbot/config"
 )
 
 // exampleUserID is the user id of config.example.toml's operators.
@@ -23,13 +21,17 @@ var shells = []string{"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 // paramRef finds a "{name}" that is not a literal brace ("{{").
 var paramRef = regexp.MustCompile(`(^|[^{])\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// configWarnings are what `trainbot check` warns about without failing: a
-// config may hold them, but they are most likely mistakes. raw is the file
-// as read ("" lines are not scanned).
-func configWarnings(cfg *config.Config, raw []byte) []string {
+// Warnings are what `trainbot check` warns about without failing: a
+// config may hold them, but they are most likely mistakes — a value still
+// the example's placeholder or user id, the deprecated [telegram]
+// progress_interval, a job's program that is not there, a parameter put
+// into a shell script. raw is the file as read (nil: its lines are not
+// scanned). Each is one line, "warning: " and where it is (file, line,
+// key) first.
+func (c *Config) Warnings(raw []byte) []string {
 	var out []string
 	warn := func(key, format string, args ...any) {
-		e := cfg.ErrorAt(key, format, args...)
+		e := c.ErrorAt(key, format, args...)
 		out = append(out, "warning: "+e.Error())
 	}
 	// Values still the example's.
@@ -52,30 +54,30 @@ func configWarnings(cfg *config.Config, raw []byte) []string {
 		}
 		key, _, _ := strings.Cut(line, "=")
 		out = append(out, fmt.Sprintf("warning: %s:%d: %s: still the example's placeholder %s: put in your own value",
-			cfg.File(), n, section+strings.TrimSpace(key), placeholderWord(line[i:])))
+			c.File(), n, section+strings.TrimSpace(key), placeholderWord(line[i:])))
 	}
-	if cfg.InFile("telegram.progress_interval") {
-		if cfg.InFile("chat.progress_interval") {
+	if c.InFile("telegram.progress_interval") {
+		if c.InFile("chat.progress_interval") {
 			warn("telegram.progress_interval", "deprecated, and [chat] progress_interval is set too: that one is in force; remove this one")
 		} else {
-			warn("telegram.progress_interval", "deprecated: it sets the live progress of every transport; write progress_interval = %q under [chat] instead (it still works)", cfg.ProgressInterval().String())
+			warn("telegram.progress_interval", "deprecated: it sets the live progress of every transport; write progress_interval = %q under [chat] instead (it still works)", c.ProgressInterval().String())
 		}
 	}
 	for _, f := range []struct {
 		key string
 		ids []int64
-	}{{"auth.operators", cfg.Auth.Operators}, {"auth.viewers", cfg.Auth.Viewers}} {
+	}{{"auth.operators", c.Auth.Operators}, {"auth.viewers", c.Auth.Viewers}} {
 		if slices.Contains(f.ids, exampleUserID) {
 			warn(f.key, "%d is the example's user id: put in your own (send /start to the bot, or ask @userinfobot)", exampleUserID)
 		}
 	}
-	for i, jc := range cfg.Jobs {
+	for i, jc := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d].command", i)
 		if len(jc.Command) == 0 {
 			continue
 		}
 		if jc.Runner != "slurm" {
-			if why := programMissing(jc.Command[0], config.ExpandHome(jc.Dir)); why != "" {
+			if why := programMissing(jc.Command[0], ExpandHome(jc.Dir)); why != "" {
 				warn(key, "%s", why)
 			}
 		}
@@ -111,7 +113,7 @@ func programMissing(prog, dir string) string {
 		}
 		return ""
 	}
-	path := config.ExpandHome(prog)
+	path := ExpandHome(prog)
 	if !filepath.IsAbs(path) && dir != "" {
 		path = filepath.Join(dir, path)
 	}
