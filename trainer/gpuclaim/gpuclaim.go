@@ -106,11 +106,17 @@ func (a *Allocator) Claim(ctx context.Context, req trainer.GPURequest, h trainer
 		}
 		files, err := gpulock.LockAll(a.opts.Locks, choice.UUIDs(), holder)
 		var held *gpulock.HeldError
-		if errors.As(err, &held) && try < 3 {
+		// Each refusal marks one more GPU taken, so this ends within as
+		// many tries as the host has GPUs: with a choice, or with Choose
+		// saying they are not free now.
+		if errors.As(err, &held) && try <= len(snap.Devices) {
 			a.opts.Logger.Info("a GPU was locked by another trainbot meanwhile; choosing again", "uuid", held.UUID)
 			taken[held.UUID] = true
 			holdings[held.UUID] = gpulock.Holding{UUID: held.UUID, Holder: held.Holder, Held: !held.Orphan, Orphan: held.Orphan}
 			continue
+		}
+		if errors.As(err, &held) {
+			return nil, &trainer.GPUShortage{Want: req, Cause: err}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("lock GPUs: %w", err)

@@ -8,18 +8,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
-
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/internal/gpulock"
+	"github.com/trainbot/trainbot/internal/nvmltest"
 	"github.com/trainbot/trainbot/store"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/gpuclaim"
@@ -31,66 +27,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-const gib = 1 << 30
-
-// host is a mock DGX A100 (8 × 40 GiB, go-nvml's mock) whose devices
-// report the memory and processes the test sets.
-type host struct {
-	*dgxa100.Server
-	mu    sync.Mutex
-	used  [8]uint64
-	procs [8][]nvml.ProcessInfo
-}
-
-func newHost(t *testing.T) *host {
-	t.Helper()
-	h := &host{Server: dgxa100.New()}
-	h.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED } // no Xid events here
-	for i, dev := range h.Devices {
-		d := dev.(*server.Device)
-		total := d.MemoryInfo.Total
-		d.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			return nvml.Memory_v2{Total: total, Used: h.used[i], Free: total - h.used[i]}, nvml.SUCCESS
-		}
-		d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.SUCCESS }
-		d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 40, nvml.SUCCESS }
-		d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 100000, nvml.SUCCESS }
-		d.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return 400000, nvml.SUCCESS }
-		d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			return slices.Clone(h.procs[i]), nvml.SUCCESS
-		}
-		d.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
-		d.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
-			return nil, nvml.ERROR_NOT_FOUND
-		}
-		d.GetTopologyCommonAncestorFunc = func(nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
-			return nvml.TOPOLOGY_SYSTEM, nvml.SUCCESS
-		}
-		d.GetP2PStatusFunc = func(nvml.Device, nvml.GpuP2PCapsIndex) (nvml.GpuP2PStatus, nvml.Return) {
-			return nvml.P2P_STATUS_NOT_SUPPORTED, nvml.SUCCESS
-		}
-	}
-	return h
-}
-
-// foreign puts a process that is no trainbot run's on GPU i (pid 1: a
-// real process of another user, whose user and command /proc tells).
-func (h *host) foreign(i int, mem uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.used[i] += mem
-	h.procs[i] = []nvml.ProcessInfo{{Pid: 1, UsedGpuMemory: mem}}
-}
-
-func (h *host) release(i int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.used[i], h.procs[i] = 0, nil
-}
+const gib = nvmltest.GiB
 
 // bot is one trainbot on the host: its store, supervisor, GPU monitor and
 // allocator, over the host's lock directory.
@@ -101,7 +38,7 @@ type bot struct {
 	monitor *gpu.Monitor
 }
 
-func newBot(t *testing.T, h *host, lockDir string, freeFor time.Duration, jobs ...*trainer.Job) *bot {
+func newBot(t *testing.T, h *nvmltest.Host, lockDir string, freeFor time.Duration, jobs ...*trainer.Job) *bot {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(dir, store.Options{FlushEvery: 50 * time.Millisecond})
@@ -169,13 +106,13 @@ func visible(t *testing.T, r *trainer.Run) string {
 // with what holds each GPU, queued, and started once a run ended and a
 // released GPU has been quiet for free_for.
 func TestEightGPUsThreeBusy(t *testing.T) {
-	h := newHost(t)
+	h := nvmltest.NewHost()
 	for i, used := range []uint64{5, 0, 2, 0, 0, 3, 0, 1} { // GPUs 1, 3, 4, 6 have the most free
-		h.used[i] = used * gib
+		h.Used(i, used*gib)
 	}
-	h.foreign(1, 10*gib)
-	h.foreign(4, 10*gib)
-	h.foreign(6, 10*gib)
+	h.Foreign(1, 10*gib)
+	h.Foreign(4, 10*gib)
+	h.Foreign(6, 10*gib)
 	const freeFor = 300 * time.Millisecond
 	b := newBot(t, h, filepath.Join(t.TempDir(), "locks"), freeFor, envJob("train", "2"), envJob("big", "0"))
 	time.Sleep(2 * freeFor) // quiet long enough, for the GPUs that are
@@ -212,7 +149,7 @@ func TestEightGPUsThreeBusy(t *testing.T) {
 	if _, _, err := b.sup.Enqueue(context.Background(), trainer.StartRequest{Job: "big", Params: map[string]string{"gpus": "6"}, By: "bo"}, "telegram:2"); err != nil {
 		t.Fatal(err)
 	}
-	h.release(6) // the other user's process on GPU 6 ends
+	h.Release(6) // the other user's process on GPU 6 ends
 	released := time.Now()
 	var big *trainer.Run
 	deadline := time.After(30 * time.Second)
@@ -242,9 +179,9 @@ func TestEightGPUsThreeBusy(t *testing.T) {
 // that start hold distinct GPUs, as their children's environments say,
 // and the others are refused as waiting for GPUs.
 func TestTwoTrainbotsNeverShareAGPU(t *testing.T) {
-	h := newHost(t)
+	h := nvmltest.NewHost()
 	for i := 4; i < 8; i++ {
-		h.foreign(i, 10*gib)
+		h.Foreign(i, 10*gib)
 	}
 	lockDir := filepath.Join(t.TempDir(), "locks")
 	var jobs [2][]*trainer.Job
