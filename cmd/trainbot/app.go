@@ -267,7 +267,7 @@ func (b *bot) openNotifier() int {
 func (b *bot) openSupervisor() int {
 	ctx, e, o, cfg, st, logger := b.ctx, b.e, b.o, b.cfg, b.st, b.log
 	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger, SecretEnv: cfg.SecretEnv(), Queue: st, Alerts: o.bc.alerts,
-		HostAvailable: hostAvailable, GPUs: b.gpuAllocator()})
+		HostAvailable: hostAvailable, GPUs: b.gpuAllocator(), GPURetry: time.Duration(cfg.GPU.Interval)})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
@@ -400,7 +400,7 @@ func (b *bot) openReload() int {
 // is not safe, a start that asks for GPUs is refused with the reason.
 func (b *bot) openGPUs() int {
 	cfg, logger := b.cfg, b.log
-	b.telemetry, b.noGPU = gpu.Open()
+	b.telemetry, b.noGPU = openGPU()
 	if b.noGPU != nil {
 		logger.Info("no GPU telemetry; sampling host memory only", "reason", gpu.Reason(b.noGPU))
 	}
@@ -423,6 +423,9 @@ func (b *bot) openGPUs() int {
 		Logger: logger.With("component", "gpu")})
 	return exitOK
 }
+
+// openGPU opens the GPU telemetry: gpu.Open (a test's mock host instead).
+var openGPU = gpu.Open
 
 // gpuAllocator is the allocator for trainer.Options: nil (not a nil
 // pointer in the interface) without one.

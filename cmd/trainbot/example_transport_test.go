@@ -185,3 +185,13 @@ command = ["sh", "-c", "for i in 1 2 3; do echo \"step=$i loss=0.$i\"; sleep 0.1
 		t.Fatal("serve did not stop")
 	}
 }
+
+// reply is the i-th reply to chat, "" when there is none.
+func (t *exampleTransport) reply(chatID int64, i int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i < 0 || i >= len(t.replies[chatID]) {
+		return ""
+	}
+	return t.replies[chatID][i]
+}

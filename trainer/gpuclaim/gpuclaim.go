@@ -173,6 +173,10 @@ func (a *Allocator) shortage(req trainer.GPURequest, busy *gpu.BusyError, holdin
 		if !st.Taken || len(st.Runs) > 0 || !ok || !hd.Taken() || hd.HolderErr != nil {
 			continue
 		}
+		if hd.Holder.DataDir == a.opts.DataDir && hd.Holder.Run > 0 && !hd.Orphan {
+			st.Runs = []int64{hd.Holder.Run} // this trainbot's: the chat names its job and starter
+			continue
+		}
 		user := hd.Holder.User
 		if user == "" {
 			user = "uid " + strconv.Itoa(hd.Holder.UID)

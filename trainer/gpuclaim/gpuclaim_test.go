@@ -141,7 +141,7 @@ func TestEightGPUsThreeBusy(t *testing.T) {
 				t.Errorf("GPU %d: holders %+v, want pid 1 with its user", st.Device.Index, st.Holders)
 			}
 		case 3, 7:
-			if !st.Taken || st.Lock == nil || st.Lock.Run != r.ID || st.Lock.Job != "train" {
+			if !st.Taken || len(st.Runs) != 1 || st.Runs[0] != r.ID {
 				t.Errorf("GPU %d: %+v, want taken by run %d, as its lock says", st.Device.Index, st, r.ID)
 			}
 		}
@@ -237,5 +237,50 @@ func TestTwoTrainbotsNeverShareAGPU(t *testing.T) {
 			cancel()
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// A queued start waits for free_for after the GPU it needs is released,
+// then starts within the queue's retry (figures in the log: the time from
+// the release to the start).
+func TestQueuedStartWhenAGPUFreesUp(t *testing.T) {
+	h := nvmltest.NewHost()
+	for i := range 8 {
+		h.Foreign(i, 10*gib)
+	}
+	const freeFor = 500 * time.Millisecond
+	b := newBot(t, h, filepath.Join(t.TempDir(), "locks"), freeFor, envJob("one", "0"))
+	if _, _, err := b.sup.Enqueue(context.Background(), trainer.StartRequest{Job: "one", Params: map[string]string{"gpus": "1"}}, "telegram:1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * freeFor)
+	select {
+	case e := <-b.events:
+		if e.Kind == trainer.EventStarted {
+			t.Fatal("started while every GPU was busy")
+		}
+	default:
+	}
+	h.Release(5)
+	released := time.Now()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case e := <-b.events:
+			if e.Kind != trainer.EventStarted {
+				continue
+			}
+			took := time.Since(released)
+			if took < freeFor {
+				t.Errorf("started %s after the release, before free_for (%s)", took, freeFor)
+			}
+			if len(e.Run.GPUs) != 1 || e.Run.GPUs[0].Index != 5 {
+				t.Errorf("got GPUs %+v, want 5", e.Run.GPUs)
+			}
+			t.Logf("GPU released → queued run started: %s (free_for %s, sample interval 50ms, queue retry 50ms)", took.Round(time.Millisecond), freeFor)
+			return
+		case <-deadline:
+			t.Fatal("the queued start never started")
+		}
 	}
 }
