@@ -5,7 +5,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,7 +89,7 @@ func TestSharedGPUsFromTheChat(t *testing.T) {
 	host.Release(6)
 	released := time.Now()
 	n = ex.await(t, chat, n, "run #2 started", serr)
-	t.Logf("the queued start began %s after GPU 6 was released (free_for 500ms, [gpu] interval 100ms, the queue's retry 2s; run #1 held GPUs 3 and 7 for 2s)", time.Since(released).Round(10*time.Millisecond))
+	t.Logf("the queued start began %s after GPU 6 was released, once run #1 (2 s) let GPUs 3 and 7 go", time.Since(released).Round(10*time.Millisecond))
 	if log := waitFile(t, filepath.Join(dir, "data", "runs", "2", "output.log"), "visible="); !strings.Contains(log, "visible=0,2,3,5,6,7 order=PCI_BUS_ID") {
 		t.Errorf("the queued run sees %q", log)
 	}
@@ -109,5 +111,140 @@ func waitFile(t *testing.T, path, want string) string {
 			return string(b)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// init makes the test binary, run as trainbot (TRAINBOT_TEST_MAIN=1), see
+// the mock DGX with the GPUs TRAINBOT_TEST_MOCK_GPUS lists ("4,5,6,7")
+// busy with another user's process.
+func init() {
+	busy, ok := os.LookupEnv("TRAINBOT_TEST_MOCK_GPUS")
+	if !ok {
+		return
+	}
+	host := nvmltest.NewHost()
+	for _, f := range strings.Split(busy, ",") {
+		var i int
+		if _, err := fmt.Sscan(f, &i); err == nil {
+			host.Foreign(i, 10*nvmltest.GiB)
+		}
+	}
+	openGPU = func() (gpu.Backend, error) {
+		n, err := gpu.OpenNVML(host)
+		if err != nil {
+			return gpu.Unavailable(err), err
+		}
+		return n, nil
+	}
+}
+
+// Two trainbot processes, each with its own data directory, share the
+// host's lock directory: of 10 starts of gpus=1 (5 in each, as fast as
+// each console takes them) on 4 free GPUs, 4 start on distinct GPUs, as
+// the children's environments say, and the others are told to wait.
+func TestTwoTrainbotProcessesNeverShareAGPU(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lockDir := filepath.Join(dir, "locks")
+	type proc struct {
+		data   string
+		cmd    *exec.Cmd
+		stdin  io.WriteCloser
+		stdout *syncBuffer
+	}
+	var procs []*proc
+	for p := range 2 {
+		data := filepath.Join(dir, fmt.Sprintf("data%d", p))
+		var text strings.Builder
+		fmt.Fprintf(&text, "data_dir = %q\n[gpu]\ninterval = \"100ms\"\nfree_for = \"0s\"\nlock_dir = %q\n", data, lockDir)
+		for j := range 5 {
+			fmt.Fprintf(&text, "[[jobs]]\nname = \"j%d\"\ngpus = 1\ncommand = [\"sh\", \"-c\", \"echo visible=$CUDA_VISIBLE_DEVICES; sleep 4\"]\n", p*5+j)
+		}
+		cfg := filepath.Join(dir, fmt.Sprintf("c%d.toml", p))
+		if err := os.WriteFile(cfg, []byte(text.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(exe, "console", "--config", cfg)
+		cmd.Env = append(os.Environ(), "TRAINBOT_TEST_MAIN=1", "TRAINBOT_TEST_MOCK_GPUS=4,5,6,7", "HOME="+dir)
+		pr := &proc{data: data, cmd: cmd, stdout: &syncBuffer{}}
+		cmd.Stdout, cmd.Stderr = pr.stdout, pr.stdout
+		if pr.stdin, err = cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		procs = append(procs, pr)
+	}
+	// The starts go in once both have sampled their GPUs (free_for 0s).
+	time.Sleep(time.Second)
+	for p, pr := range procs {
+		var starts strings.Builder
+		for j := range 5 {
+			fmt.Fprintf(&starts, "开始 j%d\n", p*5+j)
+		}
+		if _, err := io.WriteString(pr.stdin, starts.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every start is answered: started, or told to wait for GPUs.
+	deadline := time.Now().Add(time.Minute)
+	count := func(s string) int {
+		n := 0
+		for _, pr := range procs {
+			n += strings.Count(pr.stdout.String(), s)
+		}
+		return n
+	}
+	for count("started")+count("Not enough free GPUs") < 10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not every start was answered:\n%s\n---\n%s", procs[0].stdout.String(), procs[1].stdout.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	seen := map[string]string{}
+	started := 0
+	for p, pr := range procs {
+		for id := 1; id <= 5; id++ {
+			path := filepath.Join(pr.data, "runs", fmt.Sprint(id), "output.log")
+			if _, err := os.Stat(path); err != nil {
+				continue // no such run: that start waits
+			}
+			started++
+			v := waitFile(t, path, "visible=")
+			line := ""
+			for _, l := range strings.Split(v, "\n") {
+				if strings.HasPrefix(l, "visible=") {
+					line = l
+				}
+			}
+			who := fmt.Sprintf("trainbot %d run %d", p, id)
+			if line == "" || line == "visible=" {
+				t.Errorf("%s sees no GPU: %q", who, v)
+			}
+			if other, dup := seen[line]; dup {
+				t.Errorf("%s and %s both see %q", other, who, line)
+			}
+			seen[line] = who
+		}
+	}
+	if started != 4 || count("Not enough free GPUs") != 6 {
+		t.Errorf("%d runs started and %d told to wait, want 4 and 6:\n%s\n---\n%s", started, count("Not enough free GPUs"), procs[0].stdout.String(), procs[1].stdout.String())
+	}
+	for _, pr := range procs {
+		pr.stdin.Close()
+	}
+	for _, pr := range procs {
+		done := make(chan error, 1)
+		go func() { done <- pr.cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Error("a trainbot did not end after its input did")
+		}
 	}
 }

@@ -46,6 +46,10 @@ var rules = []struct {
 		"the contract a transport meets: config, chat and i18n only; the transports import it, not the other way"},
 	{"bot/messengers", append([]string{mod + "trainer", mod + "trainer/shim", "testing"}, database...), "the transports' list: they keep their state through transport.KV"},
 	{"cmd/trainbot", []string{"testing"}, "the release binary: tests' helpers stay out of it"},
+	{"trainer/gpuclaim", append([]string{mod + "trainer/shim", mod + "bot/...", mod + "i18n", "testing"}, database...),
+		"chooses and locks GPUs for the trainer: gpu's facts, internal/gpulock's locks, nothing of the chats"},
+	{"bot/gpufree", append([]string{mod + "trainer", mod + "trainer/...", mod + "gpu", "testing"}, database...),
+		"asks whether GPUs are free through gpufree.Met, keeps its watches through gpufree.KV"},
 	{"internal/gpulock", append([]string{mod + "trainer/...", mod + "gpu", mod + "bot/...", mod + "config", mod + "i18n", "testing"}, database...),
 		"a leaf that the shim, trainer and gpu share: the lock files and their holders, nothing of runs, GPUs' telemetry or chat"},
 }

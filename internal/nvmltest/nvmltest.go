@@ -6,6 +6,7 @@
 package nvmltest
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 
@@ -31,6 +32,10 @@ func NewHost() *Host {
 	h.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED } // no Xid events here
 	for i, dev := range h.Devices {
 		d := dev.(*server.Device)
+		// The mock's UUIDs are random per process; a host's are not, and
+		// the host-wide locks go by them: two trainbot processes on one
+		// mock host see the same GPUs.
+		d.UUID = fmt.Sprintf("GPU-%08x-a100-4000-8000-%012x", i, i)
 		total := d.MemoryInfo.Total
 		d.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
 			h.mu.Lock()
