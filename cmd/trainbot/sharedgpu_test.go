@@ -200,7 +200,7 @@ func TestTwoTrainbotProcessesNeverShareAGPU(t *testing.T) {
 		}
 		return n
 	}
-	for count("started")+count("Not enough free GPUs") < 10 {
+	for count("▶️ run #")+count("Not enough free GPUs") < 10 {
 		if time.Now().After(deadline) {
 			t.Fatalf("not every start was answered:\n%s\n---\n%s", procs[0].stdout.String(), procs[1].stdout.String())
 		}
