@@ -157,18 +157,7 @@ command = ["sh", "-c", "for i in 1 2 3; do echo \"step=$i loss=0.$i\"; sleep 0.1
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sout, serr := &syncBuffer{}, &syncBuffer{}
-	e := env{stdin: strings.NewReader(""), stdout: sout, stderr: serr, exe: os.Args[0], environ: os.Environ()}
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, e) }()
-	var ex *exampleTransport
-	select {
-	case ex = <-exampleOpened:
-	case c := <-done:
-		t.Fatalf("serve ended with %d before opening the example transport:\n%s", c, serr.String())
-	case <-time.After(time.Minute):
-		t.Fatalf("serve did not open the example transport:\n%s", serr.String())
-	}
+	ex, done, serr := serveExample(t, ctx, cfg, os.Environ())
 	ex.says(7, "bo", "开始")
 	ex.await(t, 7, 0, "Your user id is bo", serr) // a stranger is told who they are, in English
 	ex.says(5, "ana", "开始")
@@ -184,6 +173,26 @@ command = ["sh", "-c", "for i in 1 2 3; do echo \"step=$i loss=0.$i\"; sleep 0.1
 	case <-time.After(time.Minute):
 		t.Fatal("serve did not stop")
 	}
+}
+
+// serveExample runs `trainbot serve --config cfg` until ctx ends, with
+// the example transport registered, and returns the transport it opened;
+// done gets serve's exit status.
+func serveExample(t *testing.T, ctx context.Context, cfg string, environ []string) (*exampleTransport, chan int, *syncBuffer) {
+	t.Helper()
+	sout, serr := &syncBuffer{}, &syncBuffer{}
+	e := env{stdin: strings.NewReader(""), stdout: sout, stderr: serr, exe: os.Args[0], environ: environ}
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, e) }()
+	select {
+	case ex := <-exampleOpened:
+		return ex, done, serr
+	case c := <-done:
+		t.Fatalf("serve ended with %d before opening the example transport:\n%s", c, serr.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("serve did not open the example transport:\n%s", serr.String())
+	}
+	return nil, nil, nil
 }
 
 // reply is the i-th reply to chat, "" when there is none.

@@ -55,18 +55,7 @@ func TestSharedGPUsFromTheChat(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sout, serr := &syncBuffer{}, &syncBuffer{}
-	e := env{stdin: strings.NewReader(""), stdout: sout, stderr: serr, exe: os.Args[0], environ: []string{"HOME=" + dir}}
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, e) }()
-	var ex *exampleTransport
-	select {
-	case ex = <-exampleOpened:
-	case c := <-done:
-		t.Fatalf("serve ended with %d:\n%s", c, serr.String())
-	case <-time.After(time.Minute):
-		t.Fatalf("serve did not open the example transport:\n%s", serr.String())
-	}
+	ex, done, serr := serveExample(t, ctx, cfg, []string{"HOME=" + dir})
 	const chat = 5
 	ex.says(chat, "ana", "通知空闲 2")
 	n := ex.await(t, chat, 0, "2 GPUs free now", serr) // once they have been quiet for free_for
