@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/trainbot/trainbot/bot/console"
 	"github.com/trainbot/trainbot/bot/transport"
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/private"
 	"github.com/trainbot/trainbot/trainer"
@@ -206,6 +208,11 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 		fmt.Fprintln(e.stdout, w)
 	}
 	for _, j := range bc.jobs {
+		if !j.GPUs.Zero() && j.Runner != trainer.RunnerSlurm {
+			req := gpu.Request{Count: j.GPUs.Count, Memory: uint64(j.GPUs.Memory), Indices: j.GPUs.Indices}
+			fmt.Fprintf(e.stdout, "job %s asks for %s: each start gets free ones (quiet for [gpu] free_for %s, not locked in %s), or waits\n",
+				j.Name, req, time.Duration(cfg.GPU.FreeFor), cfg.GPU.LockDir)
+		}
 		if j.Runner != trainer.RunnerSlurm {
 			continue
 		}

@@ -126,3 +126,30 @@ func TestRestartSections(t *testing.T) {
 		t.Errorf("got %q, want [wecom], [gpu]", got)
 	}
 }
+
+// check says what a job asks of the shared GPUs, and refuses a bad request
+// at its key and line.
+func TestCheckSaysWhatAJobAsksOfTheGPUs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.toml")
+	os.WriteFile(path, []byte(`data_dir = "`+dir+`"
+[[jobs]]
+name = "train"
+command = ["true"]
+gpus = [0, 3]
+gpu_memory = "20GiB"
+`), 0o600)
+	code, out, stderr := trainbot(t, "", "check", "--config", path)
+	if code != 0 || !strings.Contains(out, "job train asks for GPUs 0,3 with 20.0 GiB free: each start gets free ones (quiet for [gpu] free_for 1m0s") {
+		t.Errorf("check: %d\n%s\n%s", code, out, stderr)
+	}
+	os.WriteFile(path, []byte(`data_dir = "`+dir+`"
+[[jobs]]
+name = "train"
+command = ["true"]
+gpus = 0
+`), 0o600)
+	if code, _, stderr := trainbot(t, "", "check", "--config", path); code != 1 || !strings.Contains(stderr, "c.toml:5: jobs[0].gpus: want a number of GPUs from 1 to 64") {
+		t.Errorf("check of gpus = 0: %d\n%s", code, stderr)
+	}
+}
