@@ -187,3 +187,15 @@ func TestNoGPUsRefusesAGPURequest(t *testing.T) {
 		t.Errorf("plain run %+v", r)
 	}
 }
+
+// A Slurm job's GPUs are Slurm's to choose: gpu= is refused before
+// anything is submitted.
+func TestSlurmJobRefusesExactGPUs(t *testing.T) {
+	j := job("big", []string{"true"})
+	j.Runner = trainer.RunnerSlurm
+	h := newHarness(t, j)
+	_, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "big", Params: map[string]string{"gpu": "0"}})
+	if !errors.Is(err, trainer.ErrBadParam) || !strings.Contains(err.Error(), "cannot be asked of Slurm") {
+		t.Errorf("gpu=0 of a Slurm job: %v", err)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/trainbot/trainbot/trainer/slurm"
 )
 
 func fp(v float64) *float64 { return &v }
@@ -266,5 +268,20 @@ func TestTensorBoardDir(t *testing.T) {
 	bad := &Job{Name: "j", Command: []string{"python3"}, TensorBoard: "runs/{nope}"}
 	if err := bad.Normalize(); err == nil || !strings.Contains(err.Error(), `tensorboard: "runs/{nope}" refers to {nope}`) {
 		t.Errorf("an undeclared parameter: %v", err)
+	}
+}
+
+// A Slurm job's GPU request is sbatch's --gpus; exact GPUs cannot be
+// asked of Slurm.
+func TestSlurmGPURequest(t *testing.T) {
+	j := &Job{Name: "big", Runner: RunnerSlurm, GPUs: GPURequest{Count: 2}, Slurm: slurm.Options{Partition: "gpu", GPUs: ""}}
+	if o := slurmOptions(j.Slurm, j.gpuRequest(nil)); o.GPUs != "2" || o.Partition != "gpu" {
+		t.Errorf("the job's gpus: %+v", o)
+	}
+	if o := slurmOptions(j.Slurm, j.gpuRequest(map[string]string{"gpus": "4"})); o.GPUs != "4" {
+		t.Errorf("gpus=4: %+v", o)
+	}
+	if o := slurmOptions(slurm.Options{GPUs: "a100:2"}, GPURequest{}); o.GPUs != "a100:2" {
+		t.Errorf("slurm.gpus alone: %+v", o)
 	}
 }

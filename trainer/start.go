@@ -160,10 +160,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	}
 	lock.describe(lockHolder{Run: id, RunDir: runDir, What: fmt.Sprintf("run #%d (%s), started %s by trainbot pid %d", id, job.Name, now.Format(time.RFC3339), os.Getpid())})
 	if job.Runner == RunnerSlurm {
-		opts := job.Slurm
-		if gpuReq.Count > 0 {
-			opts.GPUs = strconv.Itoa(gpuReq.Count) // the start's gpus=N, or the job's gpus
-		}
+		opts := slurmOptions(job.Slurm, gpuReq)
 		sid, err := slurm.Submit(ctx, slurm.SubmitSpec{RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir,
 			Env: runAdditions(env, id, runDir, metricsPath), SecretEnv: s.opts.SecretEnv, Umask: childUmask(), RunDir: runDir, LogPath: run.LogPath, Options: opts})
 		if err != nil {
@@ -274,4 +271,14 @@ type runDirTakenError struct{ dir string }
 
 func (e *runDirTakenError) Error() string {
 	return fmt.Sprintf("its directory %s already exists: another trainbot with another database uses this data directory? (the next run takes a higher id)", e.dir)
+}
+
+// slurmOptions are a Slurm run's sbatch options: the job's, with the GPU
+// request's count (the job's gpus, or the start's gpus=N) as --gpus, since
+// Slurm allocates the GPUs of its jobs itself.
+func slurmOptions(o slurm.Options, req GPURequest) slurm.Options {
+	if req.Count > 0 {
+		o.GPUs = strconv.Itoa(req.Count)
+	}
+	return o
 }
