@@ -1,5 +1,10 @@
 package trainer
 
+// Why this file is over 600 lines: it is the Supervisor's surface — its
+// options and errors, its state, and its public methods (Start is
+// start.go's, the queue queue.go's, adoption adopt.go's, a run's life
+// active's and its rooms'); the doc comments are a third of it.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,12 @@
 package logparse
 
+// Why this file is long (~1,500 lines): it is the free-text reader, one
+// hand-written scanner over a line's bytes. Classifying keys, reading the
+// phrase before a number, splitting pairs and naming metrics all work on
+// the scanner's state (lineInfo, phrase) on the hot path (bench/logparse.sh);
+// cut by concern they would hand that state around without any part
+// reading well alone. The structured formats have their own files.
+
 import (
 	"bytes"
 	"math"

@@ -1,5 +1,11 @@
 package shim
 
+// Why this file is long (~800 lines): it is the shim's life in the order
+// it happens — take the inherited descriptors, read the spec, claim the
+// run directory, start the child, supervise, stop with graces, reap,
+// persist the state — around one struct. The concerns that stand alone
+// have their own files (output.go, ctl.go, peak.go, tail.go).
+
 import (
 	"encoding/json"
 	"errors"
