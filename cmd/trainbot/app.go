@@ -130,6 +130,7 @@ type bot struct {
 	noGPU      error // why there is no NVML, nil with it
 	av         *gpu.Availability
 	gpus       *gpuclaim.Allocator // nil without NVML or a safe lock directory
+	noLocks    error               // why the lock directory cannot be used, nil when it can
 	monitor    *gpu.Monitor
 	rcv        *recv.Set
 }
@@ -412,6 +413,7 @@ func (b *bot) openGPUs() int {
 	locks, err := gpulock.Open(cfg.GPU.LockDir)
 	if err != nil {
 		logger.Warn("runs that ask for GPUs are refused: the GPU lock directory is not safe", "err", err)
+		b.noLocks = err
 		return exitOK
 	}
 	b.gpus = gpuclaim.New(gpuclaim.Options{Last: func() gpu.Snapshot {
@@ -430,7 +432,10 @@ var openGPU = gpu.Open
 // gpuAllocator is the allocator for trainer.Options: nil (not a nil
 // pointer in the interface) without one.
 func (b *bot) gpuAllocator() trainer.GPUAllocator {
-	if b.gpus == nil {
+	switch {
+	case b.noLocks != nil:
+		return gpuclaim.Refusing(b.noLocks)
+	case b.gpus == nil:
 		return nil
 	}
 	return b.gpus

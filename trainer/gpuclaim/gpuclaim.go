@@ -185,3 +185,14 @@ func (a *Allocator) shortage(req trainer.GPURequest, busy *gpu.BusyError, holdin
 	}
 	return &trainer.GPUShortage{Want: req, Cause: busy}
 }
+
+// Refusing is an allocator that refuses every claim with why GPUs cannot
+// be shared on this host (a lock directory that is not safe): the start
+// is told that, not that there are no GPUs.
+func Refusing(why error) trainer.GPUAllocator { return refusing{why} }
+
+type refusing struct{ why error }
+
+func (r refusing) Claim(context.Context, trainer.GPURequest, trainer.GPUHolder) (*trainer.GPUClaim, error) {
+	return nil, fmt.Errorf("%w: GPUs cannot be shared on this host: %v", trainer.ErrNoGPUs, r.why)
+}

@@ -284,3 +284,20 @@ func TestQueuedStartWhenAGPUFreesUp(t *testing.T) {
 		}
 	}
 }
+
+// A lock directory that is not safe refuses GPU requests with its reason.
+func TestUnsafeLockDirRefusesWithTheReason(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o777) // world-writable without the sticky bit
+	_, err := gpulock.Open(dir)
+	if err == nil {
+		t.Fatal("an unsafe lock directory was accepted")
+	}
+	_, cerr := gpuclaim.Refusing(err).Claim(context.Background(), trainer.GPURequest{Count: 1}, trainer.GPUHolder{})
+	if !errors.Is(cerr, trainer.ErrNoGPUs) || !strings.Contains(cerr.Error(), dir) || !strings.Contains(cerr.Error(), "cannot be shared") {
+		t.Errorf("got %v", cerr)
+	}
+}
