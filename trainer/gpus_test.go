@@ -199,3 +199,24 @@ func TestSlurmJobRefusesExactGPUs(t *testing.T) {
 		t.Errorf("gpu=0 of a Slurm job: %v", err)
 	}
 }
+
+// A start's gpus= stays with the run: its on_oom retries ask for GPUs
+// too (they start from the run's parameters), and the run shows it.
+func TestOOMRetryKeepsTheStartsGPURequest(t *testing.T) {
+	gpus := &fakeGPUs{dir: t.TempDir(), n: 2}
+	j := batchJob("16", 1)
+	h := newHarnessWith(t, t.TempDir(), trainer.Options{GPUs: gpus, GPURetry: 100 * time.Millisecond}, j)
+	first := h.start("fit", map[string]string{"gpus": "1"})
+	if len(first.GPUs) != 1 || first.Params["gpus"] != "1" {
+		t.Fatalf("first run: GPUs %+v, params %v", first.GPUs, first.Params)
+	}
+	chain := h.endedChain(3)
+	if len(chain) < 2 {
+		t.Fatalf("%d runs ended, want a retry", len(chain))
+	}
+	for i, e := range chain {
+		if len(e.Run.GPUs) != 1 {
+			t.Errorf("run #%d (link %d of the chain) got GPUs %+v: the start's gpus=1 was lost", e.Run.ID, i, e.Run.GPUs)
+		}
+	}
+}

@@ -284,4 +284,7 @@ func TestSlurmGPURequest(t *testing.T) {
 	if o := slurmOptions(slurm.Options{GPUs: "a100:2"}, GPURequest{}); o.GPUs != "a100:2" {
 		t.Errorf("slurm.gpus alone: %+v", o)
 	}
+	if o := slurmOptions(slurm.Options{GPUs: "a100:2"}, GPURequest{Count: 1}); o.GPUs != "a100:1" {
+		t.Errorf("gpus=1 over slurm.gpus a100:2: %+v, want the type kept", o)
+	}
 }

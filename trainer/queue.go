@@ -225,6 +225,12 @@ func (s *Supervisor) startQueued(ctx context.Context) (waitsForGPUs bool) {
 			s.dropQueued(ctx, e, "its parameters are no longer valid: "+err.Error())
 			continue
 		}
+		var startErr *StartError
+		if err != nil && !errors.As(err, &startErr) {
+			// Nothing was recorded that would say why: the requester is told.
+			s.dropQueued(ctx, e, "it could not start: "+err.Error())
+			continue
+		}
 		// Started, or recorded as a run that could not start (its end
 		// says why): either way the entry is done.
 		if _, rerr := s.opts.Queue.RemoveQueued(ctx, e.ID); rerr != nil {

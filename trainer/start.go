@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/trainbot/trainbot/internal/private"
@@ -35,6 +36,13 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		return nil, err
 	}
 	gpuReq := job.gpuRequest(req.Params)
+	// The start's gpus= or gpu= stays with the run's parameters: shown with
+	// them, and asked again by an on_oom retry, which starts from them.
+	for _, k := range []string{ParamGPUs, ParamGPU} {
+		if v, ok := req.Params[k]; ok && job.isGPUParam(k) {
+			params[k] = strings.TrimSpace(v)
+		}
+	}
 	if job.Runner == RunnerSlurm && len(gpuReq.Indices) > 0 {
 		return nil, &ParamError{Job: job.Name, Param: ParamGPU, Value: req.Params[ParamGPU], Given: true,
 			Reason: "cannot be asked of Slurm, which allocates the GPUs itself: ask gpus=N", Problem: ParamUnknown}
@@ -278,7 +286,11 @@ func (e *runDirTakenError) Error() string {
 // Slurm allocates the GPUs of its jobs itself.
 func slurmOptions(o slurm.Options, req GPURequest) slurm.Options {
 	if req.Count > 0 {
-		o.GPUs = strconv.Itoa(req.Count)
+		n := strconv.Itoa(req.Count)
+		if i := strings.LastIndexByte(o.GPUs, ':'); i >= 0 {
+			n = o.GPUs[:i+1] + n // "a100:2" with gpus=1 is "a100:1": the type stays
+		}
+		o.GPUs = n
 	}
 	return o
 }

@@ -376,6 +376,19 @@ func (s *Supervisor) stop(runID int64, req stopRequest) (*Run, error) {
 	return a.run.Clone(), nil
 }
 
+// IsActive reports whether run runID is one this supervisor observes now
+// (it takes no run's lock: a GPU claim asks it from within Start).
+func (s *Supervisor) IsActive(runID int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.active {
+		if a.run.ID == runID {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Supervisor) find(runID int64) (*active, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -132,6 +133,7 @@ type bot struct {
 	gpus       *gpuclaim.Allocator // nil without NVML or a safe lock directory
 	noLocks    error               // why the lock directory cannot be used, nil when it can
 	monitor    *gpu.Monitor
+	sampling   atomic.Pointer[gpu.Monitor] // the monitor, for what runs beside openGPU (claims at Resume)
 	rcv        *recv.Set
 }
 
@@ -417,11 +419,12 @@ func (b *bot) openGPUs() int {
 		return exitOK
 	}
 	b.gpus = gpuclaim.New(gpuclaim.Options{Last: func() gpu.Snapshot {
-		if b.monitor == nil { // before sampling starts: nothing is free yet
-			return gpu.Snapshot{}
+		m := b.sampling.Load() // the queue may claim at Resume, before sampling starts
+		if m == nil {
+			return gpu.Snapshot{} // nothing is free yet
 		}
-		return b.monitor.Last()
-	}, Availability: b.av, Locks: locks, FreeFor: time.Duration(cfg.GPU.FreeFor), Visible: cfg.GPU.Visible, DataDir: cfg.DataDir,
+		return m.Last()
+	}, Active: func(run int64) bool { return b.sup.IsActive(run) }, Availability: b.av, Locks: locks, FreeFor: time.Duration(cfg.GPU.FreeFor), Visible: cfg.GPU.Visible, DataDir: cfg.DataDir,
 		Logger: logger.With("component", "gpu")})
 	return exitOK
 }
@@ -450,6 +453,7 @@ func (b *bot) openGPU() int {
 		Runs: b.sup, Recorder: b.st, Alert: b.notifier.GPUAlert, Thresholds: gpuThresholds(cfg.GPU), Availability: b.av,
 		Logger: logger.With("component", "gpu")})
 	b.monitor.Start()
+	b.sampling.Store(b.monitor)
 	b.life.opened("stop GPU sampling", func() error { b.monitor.Close(); return nil })
 	b.router.GPUs = b.monitor
 	if b.gpus != nil {

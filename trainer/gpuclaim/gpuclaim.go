@@ -43,7 +43,11 @@ type Options struct {
 	Visible string
 	// DataDir is this trainbot's, written into the locks.
 	DataDir string
-	Logger  *slog.Logger
+	// Active reports whether a run of this trainbot is still active: the
+	// snapshot may be an interval old and still show a run that has just
+	// ended on its GPUs. Nil: every run the snapshot shows counts.
+	Active func(run int64) bool
+	Logger *slog.Logger
 }
 
 // Allocator chooses and locks GPUs: a trainer.GPUAllocator.
@@ -51,7 +55,11 @@ type Allocator struct {
 	opts Options
 	user string
 	uid  int
+	host string
 	mu   sync.Mutex // one claim at a time in this trainbot
+	// seen are the GPU indices any snapshot has shown: one that misses a
+	// sample is not "no such GPU".
+	seen map[int]bool
 }
 
 var _ trainer.GPUAllocator = (*Allocator)(nil)
@@ -61,7 +69,8 @@ func New(opts Options) *Allocator {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Allocator{opts: opts, uid: os.Getuid()}
+	a := &Allocator{opts: opts, uid: os.Getuid(), seen: map[int]bool{}}
+	a.host, _ = os.Hostname()
 	a.user = strconv.Itoa(a.uid)
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		a.user = u.Username
@@ -75,30 +84,27 @@ func New(opts Options) *Allocator {
 func (a *Allocator) Claim(ctx context.Context, req trainer.GPURequest, h trainer.GPUHolder) (*trainer.GPUClaim, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	snap := a.opts.Last()
+	snap := a.snapshot()
 	if !snap.Available && snap.At.IsZero() {
 		// Before the first sample: every GPU is "not quiet for long
 		// enough" anyway; say so rather than "no GPUs".
 		return nil, &trainer.GPUShortage{Want: req}
 	}
-	holdings, err := a.opts.Locks.Holders()
+	taken, holdings, err := a.taken()
 	if err != nil {
-		return nil, fmt.Errorf("GPU locks: %w", err)
-	}
-	taken := map[string]bool{}
-	for uuid, hd := range holdings {
-		if hd.Taken() {
-			taken[uuid] = true
-		}
+		return nil, err
 	}
 	greq := gpu.Request{Count: req.Count, Memory: uint64(max(req.Memory, 0)), Indices: req.Indices}
-	holder := gpulock.Holder{Job: h.Job, User: a.user, UID: a.uid, DataDir: a.opts.DataDir}
+	holder := gpulock.Holder{Job: h.Job, User: a.user, UID: a.uid, DataDir: a.opts.DataDir, Host: a.host}
 	for try := 0; ; try++ {
 		choice, err := gpu.Choose(snap, a.opts.Availability, greq, taken, a.opts.FreeFor)
 		var busy *gpu.BusyError
 		switch {
 		case errors.As(err, &busy):
 			return nil, a.shortage(req, busy, holdings)
+		case errors.Is(err, gpu.ErrNoGPUs) && a.missedSample(err):
+			// A GPU the host has did not answer the last sample: wait.
+			return nil, &trainer.GPUShortage{Want: req, Cause: fmt.Errorf("a GPU did not answer the last sample (%v)", err)}
 		case errors.Is(err, gpu.ErrNoGPUs):
 			return nil, fmt.Errorf("%w: %w", trainer.ErrNoGPUs, err) // gpu's facts stay in the chain for the chat
 		case err != nil:
@@ -115,11 +121,14 @@ func (a *Allocator) Claim(ctx context.Context, req trainer.GPURequest, h trainer
 			holdings[held.UUID] = gpulock.Holding{UUID: held.UUID, Holder: held.Holder, Held: !held.Orphan, Orphan: held.Orphan}
 			continue
 		}
-		if errors.As(err, &held) {
-			return nil, &trainer.GPUShortage{Want: req, Cause: err}
-		}
 		if err != nil {
-			return nil, fmt.Errorf("lock GPUs: %w", err)
+			// Held after every try, or a lock file trainbot cannot take (a
+			// labmate's file it may not write, a directory of that name):
+			// the GPU is not free; the start waits and says why.
+			if !errors.As(err, &held) {
+				a.opts.Logger.Warn("a GPU's lock cannot be taken", "err", err)
+			}
+			return nil, &trainer.GPUShortage{Want: req, Cause: err}
 		}
 		gpus := make([]trainer.RunGPU, len(choice.Devices))
 		for i, d := range choice.Devices {
@@ -143,13 +152,58 @@ func (a *Allocator) Claim(ctx context.Context, req trainer.GPURequest, h trainer
 // run now, and which (their indices): the question 通知空闲 asks every few
 // seconds. It locks nothing.
 func (a *Allocator) Met(n int, memory uint64) ([]int, bool) {
-	snap := a.opts.Last()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	snap := a.snapshot()
 	if !snap.Available {
 		return nil, false
 	}
-	holdings, err := a.opts.Locks.Holders()
+	taken, _, err := a.taken()
 	if err != nil {
 		return nil, false
+	}
+	choice, err := gpu.Choose(snap, a.opts.Availability, gpu.Request{Count: n, Memory: memory}, taken, a.opts.FreeFor)
+	if err != nil {
+		return nil, false
+	}
+	return choice.Indices(), true
+}
+
+// snapshot is the monitor's newest, without the processes of runs of
+// this trainbot that have ended since (their GPUs are free once their
+// locks are), and with its GPUs remembered. Call with mu held.
+func (a *Allocator) snapshot() gpu.Snapshot {
+	snap := a.opts.Last()
+	for _, d := range snap.Devices {
+		a.seen[d.Index] = true
+	}
+	if a.opts.Active == nil {
+		return snap
+	}
+	procs := make([]gpu.Process, 0, len(snap.Processes))
+	for _, p := range snap.Processes {
+		if p.RunID == 0 || a.opts.Active(p.RunID) {
+			procs = append(procs, p)
+		}
+	}
+	snap.Processes = procs
+	return snap
+}
+
+// taken are the GPUs (by UUID) whose lock a trainbot run holds, with what
+// each lock says. A lock directory that has gone (a /tmp cleaner) is made
+// again.
+func (a *Allocator) taken() (map[string]bool, map[string]gpulock.Holding, error) {
+	holdings, err := a.opts.Locks.Holders()
+	if err != nil {
+		d, oerr := gpulock.Open(a.opts.Locks.Path())
+		if oerr != nil {
+			return nil, nil, fmt.Errorf("GPU locks: %w", err)
+		}
+		a.opts.Locks = d
+		if holdings, err = d.Holders(); err != nil {
+			return nil, nil, fmt.Errorf("GPU locks: %w", err)
+		}
 	}
 	taken := map[string]bool{}
 	for uuid, hd := range holdings {
@@ -157,11 +211,26 @@ func (a *Allocator) Met(n int, memory uint64) ([]int, bool) {
 			taken[uuid] = true
 		}
 	}
-	choice, err := gpu.Choose(snap, a.opts.Availability, gpu.Request{Count: n, Memory: memory}, taken, a.opts.FreeFor)
-	if err != nil {
-		return nil, false
+	return taken, holdings, nil
+}
+
+// missedSample reports whether a "never" from Choose is only a GPU that
+// an earlier snapshot had and the last one lacks.
+func (a *Allocator) missedSample(err error) bool {
+	var never *gpu.NoGPUsError
+	if !errors.As(err, &never) || never.Unavailable != "" {
+		return false
 	}
-	return choice.Indices(), true
+	for _, i := range never.Missing {
+		if !a.seen[i] {
+			return false
+		}
+	}
+	want := len(never.Request.Indices)
+	if want == 0 {
+		want = never.Request.Count
+	}
+	return want <= len(a.seen) && (len(never.Missing) > 0 || never.Have < len(a.seen))
 }
 
 // shortage is busy with each taken device's lock holder (a run of

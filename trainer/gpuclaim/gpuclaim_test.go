@@ -301,3 +301,98 @@ func TestUnsafeLockDirRefusesWithTheReason(t *testing.T) {
 		t.Errorf("got %v", cerr)
 	}
 }
+
+// snapshotAllocator is an Allocator over a snapshot the test sets, with a
+// lock directory of its own.
+func snapshotAllocator(t *testing.T, snap *gpu.Snapshot, active func(int64) bool) (*gpuclaim.Allocator, *gpulock.Dir) {
+	t.Helper()
+	locks, err := gpulock.Open(filepath.Join(t.TempDir(), "locks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	av := gpu.NewAvailability(gpu.DefaultBusyMemory, gpu.DefaultBusyUtil)
+	av.Observe(*snap)
+	return gpuclaim.New(gpuclaim.Options{Last: func() gpu.Snapshot { return *snap }, Availability: av, Locks: locks,
+		Visible: "index", DataDir: t.TempDir(), Active: active}), locks
+}
+
+func twoGPUs() gpu.Snapshot {
+	return gpu.Snapshot{At: time.Now(), Available: true, Devices: []gpu.Device{
+		{Index: 0, UUID: "GPU-0", Name: "A", MemTotal: 40 * gib, Util: 0},
+		{Index: 1, UUID: "GPU-1", Name: "A", MemTotal: 40 * gib, Util: 0},
+	}}
+}
+
+// The snapshot may still show a run of this trainbot that has just ended
+// on its GPU: it does not count once the run is no longer active (an
+// on_oom retry starts at once, on the same GPU).
+func TestAnEndedRunsGPUIsFree(t *testing.T) {
+	snap := twoGPUs()
+	snap.Processes = []gpu.Process{{PID: 4242, Device: 0, RunID: 5, MemUsed: 30 * gib}}
+	active := true
+	a, _ := snapshotAllocator(t, &snap, func(run int64) bool { return run == 5 && active })
+	req := trainer.GPURequest{Count: 1, Indices: []int{0}}
+	if _, err := a.Claim(context.Background(), req, trainer.GPUHolder{Job: "j"}); !errors.As(err, new(*trainer.GPUShortage)) {
+		t.Fatalf("GPU 0 while run 5 is active: %v, want a shortage", err)
+	}
+	active = false
+	c, err := a.Claim(context.Background(), req, trainer.GPUHolder{Job: "j"})
+	if err != nil || len(c.GPUs) != 1 || c.GPUs[0].Index != 0 {
+		t.Fatalf("GPU 0 once run 5 ended: %+v, %v", c, err)
+	}
+	for _, f := range c.Locks {
+		f.Close()
+	}
+}
+
+// A GPU that misses one sample is waited for, not "no such GPU"; one the
+// host never had is refused for good.
+func TestAGPUThatMissesASampleIsWaitedFor(t *testing.T) {
+	snap := twoGPUs()
+	a, _ := snapshotAllocator(t, &snap, nil)
+	if _, ok := a.Met(2, 0); !ok {
+		t.Fatal("two free GPUs are not met")
+	}
+	snap.Devices = snap.Devices[:1] // GPU 1 did not answer
+	_, err := a.Claim(context.Background(), trainer.GPURequest{Count: 1, Indices: []int{1}}, trainer.GPUHolder{})
+	if !errors.As(err, new(*trainer.GPUShortage)) || errors.Is(err, trainer.ErrNoGPUs) {
+		t.Errorf("gpu=1 missing from one sample: %v, want a shortage", err)
+	}
+	_, err = a.Claim(context.Background(), trainer.GPURequest{Count: 2}, trainer.GPUHolder{})
+	if !errors.As(err, new(*trainer.GPUShortage)) {
+		t.Errorf("gpus=2 with one GPU missing from a sample: %v, want a shortage", err)
+	}
+	_, err = a.Claim(context.Background(), trainer.GPURequest{Count: 1, Indices: []int{7}}, trainer.GPUHolder{})
+	if !errors.Is(err, trainer.ErrNoGPUs) {
+		t.Errorf("gpu=7 on a host of 2: %v, want ErrNoGPUs", err)
+	}
+}
+
+// A GPU whose lock cannot be taken (a directory where its lock file
+// should be) is waited for and says why, not a failed start; the lock of
+// one that can names this host.
+func TestAnUntakeableLockIsAShortage(t *testing.T) {
+	snap := twoGPUs()
+	a, locks := snapshotAllocator(t, &snap, nil)
+	if err := os.Mkdir(filepath.Join(locks.Path(), "GPU-0"+gpulock.Suffix), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.Claim(context.Background(), trainer.GPURequest{Count: 1, Indices: []int{0}}, trainer.GPUHolder{})
+	if !errors.As(err, new(*trainer.GPUShortage)) {
+		t.Errorf("gpu=0 with its lock a directory: %v, want a shortage", err)
+	}
+	c, err := a.Claim(context.Background(), trainer.GPURequest{Count: 1, Indices: []int{1}}, trainer.GPUHolder{Job: "j"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Locks[0].Close()
+	c.Record(9)
+	hs, err := locks.Holders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if h := hs["GPU-1"]; !h.Held || h.Holder.Run != 9 || h.Holder.Host != host || h.Holder.Job != "j" {
+		t.Errorf("GPU-1's lock: %+v, want held by run 9 of %s", h, host)
+	}
+}
