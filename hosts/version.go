@@ -61,7 +61,7 @@ type ProtocolError struct {
 func (e *ProtocolError) Error() string {
 	how := "install this one there: trainbot hosts install " + e.Host
 	if e.Peer.Protocol > e.Hub.Protocol {
-		how = "upgrade this trainbot (the hub), or install it there: trainbot hosts install --force " + e.Host
+		how = "upgrade this trainbot (the hub), or put this one there: trainbot hosts install " + e.Host
 	}
 	return fmt.Sprintf("host %s runs trainbot %s, this hub trainbot %s: hub and host must speak one protocol; %s",
 		e.Host, e.Peer, e.Hub, how)
