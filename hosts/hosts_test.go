@@ -148,6 +148,25 @@ func TestChangedHostKeyIsRefusedNamingTheLine(t *testing.T) {
 	}
 }
 
+// A server with an ed25519 and an ECDSA key, known by its ed25519 one:
+// the client's default preference would ask for the ECDSA key and see a
+// "changed" key; it asks for what known_hosts holds.
+func TestAnotherKeyTypeIsNotAChangedKey(t *testing.T) {
+	s := sshdtest.Start(t, sshdtest.Options{ECDSA: true})
+	c := dial(t, target(t, "h1", s), hosts.Options{})
+	if c.HostKey.Type() != ssh.KeyAlgoED25519 {
+		t.Errorf("got a %s host key, want the known ed25519 one", c.HostKey.Type())
+	}
+	// Known by its ECDSA key only, it is asked for that one.
+	tg := target(t, "h1", s)
+	if err := os.WriteFile(tg.KnownHosts, []byte(knownhosts.Line([]string{s.Addr}, s.ECDSAKey.Public())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c := dial(t, tg, hosts.Options{}); c.HostKey.Type() != ssh.KeyAlgoECDSA256 {
+		t.Errorf("got a %s host key, want the known ECDSA one", c.HostKey.Type())
+	}
+}
+
 func TestKeepaliveClosesADeadConnection(t *testing.T) {
 	s := sshdtest.Start(t, sshdtest.Options{})
 	const interval, missed = 100 * time.Millisecond, 3

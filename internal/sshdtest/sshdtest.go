@@ -8,7 +8,9 @@ package sshdtest
 
 import (
 	"bytes"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
@@ -90,6 +92,27 @@ func NewKey(t testing.TB, dir, name string) Key {
 	return Key{File: file, Signer: signer}
 }
 
+func newECDSAKey(t testing.TB, dir, name string) Key {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, name)
+	if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Key{File: file, Signer: signer}
+}
+
 // Options change a server.
 type Options struct {
 	// HostKey is the server's key, ClientKey the one it lets in
@@ -99,6 +122,9 @@ type Options struct {
 	SetEnv []string
 	// Port to listen on (default: a free one).
 	Port int
+	// ECDSA gives the server an ECDSA P-256 host key too (ECDSAKey),
+	// which golang.org/x/crypto/ssh prefers to ed25519 by default.
+	ECDSA bool
 }
 
 // Server is one running sshd.
@@ -107,6 +133,8 @@ type Server struct {
 	Port    int
 	User    string
 	HostKey Key
+	// ECDSAKey is the second host key, with Options.ECDSA.
+	ECDSAKey *Key
 	// ClientKey is the key the server lets User in with.
 	ClientKey Key
 	Dir       string
@@ -179,6 +207,11 @@ func Start(t testing.TB, o Options) *Server {
 	}
 	// One SetEnv line: sshd keeps the first.
 	conf = append(conf, "SetEnv "+strings.Join(append([]string{"HOME=" + s.Home}, o.SetEnv...), " "))
+	if o.ECDSA {
+		k := newECDSAKey(t, dir, "host_key_ecdsa")
+		s.ECDSAKey = &k
+		conf = append(conf, "HostKey "+k.File)
+	}
 	cfg := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(cfg, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
