@@ -51,12 +51,25 @@ func hostOptions(e env) hosts.Options {
 	return o
 }
 
+const hostsUsage = `Usage: trainbot hosts check --config FILE [NAME…]
+       trainbot hosts install --config FILE [--force] NAME
+
+The [[hosts]] of FILE are GPU servers reached over SSH (README "Several GPU
+servers (SSH)"). check: for each host (or those named), one line per check —
+reach, host key, the remote trainbot's version and protocol, NVML, free disk
+of the remote data directory; exit 1 when any host fails. install: copy this
+trainbot to the host's trainbot path when the one there is missing, older or
+of another protocol.`
+
 func cmdHosts(ctx context.Context, args []string, e env) int {
 	if len(args) == 0 {
-		fmt.Fprintln(e.stderr, "Usage: trainbot hosts check [--config FILE] [NAME…]\n       trainbot hosts install [--config FILE] [--force] NAME")
+		fmt.Fprintln(e.stderr, hostsUsage)
 		return exitUsage
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(e.stdout, hostsUsage)
+		return exitOK
 	case "check":
 		return cmdHostsCheck(ctx, args[1:], e)
 	case "install":

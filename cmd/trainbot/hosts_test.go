@@ -137,3 +137,23 @@ func TestVersionJSON(t *testing.T) {
 		t.Errorf("version --json: %d %s %s", code, out, errOut)
 	}
 }
+
+func TestHostsUsage(t *testing.T) {
+	if code, out, _ := trainbot(t, "", "hosts", "--help"); code != 0 || !strings.Contains(out, "trainbot hosts install --config FILE [--force] NAME") {
+		t.Errorf("hosts --help: %d %s", code, out)
+	}
+	for _, args := range [][]string{{"hosts"}, {"hosts", "nope"}, {"hosts", "check"}, {"hosts", "install", "--config", "x.toml"}} {
+		if code, _, errOut := trainbot(t, "", args...); code != 2 {
+			t.Errorf("%v: %d %s, want the usage status 2", args, code, errOut)
+		}
+	}
+	cfg := writeConfig(t, "[[hosts]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\n")
+	if code, _, errOut := trainbot(t, "", "hosts", "check", "--config", cfg, "b"); code != 1 || !strings.Contains(errOut, `no host "b"`) || !strings.Contains(errOut, "the hosts are a") {
+		t.Errorf("unknown name: %d %s", code, errOut)
+	}
+	// A host that does not answer fails its reach, and the rest is skipped.
+	code, out, _ := trainbot(t, "", "hosts", "check", "--config", cfg)
+	if code != 1 || !regexp.MustCompile(`(?m)^a +reach +FAIL .*connect to a \(127\.0\.0\.1:1\)`).MatchString(out) || !regexp.MustCompile(`(?m)^a +disk +skip`).MatchString(out) {
+		t.Errorf("unreachable: %d\n%s", code, out)
+	}
+}
