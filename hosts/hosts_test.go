@@ -3,8 +3,10 @@ package hosts_test
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/trainbot/trainbot/bot/reconnect"
@@ -96,6 +99,54 @@ func TestDialAndRun(t *testing.T) {
 	began := time.Now()
 	if _, err := c.Run(ctx, hosts.Cmd{Line: "sleep 30"}); !errors.Is(err, context.DeadlineExceeded) || time.Since(began) > 10*time.Second {
 		t.Errorf("cancelled: got %v after %s, want the deadline soon", err, time.Since(began))
+	}
+}
+
+// Without an identity file the ssh-agent signs; a key file with a
+// passphrase is refused with the advice to use the agent.
+func TestAgentAndPassphrase(t *testing.T) {
+	s := sshdtest.Start(t, sshdtest.Options{})
+	keyring := agent.NewKeyring()
+	if err := keyring.Add(agent.AddedKey{PrivateKey: s.ClientKey.Private}); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			agent.ServeAgent(keyring, c)
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { l.Close(); <-served })
+	tg := target(t, "h1", s)
+	tg.IdentityFile = ""
+	c := dial(t, tg, hosts.Options{AgentSocket: sock})
+	if res, out, _ := run(t, c, "echo agent", ""); res.Status != 0 || out != "agent\n" {
+		t.Errorf("got %+v %q", res, out)
+	}
+	if _, err := hosts.Dial(context.Background(), tg, hosts.Options{}); err == nil || !strings.Contains(err.Error(), "no identity_file and no ssh-agent") {
+		t.Errorf("neither: got %v", err)
+	}
+	block, err := ssh.MarshalPrivateKeyWithPassphrase(s.ClientKey.Private, "", []byte("secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.IdentityFile = filepath.Join(t.TempDir(), "id_locked")
+	if err := os.WriteFile(tg.IdentityFile, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hosts.Dial(context.Background(), tg, hosts.Options{}); err == nil || !strings.Contains(err.Error(), "ssh-add "+tg.IdentityFile) {
+		t.Errorf("passphrase: got %v, want the ssh-add advice", err)
 	}
 }
 

@@ -65,6 +65,8 @@ type Key struct {
 	// File is the private key in OpenSSH's format (0600).
 	File   string
 	Signer ssh.Signer
+	// Private is the key itself (ed25519.PrivateKey, *ecdsa.PrivateKey).
+	Private any
 }
 
 // Public is the public key.
@@ -89,7 +91,7 @@ func NewKey(t testing.TB, dir, name string) Key {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Key{File: file, Signer: signer}
+	return Key{File: file, Signer: signer, Private: priv}
 }
 
 func newECDSAKey(t testing.TB, dir, name string) Key {
@@ -110,7 +112,7 @@ func newECDSAKey(t testing.TB, dir, name string) Key {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Key{File: file, Signer: signer}
+	return Key{File: file, Signer: signer, Private: priv}
 }
 
 // Options change a server.
