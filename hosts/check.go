@@ -120,7 +120,8 @@ func (c *Client) GPU(ctx context.Context) (GPUSummary, error) {
 func (c *Client) FreeDisk(ctx context.Context) (dir string, free int64, err error) {
 	line := `d=` + c.dataDirWord() + `; while [ ! -d "$d" ]; do d=$(dirname -- "$d"); done; echo "$d"; df -Pk -- "$d"`
 	var out, errOut bytes.Buffer
-	res, err := c.Run(ctx, Cmd{Line: line, Stdout: &out, Stderr: &errOut})
+	// sh: the login shell may be another (fish, tcsh).
+	res, err := c.Run(ctx, Cmd{Line: "sh -c " + Quote(line), Stdout: &out, Stderr: &errOut})
 	if err != nil {
 		return "", 0, err
 	}

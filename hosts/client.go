@@ -198,6 +198,18 @@ func (c *Client) keepalive() {
 	}
 }
 
+// track counts one more goroutine for Close to wait for, unless the
+// connection has ended (Close may be waiting already).
+func (c *Client) track() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
 // lost records why the connection ended (the first reason) and closes it.
 func (c *Client) lost(err error) {
 	c.mu.Lock()
@@ -279,7 +291,10 @@ func (c *Client) Run(ctx context.Context, cmd Cmd) (Result, error) {
 	// ctx's end the command is signalled and the session closed, and
 	// Wait is left to a goroutine the connection's Close waits for.
 	waited := make(chan error, 1)
-	c.wg.Add(1)
+	if !c.track() {
+		s.Close()
+		return Result{Status: -1}, fmt.Errorf("%s on %s: %w", cmd.Line, c.Target.Name, c.Err())
+	}
 	go func() {
 		defer c.wg.Done()
 		waited <- s.Wait()
