@@ -59,6 +59,8 @@ type Config struct {
 	// Alerts are alert rules for every job's runs ([[alerts]]); a job's
 	// own are [[jobs.alerts]].
 	Alerts []AlertRuleConfig `toml:"alerts"`
+	// Hosts are the GPU servers reached over SSH ([[hosts]], hosts.go).
+	Hosts []HostConfig `toml:"hosts"`
 
 	// Auth says who may use the chats. The chat transports' own sections
 	// ([telegram], [wecom], [feishu], [dingtalk]) are declared by their
@@ -495,6 +497,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateSections()...)
 	errs = append(errs, c.validatePush()...)
 	errs = append(errs, c.validateSchedules()...)
+	errs = append(errs, c.validateHosts()...)
 	seen := map[string]int{}
 	for i, jc := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d]", i)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+
+	"github.com/trainbot/trainbot/hosts"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=v1.2.3";
@@ -46,11 +48,24 @@ func readBuildInfo(version string, bi *debug.BuildInfo) buildInfo {
 }
 
 func (b buildInfo) String() string {
-	return fmt.Sprintf("trainbot %s\nrevision %s\nmodified %s\ngo %s\n", b.Version, b.Revision, b.Modified, b.Go)
+	return fmt.Sprintf("trainbot %s\nrevision %s\nmodified %s\ngo %s\nprotocol %d\n", b.Version, b.Revision, b.Modified, b.Go, hosts.Protocol)
+}
+
+// hostsVersion is b as `trainbot version --json` prints it, with the
+// hub–host protocol this binary speaks.
+func (b buildInfo) hostsVersion() hosts.Version {
+	return hosts.Version{Version: b.Version, Revision: b.Revision, Modified: b.Modified, Go: b.Go, Protocol: hosts.Protocol}
+}
+
+// thisVersion is this binary's version.
+func thisVersion() hosts.Version {
+	bi, _ := debug.ReadBuildInfo()
+	return readBuildInfo(Version, bi).hostsVersion()
 }
 
 func cmdVersion(ctx context.Context, args []string, e env) int {
-	fs := newFlags("version", "", e)
+	fs := newFlags("version", "[--json]", e)
+	asJSON := fs.Bool("json", false, "print JSON: version, revision, modified, go and protocol (the hub–host protocol, README \"Several GPU servers\")")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -59,6 +74,10 @@ func cmdVersion(ctx context.Context, args []string, e env) int {
 		return usageError(fs, e, "unexpected argument %q", pos[0])
 	}
 	bi, _ := debug.ReadBuildInfo()
-	fmt.Fprint(e.stdout, readBuildInfo(Version, bi))
+	b := readBuildInfo(Version, bi)
+	if *asJSON {
+		return printJSON(e, b.hostsVersion())
+	}
+	fmt.Fprint(e.stdout, b)
 	return exitOK
 }

@@ -50,6 +50,8 @@ var rules = []struct {
 		"chooses and locks GPUs for the trainer: gpu's facts, internal/gpulock's locks, nothing of the chats"},
 	{"bot/gpufree", append([]string{mod + "trainer", mod + "trainer/...", mod + "gpu", "testing"}, database...),
 		"asks whether GPUs are free through gpufree.Met, keeps its watches through gpufree.KV"},
+	{"hosts", append([]string{mod + "config", mod + "trainer/...", mod + "gpu", "testing"}, database...),
+		"SSH to the GPU servers: given Targets (cmd turns [[hosts]] into them), it returns facts; remote runs will go through the remote trainbot, not the local shim"},
 	{"internal/gpulock", append([]string{mod + "trainer/...", mod + "gpu", mod + "bot/...", mod + "config", mod + "i18n", "testing"}, database...),
 		"a leaf that the shim, trainer and gpu share: the lock files and their holders, nothing of runs, GPUs' telemetry or chat"},
 }
