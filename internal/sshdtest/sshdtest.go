@@ -8,6 +8,7 @@ package sshdtest
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -79,19 +80,7 @@ func NewKey(t testing.TB, dir, name string) Key {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, name)
-	if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Key{File: file, Signer: signer, Private: priv}
+	return writeKey(t, dir, name, priv)
 }
 
 func newECDSAKey(t testing.TB, dir, name string) Key {
@@ -100,6 +89,12 @@ func newECDSAKey(t testing.TB, dir, name string) Key {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return writeKey(t, dir, name, priv)
+}
+
+// writeKey writes priv to dir/name in OpenSSH's format, unencrypted.
+func writeKey(t testing.TB, dir, name string, priv crypto.Signer) Key {
+	t.Helper()
 	block, err := ssh.MarshalPrivateKey(priv, "")
 	if err != nil {
 		t.Fatal(err)
