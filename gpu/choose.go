@@ -250,13 +250,21 @@ func Choose(snap Snapshot, av *Availability, req Request, taken map[string]bool,
 	if len(req.Indices) > 0 {
 		devs = make([]Device, 0, len(req.Indices))
 		for _, i := range req.Indices {
-			d, _ := snap.DeviceByIndex(i)
+			d, ok := snap.DeviceByIndex(i)
+			if !ok {
+				d, _ = unansweredDevice(snap, i)
+			}
 			devs = append(devs, d)
 		}
 	}
 	states := deviceStates(snap, devs, av, req, taken, freeFor)
 	var free []int // positions in states
 	for i, st := range states {
+		if unanswered(snap, st.Device.Index) {
+			// Not sampled now: not free, and quiet only from its next answer.
+			states[i].Free, states[i].QuietFor = false, 0
+			continue
+		}
 		if st.Free {
 			free = append(free, i)
 		}
@@ -322,7 +330,9 @@ func never(snap Snapshot, req Request) error {
 		}
 		return &NoGPUsError{Request: req, Unavailable: reason}
 	}
-	e := &NoGPUsError{Request: req, Have: len(snap.Devices)}
+	// A device that did not answer this sample is still the host's: its
+	// memory is not known now, so it may fit.
+	e := &NoGPUsError{Request: req, Have: len(snap.Devices) + len(snap.Unanswered), Fit: len(snap.Unanswered)}
 	for _, d := range snap.Devices {
 		if capacity(d) >= req.Memory {
 			e.Fit++
@@ -331,6 +341,7 @@ func never(snap Snapshot, req Request) error {
 	for _, i := range req.Indices {
 		d, ok := snap.DeviceByIndex(i)
 		switch {
+		case !ok && unanswered(snap, i):
 		case !ok:
 			e.Missing = append(e.Missing, i)
 		case capacity(d) < req.Memory:
@@ -341,6 +352,21 @@ func never(snap Snapshot, req Request) error {
 		return e
 	}
 	return nil
+}
+
+// unanswered reports whether device i did not answer the snapshot's sample.
+func unanswered(snap Snapshot, i int) bool {
+	_, ok := unansweredDevice(snap, i)
+	return ok
+}
+
+func unansweredDevice(snap Snapshot, i int) (Device, bool) {
+	for _, d := range snap.Unanswered {
+		if d.Index == i {
+			return d, true
+		}
+	}
+	return Device{}, false
 }
 
 func deviceStates(snap Snapshot, devs []Device, av *Availability, req Request, taken map[string]bool, freeFor time.Duration) []DeviceState {

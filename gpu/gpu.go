@@ -150,9 +150,13 @@ type Snapshot struct {
 	Reason    string
 	Driver    string // the driver version, when known
 	Devices   []Device
-	Processes []Process
-	Host      Host
-	Runs      []RunUsage // in run id order; filled by Collect
+	// Unanswered are the devices NVML lists that did not answer this
+	// sample (index, name and UUID only): not gone from the host, so a
+	// request for them waits (Choose) rather than being refused for good.
+	Unanswered []Device
+	Processes  []Process
+	Host       Host
+	Runs       []RunUsage // in run id order; filled by Collect
 	// Topology is how the devices are connected (NVLink, PCIe, NUMA), as
 	// NVML told when it opened; nil when it could not tell. It never
 	// changes and is shared by every snapshot.

@@ -196,6 +196,7 @@ func (n *NVML) Sample(ctx context.Context) (Snapshot, error) {
 		dev, err := d.sample()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("gpu %d: %w", d.index, err))
+			snap.Unanswered = append(snap.Unanswered, Device{Index: d.index, Name: d.name, UUID: d.uuid, Util: -1, MemUtil: -1, TempC: -1})
 			continue
 		}
 		snap.Devices = append(snap.Devices, dev)

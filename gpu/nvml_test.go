@@ -651,6 +651,15 @@ func TestMonitorSurvivesFailingDevice(t *testing.T) {
 	if len(last.Devices) != 7 || last.Runs[0].GPUBytes != nil || last.Runs[0].HostBytes == nil {
 		t.Errorf("partial sample: %d devices, run %+v", len(last.Devices), last.Runs[0])
 	}
+	// The lost GPU is still the host's: a request for it waits, it is not
+	// "no GPU 1".
+	if len(last.Unanswered) != 1 || last.Unanswered[0].Index != 1 || last.Unanswered[0].UUID == "" {
+		t.Errorf("unanswered = %+v, want GPU 1", last.Unanswered)
+	}
+	var busy *BusyError
+	if _, err := Choose(last, nil, Request{Indices: []int{1}}, nil, 0); !errors.As(err, &busy) || busy.FreeCount() != 0 {
+		t.Errorf("gpu=1 while it does not answer: %v, want a BusyError", err)
+	}
 	// A panicking binding is a failed sample too, not a crash.
 	d1.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { panic("binding bug") }
 	if err := m.Sample(context.Background()); err == nil || !strings.Contains(err.Error(), "panicked") {

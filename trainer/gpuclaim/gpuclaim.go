@@ -57,9 +57,6 @@ type Allocator struct {
 	uid  int
 	host string
 	mu   sync.Mutex // one claim at a time in this trainbot
-	// seen are the GPU indices any snapshot has shown: one that misses a
-	// sample is not "no such GPU".
-	seen map[int]bool
 }
 
 var _ trainer.GPUAllocator = (*Allocator)(nil)
@@ -69,7 +66,7 @@ func New(opts Options) *Allocator {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Allocator{opts: opts, uid: os.Getuid(), seen: map[int]bool{}}
+	a := &Allocator{opts: opts, uid: os.Getuid()}
 	a.host, _ = os.Hostname()
 	a.user = strconv.Itoa(a.uid)
 	if u, err := user.Current(); err == nil && u.Username != "" {
@@ -102,9 +99,6 @@ func (a *Allocator) Claim(ctx context.Context, req trainer.GPURequest, h trainer
 		switch {
 		case errors.As(err, &busy):
 			return nil, a.shortage(req, busy, holdings)
-		case errors.Is(err, gpu.ErrNoGPUs) && a.missedSample(err):
-			// A GPU the host has did not answer the last sample: wait.
-			return nil, &trainer.GPUShortage{Want: req, Cause: fmt.Errorf("a GPU did not answer the last sample (%v)", err)}
 		case errors.Is(err, gpu.ErrNoGPUs):
 			return nil, fmt.Errorf("%w: %w", trainer.ErrNoGPUs, err) // gpu's facts stay in the chain for the chat
 		case err != nil:
@@ -171,12 +165,9 @@ func (a *Allocator) Met(n int, memory uint64) ([]int, bool) {
 
 // snapshot is the monitor's newest, without the processes of runs of
 // this trainbot that have ended since (their GPUs are free once their
-// locks are), and with its GPUs remembered. Call with mu held.
+// locks are).
 func (a *Allocator) snapshot() gpu.Snapshot {
 	snap := a.opts.Last()
-	for _, d := range snap.Devices {
-		a.seen[d.Index] = true
-	}
 	if a.opts.Active == nil {
 		return snap
 	}
@@ -212,25 +203,6 @@ func (a *Allocator) taken() (map[string]bool, map[string]gpulock.Holding, error)
 		}
 	}
 	return taken, holdings, nil
-}
-
-// missedSample reports whether a "never" from Choose is only a GPU that
-// an earlier snapshot had and the last one lacks.
-func (a *Allocator) missedSample(err error) bool {
-	var never *gpu.NoGPUsError
-	if !errors.As(err, &never) || never.Unavailable != "" {
-		return false
-	}
-	for _, i := range never.Missing {
-		if !a.seen[i] {
-			return false
-		}
-	}
-	want := len(never.Request.Indices)
-	if want == 0 {
-		want = never.Request.Count
-	}
-	return want <= len(a.seen) && (len(never.Missing) > 0 || never.Have < len(a.seen))
 }
 
 // shortage is busy with each taken device's lock holder (a run of

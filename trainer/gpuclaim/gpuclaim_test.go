@@ -353,7 +353,7 @@ func TestAGPUThatMissesASampleIsWaitedFor(t *testing.T) {
 	if _, ok := a.Met(2, 0); !ok {
 		t.Fatal("two free GPUs are not met")
 	}
-	snap.Devices = snap.Devices[:1] // GPU 1 did not answer
+	snap.Unanswered, snap.Devices = snap.Devices[1:], snap.Devices[:1] // GPU 1 did not answer
 	_, err := a.Claim(context.Background(), trainer.GPURequest{Count: 1, Indices: []int{1}}, trainer.GPUHolder{})
 	if !errors.As(err, new(*trainer.GPUShortage)) || errors.Is(err, trainer.ErrNoGPUs) {
 		t.Errorf("gpu=1 missing from one sample: %v, want a shortage", err)
