@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -122,7 +123,7 @@ func (c *Config) schema() reflect.Type {
 				}
 			}
 			keys := c.memberKeys()
-			for _, k := range sortedKeys(anyKeys(keys)) {
+			for _, k := range slices.Sorted(maps.Keys(keys)) {
 				afs = append(afs, reflect.StructField{Name: fmt.Sprintf("M%d", len(afs)), Type: reflect.TypeOf([]string(nil)), Tag: reflect.StructTag(`toml:"` + k + `"`)})
 			}
 			f.Type = reflect.StructOf(afs)
@@ -133,14 +134,6 @@ func (c *Config) schema() reflect.Type {
 		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("S%d", i), Type: reflect.TypeOf(d.value).Elem(), Tag: reflect.StructTag(`toml:"` + d.name + `"`)})
 	}
 	return reflect.StructOf(fields)
-}
-
-func anyKeys[V any](m map[string]V) map[string]any {
-	out := make(map[string]any, len(m))
-	for k := range m {
-		out[k] = nil
-	}
-	return out
 }
 
 // decodeSections decodes the declared sections and the member lists of

@@ -137,10 +137,9 @@ func GPUList(gpus []RunGPU) string {
 	return strings.Join(parts, ",")
 }
 
-// GPUHolder is who a claim is for, written into the GPUs' locks.
+// GPUHolder is what a claim writes of its run into the GPUs' locks: its job.
 type GPUHolder struct {
 	Job string
-	By  string
 }
 
 // GPUClaim is GPUs chosen and locked for one run.

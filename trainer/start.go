@@ -88,7 +88,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		if s.opts.GPUs == nil {
 			return nil, fmt.Errorf("%w: job %s asks for %d GPU(s), and this trainbot sees no GPU (no NVIDIA driver, or a build without NVML)", ErrNoGPUs, job.Name, gpuReq.N())
 		}
-		c, err := s.opts.GPUs.Claim(ctx, gpuReq, GPUHolder{Job: job.Name, By: req.By})
+		c, err := s.opts.GPUs.Claim(ctx, gpuReq, GPUHolder{Job: job.Name})
 		var short *GPUShortage
 		switch {
 		case errors.As(err, &short):

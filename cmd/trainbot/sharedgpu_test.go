@@ -32,13 +32,7 @@ func TestSharedGPUsFromTheChat(t *testing.T) {
 	for _, i := range []int{1, 4, 6} {
 		host.Foreign(i, 10*nvmltest.GiB)
 	}
-	openGPU = func() (gpu.Backend, error) {
-		n, err := gpu.OpenNVML(host)
-		if err != nil {
-			return gpu.Unavailable(err), err
-		}
-		return n, nil
-	}
+	openGPU = mockGPU(host)
 	transports = append(messengers.All(), exampleKind)
 	t.Cleanup(func() { openGPU, transports = gpu.Open, messengers.All() })
 
@@ -118,7 +112,12 @@ func init() {
 			host.Foreign(i, 10*nvmltest.GiB)
 		}
 	}
-	openGPU = func() (gpu.Backend, error) {
+	openGPU = mockGPU(host)
+}
+
+// mockGPU opens the mock host's NVML in place of the system's.
+func mockGPU(host *nvmltest.Host) func() (gpu.Backend, error) {
+	return func() (gpu.Backend, error) {
 		n, err := gpu.OpenNVML(host)
 		if err != nil {
 			return gpu.Unavailable(err), err
