@@ -23,6 +23,7 @@ import (
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/hosts"
 	"github.com/trainbot/trainbot/history"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/gpulock"
@@ -77,6 +78,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		b.openDelivery,   // the delivery pipeline
 		b.openNotifier,   // the notifier
 		b.openGPUs,       // NVML, the host's GPU locks, the allocator runs' GPUs are claimed with
+		b.openHosts,      // one SSH connection per [[hosts]] entry, dialled in the background
 		b.openSupervisor, // the supervisor and the progress publisher; left runs re-attached
 		b.openRouter,     // the router (nothing to close)
 		b.openSchedules,  // the schedules
@@ -128,6 +130,8 @@ type bot struct {
 	router     *command.Router
 	reloadable *reloadable
 	telemetry  gpu.Backend
+	// hosts are the [[hosts]] connections by name (empty without any).
+	hosts map[string]*hosts.Host
 	noGPU      error // why there is no NVML, nil with it
 	av         *gpu.Availability
 	gpus       *gpuclaim.Allocator // nil without NVML or a safe lock directory

@@ -51,6 +51,30 @@ func hostOptions(e env) hosts.Options {
 	return o
 }
 
+// openHosts starts one connection per [[hosts]] entry: each dials in the
+// background (and again, with the one backoff, whenever it is lost), so
+// that a host that does not answer delays nothing else.
+func (b *bot) openHosts() int {
+	if len(b.cfg.Hosts) == 0 {
+		return exitOK
+	}
+	o := hostOptions(b.e)
+	o.Log = b.log.With("component", "hosts")
+	b.hosts = map[string]*hosts.Host{}
+	for name, t := range hostTargets(b.cfg) {
+		h := &hosts.Host{Target: t, Opts: o, Hub: thisVersion()}
+		h.Start(context.WithoutCancel(b.ctx))
+		b.hosts[name] = h
+	}
+	b.life.opened("close the hosts' connections", func() error {
+		for _, h := range b.hosts {
+			h.Close()
+		}
+		return nil
+	})
+	return exitOK
+}
+
 const hostsUsage = `Usage: trainbot hosts check --config FILE [NAME…]
        trainbot hosts install --config FILE [--force] NAME
 
