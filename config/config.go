@@ -172,6 +172,40 @@ type JobConfig struct {
 	// asks for one GPU). Unset: none, the job's env says which GPUs.
 	GPUs      GPUs     `toml:"gpus"`
 	GPUMemory ByteSize `toml:"gpu_memory"`
+	// Host is the [[hosts]] entry the job's runs run on; Hosts the ones
+	// they may run on, tried in order (the first with the lock and the
+	// GPUs free takes a run), or "any". Unset: this host.
+	Host  string   `toml:"host"`
+	Hosts JobHosts `toml:"hosts"`
+}
+
+// JobHosts is a job's hosts: a list of [[hosts]] names, or "any".
+type JobHosts []string
+
+func (h *JobHosts) decodeTOML(v any) error {
+	switch x := v.(type) {
+	case string:
+		if x != "any" {
+			return fmt.Errorf("want \"any\" or a list of [[hosts]] names, got %q (one host is host = %q)", x, x)
+		}
+		*h = JobHosts{"any"}
+		return nil
+	case []any:
+		if len(x) == 0 {
+			return fmt.Errorf("want \"any\" or a list of [[hosts]] names, got an empty list")
+		}
+		out := JobHosts{}
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("want [[hosts]] names, got %v", e)
+			}
+			out = append(out, s)
+		}
+		*h = out
+		return nil
+	}
+	return fmt.Errorf("want \"any\" or a list of [[hosts]] names, got %v", v)
 }
 
 // MaxGPUs bounds a job's gpus.
@@ -583,6 +617,20 @@ func (c *Config) validateJob(i int) Errors {
 		case jc.GPUMemory > 0:
 			errs = append(errs, c.ErrorAt(key+".gpu_memory", "Slurm chooses the GPUs: ask for their type in slurm.gpus (\"a100:2\") instead"))
 		}
+	}
+	switch {
+	case jc.Host != "" && len(jc.Hosts) > 0:
+		errs = append(errs, c.ErrorAt(key+".hosts", "give host (one) or hosts (several), not both"))
+	case jc.Host != "" && c.Host(jc.Host) == nil:
+		errs = append(errs, c.ErrorAt(key+".host", "%q is not a [[hosts]] name%s", jc.Host, c.hostNames()))
+	}
+	for hi, h := range jc.Hosts {
+		if h != "any" && c.Host(h) == nil {
+			errs = append(errs, c.ErrorAt(fmt.Sprintf("%s.hosts[%d]", key, hi), "%q is not a [[hosts]] name%s", h, c.hostNames()))
+		}
+	}
+	if (jc.Host != "" || len(jc.Hosts) > 0) && jc.Runner == "slurm" {
+		errs = append(errs, c.ErrorAt(key+".runner", "a Slurm job runs where Slurm puts it: give runner = \"slurm\" or host, not both"))
 	}
 	names := make([]string, 0, len(jc.Params))
 	for n := range jc.Params {

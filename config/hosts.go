@@ -66,6 +66,19 @@ func (c *Config) Host(name string) *HostConfig {
 	return nil
 }
 
+// hostNames is " (the hosts are a, b)" for an error, or " (there is no
+// [[hosts]] entry)".
+func (c *Config) hostNames() string {
+	if len(c.Hosts) == 0 {
+		return " (there is no [[hosts]] entry)"
+	}
+	names := make([]string, len(c.Hosts))
+	for i, h := range c.Hosts {
+		names[i] = h.Name
+	}
+	return " (the hosts are " + strings.Join(names, ", ") + ")"
+}
+
 // validateHosts checks [[hosts]] and fills in its defaults.
 func (c *Config) validateHosts() Errors {
 	var errs Errors

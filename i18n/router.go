@@ -52,6 +52,7 @@ var (
 	RunStarted     = Def(Msg{Key: "router.run_started", EN: "▶️ run #%d started: %s", ZH: "▶️ 训练 #%d 已开始：%s"})
 	SlurmLine      = Def(Msg{Key: "router.slurm_line", EN: "\nSlurm job %s · log %s", ZH: "\nSlurm 作业 %s · 日志 %s"})
 	PIDLine        = Def(Msg{Key: "router.pid_line", EN: "\npid %d · log %s", ZH: "\n进程 %d · 日志 %s"})
+	HostPIDLine    = Def(Msg{Key: "router.host_pid_line", EN: "\non %s: pid %d · log %s there, copied to %s", ZH: "\n在 %s 上运行：进程 %d · 日志 %s，复制到本机 %s"})
 	NotRunID       = Def(Msg{Key: "router.not_run_id", EN: "%q is not a run id", ZH: "“%s”不是训练编号"})
 	NotRunIDDot    = Def(Msg{Key: "router.not_run_id_dot", EN: "%q is not a run id.", ZH: "“%s”不是训练编号。"})
 	KeepsGoing     = Def(Msg{Key: "router.keeps_going", EN: "OK, the run keeps going.", ZH: "好的，训练继续。"})

@@ -503,6 +503,12 @@ ALTER TABLE runs ADD COLUMN end_facts TEXT;
 	`
 ALTER TABLE runs ADD COLUMN gpus TEXT;
 `,
+	// 14: where a run on another host runs (trainer.Run.Host, a [[hosts]]
+	// name) and its directory there (RemoteDir); '' for runs on this host.
+	`
+ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN remote_dir TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

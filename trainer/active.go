@@ -309,6 +309,9 @@ func (a *active) control(now time.Time) (end *runEnd, gone bool) {
 
 // leave stops observing without ending the run (the bot detaches).
 func (a *active) leave() {
+	if d, ok := a.runner.(interface{ detach() }); ok {
+		d.detach() // it stops what it does for the run in this process
+	}
 	if err := a.sup.opts.Recorder.Flush(context.Background()); err != nil {
 		a.log.Warn("flush metric points", "err", err)
 	}

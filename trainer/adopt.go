@@ -136,6 +136,18 @@ func (s *Supervisor) adopt(ctx context.Context) error {
 			}
 			lock.describe(lockHolder{What: fmt.Sprintf("run #%d (%s), Slurm job %s, observed by trainbot pid %d", r.ID, r.Job, r.SlurmJobID, os.Getpid())})
 			a.runner = newSlurmRunner(a, lock)
+		} else if r.Runner == RunnerSSH {
+			// As a Slurm run's: the job's lock here is the observer's.
+			lock, err := acquireLock(filepath.Join(s.opts.DataDir, "locks", lockFileName(job.Lock)))
+			if err != nil {
+				s.log.Warn("re-attach to a run on a host without its job's lock", "run", r.ID, "err", err)
+			}
+			lock.describe(lockHolder{What: fmt.Sprintf("run #%d (%s) on host %s, observed by trainbot pid %d", r.ID, r.Job, r.Host, os.Getpid())})
+			var h RemoteHost = missingHost{r.Host}
+			if rh := s.opts.Hosts[r.Host]; rh != nil {
+				h = rh
+			}
+			a.runner = newRemoteRunner(a, h, lock)
 		} else if r.Runner == RunnerWatch {
 			a.runner = newWatchRunner(a)
 		} else {

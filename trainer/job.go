@@ -90,6 +90,10 @@ type Job struct {
 	// a start's gpus= or gpu= overrides it); zero: none, as before. A
 	// Slurm job's count goes to sbatch's --gpus.
 	GPUs GPURequest
+	// Hosts are where the job's runs may run, [[hosts]] names tried in
+	// order (the first with the lock and the GPUs free takes the run);
+	// []string{HostsAny} is every configured host; nil is this host.
+	Hosts []string
 }
 
 // Job defaults.
@@ -166,6 +170,14 @@ func (j *Job) Normalize() error {
 	case RunnerLocal, RunnerSlurm:
 	default:
 		errs = append(errs, fmt.Errorf("runner %q: want %q or %q", j.Runner, RunnerLocal, RunnerSlurm))
+	}
+	if len(j.Hosts) > 0 {
+		switch {
+		case j.Runner == RunnerSlurm:
+			errs = append(errs, keyErr("hosts", "a Slurm job runs where Slurm puts it: give runner = \"slurm\" or host, not both"))
+		case j.TensorBoard != "":
+			errs = append(errs, keyErr("tensorboard", "event files are read on this host only: a job on another host reports through its output or $TRAINBOT_METRICS_FILE"))
+		}
 	}
 	if j.Runner == RunnerSlurm {
 		if err := j.Slurm.Validate(); err != nil {

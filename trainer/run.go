@@ -106,6 +106,9 @@ type Run struct {
 	Runner     string // what owns the run's processes: "local" (a trainbot shim on this host), "slurm"; "" for runs of trainbot before runners
 	SlurmJobID string // the Slurm job of a "slurm" run; "" otherwise (and before sbatch answered)
 	Node       string // where a "slurm" run runs (Slurm's NodeList), once it does
+	// Host is the [[hosts]] name of the host an "ssh" run runs on, and
+	// RemoteDir its directory there; "" for a run on this host.
+	Host, RemoteDir string
 
 	// How far the bot has read the run's log and metrics file: points
 	// before are stored. Kept by the Recorder's SetOffsets, in step with

@@ -27,6 +27,9 @@ import (
 // cannot be executed, the run is recorded as failed and a *StartError says
 // why.
 func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) {
+	if j, h, ok := strings.Cut(req.Job, "@"); ok && req.Host == "" {
+		req.Job, req.Host = j, h // 开始 train@gpu2
+	}
 	job, err := s.Job(req.Job)
 	if err != nil {
 		return nil, err
@@ -76,8 +79,21 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	} else if other != nil {
 		// A Slurm run's lock is its observer's: between two trainbots
 		// (a restart) nobody holds it, but the run goes on.
+		if other.Runner == RunnerSSH {
+			return nil, &BusyError{Other: fmt.Sprintf("run #%d (%s) runs on host %s and no trainbot observes it right now; it is re-attached within seconds",
+				other.ID, other.Job, other.Host)}
+		}
 		return nil, &BusyError{Other: fmt.Sprintf("run #%d (%s) is in Slurm (job %s) and no trainbot observes it right now; it is re-attached within seconds",
 			other.ID, other.Job, other.SlurmJobID)}
+	}
+
+	hostList, err := s.runHosts(job, req.Host)
+	if err != nil {
+		return nil, err
+	}
+	if len(hostList) > 0 {
+		handed = true // startRemote releases it, or gives it to the run's observer
+		return s.startRemote(ctx, job, req, params, gpuReq, lock, hostList)
 	}
 
 	// GPUs: chosen and locked before the run is recorded, so that a
@@ -248,7 +264,7 @@ func (s *Supervisor) unobservedRun(ctx context.Context, lock string) (*Run, erro
 		return nil, err
 	}
 	for _, r := range runs {
-		if r.Runner != RunnerSlurm {
+		if r.Runner != RunnerSlurm && r.Runner != RunnerSSH {
 			continue
 		}
 		if j, ok := s.jobMap()[r.Job]; (ok && j.Lock == lock) || (!ok && r.Job == lock) {

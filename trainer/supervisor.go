@@ -117,6 +117,9 @@ type StartRequest struct {
 	By     string            // who asked, for the record
 	Origin string            // the chat that asked ("telegram:123"), for notices
 	Note   string            // the run's note, "" for none
+	// Host is where to run it (开始 job@host): a [[hosts]] name; "" is
+	// the job's hosts (or this host).
+	Host string
 
 	// RetryOf is the run that ran out of memory and is retried (on_oom).
 	RetryOf   int64
@@ -163,6 +166,11 @@ type Options struct {
 	// GPURetry is how often the queue tries again while a queued start
 	// waits for GPUs. Default 2 s.
 	GPURetry time.Duration
+	// Hosts are the other hosts runs may run on, by [[hosts]] name.
+	Hosts map[string]RemoteHost
+	// HubName names this trainbot on those hosts (their run directories
+	// are DATA/hub/HUB/ID there). Default: this host's name.
+	HubName string
 }
 
 // RunRestorer is a Recorder that can take back a run found in its
@@ -240,6 +248,9 @@ func New(ctx context.Context, opts Options) (*Supervisor, error) {
 			return nil, fmt.Errorf("supervisor: find trainbot's executable for the run supervisor: %w", err)
 		}
 		opts.ShimCommand = []string{exe, "shim"}
+	}
+	if opts.HubName == "" {
+		opts.HubName = DefaultHubName(opts.DataDir)
 	}
 	s := &Supervisor{opts: opts, active: map[string]*active{}, log: opts.Logger, stopWatch: make(chan struct{}), quietSlots: make(chan struct{}, 2), queueKick: make(chan struct{}, 1)}
 	if err := s.Reconfigure(opts.Jobs, opts.Alerts); err != nil {

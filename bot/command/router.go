@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -578,7 +579,7 @@ func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.
 		return chat.Reply{Text: l.T(i18n.CouldNotRun, startErr.Run.ID, render.StartFailure(l, startErr)), RunID: startErr.Run.ID}
 	case errors.Is(err, trainer.ErrBadParam):
 		return chat.Reply{Text: l.T(i18n.NotStartedP, paramErrors(l, err)) + readAs(l, p)}
-	case errors.Is(err, trainer.ErrUnknownJob):
+	case errors.Is(err, trainer.ErrUnknownJob), errors.Is(err, trainer.ErrNoHost):
 		return chat.Reply{Text: l.T(i18n.NotStartedE, err.Error()) + readAs(l, p)}
 	case errors.Is(err, trainer.ErrClosed):
 		return chat.Reply{Text: l.T(i18n.ShuttingDown)}
@@ -603,6 +604,8 @@ func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.
 	}
 	if run.SlurmJobID != "" {
 		text += l.T(i18n.SlurmLine, run.SlurmJobID, run.LogPath)
+	} else if run.Host != "" {
+		text += l.T(i18n.HostPIDLine, run.Host, run.PID, filepath.Join(run.RemoteDir, "output.log"), run.LogPath)
 	} else {
 		text += l.T(i18n.PIDLine, run.PID, run.LogPath)
 	}

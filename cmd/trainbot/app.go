@@ -23,8 +23,8 @@ import (
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
-	"github.com/trainbot/trainbot/hosts"
 	"github.com/trainbot/trainbot/history"
+	"github.com/trainbot/trainbot/hosts"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/gpulock"
 	"github.com/trainbot/trainbot/internal/journal"
@@ -132,13 +132,15 @@ type bot struct {
 	telemetry  gpu.Backend
 	// hosts are the [[hosts]] connections by name (empty without any).
 	hosts map[string]*hosts.Host
-	noGPU      error // why there is no NVML, nil with it
-	av         *gpu.Availability
-	gpus       *gpuclaim.Allocator // nil without NVML or a safe lock directory
-	noLocks    error               // why the lock directory cannot be used, nil when it can
-	monitor    *gpu.Monitor
-	sampling   atomic.Pointer[gpu.Monitor] // the monitor, for what runs beside openGPU (claims at Resume)
-	rcv        *recv.Set
+	// links are the hosts runs start on (trainer/agent over hosts).
+	links    map[string]trainer.RemoteHost
+	noGPU    error // why there is no NVML, nil with it
+	av       *gpu.Availability
+	gpus     *gpuclaim.Allocator // nil without NVML or a safe lock directory
+	noLocks  error               // why the lock directory cannot be used, nil when it can
+	monitor  *gpu.Monitor
+	sampling atomic.Pointer[gpu.Monitor] // the monitor, for what runs beside openGPU (claims at Resume)
+	rcv      *recv.Set
 }
 
 // within makes a close with a deadline d, which starts when it is closed.
@@ -274,7 +276,8 @@ func (b *bot) openNotifier() int {
 func (b *bot) openSupervisor() int {
 	ctx, e, o, cfg, st, logger := b.ctx, b.e, b.o, b.cfg, b.st, b.log
 	sup, err := trainer.New(ctx, trainer.Options{Jobs: o.jobs, Recorder: st, DataDir: cfg.DataDir, Logger: logger, SecretEnv: cfg.SecretEnv(), Queue: st, Alerts: o.bc.alerts,
-		HostAvailable: hostAvailable, GPUs: b.gpuAllocator(), GPURetry: time.Duration(cfg.GPU.Interval)})
+		HostAvailable: hostAvailable, GPUs: b.gpuAllocator(), GPURetry: time.Duration(cfg.GPU.Interval),
+		Hosts: b.links})
 	if err != nil {
 		return errorf(e, "%v", err)
 	}

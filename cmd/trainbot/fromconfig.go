@@ -170,6 +170,11 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 		j.OnOOM = &trainer.OOMRetry{Retry: o.Retry, Halve: o.Halve, NoFit: o.Fit != nil && !*o.Fit}
 	}
 	j.Runner, j.MaxQueue = jc.Runner, jc.MaxQueue
+	if jc.Host != "" {
+		j.Hosts = []string{jc.Host}
+	} else if len(jc.Hosts) > 0 {
+		j.Hosts = []string(jc.Hosts)
+	}
 	j.GPUs = trainer.GPURequest{Count: jc.GPUs.Count, Indices: jc.GPUs.Indices, Memory: int64(jc.GPUMemory)}
 	if j.GPUs.Memory > 0 && j.GPUs.Count == 0 {
 		j.GPUs.Count = 1 // gpu_memory alone: one GPU with that much free

@@ -10,6 +10,8 @@ import (
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/hosts"
 	"github.com/trainbot/trainbot/internal/units"
+	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/agent"
 )
 
 // hostTargets turns the [[hosts]] entries into hosts' Targets, jumps
@@ -60,13 +62,23 @@ func (b *bot) openHosts() int {
 	}
 	o := hostOptions(b.e)
 	o.Log = b.log.With("component", "hosts")
-	b.hosts = map[string]*hosts.Host{}
+	b.hosts, b.links = map[string]*hosts.Host{}, map[string]trainer.RemoteHost{}
+	g := b.cfg.GPU
+	settings := agent.GPUSettings{Interval: time.Duration(g.Interval), BusyMemory: int64(g.BusyMemory), BusyUtil: g.BusyUtil,
+		FreeFor: time.Duration(g.FreeFor), Visible: g.Visible, LockDir: g.LockDir}
+	var links []*agent.Link
 	for name, t := range hostTargets(b.cfg) {
 		h := &hosts.Host{Target: t, Opts: o, Hub: thisVersion()}
 		h.Start(context.WithoutCancel(b.ctx))
 		b.hosts[name] = h
+		l := &agent.Link{Host: h, Hub: trainer.DefaultHubName(b.cfg.DataDir), GPU: settings, Logger: o.Log}
+		links = append(links, l)
+		b.links[name] = l
 	}
 	b.life.opened("close the hosts' connections", func() error {
+		for _, l := range links {
+			l.Close()
+		}
 		for _, h := range b.hosts {
 			h.Close()
 		}

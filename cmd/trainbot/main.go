@@ -83,6 +83,7 @@ func subcommands() []subcommand {
 		{name: "hosts", summary: "the GPU servers over SSH: hosts check [NAME…] (reach, host key, trainbot, NVML, disk); hosts install NAME", run: cmdHosts},
 		{name: "version", summary: "print the version, the VCS revision, whether the tree was modified and the protocol (--json)", run: cmdVersion},
 		{name: "demo-train", summary: "the demo training itself (run by trainbot as a child)", hidden: true, run: cmdDemoTrain},
+		{name: "agent", summary: "the host's side of a hub's runs (started by the hub over SSH)", hidden: true, run: cmdAgent},
 		{name: "shim", summary: "the per-run supervisor (started by trainbot)", hidden: true,
 			run: func(_ context.Context, args []string, e env) int { return shim.Main(args, e.stderr) }},
 	}

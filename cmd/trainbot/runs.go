@@ -44,10 +44,12 @@ type runJSON struct {
 	Command          []string            `json:"command"`
 	LogPath          string              `json:"log_path"`
 	RetryOf          *int64              `json:"retry_of"`           // the run this one retried after out-of-memory (on_oom); null if none
-	Runner           string              `json:"runner"`             // "local": a trainbot shim on this host owns the run's processes; "slurm": a Slurm batch job
+	Runner           string              `json:"runner"`             // "local": a trainbot shim on this host owns the run's processes; "slurm": a Slurm batch job; "ssh": a trainbot shim on another host (host)
 	SupervisorPID    int                 `json:"supervisor_pid"`     // that shim's pid (0 for Slurm runs)
 	SlurmJobID       *string             `json:"slurm_job_id"`       // the Slurm job; null for local runs
 	Node             string              `json:"node"`               // where a Slurm run runs (Slurm's NodeList); "" for local runs and before it starts
+	Host             string              `json:"host"`               // the [[hosts]] name of the host an "ssh" run runs on; "" on this host
+	RemoteDir        string              `json:"remote_dir"`         // its directory there; "" on this host
 	Note             string              `json:"note"`               // what the user wrote about the run ("" for none)
 	GPUs             []trainer.RunGPU    `json:"gpus"`               // the GPUs it was given (index, uuid, name); [] when it asked for none
 	Attached         *bool               `json:"attached,omitempty"` // runs show, a running run: a trainbot observes it now
@@ -55,6 +57,7 @@ type runJSON struct {
 
 func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 	j := runJSON{
+		Host: r.Host, RemoteDir: r.RemoteDir,
 		ID: r.ID, Job: r.Job, State: string(r.State), Outcome: string(r.Outcome), Detail: r.Detail, End: r.End,
 		ExitCode: r.ExitCode, StartedAt: r.StartedAt.UTC(), DurationS: math.Round(r.Duration(now).Seconds()*1000) / 1000,
 		Params: r.TypedParams(), Steps: r.Steps, TotalSteps: r.Total, Last: map[string]*float64{},

@@ -271,6 +271,40 @@ func (s *Server) signalTree(sig syscall.Signal) {
 	}
 }
 
+// KillSessions kills (SIGKILL) the sshd processes that serve the
+// connections — the listening sshd's children — and nothing below them:
+// their commands see their input and output end, as when a network or a
+// server's sshd goes away. It returns how many it killed.
+func (s *Server) KillSessions() int {
+	pids := tree(s.cmd.Process.Pid)
+	n := 0
+	for _, pid := range pids[1:] {
+		if ppid(pid) == s.cmd.Process.Pid {
+			syscall.Kill(pid, syscall.SIGKILL)
+			n++
+		}
+	}
+	return n
+}
+
+// ppid is the parent of pid (0 when unknown).
+func ppid(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
+
 // Stop stops the server and its sessions, and waits (at most 10 s).
 func (s *Server) Stop() {
 	pids := tree(s.cmd.Process.Pid)
