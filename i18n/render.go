@@ -37,6 +37,7 @@ var (
 	StateRunning    = Def(Msg{Key: "state.running", EN: "running", ZH: "运行中"})
 	StateStopping   = Def(Msg{Key: "state.stopping", EN: "stopping", ZH: "正在停止"})
 	StateStoppingX  = Def(Msg{Key: "state.stopping_x", EN: "stopping (%s)", ZH: "正在停止（%s）"})
+	StateHost       = Def(Msg{Key: "state.host", EN: "running on %s", ZH: "在 %s 上运行"})
 	StateSlurmNode  = Def(Msg{Key: "state.slurm_node", EN: "running on %s (Slurm job %s)", ZH: "在 %s 上运行（Slurm 作业 %s）"})
 	StateSlurm      = Def(Msg{Key: "state.slurm", EN: "running in Slurm (job %s)", ZH: "在 Slurm 中运行（作业 %s）"})
 	StepOf          = Def(Msg{Key: "progress.step_of", EN: "step %d/%d", ZH: "第 %d/%d 步"})

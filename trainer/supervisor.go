@@ -483,7 +483,7 @@ func (s *Supervisor) ActivePGIDs() map[int]int64 {
 	m := make(map[int]int64, len(s.active))
 	for _, a := range s.active {
 		a.mu.Lock()
-		if a.run.PID > 0 {
+		if a.run.PID > 0 && a.run.Host == "" { // a run on another host has its pid there
 			m[a.run.PID] = a.run.ID
 		}
 		a.mu.Unlock()

@@ -94,6 +94,7 @@ var (
 	descRunRate  = prometheus.NewDesc("trainbot_run_steps_per_second", "An active run's steps per second over about the last minute.", runLabels, nil)
 	descMetric   = prometheus.NewDesc("trainbot_run_metric", "The latest value of each metric of an active run (loss, acc, lr, …), as read from its output or event files.",
 		[]string{"run", "job", "name"}, nil)
+	descRunOn   = prometheus.NewDesc("trainbot_run_host_info", "1 for an active run on another host ([[hosts]]); host is its name.", []string{"run", "job", "host"}, nil)
 	descRunGPU  = prometheus.NewDesc("trainbot_run_gpu_memory_bytes", "GPU memory held by an active run's processes.", runLabels, nil)
 	descRunHost = prometheus.NewDesc("trainbot_run_host_memory_bytes", "Resident host memory of an active run's process tree.", runLabels, nil)
 	descRuns    = prometheus.NewDesc("trainbot_runs_total", "Runs that ended, by job and outcome (from the history: it survives restarts).",
@@ -116,7 +117,7 @@ type collector struct {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunStep, descRunStart, descRunTotal, descRunRate, descMetric, descRunGPU, descRunHost,
+	for _, d := range []*prometheus.Desc{descRunStep, descRunStart, descRunTotal, descRunRate, descMetric, descRunOn, descRunGPU, descRunHost,
 		descRuns, descOutbox, descGPUUsed, descGPUTotal, descGPUUtil, descGPUMemU, descGPUTemp, descGPUPower, descGPULimit} {
 		ch <- d
 	}
@@ -141,6 +142,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				gauge(descRunTotal, float64(st.Progress.TotalSteps), id, r.Job)
 			}
 			gauge(descRunRate, st.StepsPerSec, id, r.Job)
+			if r.Host != "" {
+				gauge(descRunOn, 1, id, r.Job, r.Host)
+			}
 			// The run already bounds its metric names (1000, and 100
 			// more losses): so is this series' cardinality.
 			for _, m := range st.Last {

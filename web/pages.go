@@ -182,6 +182,7 @@ type runRow struct {
 	Running                   bool
 	Steps                     int64
 	Note                      string
+	Host                      string // the host it runs on, "" for this host
 }
 
 func (p *Pages) list(w http.ResponseWriter, r *http.Request) {
@@ -195,7 +196,7 @@ func (p *Pages) list(w http.ResponseWriter, r *http.Request) {
 	rows := make([]runRow, 0, len(runs))
 	for _, run := range runs {
 		row := runRow{ID: run.ID, Job: run.Job, State: stateText(run), Started: run.StartedAt.Format("2006-01-02 15:04"),
-			Took: units.Duration(duration(run)), Running: run.State == trainer.StateRunning, Steps: run.Steps, Note: run.Note}
+			Took: units.Duration(duration(run)), Running: run.State == trainer.StateRunning, Steps: run.Steps, Note: run.Note, Host: run.Host}
 		if run.PeakGPUMem != nil {
 			row.PeakGPU = units.Bytes(*run.PeakGPUMem)
 		}

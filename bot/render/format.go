@@ -68,6 +68,8 @@ func stateText(l i18n.Lang, st trainer.Status) string {
 	switch {
 	case st.Waiting != "":
 		state = st.Waiting
+	case r.Host != "":
+		state = l.T(i18n.StateHost, r.Host)
 	case r.SlurmJobID != "" && r.Node != "":
 		state = l.T(i18n.StateSlurmNode, r.Node, r.SlurmJobID)
 	case r.SlurmJobID != "":
@@ -272,6 +274,9 @@ func RunLine(l i18n.Lang, r *trainer.Run, last map[string]float64, now time.Time
 	}
 	if len(r.GPUs) > 0 {
 		s += " · " + strings.TrimPrefix(l.T(i18n.GPULine, trainer.GPUList(r.GPUs)), "\n")
+	}
+	if r.Host != "" {
+		s += " · 🖥 " + r.Host
 	}
 	if r.Note != "" {
 		s += " · 📝 " + r.Note

@@ -181,7 +181,7 @@ func runningPGIDs(ctx context.Context, dataDir string) (pgids map[int]int64, abo
 	out := map[int]int64{}
 	about = map[int64]render.GPURun{}
 	for _, r := range runs {
-		if r.PID <= 0 || !procs.Alive(r.PID) {
+		if r.PID <= 0 || r.Host != "" || !procs.Alive(r.PID) { // a run on another host has its pid there
 			continue
 		}
 		// A run left "running" by a trainbot that died may name a PID that

@@ -149,6 +149,9 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 		if r.Supervisor > 0 && r.Runner != "" {
 			fmt.Fprintf(e.stdout, "runner %s · supervisor pid %d\n", r.Runner, r.Supervisor)
 		}
+		if r.Host != "" {
+			fmt.Fprintf(e.stdout, "on host %s · its directory there %s\n", termsafe.Field(r.Host), termsafe.Field(r.RemoteDir))
+		}
 		if r.SlurmJobID != "" {
 			fmt.Fprintf(e.stdout, "runner slurm · Slurm job %s · node %s\n", termsafe.Field(r.SlurmJobID), termsafe.Field(def(r.Node, "(not started)")))
 		}
