@@ -16,8 +16,8 @@ func (s *Store) AddQueued(ctx context.Context, e trainer.QueueEntry) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO queue(job, params, note, requested_by, user_id, origin, created_at) VALUES(?,?,?,?,?,?,?)`,
-		e.Job, string(params), e.Note, e.By, e.UserID, e.Origin, ms(e.At))
+	res, err := s.w.ExecContext(ctx, `INSERT INTO queue(job, params, note, requested_by, user_id, origin, created_at, host) VALUES(?,?,?,?,?,?,?,?)`,
+		e.Job, string(params), e.Note, e.By, e.UserID, e.Origin, ms(e.At), e.Host)
 	if err != nil {
 		return 0, fmt.Errorf("queue a start: %w", err)
 	}
@@ -26,7 +26,7 @@ func (s *Store) AddQueued(ctx context.Context, e trainer.QueueEntry) (int64, err
 
 // Queued returns the queued start requests, oldest first.
 func (s *Store) Queued(ctx context.Context) ([]trainer.QueueEntry, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, job, params, note, requested_by, user_id, origin, created_at FROM queue ORDER BY id`)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, job, params, note, requested_by, user_id, origin, created_at, host FROM queue ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read the queue: %w", err)
 	}
@@ -36,7 +36,7 @@ func (s *Store) Queued(ctx context.Context) ([]trainer.QueueEntry, error) {
 		var e trainer.QueueEntry
 		var params string
 		var at int64
-		if err := rows.Scan(&e.ID, &e.Job, &params, &e.Note, &e.By, &e.UserID, &e.Origin, &at); err != nil {
+		if err := rows.Scan(&e.ID, &e.Job, &params, &e.Note, &e.By, &e.UserID, &e.Origin, &at, &e.Host); err != nil {
 			return nil, fmt.Errorf("read the queue: %w", err)
 		}
 		if err := json.Unmarshal([]byte(params), &e.Params); err != nil {

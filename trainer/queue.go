@@ -20,6 +20,7 @@ type QueueEntry struct {
 	UserID string // who may cancel it besides operators ("telegram:42")
 	Origin string // the chat to tell when it starts
 	At     time.Time
+	Host   string // where it was asked to run (排队 job@host); "" for the job's hosts
 }
 
 // QueueStore keeps the queue (the store package implements it).
@@ -57,8 +58,14 @@ func (s *Supervisor) Enqueue(ctx context.Context, req StartRequest, userID strin
 	if s.opts.Queue == nil {
 		return QueueEntry{}, 0, ErrNoQueue
 	}
+	if j, h, ok := strings.Cut(req.Job, "@"); ok && req.Host == "" {
+		req.Job, req.Host = j, h // 排队 train@gpu2
+	}
 	job, err := s.Job(req.Job)
 	if err != nil {
+		return QueueEntry{}, 0, err
+	}
+	if _, err := s.runHosts(job, req.Host); err != nil {
 		return QueueEntry{}, 0, err
 	}
 	if _, err := job.ResolveParams(req.Params); err != nil {
@@ -82,7 +89,7 @@ func (s *Supervisor) Enqueue(ctx context.Context, req StartRequest, userID strin
 	if n >= job.MaxQueue {
 		return QueueEntry{}, 0, fmt.Errorf("%w: %d request(s) of %s wait already (max_queue %d)", ErrQueueFull, n, job.Name, job.MaxQueue)
 	}
-	e := QueueEntry{Job: job.Name, Params: maps.Clone(req.Params), Note: req.Note, By: req.By, UserID: userID, Origin: req.Origin, At: time.Now()}
+	e := QueueEntry{Job: job.Name, Host: req.Host, Params: maps.Clone(req.Params), Note: req.Note, By: req.By, UserID: userID, Origin: req.Origin, At: time.Now()}
 	if e.Params == nil {
 		e.Params = map[string]string{}
 	}
@@ -209,7 +216,7 @@ func (s *Supervisor) startQueued(ctx context.Context) (waitsForGPUs bool) {
 		if busy || closing {
 			continue
 		}
-		req := StartRequest{Job: e.Job, Params: e.Params, By: e.By, Origin: e.Origin, Note: e.Note, queued: &e}
+		req := StartRequest{Job: e.Job, Host: e.Host, Params: e.Params, By: e.By, Origin: e.Origin, Note: e.Note, queued: &e}
 		_, err := s.Start(ctx, req)
 		var busyErr *BusyError
 		switch {

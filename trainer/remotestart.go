@@ -188,30 +188,32 @@ func (s *Supervisor) stopUnrecorded(host string, st *RemoteStarted, why error) {
 // each was busy (its lock, or its GPUs: the queue tries again), else every
 // host's reason.
 func remoteRefusal(want GPURequest, refused []hostRefusal) error {
-	var gpus, locks, other []string
+	var gpus, locks, never, other []string
 	for _, r := range refused {
 		var b *BusyError
+		var sh *GPUShortage
 		switch {
 		case errors.As(r.err, &b) && b.GPUs != nil:
 			gpus = append(gpus, r.host+": "+b.GPUs.Error())
 		case errors.As(r.err, &b):
 			locks = append(locks, r.host+": "+b.Other)
+		case errors.As(r.err, &sh):
+			gpus = append(gpus, r.host+": "+sh.Error())
+		case errors.Is(r.err, ErrNoGPUs):
+			never = append(never, r.host+": "+strings.TrimPrefix(r.err.Error(), ErrNoGPUs.Error()+": "))
 		default:
-			var sh *GPUShortage
-			if errors.As(r.err, &sh) {
-				gpus = append(gpus, r.host+": "+sh.Error())
-				continue
-			}
 			other = append(other, r.host+": "+r.err.Error())
 		}
 	}
-	if len(other) == 0 && len(gpus) > 0 {
-		return &BusyError{GPUs: &GPUShortage{Want: want, Cause: errors.New(strings.Join(append(gpus, locks...), "; "))}}
+	switch {
+	case len(other) > 0:
+		return fmt.Errorf("no host took the run: %s", strings.Join(slices.Concat(other, gpus, locks, never), "; "))
+	case len(gpus) > 0:
+		return &BusyError{GPUs: &GPUShortage{Want: want, Cause: errors.New(strings.Join(slices.Concat(gpus, locks, never), "; "))}}
+	case len(locks) > 0:
+		return &BusyError{Other: strings.Join(slices.Concat(locks, never), "; ")}
 	}
-	if len(other) == 0 {
-		return &BusyError{Other: strings.Join(locks, "; ")}
-	}
-	return fmt.Errorf("no host took the run: %s", strings.Join(append(other, append(gpus, locks...)...), "; "))
+	return fmt.Errorf("%w: %s", ErrNoGPUs, strings.Join(never, "; "))
 }
 
 // missingHost is the host of a run this trainbot has no [[hosts]] entry
