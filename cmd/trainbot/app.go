@@ -23,8 +23,8 @@ import (
 	"github.com/trainbot/trainbot/bot/telegram"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/gpu"
-	"github.com/trainbot/trainbot/hosts"
 	"github.com/trainbot/trainbot/history"
+	"github.com/trainbot/trainbot/hosts"
 	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/internal/gpulock"
 	"github.com/trainbot/trainbot/internal/journal"
@@ -84,6 +84,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		b.openSchedules,  // the schedules
 		b.openReload,     // serve: reloading on SIGHUP, serve.pid
 		b.openGPU,        // GPU sampling, 通知空闲
+		b.openHostGPUs,   // the [[hosts]]' GPUs, sampled over their connections
 		b.openReceivers,  // the receivers: messages are taken from here on
 		b.openHTTP,       // HTTP (/metrics, /healthz, pages)
 	} {
@@ -131,14 +132,14 @@ type bot struct {
 	reloadable *reloadable
 	telemetry  gpu.Backend
 	// hosts are the [[hosts]] connections by name (empty without any).
-	hosts map[string]*hosts.Host
-	noGPU      error // why there is no NVML, nil with it
-	av         *gpu.Availability
-	gpus       *gpuclaim.Allocator // nil without NVML or a safe lock directory
-	noLocks    error               // why the lock directory cannot be used, nil when it can
-	monitor    *gpu.Monitor
-	sampling   atomic.Pointer[gpu.Monitor] // the monitor, for what runs beside openGPU (claims at Resume)
-	rcv        *recv.Set
+	hosts    map[string]*hosts.Host
+	noGPU    error // why there is no NVML, nil with it
+	av       *gpu.Availability
+	gpus     *gpuclaim.Allocator // nil without NVML or a safe lock directory
+	noLocks  error               // why the lock directory cannot be used, nil when it can
+	monitor  *gpu.Monitor
+	sampling atomic.Pointer[gpu.Monitor] // the monitor, for what runs beside openGPU (claims at Resume)
+	rcv      *recv.Set
 }
 
 // within makes a close with a deadline d, which starts when it is closed.
