@@ -98,6 +98,7 @@ func TestGPUCommandShowsEveryHost(t *testing.T) {
 	down := ask("with h2 stopped",
 		`(?m)^h2: unreachable since \d\d:\d\d:\d\d \(.+\); last answer \d\d:\d\d:\d\d$`,
 		`(?s)── h1 ──.*\[2\] Mock NVIDIA A100-SXM4-40GB · 7\.00/40\.00 GiB`)
+	t.Logf("h2 shown unreachable %s after its sshd was stopped", time.Since(stopped).Round(10*time.Millisecond))
 	m := regexp.MustCompile(`unreachable since (\d\d:\d\d:\d\d)`).FindStringSubmatch(down)
 	since, err := time.ParseInLocation("15:04:05", m[1], time.Local)
 	if err != nil {
