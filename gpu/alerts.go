@@ -22,7 +22,9 @@ const (
 // Alert is what happened to a device, for the chats: the facts, which
 // bot/render words in each person's language (render.GPUAlert).
 type Alert struct {
-	Kind   AlertKind
+	Kind AlertKind
+	// Host is the [[hosts]] name of the device's host; "" is this one.
+	Host   string
 	Device int   // index; -1 when the device is not known
 	RunID  int64 // the run using the device (the lowest id when several), 0 if none
 	// Key is unique per crossing or event ("gpu:memory:run3:dev0:1700000000123"),
@@ -245,6 +247,30 @@ func (a *alerter) event(ev DeviceEvent, last Snapshot) (Alert, bool) {
 		al.Xid = ev.Xid
 	}
 	return al, true
+}
+
+// Alerter turns another host's snapshots into alerts, once per crossing,
+// as a Monitor does with this host's: gpu/remote keeps one per host. It
+// is not safe for concurrent use.
+type Alerter struct {
+	host string
+	a    *alerter
+}
+
+// NewAlerter alerts on th for host (its [[hosts]] name), which every
+// alert names (Alert.Host, and in its Key).
+func NewAlerter(th Thresholds, host string) *Alerter {
+	return &Alerter{host: host, a: newAlerter(th)}
+}
+
+// Check returns the alerts of the crossings in s.
+func (a *Alerter) Check(s Snapshot) []Alert {
+	out := a.a.check(s)
+	for i := range out {
+		out[i].Host = a.host
+		out[i].Key = "host:" + a.host + ":" + out[i].Key
+	}
+	return out
 }
 
 // runBytesOn is the memory a run's processes hold on one device.

@@ -206,3 +206,16 @@ func TestAlerterIdleHeld(t *testing.T) {
 		t.Errorf("idle_held off: %+v", got)
 	}
 }
+
+// Another host's alerter names the host in its alerts and their keys.
+func TestAlerterNamesTheHost(t *testing.T) {
+	a := NewAlerter(Thresholds{TempC: 80}, "gpu2")
+	s := Snapshot{At: time.Unix(1700000000, 0), Available: true, Devices: []Device{{Index: 1, TempC: 85, Util: 50}}}
+	got := a.Check(s)
+	if len(got) != 1 || got[0].Host != "gpu2" || got[0].Kind != AlertTemperature || got[0].Key != "host:gpu2:gpu:temp:dev1:1700000000000" {
+		t.Fatalf("alerts = %+v", got)
+	}
+	if again := a.Check(s); len(again) != 0 {
+		t.Errorf("the same crossing again: %+v", again)
+	}
+}

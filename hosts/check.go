@@ -99,6 +99,24 @@ func (c *Client) dataDirWord() string {
 // GPU runs the remote `trainbot gpu --json`: without NVML there it
 // answers with available false and the reason.
 func (c *Client) GPU(ctx context.Context) (GPUSummary, error) {
+	var g GPUSummary
+	out, err := c.GPUJSON(ctx)
+	if err != nil {
+		return g, err
+	}
+	if err := json.Unmarshal(out, &g); err != nil {
+		return g, fmt.Errorf("trainbot gpu --json on %s: %w", c.Target.Name, err)
+	}
+	return g, nil
+}
+
+// GPUJSON runs the remote `trainbot gpu --json` and returns what it
+// printed, which the caller decodes (gpu.JSON); a command that printed no
+// JSON object is an error with its exit status and its first line of
+// stderr. A non-zero status with an object is not an error: the remote
+// trainbot exits 1 when part of the sample could not be read, and says
+// what in the object.
+func (c *Client) GPUJSON(ctx context.Context) ([]byte, error) {
 	line := c.Trainbot() + " gpu --json"
 	if c.Target.DataDir != "" {
 		line += " --data " + c.dataDirWord()
@@ -106,13 +124,22 @@ func (c *Client) GPU(ctx context.Context) (GPUSummary, error) {
 	var out, errOut bytes.Buffer
 	res, err := c.Run(ctx, Cmd{Line: line, Stdout: &out, Stderr: &errOut})
 	if err != nil {
-		return GPUSummary{}, err
+		return nil, err
 	}
-	var g GPUSummary
-	if jerr := json.Unmarshal(out.Bytes(), &g); jerr != nil {
-		return g, fmt.Errorf("trainbot gpu --json on %s: exit status %d: %s", c.Target.Name, res.Status, firstLine(errOut.String()))
+	if b := bytes.TrimSpace(out.Bytes()); len(b) == 0 || b[0] != '{' || !json.Valid(b) {
+		return nil, fmt.Errorf("trainbot gpu --json on %s: exit status %d: %s", c.Target.Name, res.Status, firstNonEmptyLine(errOut.String(), out.String()))
 	}
-	return g, nil
+	return out.Bytes(), nil
+}
+
+// firstNonEmptyLine is the first line of the first of s that has one.
+func firstNonEmptyLine(s ...string) string {
+	for _, x := range s {
+		if l := firstLine(x); l != "" {
+			return l
+		}
+	}
+	return "no output"
 }
 
 // FreeDisk measures the free space of the remote data directory (or the

@@ -5,9 +5,10 @@
 // bot/reconnect's one backoff when it is lost; a Client runs remote
 // commands (Run), the remote trainbot's version and protocol are checked
 // (CheckVersion) and the setup helpers `trainbot hosts check` and `trainbot
-// hosts install` are Check and Install. The same connection is meant to
-// carry, later, the remote runs' shims, their log reads and the remote
-// GPUs' samples, each as sessions of its own.
+// hosts install` are Check and Install. The same connection carries the
+// remote GPUs' samples (GPUJSON, which gpu/remote runs every interval)
+// and is meant to carry, later, the remote runs' shims and their log
+// reads, each as sessions of its own.
 //
 // It knows nothing of config (cmd/trainbot turns [[hosts]] into Targets),
 // runs or chats: it returns facts (HostKeyError, ProtocolError, Report) and

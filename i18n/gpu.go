@@ -61,7 +61,12 @@ var (
 	SlurmOnNode       = Def(Msg{Key: "gpu.slurm_on_node", EN: " on %s: its GPUs are that node's, not in the figures above", ZH: "，在 %s 上：它的显卡属于那个节点，不在上面的数据里"})
 	SlurmMaxRSS       = Def(Msg{Key: "gpu.slurm_maxrss", EN: "; MaxRSS (sstat) %s", ZH: "；MaxRSS（sstat）%s"})
 	SlurmNoMaxRSS     = Def(Msg{Key: "gpu.slurm_no_maxrss", EN: "; sstat cannot tell its memory (%s)", ZH: "；sstat 查不到它的内存（%s）"})
-	GPUSomeMissing    = Def(Msg{Key: "gpu.some_missing", EN: "\n(some figures could not be read: %s)", ZH: "\n（有些数据读不到：%s）"})
+	// Each [[hosts]] host's section under this host's table.
+	GPUHostHead    = Def(Msg{Key: "gpu.host_head", EN: "── %s ──\n", ZH: "── 主机 %s ──\n"})
+	GPUHostDown    = Def(Msg{Key: "gpu.host_down", EN: "%s: unreachable since %s (%s)", ZH: "%s：自 %s 起连不上（%s）"})
+	GPUHostPending = Def(Msg{Key: "gpu.host_pending", EN: "%s: no answer yet", ZH: "%s：还没有应答"})
+	GPUHostLast    = Def(Msg{Key: "gpu.host_last", EN: "; last answer %s", ZH: "；上次应答 %s"})
+	GPUSomeMissing = Def(Msg{Key: "gpu.some_missing", EN: "\n(some figures could not be read: %s)", ZH: "\n（有些数据读不到：%s）"})
 
 	// Each holder of a device, under its line: a run (with its job and who
 	// started it when known) or another process.

@@ -3,7 +3,9 @@ package command_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/command"
@@ -59,5 +61,36 @@ func TestGPUAnswer(t *testing.T) {
 	got = r.Handle(context.Background(), chat.Message{Transport: "telegram", Chat: viewer, User: chat.User{ID: viewer}, Text: "/gpu"})
 	if got.Text != i18n.ZhEn.T(i18n.NoGPU) {
 		t.Errorf("without telemetry: %q", got.Text)
+	}
+}
+
+// hostGPUsFunc is a command.HostGPUs.
+type hostGPUsFunc func() []gpu.HostSample
+
+func (f hostGPUsFunc) Samples() []gpu.HostSample { return f() }
+
+var _ command.HostGPUs = hostGPUsFunc(nil)
+
+// 显卡 shows each [[hosts]] host after this one's table, in their order,
+// an unreachable one as such; without this host's telemetry, the hosts'
+// still.
+func TestGPUAnswerWithHosts(t *testing.T) {
+	local := gpu.Snapshot{Available: true, Devices: []gpu.Device{{Index: 0, Name: "NVIDIA A100", MemTotal: 40 << 30, Util: -1, TempC: -1}}}
+	h1 := gpu.HostSample{Host: "h1", Snapshot: gpu.Snapshot{At: time.Now(), Available: true, Devices: []gpu.Device{{Index: 3, Name: "NVIDIA H100", MemTotal: 80 << 30, Util: 5, TempC: 41}}}}
+	h2 := gpu.HostSample{Host: "h2", Unreachable: errors.New("connection refused"), Since: time.Now()}
+	r := &command.Router{Trainer: activeRuns{}, Access: command.Access{Viewers: []int64{viewer}},
+		GPUs:     gpusFunc(func(context.Context) (gpu.Snapshot, error) { return local, nil }),
+		HostGPUs: hostGPUsFunc(func() []gpu.HostSample { return []gpu.HostSample{h1, h2} })}
+	ask := func() string {
+		return r.Handle(context.Background(), chat.Message{Transport: "telegram", Chat: viewer, User: chat.User{ID: viewer}, Text: "/gpu"}).Text
+	}
+	l := i18n.ZhEn
+	want := render.GPUTable(l, local, map[int64]render.GPURun{}) + "\n\n" + render.HostGPUTable(l, h1, time.Now()) + "\n\n" + render.HostGPUTable(l, h2, time.Now())
+	if got := ask(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	r.GPUs = nil
+	if got := ask(); !strings.HasPrefix(got, l.T(i18n.NoGPU)+"\n\n") || !strings.Contains(got, "[3] H100") || !strings.Contains(got, "h2: unreachable since ") {
+		t.Errorf("without local telemetry:\n%s", got)
 	}
 }

@@ -125,6 +125,9 @@ type Router struct {
 	// GPUs answers 显卡 with a fresh sample (gpu.Monitor); nil: the
 	// command says there is no GPU telemetry.
 	GPUs GPUs
+	// HostGPUs answers 显卡 for the [[hosts]] (gpu/remote); nil without
+	// any.
+	HostGPUs HostGPUs
 	// SlurmMaxRSS reads a Slurm job's MaxRSS for 显卡's note on each active
 	// Slurm run; nil: slurm.MaxRSS (sstat).
 	SlurmMaxRSS func(ctx context.Context, slurmJobID string) (int64, error)

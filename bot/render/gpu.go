@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/trainbot/trainbot/gpu"
@@ -54,23 +55,25 @@ func XidMeaning(l i18n.Lang, xid uint64) (meaning, advice string) {
 
 // GPUAlert words a GPU alert in l: the memory of a device a run uses past
 // its threshold, a device too hot, an Xid error or a double bit ECC error,
-// with the runs that use the device.
+// with the runs that use the device; another host's device is named with
+// its host ("gpu2 GPU 1 (…)").
 func GPUAlert(l i18n.Lang, a gpu.Alert) string {
 	d := a.Sampled
+	label := hostDeviceLabel(l, a.Host, d)
 	switch a.Kind {
 	case gpu.AlertMemory:
-		return l.T(i18n.GPUMemory, deviceLabel(l, d), d.MemPercent(), units.Bytes(int64(d.MemUsed+d.MemReserved)), units.Bytes(int64(d.MemTotal)),
+		return l.T(i18n.GPUMemory, label, d.MemPercent(), units.Bytes(int64(d.MemUsed+d.MemReserved)), units.Bytes(int64(d.MemTotal)),
 			a.Thresholds.MemoryPercent, a.RunID, units.Bytes(a.Held))
 	case gpu.AlertTemperature:
-		return l.T(i18n.GPUTemp, deviceLabel(l, d), d.TempC, a.Thresholds.TempC, usedBy(l, a.Runs, i18n.Msg{}))
+		return l.T(i18n.GPUTemp, label, d.TempC, a.Thresholds.TempC, usedBy(l, a.Runs, i18n.Msg{}))
 	case gpu.AlertECC:
-		return l.T(i18n.GPUECC, deviceLabel(l, d), usedBy(l, a.Runs, i18n.GPUECCUntrusted))
+		return l.T(i18n.GPUECC, label, usedBy(l, a.Runs, i18n.GPUECCUntrusted))
 	case gpu.AlertIdleHeld:
-		return l.T(i18n.GPUIdleHeld, deviceLabel(l, d), l.Duration(a.Idle), idleHolder(l, a.Holder), units.Bytes(int64(a.Holder.MemUsed)),
+		return l.T(i18n.GPUIdleHeld, label, l.Duration(a.Idle), idleHolder(l, a.Holder), units.Bytes(int64(a.Holder.MemUsed)),
 			units.Bytes(int64(a.Thresholds.IdleMemory)), l.Duration(a.Thresholds.IdleFor))
 	}
 	meaning, advice := XidMeaning(l, a.Xid)
-	text := l.T(i18n.GPUXid, deviceLabel(l, d), a.Xid)
+	text := l.T(i18n.GPUXid, label, a.Xid)
 	if meaning != "" {
 		text += l.Pick("：", ": ") + meaning
 	}
@@ -194,6 +197,46 @@ func joinInts(xs []int) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// hostDeviceLabel is deviceLabel with the host's name first when it is
+// another host's ("gpu2 GPU 1 (…)").
+func hostDeviceLabel(l i18n.Lang, host string, d gpu.Device) string {
+	if host == "" {
+		return deviceLabel(l, d)
+	}
+	return host + " " + deviceLabel(l, d)
+}
+
+// HostGPUTable renders another host's section of 显卡, worded in l, its
+// times in now's zone: its name, then its table (GPUTable, whose first
+// line says why when the host has no NVML) and what it could not read;
+// or that it has not answered since when, and why.
+func HostGPUTable(l i18n.Lang, h gpu.HostSample, now time.Time) string {
+	switch {
+	case h.Unreachable != nil:
+		text := l.T(i18n.GPUHostDown, h.Host, clock(h.Since, now), truncate(h.Unreachable.Error(), 160))
+		if !h.Snapshot.At.IsZero() {
+			text += l.T(i18n.GPUHostLast, clock(h.Snapshot.At, now))
+		}
+		return text
+	case h.Snapshot.At.IsZero():
+		return l.T(i18n.GPUHostPending, h.Host)
+	}
+	text := l.T(i18n.GPUHostHead, h.Host) + GPUTable(l, h.Snapshot, nil)
+	if h.Partial != nil {
+		text += l.T(i18n.GPUSomeMissing, h.Partial.Error())
+	}
+	return text
+}
+
+// clock is t in now's zone: "14:03:07" today, "12-01 14:03" another day.
+func clock(t, now time.Time) string {
+	t = t.In(now.Location())
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05")
+	}
+	return StartedText(t, now)
 }
 
 // deviceLabel is "GPU 0 (NVIDIA A100-SXM4-40GB)".

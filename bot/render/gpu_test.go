@@ -311,3 +311,35 @@ func TestGPUNotesOfSlurmRuns(t *testing.T) {
 		t.Errorf("no Slurm run: %q, want no note", got)
 	}
 }
+
+// Another host's section of 显卡: its table under its name, or since
+// when it has not answered, in both languages; its alerts name it.
+func TestHostGPUTable(t *testing.T) {
+	now := time.Date(2026, 12, 1, 14, 10, 0, 0, time.UTC)
+	answered := gpu.HostSample{Host: "gpu2", Snapshot: gpu.Snapshot{At: now.Add(-time.Second), Available: true,
+		Devices: []gpu.Device{{Index: 1, Name: "NVIDIA H100 80GB HBM3", MemUsed: 40 << 30, MemTotal: 80 << 30, Util: 97, TempC: 66}}}}
+	noNVML := gpu.HostSample{Host: "cpu1", Snapshot: gpu.Snapshot{At: now, Reason: "no NVIDIA driver (libnvidia-ml.so.1 not found)"}}
+	down := gpu.HostSample{Host: "gpu3", Unreachable: errors.New("connection refused"), Since: time.Date(2026, 12, 1, 14, 3, 7, 0, time.UTC),
+		Snapshot: gpu.Snapshot{At: time.Date(2026, 12, 1, 14, 3, 5, 0, time.UTC)}}
+	for _, tc := range []struct {
+		l    i18n.Lang
+		h    gpu.HostSample
+		want string
+	}{
+		{i18n.En, answered, "── gpu2 ──\n[1] H100 80GB HBM3 · 40.00/80.00 GiB · 97% · 66°C"},
+		{i18n.Zh, answered, "── 主机 gpu2 ──\n[1] H100 80GB HBM3"},
+		{i18n.En, noNVML, "── cpu1 ──\nNo NVIDIA GPU: no NVIDIA driver (libnvidia-ml.so.1 not found)."},
+		{i18n.En, down, "gpu3: unreachable since 14:03:07 (connection refused); last answer 14:03:05"},
+		{i18n.Zh, down, "gpu3：自 14:03:07 起连不上（connection refused）；上次应答 14:03:05"},
+		{i18n.En, gpu.HostSample{Host: "gpu4"}, "gpu4: no answer yet"},
+		{i18n.En, gpu.HostSample{Host: "gpu5", Unreachable: errors.New("x"), Since: now.Add(-48 * time.Hour)}, "gpu5: unreachable since 11-29 14:10 (x)"},
+	} {
+		if got := HostGPUTable(tc.l, tc.h, now); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s %s:\ngot  %q\nwant %q…", tc.l, tc.h.Host, got, tc.want)
+		}
+	}
+	a := gpu.Alert{Kind: gpu.AlertTemperature, Host: "gpu2", Device: 1, Sampled: gpu.Device{Index: 1, Name: "NVIDIA H100", TempC: 91}, Thresholds: gpu.Thresholds{TempC: 85}}
+	if got := GPUAlert(i18n.En, a); !strings.Contains(got, "gpu2 GPU 1 (NVIDIA H100) at 91°C") {
+		t.Errorf("alert = %q, want it to name the host", got)
+	}
+}

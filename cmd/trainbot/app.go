@@ -84,6 +84,7 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		b.openSchedules,  // the schedules
 		b.openReload,     // serve: reloading on SIGHUP, serve.pid
 		b.openGPU,        // GPU sampling, 通知空闲
+		b.openHostGPUs,   // the [[hosts]]' GPUs, sampled over their connections
 		b.openReceivers,  // the receivers: messages are taken from here on
 		b.openHTTP,       // HTTP (/metrics, /healthz, pages)
 	} {

@@ -15,110 +15,6 @@ import (
 	"github.com/trainbot/trainbot/store"
 )
 
-// gpuJSON is `trainbot gpu --json`. Field names are a contract.
-type gpuJSON struct {
-	Available bool `json:"available"`
-	// Reason says why there are no device figures ("" when available).
-	Reason    string          `json:"reason"`
-	Driver    string          `json:"driver_version"`
-	SampledAt time.Time       `json:"sampled_at"`
-	Devices   []gpuDeviceJSON `json:"devices"`
-	Processes []gpuProcJSON   `json:"processes"`
-	Host      gpuHostJSON     `json:"host"`
-	Runs      []gpuRunJSON    `json:"runs"`
-	// Error is what could not be read this time ("" when everything was).
-	Error string `json:"error"`
-}
-
-type gpuDeviceJSON struct {
-	Index               int      `json:"index"`
-	Name                string   `json:"name"`
-	UUID                string   `json:"uuid"`
-	MemoryUsedBytes     uint64   `json:"memory_used_bytes"`     // allocated plus reserved: not free
-	MemoryReservedBytes uint64   `json:"memory_reserved_bytes"` // by the driver (NVML v2), 0 when unknown
-	MemoryTotalBytes    uint64   `json:"memory_total_bytes"`
-	UtilizationPercent  *int     `json:"utilization_percent"`        // null when unknown
-	MemoryUtilPercent   *int     `json:"memory_utilization_percent"` // null when unknown
-	TemperatureC        *int     `json:"temperature_c"`              // null when unknown
-	PowerDrawWatts      *float64 `json:"power_draw_watts"`           // null when unknown
-	PowerLimitWatts     *float64 `json:"power_limit_watts"`          // null when unknown
-}
-
-type gpuProcJSON struct {
-	PID             int    `json:"pid"`
-	Device          int    `json:"device"`
-	Name            string `json:"name"`
-	MemoryUsedBytes uint64 `json:"memory_used_bytes"`
-	RunID           *int64 `json:"run_id"`  // null when no run owns it
-	UID             *int   `json:"uid"`     // null when unknown
-	User            string `json:"user"`    // the uid's name, or the uid; "" when unknown
-	Command         string `json:"command"` // the command line, cut to 120 characters; "" when unknown
-	// UtilizationPercent is the process's SM utilisation; null when unknown.
-	UtilizationPercent *int `json:"utilization_percent"`
-}
-
-type gpuHostJSON struct {
-	MemoryTotalBytes     uint64 `json:"memory_total_bytes"`
-	MemoryAvailableBytes uint64 `json:"memory_available_bytes"`
-	MemoryUsedBytes      uint64 `json:"memory_used_bytes"`
-}
-
-type gpuRunJSON struct {
-	RunID         int64  `json:"run_id"`
-	PID           int    `json:"pid"`
-	GPUMemBytes   *int64 `json:"gpu_mem_bytes"`   // null without device figures
-	GPUTotalBytes *int64 `json:"gpu_total_bytes"` // null when it uses no device
-	Devices       []int  `json:"devices"`
-	HostMemBytes  *int64 `json:"host_mem_bytes"` // resident memory of the run's process tree
-	Processes     int    `json:"processes"`
-}
-
-func toGPUJSON(s gpu.Snapshot, err error) gpuJSON {
-	j := gpuJSON{Available: s.Available, Reason: s.Reason, Driver: s.Driver, SampledAt: s.At.UTC(),
-		Devices: []gpuDeviceJSON{}, Processes: []gpuProcJSON{}, Runs: []gpuRunJSON{},
-		Host: gpuHostJSON{MemoryTotalBytes: s.Host.MemTotal, MemoryAvailableBytes: s.Host.MemAvailable, MemoryUsedBytes: s.Host.Used()}}
-	known := func(v int) *int {
-		if v < 0 {
-			return nil
-		}
-		return &v
-	}
-	watts := func(mw uint64) *float64 {
-		if mw == 0 {
-			return nil
-		}
-		w := float64(mw) / 1000
-		return &w
-	}
-	for _, d := range s.Devices {
-		j.Devices = append(j.Devices, gpuDeviceJSON{Index: d.Index, Name: d.Name, UUID: d.UUID,
-			MemoryUsedBytes: d.MemUsed + d.MemReserved, MemoryReservedBytes: d.MemReserved, MemoryTotalBytes: d.MemTotal,
-			UtilizationPercent: known(d.Util), MemoryUtilPercent: known(d.MemUtil), TemperatureC: known(d.TempC),
-			PowerDrawWatts: watts(d.PowerMilliW), PowerLimitWatts: watts(d.PowerLimitMilliW)})
-	}
-	for _, p := range s.Processes {
-		pj := gpuProcJSON{PID: p.PID, Device: p.Device, Name: p.Name, MemoryUsedBytes: p.MemUsed,
-			UID: known(p.UID), User: p.User, Command: p.Command, UtilizationPercent: known(p.Util)}
-		if p.RunID != 0 {
-			id := p.RunID
-			pj.RunID = &id
-		}
-		j.Processes = append(j.Processes, pj)
-	}
-	for _, u := range s.Runs {
-		devs := u.Devices
-		if devs == nil {
-			devs = []int{}
-		}
-		j.Runs = append(j.Runs, gpuRunJSON{RunID: u.RunID, PID: u.PID, GPUMemBytes: u.GPUBytes, GPUTotalBytes: u.GPUTotal,
-			Devices: devs, HostMemBytes: u.HostBytes, Processes: u.Processes})
-	}
-	if err != nil {
-		j.Error = err.Error()
-	}
-	return j
-}
-
 func cmdGPU(ctx context.Context, args []string, e env) int {
 	fs := newFlags("gpu", "[--json]", e)
 	var cf configFlags
@@ -139,11 +35,11 @@ func cmdGPU(ctx context.Context, args []string, e env) int {
 	if err != nil {
 		return errorf(e, "%v", err)
 	}
-	b, _ := gpu.Open() // without NVML: a backend that says why
+	b, _ := openGPU() // without NVML: a backend that says why
 	defer b.Close()
 	snap, err := gpu.Collect(ctx, b, runs)
 	if *asJSON {
-		if code := printJSON(e, toGPUJSON(snap, err)); code != exitOK {
+		if code := printJSON(e, gpu.ToJSON(snap, err)); code != exitOK {
 			return code
 		}
 	} else {

@@ -59,7 +59,7 @@ func TestGPUCommandWithoutGPU(t *testing.T) {
 			t.Errorf("no %q in %s", k, out)
 		}
 	}
-	var j gpuJSON
+	var j gpu.JSON
 	json.Unmarshal([]byte(out), &j)
 	if j.Available || j.Reason == "" || j.Devices == nil || len(j.Devices) != 0 ||
 		j.Host.MemoryTotalBytes == 0 || j.Host.MemoryUsedBytes == 0 {
@@ -112,13 +112,13 @@ func TestGPUCommandAttributesRunningRuns(t *testing.T) {
 
 	// Wait until the shell has forked its child, so the tree has two processes.
 	deadline := time.Now().Add(10 * time.Second)
-	var j gpuJSON
+	var j gpu.JSON
 	for {
 		out, errOut, code := runTrainbot(t, "", nil, "gpu", "--json", "--data", dir)
 		if code != exitOK {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		j = gpuJSON{}
+		j = gpu.JSON{}
 		if err := json.Unmarshal([]byte(out), &j); err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func TestGPUSharingWiring(t *testing.T) {
 		{PID: 5, Device: 0, UID: 1001, User: "bob", Command: "python eval.py", Util: 0},
 		{PID: 6, Device: 0, UID: -1, Util: -1},
 	}}
-	out, err := json.Marshal(toGPUJSON(snap, nil))
+	out, err := json.Marshal(gpu.ToJSON(snap, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

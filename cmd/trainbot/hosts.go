@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/config"
+	"github.com/trainbot/trainbot/gpu/remote"
 	"github.com/trainbot/trainbot/hosts"
 	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer"
@@ -84,6 +85,24 @@ func (b *bot) openHosts() int {
 		}
 		return nil
 	})
+	return exitOK
+}
+
+// openHostGPUs samples the [[hosts]]' GPUs over their connections every
+// [gpu] interval, for 显卡 and the GPU alerts (with the host's name).
+func (b *bot) openHostGPUs() int {
+	if len(b.hosts) == 0 {
+		return exitOK
+	}
+	var hs []*hosts.Host
+	for _, h := range b.cfg.Hosts {
+		hs = append(hs, b.hosts[h.Name])
+	}
+	s := remote.New(remote.Options{Hosts: hs, Interval: time.Duration(b.cfg.GPU.Interval), Thresholds: gpuThresholds(b.cfg.GPU),
+		Alert: b.notifier.GPUAlert, Logger: b.log.With("component", "hostgpus")})
+	s.Start()
+	b.life.opened("stop sampling the hosts' GPUs", func() error { s.Close(); return nil })
+	b.router.HostGPUs = s
 	return exitOK
 }
 

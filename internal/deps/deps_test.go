@@ -52,6 +52,8 @@ var rules = []struct {
 		"asks whether GPUs are free through gpufree.Met, keeps its watches through gpufree.KV"},
 	{"hosts", append([]string{mod + "config", mod + "trainer/...", mod + "gpu", "testing"}, database...),
 		"SSH to the GPU servers: given Targets (cmd turns [[hosts]] into them), it returns facts; remote runs will go through the remote trainbot, not the local shim"},
+	{"gpu/remote", append([]string{mod + "config", mod + "trainer/...", mod + "bot/render", mod + "bot/command", mod + "bot/notify", "testing"}, database...),
+		"samples the hosts' GPUs over hosts' connections and returns facts (gpu.HostSample, gpu.Alert) that bot/render words"},
 	{"internal/gpulock", append([]string{mod + "trainer/...", mod + "gpu", mod + "bot/...", mod + "config", mod + "i18n", "testing"}, database...),
 		"a leaf that the shim, trainer and gpu share: the lock files and their holders, nothing of runs, GPUs' telemetry or chat"},
 }
