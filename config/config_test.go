@@ -267,3 +267,42 @@ func TestJobGPUs(t *testing.T) {
 		}
 	}
 }
+
+// A job's host names one [[hosts]] entry, its hosts several or "any";
+// each error names the key and what is wrong.
+func TestJobHosts(t *testing.T) {
+	hosts := "[[hosts]]\nname = \"gpu1\"\naddress = \"g1\"\n[[hosts]]\nname = \"gpu2\"\naddress = \"g2\"\n"
+	job := "[[jobs]]\nname = \"a\"\ncommand = [\"true\"]\n"
+	for _, tc := range []struct {
+		doc, want, err string
+	}{
+		{doc: hosts + job + "host = \"gpu2\"", want: "gpu2"},
+		{doc: hosts + job + "hosts = [\"gpu2\", \"gpu1\"]", want: "gpu2,gpu1"},
+		{doc: hosts + job + "hosts = \"any\"", want: "any"},
+		{doc: job + "host = \"gpu2\"", err: `jobs[0].host: "gpu2" is not a [[hosts]] name (there is no [[hosts]] entry)`},
+		{doc: hosts + job + "hosts = [\"gpu1\", \"gpu9\"]", err: `jobs[0].hosts[1]: "gpu9" is not a [[hosts]] name (the hosts are gpu1, gpu2)`},
+		{doc: hosts + job + "hosts = \"gpu1\"", err: `jobs[0].hosts: want "any" or a list of [[hosts]] names, got "gpu1" (one host is host = "gpu1")`},
+		{doc: hosts + job + "hosts = []", err: `jobs[0].hosts: want "any" or a list of [[hosts]] names, got an empty list`},
+		{doc: hosts + job + "host = \"gpu1\"\nhosts = [\"gpu2\"]", err: "jobs[0].hosts: give host (one) or hosts (several), not both"},
+		{doc: hosts + job + "host = \"gpu1\"\nrunner = \"slurm\"", err: `jobs[0].runner: a Slurm job runs where Slurm puts it`},
+	} {
+		c, err := parse(t, tc.doc+"\n")
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: got %v, want %q", tc.doc, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.doc, err)
+			continue
+		}
+		got := c.Jobs[0].Host
+		if got == "" {
+			got = strings.Join(c.Jobs[0].Hosts, ",")
+		}
+		if got != tc.want {
+			t.Errorf("%q: hosts %q, want %q", tc.doc, got, tc.want)
+		}
+	}
+}
