@@ -26,25 +26,25 @@ type remoteRunner struct {
 	ref      RemoteRef
 	runDir   string // the mirror
 	maxLog   int64
-	lock     *fileLock // the job's lock here, held by the observer for the run's life
-	log      *slog.Logger
+	// The job's grace periods, for orphans the host's shim left.
+	stopGrace, killGrace time.Duration
+	lock                 *fileLock // the job's lock here, held by the observer for the run's life
+	log                  *slog.Logger
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	st       *RemoteStatus // the host's last word; nil before one
-	complete bool          // it ended there and the mirror has all of it
-	grew     time.Time     // when the mirror last grew
-	lostAt   time.Time     // since when the host has not answered; zero while it does
-	lostErr  error
-	warned   bool      // the loss was told
-	down     time.Time // when the shim was first told gone; zero otherwise
-	orphans  bool      // told unsupervised
-	signals  int       // sent to orphans: 1 SIGINT, 2 SIGTERM, 3 SIGKILL
-	stopAt   time.Time
-	orphanBy string
-	goneAt   time.Time
+	mu         sync.Mutex
+	st         *RemoteStatus // the host's last word; nil before one
+	complete   bool          // it ended there and the mirror has all of it
+	grew       time.Time     // when the mirror last grew
+	lostAt     time.Time     // since when the host has not answered; zero while it does
+	lostErr    error
+	warned     bool      // the loss was told
+	down       time.Time // when the shim was first told gone; zero otherwise
+	orphans    bool      // told unsupervised
+	orphanStop orphanStop
+	goneAt     time.Time
 }
 
 // Pace of the mirror.
@@ -61,7 +61,7 @@ const (
 // newRemoteRunner starts the mirror of a run on a host.
 func newRemoteRunner(a *active, host RemoteHost, lock *fileLock) *remoteRunner {
 	r := &remoteRunner{host: host, hostName: a.run.Host, ref: RemoteRef{RunDir: a.run.RemoteDir, PID: a.run.PID, ShimPID: a.run.Supervisor},
-		runDir: a.runDir, maxLog: a.job.MaxLogBytes, lock: lock, log: a.log.With("host", a.run.Host), grew: time.Now()}
+		runDir: a.runDir, maxLog: a.job.MaxLogBytes, stopGrace: a.job.StopGrace, killGrace: a.job.KillGrace, lock: lock, log: a.log.With("host", a.run.Host), grew: time.Now()}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.wg.Add(1)
@@ -244,15 +244,8 @@ func (r *remoteRunner) poll(now time.Time) (*runEnd, runLive, bool) {
 
 // escalate sends the next signal of a stop asked of orphans.
 func (r *remoteRunner) escalate(now time.Time) {
-	if r.signals == 0 || r.signals >= 3 {
-		return
-	}
-	// stop grace and kill grace are the host shim's; the defaults here.
-	switch {
-	case r.signals == 1 && now.Sub(r.stopAt) >= DefaultStopGrace:
-		r.signalOrphans(syscall.SIGTERM)
-	case r.signals == 2 && now.Sub(r.stopAt) >= DefaultStopGrace+DefaultKillGrace:
-		r.signalOrphans(syscall.SIGKILL)
+	if sig := r.orphanStop.next(now, r.stopGrace, r.killGrace); sig != 0 {
+		r.signalOrphans(sig)
 	}
 }
 
@@ -264,22 +257,14 @@ func (r *remoteRunner) signalOrphans(sig syscall.Signal) {
 		r.log.Warn("signal the orphaned run on its host", "err", err)
 		return
 	}
-	r.signals = map[syscall.Signal]int{syscall.SIGINT: 1, syscall.SIGTERM: 2, syscall.SIGKILL: 3}[sig]
+	r.orphanStop.sent(sig)
 }
 
 func (r *remoteRunner) stop(req stopRequest) error {
 	r.mu.Lock()
 	if r.orphans {
 		defer r.mu.Unlock()
-		if r.orphanBy == "" {
-			r.orphanBy, r.stopAt = req.by, time.Now()
-		}
-		switch {
-		case req.kill:
-			r.signalOrphans(syscall.SIGKILL)
-		case r.signals == 0:
-			r.signalOrphans(syscall.SIGINT)
-		}
+		r.orphanStop.ask(req, r.signalOrphans)
 		return nil
 	}
 	lost := r.lostErr
@@ -297,10 +282,7 @@ func (r *remoteRunner) gone() (*EndFacts, time.Time) {
 	defer r.mu.Unlock()
 	f := &EndFacts{Why: WhyInterrupted, Interrupted: InterruptSupervisorGone, SupervisorPID: r.ref.ShimPID}
 	if r.orphans {
-		f.Orphans = &Orphans{PGID: r.ref.PID, Until: r.goneAt}
-		if r.orphanBy != "" {
-			f.Orphans.StoppedBy, f.Orphans.Signal = r.orphanBy, int([]syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}[r.signals])
-		}
+		f.Orphans = r.orphanStop.facts(r.ref.PID, r.goneAt)
 	}
 	return f, r.goneAt
 }

@@ -84,9 +84,7 @@ type shimRunner struct {
 	lastAlive  time.Time // the run last seen alive by this trainbot (its shim answered, or its orphans lived)
 	goneAt     time.Time // when it ended, as far as this trainbot saw; zero when it never saw it alive
 	nextLook   time.Time
-	orphanBy   string
-	stopAt     time.Time
-	signals    int // sent to the orphans: 1 SIGINT, 2 SIGTERM, 3 SIGKILL
+	orphanStop orphanStop
 }
 
 // shimGoneWait is how long a shim that neither answers nor lives is waited
@@ -185,15 +183,58 @@ func (r *shimRunner) pollOrphan(now time.Time) (*runEnd, runLive, bool) {
 		return nil, runLive{}, true
 	}
 	r.lastAlive = now
-	if r.signals > 0 && r.signals < 3 {
-		switch {
-		case r.signals == 1 && now.Sub(r.stopAt) >= r.stopGrace:
-			r.signalOrphans(syscall.SIGTERM)
-		case r.signals == 2 && now.Sub(r.stopAt) >= r.stopGrace+r.killGrace:
-			r.signalOrphans(syscall.SIGKILL)
-		}
+	if sig := r.orphanStop.next(now, r.stopGrace, r.killGrace); sig != 0 {
+		r.signalOrphans(sig)
 	}
 	return nil, runLive{}, false
+}
+
+// orphanStop is a stop asked of the orphaned processes of a run (its
+// supervisor died): who asked, when, and the signals sent so far.
+type orphanStop struct {
+	by      string
+	at      time.Time
+	signals int // 1 SIGINT, 2 SIGTERM, 3 SIGKILL
+}
+
+// ask takes a stop: a kill is SIGKILL now, a first stop SIGINT; signal
+// sends one (and calls sent when it did).
+func (o *orphanStop) ask(req stopRequest, signal func(syscall.Signal)) {
+	if o.by == "" {
+		o.by, o.at = req.by, time.Now()
+	}
+	switch {
+	case req.kill:
+		signal(syscall.SIGKILL)
+	case o.signals == 0:
+		signal(syscall.SIGINT)
+	}
+}
+
+// next is the signal due now (SIGTERM after the stop grace, SIGKILL after
+// the kill grace too), 0 when none is.
+func (o *orphanStop) next(now time.Time, stopGrace, killGrace time.Duration) syscall.Signal {
+	switch {
+	case o.signals == 1 && now.Sub(o.at) >= stopGrace:
+		return syscall.SIGTERM
+	case o.signals == 2 && now.Sub(o.at) >= stopGrace+killGrace:
+		return syscall.SIGKILL
+	}
+	return 0
+}
+
+// sent records a signal sent.
+func (o *orphanStop) sent(sig syscall.Signal) {
+	o.signals = max(o.signals, map[syscall.Signal]int{syscall.SIGINT: 1, syscall.SIGTERM: 2, syscall.SIGKILL: 3}[sig])
+}
+
+// facts are the orphans' part of the run's end.
+func (o *orphanStop) facts(pgid int, until time.Time) *Orphans {
+	f := &Orphans{PGID: pgid, Until: until}
+	if o.by != "" {
+		f.StoppedBy, f.Signal = o.by, int([]syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}[o.signals])
+	}
+	return f
 }
 
 // signalOrphans sends sig to the run's process group and to every process
@@ -206,14 +247,7 @@ func (r *shimRunner) signalOrphans(sig syscall.Signal) {
 	for _, p := range pids {
 		syscall.Kill(p, sig)
 	}
-	switch sig {
-	case syscall.SIGINT:
-		r.signals = 1
-	case syscall.SIGTERM:
-		r.signals = 2
-	case syscall.SIGKILL:
-		r.signals = 3
-	}
+	r.orphanStop.sent(sig)
 	r.log.Info("signalled the orphaned run", "signal", unix.SignalName(sig), "pgid", r.pid, "others", len(pids))
 }
 
@@ -253,15 +287,7 @@ func (r *shimRunner) end(st *shimctl.State) *runEnd {
 
 func (r *shimRunner) stop(req stopRequest) error {
 	if !r.orphaned.IsZero() {
-		if r.orphanBy == "" {
-			r.orphanBy, r.stopAt = req.by, time.Now()
-		}
-		switch {
-		case req.kill:
-			r.signalOrphans(syscall.SIGKILL)
-		case r.signals == 0:
-			r.signalOrphans(syscall.SIGINT)
-		}
+		r.orphanStop.ask(req, r.signalOrphans)
 		return nil
 	}
 	if r.asked == "" {
@@ -281,10 +307,7 @@ func (r *shimRunner) stop(req stopRequest) error {
 func (r *shimRunner) gone() (*EndFacts, time.Time) {
 	f := &EndFacts{Why: WhyInterrupted, Interrupted: InterruptSupervisorGone, SupervisorPID: r.shimPID}
 	if !r.orphaned.IsZero() {
-		f.Orphans = &Orphans{PGID: r.pid, Until: r.goneAt}
-		if r.orphanBy != "" {
-			f.Orphans.StoppedBy, f.Orphans.Signal = r.orphanBy, int([]syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}[r.signals])
-		}
+		f.Orphans = r.orphanStop.facts(r.pid, r.goneAt)
 	}
 	return f, r.goneAt
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -258,5 +259,43 @@ func TestAHubComesBackToARunOnAHost(t *testing.T) {
 	// and the last step are kept.
 	if seen[1] != 1 || seen[got.Steps] != 1 || len(seen) < 1000 {
 		t.Errorf("%d distinct steps of %d stored (first %d, last %d)", len(seen), got.Steps, seen[1], seen[got.Steps])
+	}
+}
+
+// The run's shim killed with -9 on its host while the run lives on (it
+// ignores the broken pipe of its output): the
+// hub says so once (unsupervised), a stop signals what is left there, and
+// the run ends interrupted with who stopped its orphans.
+func TestAShimKilledOnAHost(t *testing.T) {
+	r := newRemote(t, "h1")
+	job := &trainer.Job{Name: "loop", Command: sh(`trap "" PIPE; i=0; while true; do i=$((i+1)); echo "step=$i loss=1" 2>/dev/null || :; sleep 0.05; done`), Hosts: []string{"h1"}}
+	h := newHub(t, t.TempDir(), []*trainer.Job{job}, map[string]trainer.RemoteHost{"h1": r.link})
+	defer h.close(t, false)
+	run, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "loop", By: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := syscall.Kill(run.Supervisor, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	for told := false; !told; {
+		select {
+		case e := <-h.events:
+			told = e.Kind == trainer.EventAlert && e.Alert != nil && e.Alert.Unsupervised != nil && e.Run.ID == run.ID
+		case <-deadline:
+			t.Fatal("no unsupervised alert in 30 s")
+		}
+	}
+	if _, err := h.sup.Stop(run.ID, "tester"); err != nil {
+		t.Fatal(err)
+	}
+	got := h.ended(t, run.ID, 30*time.Second)
+	if got.Outcome != trainer.OutcomeInterrupted || got.End == nil || got.End.Orphans == nil || got.End.Orphans.StoppedBy != "tester" {
+		t.Fatalf("run ended %s (%s), want interrupted with its orphans stopped by tester", got.Outcome, got.Detail)
+	}
+	if syscall.Kill(-run.PID, 0) == nil {
+		t.Errorf("process group %d of the run lives on after the stop", run.PID)
 	}
 }
