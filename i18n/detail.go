@@ -5,6 +5,8 @@ package i18n
 // facts the end was classified from (trainer.EndFacts) with these
 // messages instead (bot/render's EndDetail); nothing reads the English back.
 var (
+	DetailHostReboot = Def(Msg{Key: "detail.host_reboot", EN: "the host rebooted while it ran (boot id %s at the start, %s now)", ZH: "训练期间主机重启了（开始时 boot id 为 %s，现在为 %s）"})
+	DetailBootedAt   = Def(Msg{Key: "detail.booted_at", EN: "; up since %s", ZH: "；本次开机于 %s"})
 	DetailExit       = Def(Msg{Key: "detail.exit", EN: "exit status %s", ZH: "退出码 %s"})
 	DetailKilledBy   = Def(Msg{Key: "detail.killed_by", EN: "killed by %s", ZH: "被 %s 终止"})
 	DetailStderr     = Def(Msg{Key: "detail.last_stderr", EN: "; last stderr:\n", ZH: "；stderr 最后几行：\n"})

@@ -27,6 +27,10 @@ var (
 	OutcomeNaN         = Def(Msg{Key: "outcome.nan", EN: "nan", ZH: "损失为 NaN"})
 	OutcomeStalled     = Def(Msg{Key: "outcome.stalled", EN: "stalled", ZH: "卡住"})
 	OutcomeInterrupted = Def(Msg{Key: "outcome.interrupted", EN: "interrupted", ZH: "中断"})
+	OutcomePreempted   = Def(Msg{Key: "outcome.preempted", EN: "preempted", ZH: "被抢占"})
+	OutcomeNodeFailure = Def(Msg{Key: "outcome.node_failure", EN: "node failure", ZH: "节点故障"})
+	OutcomeTimeout     = Def(Msg{Key: "outcome.timeout", EN: "timed out", ZH: "超时"})
+	OutcomeHostReboot  = Def(Msg{Key: "outcome.host_reboot", EN: "host rebooted", ZH: "主机重启"})
 	OutcomeEnded       = Def(Msg{Key: "outcome.ended", EN: "ended", ZH: "已结束"})
 )
 

@@ -19,7 +19,7 @@ var _ trainer.Recorder = (*Store)(nil)
 
 const runColumns = `id, job, params, command, state, outcome, detail, exit_code, pid, supervisor_pid,
 	started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-	peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, log_offset, metrics_offset, slurm_job_id, node, note, peak_host_how, end_facts, gpus, host, remote_dir`
+	peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, log_offset, metrics_offset, slurm_job_id, node, note, peak_host_how, end_facts, gpus, host, remote_dir, boot_id, resumed_from`
 
 // CreateRun inserts a run and returns its id.
 func (s *Store) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
@@ -51,10 +51,10 @@ func (s *Store) insertRun(ctx context.Context, r *trainer.Run, restore bool) (in
 	}
 	res, err := s.w.ExecContext(ctx, verb+` runs(id, job, params, command, state, outcome, detail, exit_code, pid,
 		supervisor_pid, started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node, note, peak_host_how, end_facts, gpus, host, remote_dir) VALUES(`+id+`,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node, note, peak_host_how, end_facts, gpus, host, remote_dir, boot_id, resumed_from) VALUES(`+id+`,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.ID, r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
-		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.Note, r.PeakHostHow, endFacts(r), runGPUs(r), r.Host, r.RemoteDir)
+		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.Note, r.PeakHostHow, endFacts(r), runGPUs(r), r.Host, r.RemoteDir, r.BootID, nullID(r.ResumedFrom))
 	if err != nil {
 		return 0, fmt.Errorf("create run: %w", err)
 	}
@@ -112,10 +112,10 @@ func (s *Store) UpdateRun(ctx context.Context, r *trainer.Run) error {
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE runs SET job=?, params=?, command=?, state=?, outcome=?, detail=?,
 		exit_code=?, pid=?, supervisor_pid=?, started_at=?, ended_at=?, log_path=?, started_by=?, origin=?, stopped_by=?,
-		steps=?, total_steps=?, peak_gpu_mem_bytes=?, peak_host_mem_bytes=?, retry_of=?, runner=?, slurm_job_id=?, node=?, peak_host_how=?, end_facts=?, gpus=?, host=?, remote_dir=? WHERE id=?`,
+		steps=?, total_steps=?, peak_gpu_mem_bytes=?, peak_host_mem_bytes=?, retry_of=?, runner=?, slurm_job_id=?, node=?, peak_host_how=?, end_facts=?, gpus=?, host=?, remote_dir=?, boot_id=?, resumed_from=? WHERE id=?`,
 		r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
-		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.PeakHostHow, endFacts(r), runGPUs(r), r.Host, r.RemoteDir, r.ID)
+		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.PeakHostHow, endFacts(r), runGPUs(r), r.Host, r.RemoteDir, r.BootID, nullID(r.ResumedFrom), r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", r.ID, err)
 	}
@@ -193,10 +193,11 @@ func scanRun(sc scanner) (*trainer.Run, error) {
 		retryOf         sql.NullInt64
 		slurmJob        sql.NullString
 		end, gpus       sql.NullString
+		resumedFrom     sql.NullInt64
 	)
 	err := sc.Scan(&r.ID, &r.Job, &params, &command, &state, &outcome, &r.Detail, &exit, &r.PID, &r.Supervisor,
 		&started, &ended, &r.LogPath, &r.StartedBy, &r.Origin, &r.StoppedBy, &r.Steps, &r.Total, &peakGPU, &peakH, &retryOf,
-		&r.Runner, &r.LogOffset, &r.MetricsOffset, &slurmJob, &r.Node, &r.Note, &r.PeakHostHow, &end, &gpus, &r.Host, &r.RemoteDir)
+		&r.Runner, &r.LogOffset, &r.MetricsOffset, &slurmJob, &r.Node, &r.Note, &r.PeakHostHow, &end, &gpus, &r.Host, &r.RemoteDir, &r.BootID, &resumedFrom)
 	if err != nil {
 		return nil, err
 	}
@@ -212,6 +213,7 @@ func scanRun(sc scanner) (*trainer.Run, error) {
 		}
 	}
 	r.SlurmJobID = slurmJob.String
+	r.ResumedFrom = resumedFrom.Int64
 	r.State, r.Outcome = trainer.State(state), trainer.Outcome(outcome)
 	if err := decodeParams(params, &r); err != nil {
 		return nil, fmt.Errorf("run %d params: %w", r.ID, err)

@@ -510,6 +510,13 @@ ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN remote_dir TEXT NOT NULL DEFAULT '';
 ALTER TABLE queue ADD COLUMN host TEXT NOT NULL DEFAULT '';
 `,
+	// 15: the host's boot id when a local run started (trainer.Run.BootID:
+	// a reboot while it ran ends it as host_reboot) and the run a run
+	// resumes from its checkpoint (on_failure; NULL for none).
+	`
+ALTER TABLE runs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN resumed_from INTEGER;
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

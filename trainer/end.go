@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/history"
+	"github.com/trainbot/trainbot/internal/procfs"
 	"github.com/trainbot/trainbot/internal/units"
 )
 
@@ -114,6 +115,15 @@ func (a *active) finish(end *runEnd) {
 			// The runner saw it alive later than its last output (a
 			// quiet run): that is when it ended, as far as is known.
 			r.EndedAt = at
+		}
+		if now := BootID(); r.BootID != "" && now != "" && now != r.BootID && r.Host == "" {
+			// Its supervisor went with the host: a reboot, not a fault of
+			// the run (on_failure resumes it).
+			outcome = OutcomeHostReboot
+			facts = &EndFacts{Why: WhyHostReboot, Reboot: &Reboot{BootIDAtStart: r.BootID, BootIDNow: now}, SupervisorPID: facts.SupervisorPID}
+			if bt, err := procfs.BootTime(); err == nil && os.Getenv(EnvBootIDFile) == "" {
+				facts.Reboot.BootedAt = bt
+			}
 		}
 	case end.outcome != "" && !(end.outcome == OutcomeFailed && (e.oom != nil || (e.nan != nil && !e.nanRecovered))):
 		// The owner decided (Slurm's states, a watched process), unless

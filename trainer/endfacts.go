@@ -38,6 +38,9 @@ const (
 	WhySlurm EndWhy = "slurm"
 	// WhyInterrupted: how the run ended is not known; Interrupted says why.
 	WhyInterrupted EndWhy = "interrupted"
+	// WhyHostReboot: the host rebooted while the run ran (Reboot); its
+	// supervisor and processes went with it.
+	WhyHostReboot EndWhy = "host_reboot"
 	// WhyUnwatched: StoppedBy ended the watch of a watched run (PID); its
 	// process goes on when GoesOn.
 	WhyUnwatched EndWhy = "unwatched"
@@ -82,6 +85,7 @@ const (
 // by this version has them; runs recorded before have none.
 type EndFacts struct {
 	Why           EndWhy     `json:"why"`
+	Reboot        *Reboot    `json:"reboot,omitempty"` // WhyHostReboot
 	ExitCode      *int       `json:"exit_code,omitempty"`
 	Signal        int        `json:"signal,omitempty"` // the signal that ended it (SignalName words it)
 	StartError    string     `json:"start_error,omitempty"`
@@ -343,6 +347,8 @@ func (f *EndFacts) English() string {
 		d = f.slurmText()
 	case WhyInterrupted:
 		d = f.interruptedText()
+	case WhyHostReboot:
+		d = f.Reboot.String()
 	case WhyUnwatched:
 		d = "no longer watched: stopped by " + f.StoppedBy
 		if f.GoesOn {

@@ -71,6 +71,12 @@ const (
 	OutcomeStalled     Outcome = "stalled"     // no output for stall_after
 	OutcomeStopped     Outcome = "stopped"     // a user stopped it
 	OutcomeInterrupted Outcome = "interrupted" // trainbot itself died while it ran
+	// Ends that are not the script's fault, each with its evidence in
+	// the facts: resume them from a checkpoint (on_failure).
+	OutcomePreempted   Outcome = "preempted"    // Slurm preempted it (PREEMPTED)
+	OutcomeNodeFailure Outcome = "node_failure" // its node failed (Slurm NODE_FAIL)
+	OutcomeTimeout     Outcome = "timeout"      // it reached its time limit (Slurm TIMEOUT)
+	OutcomeHostReboot  Outcome = "host_reboot"  // the host rebooted while it ran (the boot id changed)
 )
 
 // Run is one execution of a job.
@@ -109,6 +115,13 @@ type Run struct {
 	// Host is the [[hosts]] name of the host an "ssh" run runs on, and
 	// RemoteDir its directory there; "" for a run on this host.
 	Host, RemoteDir string
+	// BootID is the host's boot id when a local run started
+	// (/proc/sys/kernel/random/boot_id): a run whose supervisor is gone
+	// and whose host has another one now ended in a reboot.
+	BootID string
+	// ResumedFrom is the run this one resumes from its checkpoint (the
+	// job's on_failure), 0 if none.
+	ResumedFrom int64
 
 	// How far the bot has read the run's log and metrics file: points
 	// before are stored. Kept by the Recorder's SetOffsets, in step with

@@ -124,7 +124,10 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	now := time.Now()
 	run := &Run{
 		Job: job.Name, Params: params, ParamTypes: job.paramTypes(), State: StateRunning, Outcome: OutcomeRunning, Runner: job.Runner,
-		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf, Note: req.Note,
+		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf, Note: req.Note, ResumedFrom: req.ResumedFrom,
+	}
+	if job.Runner != RunnerSlurm {
+		run.BootID = BootID()
 	}
 	argv, env := job.Argv(params)
 	if claim != nil {

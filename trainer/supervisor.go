@@ -122,7 +122,12 @@ type StartRequest struct {
 	Host string
 
 	// RetryOf is the run that ran out of memory and is retried (on_oom).
-	RetryOf   int64
+	RetryOf int64
+	// ResumedFrom is the run this one resumes (on_failure), and
+	// Checkpoint the checkpoint it resumes from ("" for none: it starts
+	// over): the job's resume arguments get it.
+	ResumedFrom int64
+	Checkpoint  string
 	attempt   int         // the how-manieth on_oom retry this is
 	queued    *QueueEntry // the queue entry this start comes from
 	prevOOM   *OOM        // what the run it retries failed to allocate

@@ -120,6 +120,14 @@ func endWords(l i18n.Lang, r *trainer.Run, f *trainer.EndFacts) (d string, ok bo
 		}
 	case trainer.WhySlurm:
 		d = slurmWords(l, f)
+	case trainer.WhyHostReboot:
+		if f.Reboot == nil {
+			return "", false
+		}
+		d = l.T(i18n.DetailHostReboot, shortID(f.Reboot.BootIDAtStart), shortID(f.Reboot.BootIDNow))
+		if !f.Reboot.BootedAt.IsZero() {
+			d += l.T(i18n.DetailBootedAt, f.Reboot.BootedAt.Local().Format("2006-01-02 15:04:05"))
+		}
 	case trainer.WhyInterrupted:
 		if d, ok = interruptedWords(l, f); !ok {
 			return "", false
@@ -302,4 +310,12 @@ func PeakHowText(l i18n.Lang, how string) string {
 		return l.T(i18n.PeakHowCgroup)
 	}
 	return l.T(i18n.PeakHowSampled)
+}
+
+// shortID is the first 8 characters of a boot id.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }

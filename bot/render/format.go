@@ -98,6 +98,8 @@ var outcomeWords = map[trainer.Outcome]i18n.Msg{
 	trainer.OutcomeRunning: i18n.OutcomeRunning, trainer.OutcomeFinished: i18n.OutcomeFinished, trainer.OutcomeStopped: i18n.OutcomeStopped,
 	trainer.OutcomeFailed: i18n.OutcomeFailed, trainer.OutcomeOOM: i18n.OutcomeOOM, trainer.OutcomeNaN: i18n.OutcomeNaN,
 	trainer.OutcomeStalled: i18n.OutcomeStalled, trainer.OutcomeInterrupted: i18n.OutcomeInterrupted, trainer.OutcomeEnded: i18n.OutcomeEnded,
+	trainer.OutcomePreempted: i18n.OutcomePreempted, trainer.OutcomeNodeFailure: i18n.OutcomeNodeFailure, trainer.OutcomeTimeout: i18n.OutcomeTimeout,
+	trainer.OutcomeHostReboot: i18n.OutcomeHostReboot,
 }
 
 // ParamErrorText words a refused parameter in l; in English and zh+en it
@@ -220,6 +222,8 @@ func OutcomeIcon(o trainer.Outcome) string {
 		return "▶️"
 	case trainer.OutcomeInterrupted:
 		return "❔"
+	case trainer.OutcomePreempted, trainer.OutcomeNodeFailure, trainer.OutcomeTimeout, trainer.OutcomeHostReboot:
+		return "🔌"
 	case trainer.OutcomeEnded:
 		return "⏏️"
 	}

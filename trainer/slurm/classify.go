@@ -9,6 +9,9 @@ const (
 	OOM         = "oom"
 	Stopped     = "stopped"
 	Interrupted = "interrupted"
+	Preempted   = "preempted"
+	NodeFailure = "node_failure"
+	Timeout     = "timeout"
 )
 
 // Classify says how a job ended, or "" when it has not ended in one of the
@@ -18,13 +21,14 @@ const (
 //
 //	COMPLETED                     finished
 //	FAILED                        failed, with the exit code or signal
-//	NODE_FAIL                     failed, naming the node
-//	TIMEOUT                       failed, naming the time limit
+//	NODE_FAIL                     node_failure, naming the node
+//	TIMEOUT                       timeout, naming the time limit
 //	OUT_OF_MEMORY                 oom
 //	CANCELLED                     stopped, detail "CANCELLED": whether it was
 //	                              cancelled outside trainbot is the caller's
 //	                              to say (it knows whether it cancelled it)
-//	PREEMPTED, BOOT_FAIL, DEADLINE interrupted, detail naming the state
+//	PREEMPTED                     preempted
+//	BOOT_FAIL, DEADLINE           interrupted, detail naming the state
 //
 // A job stopped with Cancel and a signal ends as its command exits: an exit
 // code (FAILED), or COMPLETED if it exits 0 on SIGINT, or CANCELLED when the
@@ -43,18 +47,20 @@ func Classify(j Job) (outcome, detail string) {
 		}
 		return Failed, fmt.Sprintf("exit code %d (Slurm state FAILED%s)", j.ExitCode, on)
 	case "NODE_FAIL":
-		return Failed, "node failure (Slurm state NODE_FAIL" + on + ")"
+		return NodeFailure, "node failure (Slurm state NODE_FAIL" + on + ")"
 	case "TIMEOUT":
 		limit := j.TimeLimit
 		if limit == "" {
 			limit = "?"
 		}
-		return Failed, "time limit " + limit + " reached (Slurm state TIMEOUT)"
+		return Timeout, "time limit " + limit + " reached (Slurm state TIMEOUT)"
 	case "OUT_OF_MEMORY":
 		return OOM, "out of memory (Slurm state OUT_OF_MEMORY" + on + ")"
 	case "CANCELLED":
 		return Stopped, "CANCELLED"
-	case "PREEMPTED", "BOOT_FAIL", "DEADLINE":
+	case "PREEMPTED":
+		return Preempted, "preempted (Slurm state PREEMPTED" + on + ")"
+	case "BOOT_FAIL", "DEADLINE":
 		return Interrupted, "Slurm state " + j.State
 	}
 	detail = j.State
