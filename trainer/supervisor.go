@@ -128,10 +128,10 @@ type StartRequest struct {
 	// over): the job's resume arguments get it.
 	ResumedFrom int64
 	Checkpoint  string
-	attempt   int         // the how-manieth on_oom retry this is
-	queued    *QueueEntry // the queue entry this start comes from
-	prevOOM   *OOM        // what the run it retries failed to allocate
-	prevSteps int64       // and at which step
+	attempt     int         // the how-manieth on_oom retry this is
+	queued      *QueueEntry // the queue entry this start comes from
+	prevOOM     *OOM        // what the run it retries failed to allocate
+	prevSteps   int64       // and at which step
 }
 
 // Options configure a Supervisor.
