@@ -154,6 +154,13 @@ type JobConfig struct {
 	MaxLogSize  ByteSize               `toml:"max_log_size"`
 	TailLines   int                    `toml:"tail_lines"`
 	OnOOM       *OnOOMConfig           `toml:"on_oom"`
+	// OnFailure resumes a run that crashed, was preempted, lost its node
+	// or its host (a reboot, the OOM killer) from its newest complete
+	// Checkpoint (a glob relative to Dir, or a directory), with Resume
+	// appended ("{checkpoint}" in them, or in the command, is its path).
+	OnFailure  *OnFailureConfig `toml:"on_failure"`
+	Checkpoint string           `toml:"checkpoint"`
+	Resume     []string         `toml:"resume"`
 	// Alerts are the job's own alert rules.
 	Alerts []AlertRuleConfig `toml:"alerts"`
 	// MaxQueue bounds the start requests of the job waiting in the queue

@@ -16,6 +16,15 @@ type OnOOMConfig struct {
 	Fit   *bool  `toml:"fit"`
 }
 
+// OnFailureConfig is a job's on_failure: resume after an end that is not
+// the script's fault (README "Runs that come back").
+type OnFailureConfig struct {
+	Retry             int      `toml:"retry"`
+	When              []string `toml:"when"`
+	Backoff           Duration `toml:"backoff"`
+	RequireCheckpoint bool     `toml:"require_checkpoint"`
+}
+
 // validateOnOOM checks that job i's on_oom names an int parameter of the
 // job. (How many retries trainbot allows is the supervisor's to say:
 // cmd/trainbot checks Retry.)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -424,4 +425,48 @@ func (s *Store) StepValues(ctx context.Context, runID int64, name string, from, 
 		steps, values = append(steps, step), append(values, nanIfNull(v))
 	}
 	return steps, values, rows.Err()
+}
+
+// maxChain bounds the runs ChainSeries follows back.
+const maxChain = 200
+
+// ChainSeries is Series of a run and of the runs it resumes (on_failure:
+// resumed_from, back to the first), as one curve: each earlier run's
+// points up to the step where the next one took over, then the next's.
+// A run that resumes none has its own Series.
+func (s *Store) ChainSeries(ctx context.Context, runID int64, name string) ([]history.Point, error) {
+	ids := []int64{runID}
+	for len(ids) < maxChain {
+		var prev sql.NullInt64
+		err := s.r.QueryRowContext(ctx, `SELECT resumed_from FROM runs WHERE id = ?`, ids[len(ids)-1]).Scan(&prev)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && !prev.Valid) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(ids, prev.Int64) {
+			break // a loop: never written so, but never followed forever
+		}
+		ids = append(ids, prev.Int64)
+	}
+	var out []history.Point
+	next := int64(math.MaxInt64) // the first step of the later run
+	for _, id := range ids {     // newest first
+		pts, err := s.Series(ctx, id, name)
+		if err != nil {
+			return nil, err
+		}
+		keep := pts[:0]
+		for _, p := range pts {
+			if p.Step < next {
+				keep = append(keep, p)
+			}
+		}
+		if len(pts) > 0 && pts[0].Step < next {
+			next = pts[0].Step
+		}
+		out = append(slices.Clone(keep), out...)
+	}
+	return out, nil
 }

@@ -53,12 +53,17 @@ type active struct {
 	detachOnce sync.Once
 	done       chan struct{} // closed when the run has ended (or the bot detached)
 	log        *slog.Logger
-	attempt    int          // on_oom: this run is the attempt-th retry (0: not a retry)
-	prevOOM    *OOM         // on_oom: what the run this one retries failed to allocate (nil: unknown)
-	prevSteps  int64        // and at which step
-	queued     *QueueEntry  // the queue entry this run was started from
-	rules      []*ruleState // the alert rules of the run (the job's and every job's), under mu
-	gpuUtil    float64      // the latest utilisation of the run's GPUs (gpu_util); NaN before one, under mu
+	attempt    int // on_oom: this run is the attempt-th retry (0: not a retry)
+	// on_failure: this run is the resumeAttempt-th resume (0: not one),
+	// of a run that ended at resumedAtStep, from checkpoint resumedFrom.
+	resumeAttempt int
+	resumedAtStep int64
+	resumedFrom   string
+	prevOOM       *OOM         // on_oom: what the run this one retries failed to allocate (nil: unknown)
+	prevSteps     int64        // and at which step
+	queued        *QueueEntry  // the queue entry this run was started from
+	rules         []*ruleState // the alert rules of the run (the job's and every job's), under mu
+	gpuUtil       float64      // the latest utilisation of the run's GPUs (gpu_util); NaN before one, under mu
 
 	// The replay of lines the bot had already stored before a restart:
 	// they rebuild the parser's state but store no point and raise no alert.

@@ -155,6 +155,7 @@ func (s *Supervisor) adopt(ctx context.Context) error {
 		}
 		a.obs, a.adopted = obs, true
 		a.attempt = retryAttempt(r.StartedBy)
+		a.resumeAttempt = resumeAttemptOf(r.StartedBy)
 		s.mu.Lock()
 		s.active[job.Lock] = a
 		s.mu.Unlock()

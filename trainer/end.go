@@ -217,10 +217,12 @@ func (a *active) finish(end *runEnd) {
 		fit = a.sup.MemoryFit(a.job, st2.Run, oom)
 	}
 	retry := a.sup.planRetry(a, st2.Run, fit)
+	resume := a.sup.planResume(a, st2.Run, retry)
 	a.unregister()
 	a.log.Info("run ended", "outcome", outcome, "detail", firstLine(detail))
-	a.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, OOM: oom, Fit: fit})
+	a.publish(Event{Kind: EventEnded, Run: st2.Run, Status: &st2, At: time.Now(), Retry: retry, Resume: resume, OOM: oom, Fit: fit})
 	a.sup.retryAfterOOM(st2.Run, a.job, retry, oom)
+	a.sup.resumeAfterFailure(st2.Run, a.job, resume, a.resumeAttempt)
 	a.sup.kickQueue()
 }
 

@@ -14,6 +14,8 @@ const (
 	EnvRunID       = "TRAINBOT_RUN_ID"
 	EnvRunDir      = "TRAINBOT_RUN_DIR"
 	EnvMetricsFile = "TRAINBOT_METRICS_FILE"
+	// EnvCheckpoint is the checkpoint an on_failure resume starts from.
+	EnvCheckpoint = "TRAINBOT_CHECKPOINT"
 )
 
 // MetricsFile is the file in a run's directory that EnvMetricsFile names.

@@ -38,7 +38,10 @@ type Event struct {
 	At     time.Time
 	Job    *Job   // the run's job (shared: read only); set by the supervisor
 	Retry  *Retry // EventEnded of a job with on_oom: what it did; nil otherwise
-	OOM    *OOM   // EventEnded out of memory: what the output said; nil when it said nothing
+	// Resume is, at EventEnded of a job with on_failure, what it does:
+	// resume from a checkpoint, or why not; nil otherwise.
+	Resume *Resume
+	OOM    *OOM // EventEnded out of memory: what the output said; nil when it said nothing
 	// Queued is the queue entry a run was started from (EventStarted: its
 	// requester has had no answer yet); nil for a run started at once.
 	Queued *QueueEntry

@@ -71,6 +71,15 @@ type Job struct {
 	// OnOOM restarts a run that ran out of memory with a parameter halved;
 	// nil: no automatic retry.
 	OnOOM *OOMRetry
+	// OnFailure resumes a run that ended for a reason in its When (a
+	// crash, a preemption, a reboot…) from the newest complete
+	// Checkpoint, with Resume appended ({checkpoint} in them, or in the
+	// command, is its path); nil: no resume.
+	OnFailure *FailureRetry
+	Resume    []string
+	// Checkpoint is where the run writes its checkpoints, relative to
+	// Dir: a glob ("ckpt/*.pt") or a directory (its files).
+	Checkpoint string
 
 	// Runner owns the job's runs: RunnerLocal (a trainbot shim on this
 	// host; "" means it) or RunnerSlurm (a Slurm batch job submitted with
@@ -207,6 +216,9 @@ func (j *Job) Normalize() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := j.checkOnFailure(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := j.checkOnOOM(); err != nil {
 		errs = append(errs, err)
 	}
@@ -217,7 +229,7 @@ func (j *Job) Normalize() error {
 	}
 	for _, item := range j.Command {
 		for _, ref := range placeholders(item) {
-			if _, ok := j.Params[ref]; !ok {
+			if _, ok := j.Params[ref]; !ok && (ref != CheckpointPlaceholder || j.OnFailure == nil) {
 				errs = append(errs, keyErr("command", "%q refers to {%s}, which is not a declared parameter", item, ref))
 			}
 		}

@@ -78,6 +78,12 @@ func (s *Supervisor) startRemote(ctx context.Context, job *Job, req StartRequest
 	}()
 	ctx = context.WithoutCancel(ctx)
 	argv, env := job.Argv(params)
+	if job.OnFailure != nil {
+		argv = job.withCheckpoint(argv, params, req.Checkpoint)
+		if req.Checkpoint != "" {
+			env = append(env, EnvCheckpoint+"="+req.Checkpoint)
+		}
+	}
 	id := s.nextID()
 	spec := RemoteSpec{Hub: s.opts.HubName, RunID: id, Job: job.Name, Lock: job.Lock, Argv: argv, Dir: job.Dir, Env: env,
 		StopGrace: job.StopGrace, KillGrace: job.KillGrace, DrainTimeout: s.opts.DrainTimeout, MaxLogBytes: job.MaxLogBytes, GPUs: gpuReq}
@@ -106,7 +112,7 @@ func (s *Supervisor) startRemote(ctx context.Context, job *Job, req StartRequest
 	now := time.Now()
 	run := &Run{
 		ID: id, Job: job.Name, Params: params, ParamTypes: job.paramTypes(), State: StateRunning, Outcome: OutcomeRunning, Runner: RunnerSSH,
-		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf, Note: req.Note, Command: argv,
+		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf, Note: req.Note, Command: argv, ResumedFrom: req.ResumedFrom,
 	}
 	if started == nil {
 		last := refused[len(refused)-1]
@@ -149,6 +155,7 @@ func (s *Supervisor) startRemote(ctx context.Context, job *Job, req StartRequest
 	a := newActive(s, job, run, runDir)
 	a.runner = newRemoteRunner(a, s.opts.Hosts[host], lock)
 	a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
+	a.resumeAttempt, a.resumedAtStep, a.resumedFrom = req.resumeAttempt, req.resumedAtStep, req.Checkpoint
 	log.Info("run started on its host", "pid", started.PID, "supervisor", started.ShimPID, "dir", started.RunDir, "argv", termsafe.Argv(argv), "gpus", GPUList(started.GPUs))
 	return s.register(a), nil
 }

@@ -130,6 +130,12 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		run.BootID = BootID()
 	}
 	argv, env := job.Argv(params)
+	if job.OnFailure != nil {
+		argv = job.withCheckpoint(argv, params, req.Checkpoint)
+		if req.Checkpoint != "" {
+			env = append(env, EnvCheckpoint+"="+req.Checkpoint)
+		}
+	}
 	if claim != nil {
 		run.GPUs = claim.GPUs
 		env = append(env, claim.Env...)
@@ -205,6 +211,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		a := newActive(s, job, run, runDir)
 		a.runner = newSlurmRunner(a, lock)
 		a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
+		a.resumeAttempt, a.resumedAtStep, a.resumedFrom = req.resumeAttempt, req.resumedAtStep, req.Checkpoint
 		log.Info("run submitted to Slurm", "slurm_job", sid, "argv", termsafe.Argv(argv))
 		return s.register(a), nil
 	}
@@ -238,6 +245,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	a := newActive(s, job, run, runDir)
 	a.runner = newShimRunner(a, h)
 	a.obs, a.attempt, a.prevOOM, a.prevSteps, a.queued = obs, req.attempt, req.prevOOM, req.prevSteps, req.queued
+	a.resumeAttempt, a.resumedAtStep, a.resumedFrom = req.resumeAttempt, req.resumedAtStep, req.Checkpoint
 	if claim != nil {
 		log.Info("run started", "pid", h.PID, "supervisor", h.ShimPID, "argv", termsafe.Argv(argv), "gpus", GPUList(claim.GPUs))
 	} else {

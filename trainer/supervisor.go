@@ -126,12 +126,14 @@ type StartRequest struct {
 	// ResumedFrom is the run this one resumes (on_failure), and
 	// Checkpoint the checkpoint it resumes from ("" for none: it starts
 	// over): the job's resume arguments get it.
-	ResumedFrom int64
-	Checkpoint  string
-	attempt     int         // the how-manieth on_oom retry this is
-	queued      *QueueEntry // the queue entry this start comes from
-	prevOOM     *OOM        // what the run it retries failed to allocate
-	prevSteps   int64       // and at which step
+	ResumedFrom   int64
+	Checkpoint    string
+	resumeAttempt int         // the how-manieth on_failure resume this is
+	resumedAtStep int64       // the step the run it resumes ended at
+	attempt       int         // the how-manieth on_oom retry this is
+	queued        *QueueEntry // the queue entry this start comes from
+	prevOOM       *OOM        // what the run it retries failed to allocate
+	prevSteps     int64       // and at which step
 }
 
 // Options configure a Supervisor.

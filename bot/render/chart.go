@@ -181,8 +181,12 @@ func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (cha
 		chart.YLabel = pick[0]
 	}
 	total, finite := 0, 0
+	series := c.Data.Series
+	if cd, ok := c.Data.(chainData); ok && run.ResumedFrom != 0 {
+		series = cd.ChainSeries // a chain of resumes is one curve
+	}
 	for _, n := range pick {
-		pts, err := c.Data.Series(ctx, run.ID, n)
+		pts, err := series(ctx, run.ID, n)
 		if err != nil {
 			return chat.Image{}, fmt.Errorf("read %s of run %d: %w", n, run.ID, err)
 		}
@@ -376,4 +380,10 @@ func (c *Charts) RunCharts(ctx context.Context, run *trainer.Run) ([]chat.Image,
 		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
+}
+
+// chainData is chart data that can read a chain of on_failure resumes as
+// one series (the store can).
+type chainData interface {
+	ChainSeries(ctx context.Context, runID int64, name string) ([]history.Point, error)
 }

@@ -276,6 +276,9 @@ func RunLine(l i18n.Lang, r *trainer.Run, last map[string]float64, now time.Time
 	if r.RetryOf != 0 {
 		s += l.T(i18n.RunLineRetry, r.RetryOf)
 	}
+	if r.ResumedFrom != 0 {
+		s += l.T(i18n.RunLineResumed, r.ResumedFrom)
+	}
 	if len(r.GPUs) > 0 {
 		s += " · " + strings.TrimPrefix(l.T(i18n.GPULine, trainer.GPUList(r.GPUs)), "\n")
 	}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -114,10 +115,41 @@ func EndReport(l i18n.Lang, e trainer.Event, best string, advise bool) string {
 	if line, _ := RetryText(l, e); line != "" {
 		b.WriteString("\n" + line)
 	}
+	if line := ResumeText(l, e); line != "" {
+		b.WriteString("\n" + line)
+	}
 	if advise && r.Outcome == trainer.OutcomeOOM {
 		if adv := OOMAdvice(l, e.OOM, r, e.Job, e.Fit); len(adv) > 0 {
 			b.WriteString(l.T(i18n.WhatToTry, strings.Join(adv, "\n• ")))
 		}
 	}
 	return b.String()
+}
+
+// ResumeText is the line about on_failure in the report of an ended run:
+// the resume that follows (from which checkpoint, when), why none does, or
+// which resume of which run this one was.
+func ResumeText(l i18n.Lang, e trainer.Event) string {
+	r, rs := e.Run, e.Resume
+	if rs == nil {
+		return ""
+	}
+	after := l.Duration(rs.After)
+	var line string
+	switch {
+	case rs.Next && rs.Checkpoint != "":
+		line = l.T(i18n.ResumeNext, rs.Class, filepath.Base(rs.Checkpoint), after, rs.Attempt+1, rs.Limit)
+	case rs.Next:
+		line = l.T(i18n.ResumeOver, rs.Class, after, rs.Attempt+1, rs.Limit)
+	case rs.Refused != "":
+		line = l.T(i18n.ResumeRefused, rs.Refused)
+	}
+	if rs.Attempt > 0 && r.ResumedFrom != 0 {
+		of := l.T(i18n.ResumeOf, rs.Attempt, rs.Limit, r.ResumedFrom)
+		if line == "" {
+			return of
+		}
+		return of + "\n" + line
+	}
+	return line
 }

@@ -169,6 +169,10 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 		}
 		j.OnOOM = &trainer.OOMRetry{Retry: o.Retry, Halve: o.Halve, NoFit: o.Fit != nil && !*o.Fit}
 	}
+	if o := jc.OnFailure; o != nil {
+		j.OnFailure = &trainer.FailureRetry{Retry: o.Retry, When: o.When, Backoff: time.Duration(o.Backoff), RequireCheckpoint: o.RequireCheckpoint}
+	}
+	j.Checkpoint, j.Resume = config.ExpandHome(jc.Checkpoint), jc.Resume
 	j.Runner, j.MaxQueue = jc.Runner, jc.MaxQueue
 	if jc.Host != "" {
 		j.Hosts = []string{jc.Host}

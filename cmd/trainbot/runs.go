@@ -48,6 +48,7 @@ type runJSON struct {
 	SupervisorPID    int                 `json:"supervisor_pid"`     // that shim's pid (0 for Slurm runs)
 	SlurmJobID       *string             `json:"slurm_job_id"`       // the Slurm job; null for local runs
 	Node             string              `json:"node"`               // where a Slurm run runs (Slurm's NodeList); "" for local runs and before it starts
+	ResumedFrom      *int64              `json:"resumed_from"`       // the run this one resumed from its checkpoint (on_failure); null if none
 	Host             string              `json:"host"`               // the [[hosts]] name of the host an "ssh" run runs on; "" on this host
 	RemoteDir        string              `json:"remote_dir"`         // its directory there; "" on this host
 	Note             string              `json:"note"`               // what the user wrote about the run ("" for none)
@@ -75,6 +76,10 @@ func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 	if r.RetryOf != 0 {
 		id := r.RetryOf
 		j.RetryOf = &id
+	}
+	if r.ResumedFrom != 0 {
+		id := r.ResumedFrom
+		j.ResumedFrom = &id
 	}
 	if !r.EndedAt.IsZero() {
 		t := r.EndedAt.UTC()
