@@ -470,3 +470,18 @@ func (s *Store) ChainSeries(ctx context.Context, runID int64, name string) ([]hi
 	}
 	return out, nil
 }
+
+// ChainStepValues is StepValues of a chain of resumes (ChainSeries):
+// the steps and values between from and to, in step order.
+func (s *Store) ChainStepValues(ctx context.Context, runID int64, name string, from, to int64) (steps []int64, values []float64, err error) {
+	pts, err := s.ChainSeries(ctx, runID, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range pts {
+		if p.Step >= from && p.Step <= to {
+			steps, values = append(steps, p.Step), append(values, p.Value)
+		}
+	}
+	return steps, values, nil
+}

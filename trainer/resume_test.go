@@ -128,6 +128,9 @@ func TestOnFailureResumesFromTheNewestCheckpoint(t *testing.T) {
 			t.Fatalf("point %d is step %d: the chain's curve is not continuous", i, p.Step)
 		}
 	}
+	if steps, _, err := h.st.ChainStepValues(context.Background(), r2.ID, "loss", 1, 1<<62); err != nil || len(steps) != 100 || steps[0] != 1 || steps[99] != 100 {
+		t.Errorf("the pages' chain: %d steps (%v)", len(steps), err)
+	}
 	if runs, _ := h.st.Runs(context.Background(), history.RunFilter{Limit: 10}); len(runs) != 2 {
 		t.Errorf("%d runs, want the crash and its resume", len(runs))
 	}

@@ -409,7 +409,7 @@ func (p *Pages) points(w http.ResponseWriter, r *http.Request) {
 			out.Skipped = sum.pts.Skipped
 		}
 	default: // a narrow zoom: its few points from the store
-		steps, values, err := p.Store.StepValues(ctx, run.ID, metric, from, to)
+		steps, values, err := p.stepValues(ctx, run, metric, from, to)
 		if err != nil {
 			httpError(w, err)
 			return

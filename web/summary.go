@@ -66,7 +66,7 @@ func (p *Pages) summary(ctx context.Context, run *trainer.Run, metric string) (*
 		return s, nil
 	}
 	final := run.State != trainer.StateRunning
-	steps, values, err := p.Store.StepValues(ctx, run.ID, metric, math.MinInt64, math.MaxInt64)
+	steps, values, err := p.stepValues(ctx, run, metric, math.MinInt64, math.MaxInt64)
 	if err != nil {
 		return nil, err
 	}
@@ -89,4 +89,19 @@ func (p *Pages) summary(ctx context.Context, run *trainer.Run, metric string) (*
 		c.order = c.order[1:]
 	}
 	return s, nil
+}
+
+// chainHistory is a History that reads a chain of on_failure resumes as
+// one curve (the store does).
+type chainHistory interface {
+	ChainStepValues(ctx context.Context, runID int64, name string, from, to int64) ([]int64, []float64, error)
+}
+
+// stepValues are a run's steps and values of metric between from and to;
+// of its whole chain when it resumes another run.
+func (p *Pages) stepValues(ctx context.Context, run *trainer.Run, metric string, from, to int64) ([]int64, []float64, error) {
+	if ch, ok := p.Store.(chainHistory); ok && run.ResumedFrom != 0 {
+		return ch.ChainStepValues(ctx, run.ID, metric, from, to)
+	}
+	return p.Store.StepValues(ctx, run.ID, metric, from, to)
 }
