@@ -216,9 +216,7 @@ func (j *Job) Normalize() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := j.checkOnFailure(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, j.checkOnFailure()...)
 	if err := j.checkOnOOM(); err != nil {
 		errs = append(errs, err)
 	}

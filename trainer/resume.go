@@ -86,11 +86,13 @@ func FailureClass(r *Run) string {
 	return ""
 }
 
-func (j *Job) checkOnFailure() error {
+// checkOnFailure checks on_failure, checkpoint and resume: one error per
+// key at fault.
+func (j *Job) checkOnFailure() []error {
 	o := j.OnFailure
 	if o == nil {
 		if len(j.Resume) > 0 {
-			return keyErr("resume", "resume arguments need on_failure (they are what a resume adds)")
+			return []error{keyErr("resume", "resume arguments need on_failure (they are what a resume adds)")}
 		}
 		return nil
 	}
@@ -119,7 +121,7 @@ func (j *Job) checkOnFailure() error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // commandHasCheckpoint reports whether "{checkpoint}" is in the command.

@@ -487,3 +487,39 @@ func TestFlagsOverrideEnvironmentOverridesFile(t *testing.T) {
 		})
 	}
 }
+
+// on_failure, checkpoint and resume become the job's; their errors are at
+// their keys' lines.
+func TestOnFailureFromConfig(t *testing.T) {
+	bc, err := convert(t, `[[jobs]]
+name = "t"
+command = ["python3", "train.py"]
+dir = "/tmp"
+checkpoint = "ckpt/*.pt"
+resume = ["--resume", "{checkpoint}"]
+on_failure = { retry = 3, when = ["crashed", "preempted"], backoff = "1m", require_checkpoint = true }
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := bc.jobs[0]
+	if o := j.OnFailure; o == nil || o.Retry != 3 || len(o.When) != 2 || o.Backoff != time.Minute || !o.RequireCheckpoint || j.Checkpoint != "ckpt/*.pt" || len(j.Resume) != 2 {
+		t.Errorf("job %+v on_failure %+v", j, j.OnFailure)
+	}
+	_, err = convert(t, `[[jobs]]
+name = "t"
+command = ["python3", "train.py"]
+checkpoint = "ckpt/*.pt"
+on_failure = { retry = 0, when = ["reboot"] }
+`)
+	text := errText(err)
+	for _, want := range []string{
+		`test.toml:5: jobs[0].on_failure.retry: want 1..100, got 0`,
+		`test.toml:5: jobs[0].on_failure.when: "reboot": want some of crashed, preempted, node_failure, host_reboot, host_oom_killed, timeout, interrupted`,
+		`jobs[0].resume: say how the script is given its checkpoint`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("errors lack %q:\n%s", want, text)
+		}
+	}
+}
