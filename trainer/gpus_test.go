@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,8 +152,11 @@ func TestRunsGetTheirGPUs(t *testing.T) {
 			t.Fatal("the queued start never started")
 		}
 	}
-	if first, _ := h.st.Run(context.Background(), r.ID); first.State != trainer.StateEnded {
-		t.Errorf("the queued run started while run %d held its GPU", r.ID)
+	// The shim lets the GPU go once every process of run 1 is gone, which
+	// may be before this trainbot has recorded its end: what matters is
+	// that nothing of run 1 lives when the queued run has its GPU.
+	if syscall.Kill(-r.PID, 0) == nil {
+		t.Errorf("the queued run started while run %d (process group %d) held its GPU", r.ID, r.PID)
 	}
 	done := h.wait(queued.ID)
 	if len(done.GPUs) != 1 || done.GPUs[0].Index != 0 {
