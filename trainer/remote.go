@@ -45,6 +45,9 @@ type RemoteHost interface {
 	// Read returns at most max bytes of one of the run's files from off
 	// (ReadHere there): fewer at the end of what is written.
 	Read(ctx context.Context, ref RemoteRef, file string, off int64, max int) ([]byte, error)
+	// Checkpoint is the newest complete checkpoint of pattern under dir
+	// there (NewestCheckpoint on that host), "" for none.
+	Checkpoint(ctx context.Context, dir, pattern string) (string, error)
 }
 
 // RemoteSpec is a run to start on a host.

@@ -236,3 +236,4 @@ func (m missingHost) Stop(context.Context, RemoteRef, RemoteStop) error         
 func (m missingHost) Read(context.Context, RemoteRef, string, int64, int) ([]byte, error) {
 	return nil, m.err()
 }
+func (m missingHost) Checkpoint(context.Context, string, string) (string, error) { return "", m.err() }

@@ -217,10 +217,25 @@ func (a *active) resumePlan(r *Run, now time.Time) *Resume {
 // that is not complete yet (written less than CheckpointSettle ago,
 // without a .done marker) is not taken.
 func (a *active) checkpoint(now time.Time) (string, error) {
-	if a.job.Checkpoint == "" {
+	return a.sup.newestCheckpoint(a.job, a.run.Host, now)
+}
+
+// newestCheckpoint is job's newest complete checkpoint, on host ("" this
+// one), "" for none.
+func (s *Supervisor) newestCheckpoint(job *Job, host string, now time.Time) (string, error) {
+	if job.Checkpoint == "" {
 		return "", nil
 	}
-	path, _, err := NewestCheckpoint(a.job.Dir, a.job.Checkpoint, CheckpointSettle, now)
+	if host != "" {
+		h := s.opts.Hosts[host]
+		if h == nil {
+			return "", missingHost{host}.err()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		return h.Checkpoint(ctx, job.Dir, job.Checkpoint)
+	}
+	path, _, err := NewestCheckpoint(job.Dir, job.Checkpoint, CheckpointSettle, now)
 	return path, err
 }
 
@@ -265,10 +280,8 @@ func (s *Supervisor) resumeAfterFailure(r *Run, job *Job, rs *Resume, attempt in
 			return
 		}
 		ckpt := rs.Checkpoint
-		if job.Checkpoint != "" {
-			if newer, _, err := NewestCheckpoint(job.Dir, job.Checkpoint, CheckpointSettle, time.Now()); err == nil && newer != "" {
-				ckpt = newer // one completed meanwhile
-			}
+		if newer, err := s.newestCheckpoint(job, r.Host, time.Now()); err == nil && newer != "" {
+			ckpt = newer // one completed meanwhile
 		}
 		req := StartRequest{
 			Job: job.Name, Host: r.Host, Params: maps.Clone(r.Params), Origin: r.Origin, Note: r.Note, ResumedFrom: r.ID, Checkpoint: ckpt,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -297,5 +298,33 @@ func TestAShimKilledOnAHost(t *testing.T) {
 	}
 	if syscall.Kill(-run.PID, 0) == nil {
 		t.Errorf("process group %d of the run lives on after the stop", run.PID)
+	}
+}
+
+// A run on a host that crashes is resumed there, from the checkpoint the
+// host's trainbot finds.
+func TestARunOnAHostIsResumedThere(t *testing.T) {
+	r := newRemote(t, "h1")
+	dir := t.TempDir()
+	job := &trainer.Job{Name: "crashy", Dir: dir, Hosts: []string{"h1"}, Checkpoint: "ckpt-*.pt", Resume: []string{"--resume", "{checkpoint}"},
+		OnFailure: &trainer.FailureRetry{Retry: 1, Backoff: 10 * time.Millisecond},
+		Command:   sh(`if [ "$1" = --resume ]; then echo "step=2 loss=0.5 from $2"; exit 0; fi; echo "step=1 loss=1"; : > ckpt-1.pt; : > ckpt-1.pt.done; exit 3`)}
+	job.Command = append(job.Command, "crashy")
+	h := newHub(t, t.TempDir(), []*trainer.Job{job}, map[string]trainer.RemoteHost{"h1": r.link})
+	defer h.close(t, false)
+	if got, err := r.link.Checkpoint(context.Background(), dir, "ckpt-*.pt"); err != nil || got != "" {
+		t.Fatalf("checkpoint before any: %q %v", got, err)
+	}
+	run, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "crashy", By: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := h.ended(t, run.ID, 30*time.Second)
+	if first.Outcome != trainer.OutcomeFailed {
+		t.Fatalf("first run %s (%s)", first.Outcome, first.Detail)
+	}
+	next := h.ended(t, run.ID+1, 30*time.Second)
+	if next.ResumedFrom != run.ID || next.Host != "h1" || next.Outcome != trainer.OutcomeFinished || !slices.Contains(next.Command, filepath.Join(dir, "ckpt-1.pt")) {
+		t.Fatalf("resume: from %d on %q, %s, command %q", next.ResumedFrom, next.Host, next.Outcome, next.Command)
 	}
 }

@@ -374,3 +374,13 @@ func (b *limitedBuffer) tail() string {
 	}
 	return ": " + s
 }
+
+// Checkpoint is the newest complete checkpoint of pattern under dir on
+// the host.
+func (l *Link) Checkpoint(ctx context.Context, dir, pattern string) (string, error) {
+	resp, _, err := l.do(ctx, &request{Op: opCheckpoint, Dir: dir, File: pattern})
+	if err != nil {
+		return "", err
+	}
+	return resp.Checkpoint, nil
+}

@@ -29,6 +29,9 @@ const (
 	opStatus = "status"
 	opStop   = "stop"
 	opRead   = "read"
+	// opCheckpoint: the newest complete checkpoint (File: the pattern,
+	// Dir: the job's directory); answered in Checkpoint.
+	opCheckpoint = "checkpoint"
 )
 
 // GPUSettings are the hub's [gpu] rules, which the host's trainbot claims
@@ -65,6 +68,7 @@ type request struct {
 	Ref   *trainer.RemoteRef  `json:"ref,omitempty"`
 	Stop  *trainer.RemoteStop `json:"stop,omitempty"`
 	File  string              `json:"file,omitempty"`
+	Dir   string              `json:"dir,omitempty"`
 	Off   int64               `json:"off,omitempty"`
 	Max   int                 `json:"max,omitempty"`
 }
@@ -85,6 +89,8 @@ type response struct {
 	Hello   *HelloReply            `json:"hello,omitempty"`
 	Started *trainer.RemoteStarted `json:"started,omitempty"`
 	Status  *trainer.RemoteStatus  `json:"status,omitempty"`
+	// Checkpoint answers opCheckpoint ("" for none).
+	Checkpoint string `json:"checkpoint,omitempty"`
 	// N raw bytes follow the line; Z: they are deflated (raw DEFLATE).
 	N int  `json:"n,omitempty"`
 	Z bool `json:"z,omitempty"`

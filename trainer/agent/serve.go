@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/trainbot/trainbot/hosts"
 	"github.com/trainbot/trainbot/trainer"
@@ -150,6 +151,13 @@ func (s *server) hello(req request) *response {
 }
 
 func (s *server) handle(req request) (*response, []byte) {
+	if req.Op == opCheckpoint {
+		path, _, err := trainer.NewestCheckpoint(req.Dir, req.File, trainer.CheckpointSettle, time.Now())
+		if err != nil {
+			return errResponse(err), nil
+		}
+		return &response{Checkpoint: path}, nil
+	}
 	if req.Op != opStart && req.Ref == nil {
 		return &response{Error: req.Op + " without a run"}, nil
 	}
