@@ -2,7 +2,6 @@ package trainer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -288,20 +287,7 @@ func (s *Supervisor) resumeAfterFailure(r *Run, job *Job, rs *Resume, attempt in
 			resumeAttempt: attempt + 1, resumedAtStep: r.Steps,
 			By: fmt.Sprintf("on_failure, resume %d/%d of run #%d (%s)", attempt+1, rs.Limit, r.ID, rs.Class),
 		}
-		next, err := s.Start(context.Background(), req)
-		var startErr *StartError
-		switch {
-		case err == nil:
-			s.log.Info("run resumed", "run", r.ID, "resume", next.ID, "checkpoint", ckpt)
-			return
-		case errors.As(err, &startErr):
-			return // recorded as a failed run; its ended event says why
-		}
-		s.log.Warn("on_failure resume not started", "run", r.ID, "err", err)
-		s.publish(Event{Kind: EventAlert, Run: r.Clone(), Alert: &Alert{
-			Kind: OutcomeFailed,
-			Text: fmt.Sprintf("on_failure: the resume of run #%d was not started: %v", r.ID, err),
-		}})
+		s.startFollowUp(r, req, fmt.Sprintf("on_failure: the resume of run #%d", r.ID), "run resumed", "checkpoint", ckpt)
 	})
 }
 

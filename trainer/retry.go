@@ -151,18 +151,23 @@ func (s *Supervisor) retryAfterOOM(r *Run, job *Job, rt *Retry, oom *OOM) {
 		Job: job.Name, Params: params, Origin: r.Origin, RetryOf: r.ID, Note: r.Note, attempt: rt.Attempt + 1, prevOOM: oom, prevSteps: r.Steps,
 		By: fmt.Sprintf("on_oom, retry %d/%d of run #%d", rt.Attempt+1, rt.Limit, r.ID),
 	}
+	s.startFollowUp(r, req, fmt.Sprintf("on_oom: the retry with %s=%s", rt.Param, rt.Next), "run restarted after out-of-memory", rt.Param, rt.Next)
+}
+
+// startFollowUp starts the run that follows r (an on_oom retry, an
+// on_failure resume); one that could not even be recorded is an alert
+// about r that names what (a failed start is a failed run, whose end says
+// why).
+func (s *Supervisor) startFollowUp(r *Run, req StartRequest, what, logMsg string, logArgs ...any) {
 	next, err := s.Start(context.Background(), req)
 	var startErr *StartError
 	switch {
 	case err == nil:
-		s.log.Info("run restarted after out-of-memory", "run", r.ID, "retry", next.ID, rt.Param, rt.Next)
+		s.log.Info(logMsg, append([]any{"run", r.ID, "next", next.ID}, logArgs...)...)
 		return
 	case errors.As(err, &startErr):
-		return // recorded as a failed run; its ended event says why
+		return
 	}
-	s.log.Warn("on_oom retry not started", "run", r.ID, "err", err)
-	s.publish(Event{Kind: EventAlert, Run: r.Clone(), Alert: &Alert{
-		Kind: OutcomeFailed,
-		Text: fmt.Sprintf("on_oom: the retry with %s=%s was not started: %v", rt.Param, rt.Next, err),
-	}})
+	s.log.Warn("follow-up run not started", "run", r.ID, "what", what, "err", err)
+	s.publish(Event{Kind: EventAlert, Run: r.Clone(), Alert: &Alert{Kind: OutcomeFailed, Text: fmt.Sprintf("%s was not started: %v", what, err)}})
 }
