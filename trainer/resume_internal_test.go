@@ -30,8 +30,8 @@ func TestAPreemptedSlurmRunIsResumed(t *testing.T) {
 	if err := j.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	a := &active{job: j}
 	run := &Run{Job: "s", Outcome: end.outcome, End: end.facts, Steps: 60}
+	a := &active{job: j, sup: &Supervisor{}, run: run}
 	if c := FailureClass(run); c != FailPreempted {
 		t.Fatalf("class %q", c)
 	}
