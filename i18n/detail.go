@@ -35,6 +35,7 @@ var (
 	DetailSlurmSignal    = Def(Msg{Key: "detail.slurm_signal", EN: "killed by signal %d (Slurm state FAILED%s)", ZH: "被信号 %d 终止（Slurm 状态 FAILED%s）"})
 	DetailSlurmExit      = Def(Msg{Key: "detail.slurm_exit", EN: "exit code %d (Slurm state FAILED%s)", ZH: "退出码 %d（Slurm 状态 FAILED%s）"})
 	DetailSlurmNodeFail  = Def(Msg{Key: "detail.slurm_node_fail", EN: "node failure (Slurm state NODE_FAIL%s)", ZH: "节点故障（Slurm 状态 NODE_FAIL%s）"})
+	DetailSlurmPreempted = Def(Msg{Key: "detail.slurm_preempted", EN: "preempted (Slurm state PREEMPTED%s)", ZH: "被抢占（Slurm 状态 PREEMPTED%s）"})
 	DetailSlurmTimeout   = Def(Msg{Key: "detail.slurm_timeout", EN: "time limit %s reached (Slurm state TIMEOUT)", ZH: "达到时间限制 %s（Slurm 状态 TIMEOUT）"})
 	DetailSlurmOOM       = Def(Msg{Key: "detail.slurm_oom", EN: "out of memory (Slurm state OUT_OF_MEMORY%s)", ZH: "内存不足（Slurm 状态 OUT_OF_MEMORY%s）"})
 	DetailSlurmState     = Def(Msg{Key: "detail.slurm_state", EN: "Slurm state %s", ZH: "Slurm 状态 %s"})

@@ -234,6 +234,8 @@ func slurmWords(l i18n.Lang, f *trainer.EndFacts) string {
 		return l.T(i18n.DetailSlurmTimeout, limit)
 	case "OUT_OF_MEMORY":
 		return l.T(i18n.DetailSlurmOOM, on)
+	case "PREEMPTED":
+		return l.T(i18n.DetailSlurmPreempted, on)
 	}
 	return l.T(i18n.DetailSlurmState, s.State) // PREEMPTED, BOOT_FAIL, DEADLINE
 }

@@ -62,7 +62,7 @@ func TestEndDetailWordsTheFacts(t *testing.T) {
 		{trainer.EndFacts{Why: trainer.WhySlurm, Signal: 11, Slurm: &trainer.SlurmEnd{JobID: "3", State: "FAILED", Node: "vm"}}, nil, "被信号 11 终止（Slurm 状态 FAILED，节点 vm）"},
 		{trainer.EndFacts{Why: trainer.WhySlurm, Slurm: &trainer.SlurmEnd{JobID: "3", State: "NODE_FAIL", Node: "gpu[01-02]"}}, nil, "节点故障（Slurm 状态 NODE_FAIL，节点 gpu[01-02]）"},
 		{trainer.EndFacts{Why: trainer.WhySlurm, Slurm: &trainer.SlurmEnd{JobID: "3", State: "OUT_OF_MEMORY", Node: "vm"}}, nil, "内存不足（Slurm 状态 OUT_OF_MEMORY，节点 vm）"},
-		{trainer.EndFacts{Why: trainer.WhySlurm, Slurm: &trainer.SlurmEnd{JobID: "3", State: "PREEMPTED", Node: "vm"}}, nil, "Slurm 状态 PREEMPTED"},
+		{trainer.EndFacts{Why: trainer.WhySlurm, Slurm: &trainer.SlurmEnd{JobID: "3", State: "PREEMPTED", Node: "vm"}}, nil, "被抢占（Slurm 状态 PREEMPTED，节点 vm）"},
 		{trainer.EndFacts{Why: trainer.WhySlurm, Slurm: &trainer.SlurmEnd{JobID: "3", State: "CANCELLED", Node: "vm"}}, nil, "在 trainbot 之外被取消"},
 		{trainer.EndFacts{Why: trainer.WhyStopped, StoppedBy: "alice", StopHow: trainer.StopSlurmCancel, Slurm: &trainer.SlurmEnd{JobID: "3", State: "CANCELLED"}}, nil, "由 alice 停止（Slurm 作业已取消）"},
 		// Interrupted.
