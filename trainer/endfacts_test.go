@@ -92,7 +92,7 @@ func TestOwnerEndsEnglishIsTheRecordedDetail(t *testing.T) {
 		{EndFacts{Why: WhySlurm, Slurm: &SlurmEnd{JobID: "3", State: "FAILED", Node: "n1"}, Signal: 9}, "killed by signal 9 (Slurm state FAILED on n1)"},
 		{EndFacts{Why: WhySlurm, Slurm: &SlurmEnd{JobID: "3", State: "NODE_FAIL", Node: "n1"}}, "node failure (Slurm state NODE_FAIL on n1)"},
 		{EndFacts{Why: WhySlurm, Slurm: &SlurmEnd{JobID: "3", State: "OUT_OF_MEMORY"}}, "out of memory (Slurm state OUT_OF_MEMORY)"},
-		{EndFacts{Why: WhySlurm, Slurm: &SlurmEnd{JobID: "3", State: "PREEMPTED", Node: "n1"}}, "Slurm state PREEMPTED"},
+		{EndFacts{Why: WhySlurm, Slurm: &SlurmEnd{JobID: "3", State: "PREEMPTED", Node: "n1"}}, "preempted (Slurm state PREEMPTED on n1)"},
 		{EndFacts{Why: WhySlurm, Slurm: &SlurmEnd{JobID: "3", State: "CANCELLED", Node: "n1"}}, "cancelled outside trainbot"},
 		{EndFacts{Why: WhyStopped, StoppedBy: "ann", StopHow: StopSlurmCancel, Slurm: &SlurmEnd{JobID: "3", State: "CANCELLED"}}, "stopped by ann (Slurm job cancelled)"},
 		{EndFacts{Why: WhyStopped, StoppedBy: "bob", StopHow: StopSignalled, PID: 99}, "stopped by bob (the watched process, pid 99, was signalled)"},
