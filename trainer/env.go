@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,7 @@ const (
 	EnvRunID       = "TRAINBOT_RUN_ID"
 	EnvRunDir      = "TRAINBOT_RUN_DIR"
 	EnvMetricsFile = "TRAINBOT_METRICS_FILE"
+	// EnvControlFile (knobs.go) names the control file 调参 writes.
 )
 
 // MetricsFile is the file in a run's directory that EnvMetricsFile names.
@@ -35,6 +37,7 @@ func runAdditions(extra []string, id int64, runDir, metricsPath string) []string
 		EnvRunID+"="+strconv.FormatInt(id, 10),
 		EnvRunDir+"="+runDir,
 		EnvMetricsFile+"="+metricsPath,
+		EnvControlFile+"="+filepath.Join(runDir, ControlFile),
 	)
 	if os.Getenv("PYTHONUNBUFFERED") == "" && !hasEnv(extra, "PYTHONUNBUFFERED") {
 		// Python buffers a piped stdout; unbuffered, metrics arrive as printed.
