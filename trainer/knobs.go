@@ -201,7 +201,7 @@ func (a *active) sendSignal(knob Knob, sig syscall.Signal, by string) error {
 }
 
 // CheckpointPoll is how often 存档 looks for the new checkpoint file.
-const CheckpointPoll = 500 * time.Millisecond
+const CheckpointPoll = 250 * time.Millisecond
 
 // CheckpointResult is what 存档 did: the signal sent, and the new file
 // found within the wait (Path "" when none appeared, or the job has no
