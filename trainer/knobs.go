@@ -283,7 +283,9 @@ func (j *Job) ResolveLive(given map[string]string) (map[string]string, error) {
 		}
 		v, err := spec.canonical(given[k])
 		if err != nil {
-			pe := &ParamError{Job: j.Name, Param: k, Value: given[k], Given: true, Reason: "is " + err.Error() + " (" + spec.Describe() + ")", Spec: spec.Describe()}
+			// A live value is never required: its spec without the word.
+			desc := strings.TrimSuffix(spec.Describe(), ", required")
+			pe := &ParamError{Job: j.Name, Param: k, Value: given[k], Given: true, Reason: "is " + err.Error() + " (" + desc + ")", Spec: desc}
 			if ve := (*valueError)(nil); errors.As(err, &ve) {
 				pe.Problem, pe.Limit = ve.problem, ve.limit
 			}
@@ -293,7 +295,7 @@ func (j *Job) ResolveLive(given map[string]string) (map[string]string, error) {
 		out[k] = v
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrBadParam, errors.Join(errs...))
+		return nil, errors.Join(errs...) // each wraps ErrBadParam
 	}
 	return out, nil
 }
