@@ -15,7 +15,7 @@ const (
 	EnvRunID       = "TRAINBOT_RUN_ID"
 	EnvRunDir      = "TRAINBOT_RUN_DIR"
 	EnvMetricsFile = "TRAINBOT_METRICS_FILE"
-	// EnvControlFile (knobs.go) names the control file 调参 writes.
+	// and EnvControlFile (knobs.go), the control file 调参 writes
 )
 
 // MetricsFile is the file in a run's directory that EnvMetricsFile names.

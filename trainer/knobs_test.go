@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/trainer"
+	"github.com/trainbot/trainbot/trainer/shimctl"
 )
 
 // knobScript is a training script with the three handlers the README
@@ -83,6 +84,11 @@ func TestCheckpointAndSetReachARealScript(t *testing.T) {
 	res, err = h.sup.Checkpoint(context.Background(), r.ID, "tester", 20*time.Second)
 	if err != nil || filepath.Base(res.Path) != "ckpt-2.pt" {
 		t.Fatalf("second checkpoint: got %+v, %v; want ckpt-2.pt", res, err)
+	}
+
+	// The control socket's "signal" never sends a signal that stops.
+	if _, err := shimctl.Call(filepath.Dir(r.LogPath), shimctl.Request{Op: "signal", Signal: int(syscall.SIGTERM)}, 2*time.Second); err == nil || !strings.Contains(err.Error(), "may not be sent") {
+		t.Fatalf("signal SIGTERM on the control socket: got %v, want a refusal", err)
 	}
 
 	if _, err := h.sup.SetLive(context.Background(), r.ID, map[string]string{"lr": "2"}, "tester"); !errors.Is(err, trainer.ErrBadParam) {
