@@ -172,8 +172,10 @@ func (r *slurmRunner) signal(sig syscall.Signal, _, _ string) error {
 	return r.cancelJob(strings.TrimPrefix(SignalName(int(sig)), "SIG"))
 }
 
-// sendSignal sends sig to run a's processes, for knob.
-func (a *active) sendSignal(knob Knob, sig syscall.Signal, by string) error {
+// reach is the runner that signals run a's processes, or why there is
+// none (a *KnobError for knob): told before anything else, so that a run
+// on a host is not first told to configure what it could not use.
+func (a *active) reach(knob Knob) (signaler, error) {
 	a.mu.Lock()
 	id, host := a.run.ID, a.run.Host
 	a.mu.Unlock()
@@ -181,23 +183,31 @@ func (a *active) sendSignal(knob Knob, sig syscall.Signal, by string) error {
 	switch r := a.runner.(type) {
 	case *remoteRunner:
 		kerr.Why, kerr.Host = KnobOnHost, host
-		return kerr
 	case *watchRunner:
 		kerr.Why = KnobWatched
-		return kerr
 	case signaler:
-		if err := r.signal(sig, by, string(knob)); err != nil {
-			kerr.Why, kerr.Detail = KnobNoShim, err.Error()
-			if _, ok := r.(*slurmRunner); ok {
-				kerr.Why = KnobNoSlurm
-			}
-			return kerr
-		}
-		a.log.Info("signal sent", "knob", knob, "signal", SignalName(int(sig)), "by", by)
-		return nil
+		return r, nil
+	default:
+		kerr.Why = KnobNoOwner
 	}
-	kerr.Why = KnobNoOwner
-	return kerr
+	return nil, kerr
+}
+
+// sendSignal sends sig to run a's processes, for knob.
+func (a *active) sendSignal(knob Knob, sig syscall.Signal, by string) error {
+	r, err := a.reach(knob)
+	if err != nil {
+		return err
+	}
+	if err := r.signal(sig, by, string(knob)); err != nil {
+		kerr := &KnobError{Run: a.run.ID, Job: a.job.Name, Knob: knob, Why: KnobNoShim, Detail: err.Error()}
+		if _, ok := r.(*slurmRunner); ok {
+			kerr.Why = KnobNoSlurm
+		}
+		return kerr
+	}
+	a.log.Info("signal sent", "knob", knob, "signal", SignalName(int(sig)), "by", by)
+	return nil
 }
 
 // CheckpointPoll is how often 存档 looks for the new checkpoint file.
@@ -229,6 +239,9 @@ func (s *Supervisor) Checkpoint(ctx context.Context, runID int64, by string, wai
 	a.mu.Lock()
 	run := a.run.Clone()
 	a.mu.Unlock()
+	if _, err := a.reach(KnobCheckpoint); err != nil {
+		return nil, err
+	}
 	sig := a.job.Signals.Checkpoint
 	if sig == 0 {
 		return nil, &KnobError{Run: run.ID, Job: a.job.Name, Knob: KnobCheckpoint, Why: KnobNoSignal}
@@ -316,26 +329,17 @@ func (s *Supervisor) SetLive(ctx context.Context, runID int64, values map[string
 	a.mu.Lock()
 	id, step := a.run.ID, a.run.Steps
 	a.mu.Unlock()
+	// Refused before the file changes: a run on a host, or watched, has
+	// no control file this trainbot writes.
+	if _, err := a.reach(KnobControl); err != nil {
+		return nil, err
+	}
 	if len(a.job.Live) == 0 {
 		return nil, &KnobError{Run: id, Job: a.job.Name, Knob: KnobControl, Why: KnobNoLive}
 	}
 	canon, err := a.job.ResolveLive(values)
 	if err != nil {
 		return nil, err
-	}
-	// Refused before the file changes: a run on a host, or watched, has
-	// no control file this trainbot writes.
-	switch a.runner.(type) {
-	case *remoteRunner:
-		a.mu.Lock()
-		host := a.run.Host
-		a.mu.Unlock()
-		return nil, &KnobError{Run: id, Job: a.job.Name, Knob: KnobControl, Why: KnobOnHost, Host: host}
-	case *watchRunner:
-		return nil, &KnobError{Run: id, Job: a.job.Name, Knob: KnobControl, Why: KnobWatched}
-	case signaler:
-	default:
-		return nil, &KnobError{Run: id, Job: a.job.Name, Knob: KnobControl, Why: KnobNoOwner}
 	}
 	a.knobMu.Lock()
 	defer a.knobMu.Unlock()
