@@ -32,6 +32,9 @@ var (
 	CheckpointSaved = Def(Msg{Key: "checkpoint.saved",
 		EN: "💾 Run #%d (%s): %s sent; new checkpoint %s (%s) %s after it.",
 		ZH: "💾 训练 #%d（%s）：已发送 %s；新检查点 %s（%s），发送后 %s 出现。"})
+	CheckpointSent = Def(Msg{Key: "checkpoint.sent",
+		EN: "💾 Run #%d (%s): %s sent. I will say which file matching %s appears (waiting up to %s).",
+		ZH: "💾 训练 #%d（%s）：已发送 %s。匹配 %s 的新文件出现后会告诉你（最多等 %s）。"})
 	CheckpointUnwatched = Def(Msg{Key: "checkpoint.unwatched",
 		EN: "💾 Run #%d (%s): %s sent. Job %s has no checkpoint key, so I cannot tell when the file appears: add checkpoint = \"ckpt/*.pt\" (where it saves) to the job.",
 		ZH: "💾 训练 #%d（%s）：已发送 %s。任务 %s 没有配置 checkpoint，我看不到文件何时出现：在任务里加上 checkpoint = \"ckpt/*.pt\"（保存的位置）。"})

@@ -213,69 +213,82 @@ func (a *active) sendSignal(knob Knob, sig syscall.Signal, by string) error {
 // CheckpointPoll is how often 存档 looks for the new checkpoint file.
 const CheckpointPoll = 250 * time.Millisecond
 
-// CheckpointResult is what 存档 did: the signal sent, and the new file
-// found within the wait (Path "" when none appeared, or the job has no
-// checkpoint key to look in).
+// CheckpointResult is what 存档 found: the new file within the wait
+// (Path "" when none appeared).
 type CheckpointResult struct {
+	Path   string        // the new checkpoint file
+	Size   int64         // its size when found
+	Done   bool          // it has its .done marker
+	Took   time.Duration // from the signal to the file found
+	Waited time.Duration // how long it was looked for, when not found
+}
+
+// CheckpointAsk is a checkpoint signal sent: Wait looks for the file it
+// makes.
+type CheckpointAsk struct {
 	Run     *Run
 	Signal  syscall.Signal
-	Pattern string        // the job's checkpoint key; "": nothing to watch
-	Path    string        // the new checkpoint file
-	Size    int64         // its size when found
-	Done    bool          // it has its .done marker
-	Took    time.Duration // from the signal to the file found
-	Waited  time.Duration // how long it was looked for, when not found
+	Pattern string // the job's checkpoint key; "": nothing to look for
+	dir     string
+	before  string // the newest file before the signal, and its time
+	mod     time.Time
+	sent    time.Time
 }
 
 // Checkpoint sends run runID (0: the only active run) the job's
-// signals.checkpoint and waits up to wait for a new file matching the
-// job's checkpoint key (one newer than the newest before the signal).
-// Errors: ErrNotRunning, ErrAmbiguous, *KnobError.
-func (s *Supervisor) Checkpoint(ctx context.Context, runID int64, by string, wait time.Duration) (*CheckpointResult, error) {
+// signals.checkpoint; the answer's Wait looks for the new file. Errors:
+// ErrNotRunning, ErrAmbiguous, *KnobError.
+func (s *Supervisor) Checkpoint(ctx context.Context, runID int64, by string) (*CheckpointAsk, error) {
 	a, err := s.find(runID)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := a.reach(KnobCheckpoint); err != nil {
 		return nil, err
 	}
 	a.mu.Lock()
 	run := a.run.Clone()
 	a.mu.Unlock()
-	if _, err := a.reach(KnobCheckpoint); err != nil {
-		return nil, err
-	}
 	sig := a.job.Signals.Checkpoint
 	if sig == 0 {
 		return nil, &KnobError{Run: run.ID, Job: a.job.Name, Knob: KnobCheckpoint, Why: KnobNoSignal}
 	}
-	res := &CheckpointResult{Run: run, Signal: sig, Pattern: a.job.Checkpoint}
-	dir := a.job.Dir
-	before, beforeMod, _ := NewestCheckpoint(dir, res.Pattern, 0, time.Now())
-	sent := time.Now()
+	ask := &CheckpointAsk{Run: run, Signal: sig, Pattern: a.job.Checkpoint, dir: a.job.Dir}
+	if ask.Pattern != "" {
+		ask.before, ask.mod, _ = NewestCheckpoint(ask.dir, ask.Pattern, 0, time.Now())
+	}
+	ask.sent = time.Now()
 	if err := a.sendSignal(KnobCheckpoint, sig, by); err != nil {
 		return nil, err
 	}
-	if res.Pattern == "" {
-		return res, nil
+	return ask, nil
+}
+
+// Wait looks every CheckpointPoll, up to wait or until ctx ends, for a
+// file of the job's checkpoint key newer than the newest before the
+// signal (as soon as it appears: complete or not).
+func (c *CheckpointAsk) Wait(ctx context.Context, wait time.Duration) CheckpointResult {
+	if c.Pattern == "" {
+		return CheckpointResult{}
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(CheckpointPoll)
 	defer tick.Stop()
 	for {
-		p, mod, err := NewestCheckpoint(dir, res.Pattern, 0, time.Now())
-		if err == nil && (p != before || mod.After(beforeMod)) {
-			res.Path, res.Took, res.Done = p, time.Since(sent), checkpointDone(p)
+		p, mod, err := NewestCheckpoint(c.dir, c.Pattern, 0, time.Now())
+		if err == nil && (p != c.before || mod.After(c.mod)) {
+			res := CheckpointResult{Path: p, Took: time.Since(c.sent), Done: checkpointDone(p)}
 			if st, err := os.Stat(p); err == nil {
 				res.Size = st.Size()
 			}
-			return res, nil
+			return res
 		}
 		select {
 		case <-ctx.Done():
-			res.Waited = time.Since(sent)
-			return res, nil
+			return CheckpointResult{Waited: time.Since(c.sent)}
 		case <-deadline.C:
-			res.Waited = time.Since(sent)
-			return res, nil
+			return CheckpointResult{Waited: time.Since(c.sent)}
 		case <-tick.C:
 		}
 	}

@@ -73,17 +73,21 @@ func TestCheckpointAndSetReachARealScript(t *testing.T) {
 	r := h.start("k", nil)
 	h.waitTail(r.ID, "ready")
 
-	res, err := h.sup.Checkpoint(context.Background(), r.ID, "tester", 20*time.Second)
+	ask, err := h.sup.Checkpoint(context.Background(), r.ID, "tester")
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := ask.Wait(context.Background(), 20*time.Second)
 	if filepath.Base(res.Path) != "ckpt-1.pt" || !res.Done {
 		t.Fatalf("checkpoint: got %q (done %v, waited %s), want ckpt-1.pt with its marker", res.Path, res.Done, res.Waited)
 	}
 	t.Logf("存档: %s reported %s after the signal", filepath.Base(res.Path), res.Took)
-	res, err = h.sup.Checkpoint(context.Background(), r.ID, "tester", 20*time.Second)
-	if err != nil || filepath.Base(res.Path) != "ckpt-2.pt" {
-		t.Fatalf("second checkpoint: got %+v, %v; want ckpt-2.pt", res, err)
+	ask, err = h.sup.Checkpoint(context.Background(), r.ID, "tester")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := ask.Wait(context.Background(), 20*time.Second); filepath.Base(res.Path) != "ckpt-2.pt" {
+		t.Fatalf("second checkpoint: got %+v; want ckpt-2.pt", res)
 	}
 
 	// The control socket's "signal" never sends a signal that stops.
@@ -159,7 +163,7 @@ func TestCheckpointWithoutSignalSaysSo(t *testing.T) {
 	h := newHarness(t, j)
 	r := h.start("n", nil)
 	h.waitTail(r.ID, "ready")
-	_, err := h.sup.Checkpoint(context.Background(), r.ID, "tester", time.Second)
+	_, err := h.sup.Checkpoint(context.Background(), r.ID, "tester")
 	var ke *trainer.KnobError
 	if !errors.As(err, &ke) || ke.Why != trainer.KnobNoSignal {
 		t.Fatalf("got %v, want a KnobError %s", err, trainer.KnobNoSignal)

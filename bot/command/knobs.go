@@ -16,9 +16,9 @@ import (
 
 // Knobs is what 存档 and 调参 need of the supervisor (trainer.Supervisor).
 type Knobs interface {
-	// Checkpoint sends a run its job's checkpoint signal and waits up to
-	// wait for the new checkpoint file.
-	Checkpoint(ctx context.Context, runID int64, by string, wait time.Duration) (*trainer.CheckpointResult, error)
+	// Checkpoint sends a run its job's checkpoint signal; the answer's
+	// Wait looks for the new checkpoint file.
+	Checkpoint(ctx context.Context, runID int64, by string) (*trainer.CheckpointAsk, error)
 	// SetLive writes live values to a run's control file and sends its
 	// job's control signal.
 	SetLive(ctx context.Context, runID int64, values map[string]string, by string) (*trainer.LiveChange, error)
@@ -46,8 +46,9 @@ func (r *Router) knobs() Knobs {
 	return k
 }
 
-// checkpoint answers 存档 [run]: the signal is sent, and the reply names
-// the new file once it appears (or says that none did within the wait).
+// checkpoint answers 存档 [run]: the signal is sent, and an answer names
+// the new file once it appears (or says that none did within the wait):
+// a second message with Later, else this reply once the wait is over.
 func (r *Router) checkpoint(ctx context.Context, m chat.Message, l i18n.Lang, p chat.Parsed) chat.Reply {
 	id, _, err := runArg(l, p.Args)
 	if err != nil {
@@ -57,28 +58,35 @@ func (r *Router) checkpoint(ctx context.Context, m chat.Message, l i18n.Lang, p 
 	if k == nil {
 		return chat.Reply{Text: l.T(i18n.KnobNothing)}
 	}
-	wait := r.checkpointWait()
-	res, err := k.Checkpoint(ctx, id, who(m), wait)
+	ask, err := k.Checkpoint(ctx, id, who(m))
 	if err != nil {
 		return r.knobRefusal(ctx, l, p.Word, id, err)
 	}
-	run := res.Run
-	sig := trainer.SignalName(int(res.Signal))
-	reply := chat.Reply{RunID: run.ID}
-	switch {
-	case res.Pattern == "":
-		reply.Text = l.T(i18n.CheckpointUnwatched, run.ID, run.Job, sig, run.Job)
-	case res.Path == "":
-		reply.Text = l.T(i18n.CheckpointNotSeen, run.ID, run.Job, sig, res.Pattern, render.FormatDuration(wait), sig)
-	default:
-		reply.Text = l.T(i18n.CheckpointSaved, run.ID, run.Job, sig, filepath.Base(res.Path), render.FormatBytes(res.Size), took(res.Took))
+	run := ask.Run
+	sig := trainer.SignalName(int(ask.Signal))
+	if ask.Pattern == "" {
+		return chat.Reply{Text: l.T(i18n.CheckpointUnwatched, run.ID, run.Job, sig, run.Job), RunID: run.ID}
 	}
-	return reply
+	wait := r.checkpointWait()
+	found := func(ctx context.Context) chat.Reply {
+		res := ask.Wait(ctx, wait)
+		if res.Path == "" {
+			return chat.Reply{Text: l.T(i18n.CheckpointNotSeen, run.ID, run.Job, sig, ask.Pattern, render.FormatDuration(wait), sig), RunID: run.ID}
+		}
+		return chat.Reply{Text: l.T(i18n.CheckpointSaved, run.ID, run.Job, sig, filepath.Base(res.Path), render.FormatBytes(res.Size), took(res.Took)), RunID: run.ID}
+	}
+	if r.Later.Go(m, found) {
+		return chat.Reply{Text: l.T(i18n.CheckpointSent, run.ID, run.Job, sig, ask.Pattern, render.FormatDuration(wait)), RunID: run.ID}
+	}
+	return found(ctx)
 }
 
-// took is a short wait in tenths of a second ("0.3s"), a longer one as
-// durations are shown.
+// took is a short wait in milliseconds ("22ms") or tenths of a second
+// ("3.4s"), a longer one as durations are shown.
 func took(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
 	if d < time.Minute {
 		return fmt.Sprintf("%.1fs", d.Seconds())
 	}

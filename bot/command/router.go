@@ -125,6 +125,9 @@ type Router struct {
 	// CheckpointWait is how long 存档 waits for the new checkpoint file;
 	// 0: DefaultCheckpointWait.
 	CheckpointWait time.Duration
+	// Later posts the answers that come after the reply (存档's new file);
+	// nil: the reply waits for them.
+	Later *Later
 
 	// Location is the time zone dates are shown in; nil: the process's
 	// (TZ).

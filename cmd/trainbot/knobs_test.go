@@ -100,8 +100,10 @@ lr = { type = "float", min = 0, max = 1 }
 
 	sent := time.Now()
 	say("存档")
-	saved, pos := waitFor(t, out, pos, `💾[^\n]*ckpt-1\.pt[^\n]*`)
-	t.Logf("存档 → reply naming the file: %s (%s)", time.Since(sent).Round(time.Millisecond), saved)
+	// The reply comes at once; the file is named in a second message.
+	_, pos = waitFor(t, out, pos, `💾 Run #1 \(k\): SIGUSR1 sent\. I will say which file matching ckpt/\*\.pt appears`)
+	saved, pos := waitFor(t, out, pos, `💾[^\n]*new checkpoint ckpt-1\.pt[^\n]*`)
+	t.Logf("存档 → the message naming the file: %s (%s)", time.Since(sent).Round(time.Millisecond), saved)
 	if _, err := os.Stat(filepath.Join(dir, "ckpt", "ckpt-1.pt")); err != nil {
 		t.Fatal(err)
 	}
