@@ -157,7 +157,8 @@ type JobConfig struct {
 	// OnFailure resumes a run that crashed, was preempted, lost its node
 	// or its host (a reboot, the OOM killer) from its newest complete
 	// Checkpoint (a glob relative to Dir, or a directory), with Resume
-	// appended ("{checkpoint}" in them, or in the command, is its path).
+	// appended ("{checkpoint}" in them, or in the command, is its path);
+	// 存档 reports the new file there too.
 	OnFailure  *OnFailureConfig `toml:"on_failure"`
 	Checkpoint string           `toml:"checkpoint"`
 	Resume     []string         `toml:"resume"`
@@ -184,6 +185,20 @@ type JobConfig struct {
 	// GPUs free takes a run), or "any". Unset: this host.
 	Host  string   `toml:"host"`
 	Hosts JobHosts `toml:"hosts"`
+	// Signals are the signals the job's runs get: stop (default SIGINT),
+	// checkpoint (存档) and control (after 调参 wrote the control file).
+	Signals *SignalsConfig `toml:"signals"`
+	// Live declares the values 调参 may change while a run goes on (read
+	// by the script from $TRAINBOT_CONTROL_FILE), as params are declared.
+	Live map[string]ParamConfig `toml:"live"`
+}
+
+// SignalsConfig is a job's [jobs.signals]: signal names ("SIGTERM",
+// "USR1").
+type SignalsConfig struct {
+	Stop       string `toml:"stop"`
+	Checkpoint string `toml:"checkpoint"`
+	Control    string `toml:"control"`
 }
 
 // JobHosts is a job's hosts: a list of [[hosts]] names, or "any".
@@ -639,14 +654,30 @@ func (c *Config) validateJob(i int) Errors {
 	if (jc.Host != "" || len(jc.Hosts) > 0) && jc.Runner == "slurm" {
 		errs = append(errs, c.ErrorAt(key+".runner", "a Slurm job runs where Slurm puts it: give runner = \"slurm\" or host, not both"))
 	}
-	names := make([]string, 0, len(jc.Params))
-	for n := range jc.Params {
+	errs = append(errs, c.validateParams(key+".params", jc.Params)...)
+	errs = append(errs, c.validateParams(key+".live", jc.Live)...)
+	if sc := jc.Signals; sc != nil {
+		for _, f := range []struct{ key, name string }{{"stop", sc.Stop}, {"checkpoint", sc.Checkpoint}, {"control", sc.Control}} {
+			if _, ok := SignalNumber(f.name); f.name != "" && !ok {
+				errs = append(errs, c.ErrorAt(key+".signals."+f.key, "%q is not a signal name: want one like \"SIGTERM\" or \"SIGUSR1\"", f.name))
+			}
+		}
+	}
+	return errs
+}
+
+// validateParams checks the declarations of a job's params or live values
+// under key.
+func (c *Config) validateParams(key string, params map[string]ParamConfig) Errors {
+	var errs Errors
+	names := make([]string, 0, len(params))
+	for n := range params {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		pc := jc.Params[n]
-		pkey := key + ".params." + n
+		pc := params[n]
+		pkey := key + "." + n
 		if pc.Type == "" {
 			errs = append(errs, c.ErrorAt(pkey+".type", "missing: int, float, string or bool"))
 		}

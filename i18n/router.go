@@ -61,7 +61,7 @@ var (
 	NothingToStop  = Def(Msg{Key: "router.nothing_to_stop", EN: "No run is active, nothing to stop.", ZH: "没有正在进行的训练，不用停止。"})
 	ConfirmStop    = Def(Msg{Key: "router.confirm_stop", EN: "Stop run #%d (%s)? %s", ZH: "停止训练 #%d（%s）？%s"})
 	EndedBefore    = Def(Msg{Key: "router.ended_before", EN: "Run #%d already ended.", ZH: "训练 #%d 已经结束。"})
-	Stopping       = Def(Msg{Key: "router.stopping", EN: "⏹ stopping run #%d (%s): SIGINT sent so it can save a checkpoint; you will get a message when it has exited.", ZH: "⏹ 正在停止训练 #%d（%s）：已发送 SIGINT，让它能保存检查点；进程退出后会通知你。"})
+	Stopping       = Def(Msg{Key: "router.stopping", EN: "⏹ stopping run #%d (%s): %s sent so it can save a checkpoint; you will get a message when it has exited.", ZH: "⏹ 正在停止训练 #%d（%s）：已发送 %s，让它能保存检查点；进程退出后会通知你。"})
 	NoRunYet       = Def(Msg{Key: "router.no_run_yet", EN: "No run yet. Send /train to start one.", Mix: "No run yet. Send 开始 to start one.", ZH: "还没有训练。发送 开始 开始一次。"})
 	HistoryFailed  = Def(Msg{Key: "router.history_failed", EN: "Could not read the history: %s", ZH: "读不了历史记录：%s"})
 	LastOne        = Def(Msg{Key: "router.last_one", EN: "No run is active. The last one:\n", ZH: "没有正在进行的训练。最近一次：\n"})

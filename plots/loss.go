@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"cmp"
 	"image/color"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/trainbot/trainbot/internal/units"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -44,6 +46,9 @@ type LossChart struct {
 	// (a device's capacity), named CeilingLabel in the legend.
 	Ceiling      float64
 	CeilingLabel string
+	// Markers are vertical lines with a label (live changes, 调参), at
+	// their X (a step, or seconds with XTime).
+	Markers []Marker
 }
 
 // coincideTolerance is how close, as a fraction of the chart's Y range,
@@ -259,6 +264,16 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 			legend = append(legend, lineEntry(cmpOr(c.CeilingLabel, pt.say(c.Lang, i18n.LegendTotal, units.Bytes(int64(c.Ceiling)))), colGrey, vg.Points(2), grey...))
 			p.Y.Max = math.Max(p.Y.Max, c.Ceiling*1.04)
 		}
+	}
+	if len(c.Markers) > 0 {
+		marks := slices.Clone(c.Markers)
+		slices.SortStableFunc(marks, func(a, b Marker) int { return cmp.Compare(a.X, b.X) })
+		styles := make([]text.Style, len(marks))
+		for i := range marks {
+			styles[i], marks[i].Label = pt.style(marks[i].Label, sizeTick, true)
+			styles[i].Color = colMarker
+		}
+		p.Add(&vmarks{marks: marks, styles: styles, width: vg.Points(2)})
 	}
 	note := ""
 	if smoothed {

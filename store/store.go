@@ -517,6 +517,20 @@ ALTER TABLE queue ADD COLUMN host TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN resumed_from INTEGER;
 `,
+	// 16: the live changes of runs (调参, trainer.LiveChange), drawn on
+	// their charts. values is JSON, name to canonical text.
+	`
+CREATE TABLE run_changes (
+	run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	version INTEGER NOT NULL,
+	at INTEGER NOT NULL,
+	step INTEGER NOT NULL,
+	by TEXT NOT NULL DEFAULT '',
+	"values" TEXT NOT NULL,
+	signal INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (run_id, version)
+);
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

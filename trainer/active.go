@@ -40,9 +40,10 @@ type active struct {
 	sup        *Supervisor
 	job        *Job
 	runDir     string
-	runner     runner    // what owns the run's processes: its shim (or Slurm)
-	obs        *fileLock // the observer lock: one trainbot observes a run at a time
-	adopted    bool      // attached to a run this process did not start
+	runner     runner     // what owns the run's processes: its shim (or Slurm)
+	knobMu     sync.Mutex // one 调参 at a time writes the control file
+	obs        *fileLock  // the observer lock: one trainbot observes a run at a time
+	adopted    bool       // attached to a run this process did not start
 	parser     *logparse.Parser
 	thin       thinner
 	names      map[string]bool // the metrics recorded

@@ -2,59 +2,83 @@ package trainer
 
 import (
 	"errors"
-	"io/fs"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 )
 
-// CheckpointSettle is how long a checkpoint file must have been unchanged
-// to count as complete, unless a "<file>.done" marker says it is.
+// CheckpointSettle is how long a checkpoint file must stay unchanged to be
+// taken as complete when no "<file>.done" marker says so.
 const CheckpointSettle = 30 * time.Second
 
-// doneSuffix marks a complete checkpoint: the script writes
-// "ckpt-40.pt.done" once "ckpt-40.pt" is whole.
-const doneSuffix = ".done"
+// CheckpointDoneSuffix is the marker a script may write beside a
+// checkpoint once it is complete ("ckpt-40.pt.done", empty): such a file
+// is complete at once, without waiting CheckpointSettle.
+const CheckpointDoneSuffix = ".done"
 
-// NewestCheckpoint is the newest complete checkpoint of pattern (a glob,
-// or a directory: its files), relative to dir: a file with a .done marker,
-// or unchanged for settle by now. "" when there is none.
+// ErrNoCheckpoint is returned by NewestCheckpoint when no complete file
+// matches.
+var ErrNoCheckpoint = errors.New("no complete checkpoint")
+
+// NewestCheckpoint returns the newest complete checkpoint file of pattern
+// (a job's checkpoint key): a glob ("ckpt/*.pt") or a directory (its
+// files), relative to dir unless absolute. A file is complete when
+// "<file>.done" exists, or when it has not changed for settle before now
+// (settle 0: every file is). Markers themselves, directories and
+// "*.tmp" files are never checkpoints. Of the complete files, the newest by
+// modification time wins (the later name on a tie). No match is an error
+// wrapping ErrNoCheckpoint; a malformed glob is filepath.ErrBadPattern.
 func NewestCheckpoint(dir, pattern string, settle time.Duration, now time.Time) (path string, mod time.Time, err error) {
-	if pattern == "" {
-		return "", time.Time{}, nil
+	if strings.TrimSpace(pattern) == "" {
+		return "", time.Time{}, fmt.Errorf("checkpoint pattern is empty: %w", ErrNoCheckpoint)
 	}
-	if !filepath.IsAbs(pattern) && dir != "" {
-		pattern = filepath.Join(dir, pattern)
+	p := pattern
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
 	}
-	if fi, err := os.Stat(pattern); err == nil && fi.IsDir() {
-		pattern = filepath.Join(pattern, "*")
+	if st, serr := os.Stat(p); serr == nil && st.IsDir() {
+		p = filepath.Join(globEscape(p), "*")
 	}
-	matches, err := filepath.Glob(pattern)
+	matches, err := filepath.Glob(p)
 	if err != nil {
-		return "", time.Time{}, err
+		return "", time.Time{}, fmt.Errorf("checkpoint %q: %w", pattern, err)
 	}
 	for _, m := range matches {
-		if strings.HasSuffix(m, doneSuffix) {
+		if strings.HasSuffix(m, CheckpointDoneSuffix) || strings.HasSuffix(m, ".tmp") {
 			continue
 		}
-		fi, err := os.Stat(m)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return "", time.Time{}, err
-		}
-		if fi.IsDir() {
+		st, err := os.Stat(m)
+		if err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		_, derr := os.Stat(m + doneSuffix)
-		if derr != nil && now.Sub(fi.ModTime()) < settle {
-			continue // still being written, maybe
+		if !checkpointDone(m) && now.Sub(st.ModTime()) < settle {
+			continue
 		}
-		if path == "" || fi.ModTime().After(mod) {
-			path, mod = m, fi.ModTime()
+		if path == "" || st.ModTime().After(mod) || (st.ModTime().Equal(mod) && m > path) {
+			path, mod = m, st.ModTime()
 		}
 	}
+	if path == "" {
+		return "", time.Time{}, fmt.Errorf("checkpoint %q: %w", pattern, ErrNoCheckpoint)
+	}
 	return path, mod, nil
+}
+
+func checkpointDone(path string) bool {
+	_, err := os.Stat(path + CheckpointDoneSuffix)
+	return err == nil
+}
+
+// globEscape makes a directory's name literal in a glob.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,7 @@ const (
 	EnvMetricsFile = "TRAINBOT_METRICS_FILE"
 	// EnvCheckpoint is the checkpoint an on_failure resume starts from.
 	EnvCheckpoint = "TRAINBOT_CHECKPOINT"
+	// and EnvControlFile (knobs.go), the control file 调参 writes
 )
 
 // MetricsFile is the file in a run's directory that EnvMetricsFile names.
@@ -37,6 +39,7 @@ func runAdditions(extra []string, id int64, runDir, metricsPath string) []string
 		EnvRunID+"="+strconv.FormatInt(id, 10),
 		EnvRunDir+"="+runDir,
 		EnvMetricsFile+"="+metricsPath,
+		EnvControlFile+"="+filepath.Join(runDir, ControlFile),
 	)
 	if os.Getenv("PYTHONUNBUFFERED") == "" && !hasEnv(extra, "PYTHONUNBUFFERED") {
 		// Python buffers a piped stdout; unbuffered, metrics arrive as printed.

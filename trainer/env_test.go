@@ -52,14 +52,14 @@ func TestRunEnvironmentHasNoSecrets(t *testing.T) {
 			t.Errorf("the run's supervisor has %s in its environment", k)
 		}
 	}
-	for _, want := range []string{"KEEP_ME=kept", "WECOM_KEY=declared-by-the-job", fmt.Sprintf("TRAINBOT_RUN_ID=%d", r.ID), "TRAINBOT_METRICS_FILE="} {
+	for _, want := range []string{"KEEP_ME=kept", "WECOM_KEY=declared-by-the-job", fmt.Sprintf("TRAINBOT_RUN_ID=%d", r.ID), "TRAINBOT_METRICS_FILE=", "TRAINBOT_CONTROL_FILE="} {
 		if !bytes.Contains(log, []byte(want)) {
 			t.Errorf("the run's environment lacks %s:\n%s", want, log)
 		}
 	}
 	for _, line := range strings.Split(string(log), "\n") {
 		name, _, _ := strings.Cut(line, "=")
-		if strings.HasPrefix(name, "TRAINBOT_") && name != "TRAINBOT_RUN_ID" && name != "TRAINBOT_RUN_DIR" && name != "TRAINBOT_METRICS_FILE" {
+		if strings.HasPrefix(name, "TRAINBOT_") && name != "TRAINBOT_RUN_ID" && name != "TRAINBOT_RUN_DIR" && name != "TRAINBOT_METRICS_FILE" && name != "TRAINBOT_CONTROL_FILE" {
 			t.Errorf("the run got %s, not one of the per-run TRAINBOT_ variables", name)
 		}
 	}

@@ -77,8 +77,10 @@ type Job struct {
 	// command, is its path); nil: no resume.
 	OnFailure *FailureRetry
 	Resume    []string
-	// Checkpoint is where the run writes its checkpoints, relative to
-	// Dir: a glob ("ckpt/*.pt") or a directory (its files).
+	// Checkpoint is where the job's runs write checkpoints: a glob
+	// ("ckpt/*.pt") or a directory (its files), relative to Dir. 存档
+	// reports the new file there; on_failure resumes from the newest
+	// complete one (NewestCheckpoint). "": none.
 	Checkpoint string
 
 	// Runner owns the job's runs: RunnerLocal (a trainbot shim on this
@@ -99,6 +101,14 @@ type Job struct {
 	// a start's gpus= or gpu= overrides it); zero: none, as before. A
 	// Slurm job's count goes to sbatch's --gpus.
 	GPUs GPURequest
+	// Signals are the signals the job's runs get for a stop, a
+	// checkpoint (存档) and a change of their live values (调参).
+	Signals Signals
+	// Live are the values a run reads from its control file
+	// (EnvControlFile) while it runs, changed by 调参: declared and
+	// checked as Params are.
+	Live map[string]ParamSpec
+
 	// Hosts are where the job's runs may run, [[hosts]] names tried in
 	// order (the first with the lock and the GPUs free takes the run);
 	// []string{HostsAny} is every configured host; nil is this host.
@@ -212,11 +222,19 @@ func (j *Job) Normalize() error {
 		j.MaxLogBytes = DefaultMaxLogBytes
 	}
 	for name, spec := range j.Params {
-		if err := spec.check(name); err != nil {
+		if err := spec.check("params", name); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	errs = append(errs, j.checkOnFailure()...)
+	for name, spec := range j.Live {
+		if err := spec.check("live", name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := j.Signals.normalize(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := j.checkOnOOM(); err != nil {
 		errs = append(errs, err)
 	}
@@ -306,26 +324,29 @@ func expand(item string, value func(name string) string) string {
 	})
 }
 
-func (p ParamSpec) check(name string) error {
+// check validates the spec of parameter name in section ("params" or
+// "live").
+func (p ParamSpec) check(section, name string) error {
+	key := section + "." + name
 	if !validParam.MatchString(name) {
-		return keyErr("params."+name, "a parameter name is letters, digits and '_'")
+		return keyErr(key, "a parameter name is letters, digits and '_'")
 	}
 	switch p.Type {
 	case ParamInt, ParamFloat, ParamString, ParamBool:
 	default:
-		return keyErr("params."+name+".type", "%q is not one of int, float, string, bool", p.Type)
+		return keyErr(key+".type", "%q is not one of int, float, string, bool", p.Type)
 	}
 	if p.Min != nil && p.Max != nil && *p.Min > *p.Max {
-		return keyErr("params."+name, "min %g is above max %g", *p.Min, *p.Max)
+		return keyErr(key, "min %g is above max %g", *p.Min, *p.Max)
 	}
 	for _, c := range p.Choices {
 		if _, err := p.canonical(c); err != nil {
-			return keyErr("params."+name+".choices", "%q: %v", c, err)
+			return keyErr(key+".choices", "%q: %v", c, err)
 		}
 	}
 	if p.HasDefault {
 		if _, err := p.canonical(p.Default); err != nil {
-			return keyErr("params."+name+".default", "%q: %v", p.Default, err)
+			return keyErr(key+".default", "%q: %v", p.Default, err)
 		}
 	}
 	return nil

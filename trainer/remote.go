@@ -68,6 +68,9 @@ type RemoteSpec struct {
 	DrainTimeout time.Duration `json:"drain_timeout"`
 	MaxLogBytes  int64         `json:"max_log_bytes"`
 	GPUs         GPURequest    `json:"gpus"`
+	// StopSignal is the job's signals.stop; 0 (and a hub from before it):
+	// SIGINT.
+	StopSignal int `json:"stop_signal,omitempty"`
 }
 
 // RemoteStarted is a run started on a host.
@@ -200,7 +203,7 @@ func StartHere(spec RemoteSpec, o HereOptions, wait func(*shimctl.Handle)) (*Rem
 	sspec := shimctl.Spec{
 		RunID: spec.RunID, Job: spec.Job, Argv: spec.Argv, Dir: spec.Dir, Env: childEnv(nil, env, spec.RunID, runDir, metricsPath),
 		Umask: childUmask(), RunDir: runDir, StopGrace: spec.StopGrace, KillGrace: spec.KillGrace, DrainTimeout: spec.DrainTimeout,
-		MaxLogBytes: spec.MaxLogBytes,
+		MaxLogBytes: spec.MaxLogBytes, StopSignal: spec.StopSignal,
 	}
 	h, err := shimctl.Start(o.ShimCommand, sspec, lock.f, 30*time.Second, gpuLocks...)
 	lock.f = nil // closed by shimctl.Start: the shim holds the locks now, or nobody does

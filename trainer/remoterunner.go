@@ -61,7 +61,8 @@ const (
 // newRemoteRunner starts the mirror of a run on a host.
 func newRemoteRunner(a *active, host RemoteHost, lock *fileLock) *remoteRunner {
 	r := &remoteRunner{host: host, hostName: a.run.Host, ref: RemoteRef{RunDir: a.run.RemoteDir, PID: a.run.PID, ShimPID: a.run.Supervisor},
-		runDir: a.runDir, maxLog: a.job.MaxLogBytes, stopGrace: a.job.StopGrace, killGrace: a.job.KillGrace, lock: lock, log: a.log.With("host", a.run.Host), grew: time.Now()}
+		runDir: a.runDir, maxLog: a.job.MaxLogBytes, stopGrace: a.job.StopGrace, killGrace: a.job.KillGrace, lock: lock,
+		orphanStop: orphanStop{first: a.job.Signals.Stop}, log: a.log.With("host", a.run.Host), grew: time.Now()}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.wg.Add(1)

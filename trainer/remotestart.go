@@ -86,7 +86,8 @@ func (s *Supervisor) startRemote(ctx context.Context, job *Job, req StartRequest
 	}
 	id := s.nextID()
 	spec := RemoteSpec{Hub: s.opts.HubName, RunID: id, Job: job.Name, Lock: job.Lock, Argv: argv, Dir: job.Dir, Env: env,
-		StopGrace: job.StopGrace, KillGrace: job.KillGrace, DrainTimeout: s.opts.DrainTimeout, MaxLogBytes: job.MaxLogBytes, GPUs: gpuReq}
+		StopGrace: job.StopGrace, KillGrace: job.KillGrace, DrainTimeout: s.opts.DrainTimeout, MaxLogBytes: job.MaxLogBytes, GPUs: gpuReq,
+		StopSignal: int(job.Signals.Stop)}
 	var refused []hostRefusal
 	var started *RemoteStarted
 	var host string

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -234,8 +235,22 @@ func (s *Supervisor) newestCheckpoint(job *Job, host string, now time.Time) (str
 		defer cancel()
 		return h.Checkpoint(ctx, job.Dir, job.Checkpoint)
 	}
-	path, _, err := NewestCheckpoint(job.Dir, job.Checkpoint, CheckpointSettle, now)
+	return newestHere(job.Dir, job.Checkpoint, now)
+}
+
+// newestHere is NewestCheckpoint on this host, "" (and no error) for none.
+func newestHere(dir, pattern string, now time.Time) (string, error) {
+	path, _, err := NewestCheckpoint(dir, pattern, CheckpointSettle, now)
+	if errors.Is(err, ErrNoCheckpoint) {
+		return "", nil
+	}
 	return path, err
+}
+
+// NewestCheckpointHere is the newest complete checkpoint of pattern under
+// dir on this host ("" for none): what a host's trainbot answers a hub.
+func NewestCheckpointHere(dir, pattern string) (string, error) {
+	return newestHere(dir, pattern, time.Now())
 }
 
 func displayCheckpoint(p string) string {

@@ -194,11 +194,19 @@ func (r *shimRunner) pollOrphan(now time.Time) (*runEnd, runLive, bool) {
 type orphanStop struct {
 	by      string
 	at      time.Time
-	signals int // 1 SIGINT, 2 SIGTERM, 3 SIGKILL
+	signals int            // 1 the stop signal, 2 SIGTERM, 3 SIGKILL
+	first   syscall.Signal // the job's signals.stop; 0: SIGINT
 }
 
-// ask takes a stop: a kill is SIGKILL now, a first stop SIGINT; signal
-// sends one (and calls sent when it did).
+func (o *orphanStop) firstSignal() syscall.Signal {
+	if o.first == 0 {
+		return syscall.SIGINT
+	}
+	return o.first
+}
+
+// ask takes a stop: a kill is SIGKILL now, a first stop the job's stop
+// signal (SIGINT); signal sends one (and calls sent when it did).
 func (o *orphanStop) ask(req stopRequest, signal func(syscall.Signal)) {
 	if o.by == "" {
 		o.by, o.at = req.by, time.Now()
@@ -207,7 +215,7 @@ func (o *orphanStop) ask(req stopRequest, signal func(syscall.Signal)) {
 	case req.kill:
 		signal(syscall.SIGKILL)
 	case o.signals == 0:
-		signal(syscall.SIGINT)
+		signal(o.firstSignal())
 	}
 }
 
@@ -225,14 +233,18 @@ func (o *orphanStop) next(now time.Time, stopGrace, killGrace time.Duration) sys
 
 // sent records a signal sent.
 func (o *orphanStop) sent(sig syscall.Signal) {
-	o.signals = max(o.signals, map[syscall.Signal]int{syscall.SIGINT: 1, syscall.SIGTERM: 2, syscall.SIGKILL: 3}[sig])
+	stage := map[syscall.Signal]int{syscall.SIGTERM: 2, syscall.SIGKILL: 3}[sig]
+	if stage == 0 && sig == o.firstSignal() {
+		stage = 1
+	}
+	o.signals = max(o.signals, stage)
 }
 
 // facts are the orphans' part of the run's end.
 func (o *orphanStop) facts(pgid int, until time.Time) *Orphans {
 	f := &Orphans{PGID: pgid, Until: until}
 	if o.by != "" {
-		f.StoppedBy, f.Signal = o.by, int([]syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}[o.signals])
+		f.StoppedBy, f.Signal = o.by, int([]syscall.Signal{0, o.firstSignal(), syscall.SIGTERM, syscall.SIGKILL}[o.signals])
 	}
 	return f
 }
@@ -327,7 +339,7 @@ func newShimRunner(a *active, h *shimctl.Handle) *shimRunner {
 	return &shimRunner{runDir: a.runDir, shimPID: a.run.Supervisor, startedAt: a.run.StartedAt, pid: a.run.PID,
 		maxLog: a.job.MaxLogBytes, handle: h, log: a.log,
 		lockPath: filepath.Join(a.sup.opts.DataDir, "locks", lockFileName(a.job.Lock)), lockName: a.job.Lock,
-		stopGrace: a.job.StopGrace, killGrace: a.job.KillGrace}
+		stopGrace: a.job.StopGrace, killGrace: a.job.KillGrace, orphanStop: orphanStop{first: a.job.Signals.Stop}}
 }
 
 // stopBy is who stopped the run, as far as this trainbot can vouch for it,

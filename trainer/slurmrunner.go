@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -61,7 +63,8 @@ type slurmRunner struct {
 	id      string
 	runDir  string
 	logPath string
-	grace   time.Duration // the job's stop_grace: after the SIGINT, a plain cancel
+	grace   time.Duration // the job's stop_grace: after the stop signal, a plain cancel
+	stopSig string        // the job's signals.stop as scancel names it ("INT")
 	lock    *fileLock     // the job's lock; nil when another process holds it
 	log     *slog.Logger
 
@@ -81,7 +84,8 @@ type slurmRunner struct {
 
 func newSlurmRunner(a *active, lock *fileLock) *slurmRunner {
 	r := &slurmRunner{id: a.run.SlurmJobID, runDir: a.runDir, logPath: a.run.LogPath, grace: a.job.StopGrace,
-		lock: lock, log: a.log, query: slurm.Query, cancel: slurm.Cancel}
+		stopSig: strings.TrimPrefix(SignalName(int(cmp.Or(a.job.Signals.Stop, syscall.SIGINT))), "SIG"),
+		lock:    lock, log: a.log, query: slurm.Query, cancel: slurm.Cancel}
 	if data, err := os.ReadFile(filepath.Join(a.runDir, SlurmStopFile)); err == nil {
 		var st slurmStop
 		if json.Unmarshal(data, &st) == nil && st.By != "" {
@@ -267,7 +271,7 @@ func (r *slurmRunner) stop(req stopRequest) error {
 	default:
 		// SIGINT to the training process and everything it started,
 		// as a local run's process group gets it.
-		err = r.cancelJob("INT")
+		err = r.cancelJob(r.stopSig)
 		if errors.Is(err, slurm.ErrNotRunning) {
 			// Pending (or already ending): a signal cannot reach it.
 			err = r.cancelJob("")

@@ -219,7 +219,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 		RunID: id, Job: job.Name, Argv: argv, Dir: job.Dir, Env: childEnv(s.opts.SecretEnv, env, id, runDir, metricsPath),
 		ShimEnv: private.WithoutSecrets(os.Environ(), s.opts.SecretEnv), Umask: childUmask(),
 		RunDir: runDir, StopGrace: job.StopGrace, KillGrace: job.KillGrace, DrainTimeout: s.opts.DrainTimeout,
-		MaxLogBytes: job.MaxLogBytes,
+		MaxLogBytes: job.MaxLogBytes, StopSignal: int(job.Signals.Stop),
 	}
 	var gpuLocks []*os.File
 	if claim != nil {

@@ -24,6 +24,8 @@ type Command struct {
 var Commands = []Command{
 	{Name: "train", Chinese: "开始", Aliases: []string{"run"}, Args: "[job] [k=v…]", Help: i18n.HelpTrain, HelpZH: "开始训练", Operator: true},
 	{Name: "stop", Chinese: "停止", Args: "[run]", Help: i18n.HelpStop, HelpZH: "停止训练", Operator: true},
+	{Name: "checkpoint", Chinese: "存档", Args: "[run]", Help: i18n.HelpCheckpoint, HelpZH: "立即保存检查点", Operator: true},
+	{Name: "set", Chinese: "调参", Args: "[run] k=v…", Help: i18n.HelpSet, HelpZH: "修改运行中的参数", Operator: true},
 	{Name: "status", Chinese: "状态", Args: "[run]", Help: i18n.HelpStatus, HelpZH: "训练状态"},
 	{Name: "plot", Chinese: "画图", Args: "[run] [metric|memory|util] [time]", Help: i18n.HelpPlot, HelpZH: "损失曲线和显存图"},
 	{Name: "gpu", Chinese: "显卡", Help: i18n.HelpGPU, HelpZH: "显卡状态"},

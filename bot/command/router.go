@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -118,6 +119,15 @@ type Router struct {
 	// nothing else: a chat never reads arbitrary files); none: 关注 is off.
 	WatchDirs []string
 	live      atomic.Pointer[Settings] // set by Reload
+
+	// Knobs answers 存档 and 调参; nil: the Trainer, when it has them.
+	Knobs Knobs
+	// CheckpointWait is how long 存档 waits for the new checkpoint file;
+	// 0: DefaultCheckpointWait.
+	CheckpointWait time.Duration
+	// Later posts the answers that come after the reply (存档's new file);
+	// nil: the reply waits for them.
+	Later *Later
 
 	// Location is the time zone dates are shown in; nil: the process's
 	// (TZ).
@@ -377,6 +387,10 @@ func (r *Router) dispatch(ctx context.Context, m chat.Message, p chat.Parsed, l 
 		return r.cancelQueued(ctx, m, l, p.Args)
 	case "fit":
 		return r.fit(ctx, l, p.Args)
+	case "checkpoint":
+		return r.checkpoint(ctx, m, l, p)
+	case "set":
+		return r.set(ctx, m, l, p)
 	}
 	return chat.Reply{Text: HelpText(l)}
 }
@@ -720,7 +734,11 @@ func (r *Router) stop(ctx context.Context, m chat.Message, l i18n.Lang, args []s
 	if err != nil {
 		return chat.Reply{Text: l.T(i18n.EndedBefore, st.Run.ID)}
 	}
-	return chat.Reply{Text: l.T(i18n.Stopping, run.ID, run.Job), RunID: run.ID}
+	sig := syscall.SIGINT
+	if j := r.job(run.Job); j != nil && j.Signals.Stop != 0 {
+		sig = j.Signals.Stop
+	}
+	return chat.Reply{Text: l.T(i18n.Stopping, run.ID, run.Job, trainer.SignalName(int(sig))), RunID: run.ID}
 }
 
 func (r *Router) activeIDs() string {

@@ -163,6 +163,36 @@ func toXY(pts []history.Point, start time.Time, xTime bool) []plots.XY {
 	return out
 }
 
+// ChangeReader is ChartData that also has the runs' live changes (调参):
+// charts mark them. The store is one.
+type ChangeReader interface {
+	// RunChanges returns a run's live changes, oldest first.
+	RunChanges(ctx context.Context, runID int64) ([]trainer.LiveChange, error)
+}
+
+// changeMarkers are the run's live changes as chart markers, at the step
+// each was made (or its seconds since the start, with xTime); none when
+// the data has no changes to tell.
+func (c *Charts) changeMarkers(ctx context.Context, run *trainer.Run, xTime bool) []plots.Marker {
+	cr, ok := c.Data.(ChangeReader)
+	if !ok {
+		return nil
+	}
+	changes, err := cr.RunChanges(ctx, run.ID)
+	if err != nil {
+		return nil // a chart without its markers rather than none
+	}
+	var out []plots.Marker
+	for _, ch := range changes {
+		x := float64(ch.Step)
+		if xTime {
+			x = ch.At.Sub(run.StartedAt).Seconds()
+		}
+		out = append(out, plots.Marker{X: x, Label: ch.Label()})
+	}
+	return out
+}
+
 // Loss draws the loss chart of a run.
 func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (chat.Image, error) {
 	if err := c.Data.Flush(ctx); err != nil {
@@ -200,6 +230,7 @@ func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (cha
 		chart.Series = append(chart.Series, s)
 	}
 	chart.YBytes = len(pick) == 1 && byteMetric(pick[0], chart.Series)
+	chart.Markers = c.changeMarkers(ctx, run, o.XTime)
 	png, err := c.painter().Loss(chart)
 	if errors.Is(err, plots.ErrNoData) {
 		return chat.Image{}, userErrorf(ErrNoMetric, "%s", c.Lang.T(i18n.ChartAllNaN, run.ID, strings.Join(pick, ", "), total))

@@ -339,8 +339,14 @@ func (b *bot) openSupervisor() int {
 // they run.
 func (b *bot) openRouter() int {
 	cfg := b.cfg
+	// 存档's second answer (the new file) goes out through the pipeline;
+	// closed before it, and before the runs are left.
+	later := command.NewLater(func(m chat.Message, r chat.Reply) {
+		b.pipeline.Post(deliver.Envelope{To: m.ChatKey(), Reply: r, Durable: true})
+	}, b.log.With("component", "later"))
+	b.life.opened("stop waiting for checkpoints (存档)", later.Close)
 	b.router = &command.Router{Trainer: b.sup, History: b.st, Logger: b.log, Location: cfg.Location(), WatchDirs: cfg.Watch.Dirs, Smoothing: chartSmoothing(cfg.Plots), Plots: b.painter,
-		Access: b.access, ConfirmStop: confirmStops(), HostAvailable: hostAvailable, PageURL: b.pageURL, Languages: b.o.bc.langs}
+		Access: b.access, ConfirmStop: confirmStops(), HostAvailable: hostAvailable, PageURL: b.pageURL, Languages: b.o.bc.langs, Later: later}
 	return exitOK
 }
 

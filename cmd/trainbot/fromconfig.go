@@ -203,9 +203,20 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 		}
 	}
 	for n, pc := range jc.Params {
-		spec := trainer.ParamSpec{Type: trainer.ParamType(pc.Type), Min: pc.Min, Max: pc.Max, Env: pc.Env, Help: pc.Help, Choices: pc.ChoicesText()}
-		spec.Default, spec.HasDefault = pc.DefaultText()
-		j.Params[n] = spec
+		j.Params[n] = paramSpec(pc)
+	}
+	if len(jc.Live) > 0 {
+		j.Live = map[string]trainer.ParamSpec{}
+		for n, pc := range jc.Live {
+			j.Live[n] = paramSpec(pc)
+		}
+	}
+	if sc := jc.Signals; sc != nil {
+		// Unknown names are config.Validate's; which signal suits which
+		// key is the job's Normalize.
+		j.Signals.Stop, _ = config.SignalNumber(sc.Stop)
+		j.Signals.Checkpoint, _ = config.SignalNumber(sc.Checkpoint)
+		j.Signals.Control, _ = config.SignalNumber(sc.Control)
 	}
 	if len(errs) == 0 && !skipChecks {
 		if err := j.Normalize(); err != nil {
@@ -213,6 +224,13 @@ func jobFromConfig(c *config.Config, i int, skipChecks bool) (*trainer.Job, conf
 		}
 	}
 	return j, errs
+}
+
+// paramSpec is a declared parameter or live value.
+func paramSpec(pc config.ParamConfig) trainer.ParamSpec {
+	spec := trainer.ParamSpec{Type: trainer.ParamType(pc.Type), Min: pc.Min, Max: pc.Max, Env: pc.Env, Help: pc.Help, Choices: pc.ChoicesText()}
+	spec.Default, spec.HasDefault = pc.DefaultText()
+	return spec
 }
 
 // keyErrors tells the errors of a job's Normalize or a rule's Validate

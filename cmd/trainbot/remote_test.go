@@ -169,6 +169,11 @@ func TestARunOnAHostOutlivesItsSessionAndTheHub(t *testing.T) {
 	waitFor(t, out2, 0, `step=\d+ loss=`)
 	io.WriteString(pw, "历史\n")
 	waitFor(t, out2, 0, `#1 steps .*🖥 h1`)
+	// Knobs do not reach a run on a host yet, and say so.
+	io.WriteString(pw, "存档\n")
+	waitFor(t, out2, 0, `Run #1 runs on host h1: 存档 does not reach runs on other hosts yet`)
+	io.WriteString(pw, "调参 lr=0.1\n")
+	waitFor(t, out2, 0, `Run #1 runs on host h1: 调参 does not reach`)
 	pw.Close()
 	select {
 	case code := <-done:

@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/trainbot/trainbot/hosts"
 	"github.com/trainbot/trainbot/trainer"
@@ -152,7 +151,7 @@ func (s *server) hello(req request) *response {
 
 func (s *server) handle(req request) (*response, []byte) {
 	if req.Op == opCheckpoint {
-		path, _, err := trainer.NewestCheckpoint(req.Dir, req.File, trainer.CheckpointSettle, time.Now())
+		path, err := trainer.NewestCheckpointHere(req.Dir, req.File)
 		if err != nil {
 			return errResponse(err), nil
 		}

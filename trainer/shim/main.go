@@ -7,6 +7,7 @@ package shim
 // have their own files (output.go, ctl.go, peak.go, tail.go).
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -431,7 +433,7 @@ func (s *shim) claimRunDir() error {
 }
 
 // supervise waits for the main process to end, escalating a stop
-// SIGINT → SIGTERM → SIGKILL meanwhile.
+// StopSignal (SIGINT) → SIGTERM → SIGKILL meanwhile.
 func (s *shim) supervise(sigs <-chan os.Signal) {
 	never := make(chan time.Time)
 	termC, killC := (<-chan time.Time)(never), (<-chan time.Time)(never)
@@ -455,16 +457,24 @@ func (s *shim) supervise(sigs <-chan os.Signal) {
 			s.mu.Lock()
 			by, peer := s.st.Stop.By, s.st.Stop.Peer
 			s.mu.Unlock()
-			others, _ := s.signalRun(syscall.SIGINT)
-			s.q.note("stop requested by %s%s: SIGINT to process group %d%s", by, peerNote(peer), s.child, andOthers(others))
+			first := syscall.Signal(s.spec.StopSignal)
+			others, _ := s.signalRun(first)
+			s.q.note("stop requested by %s%s: %s to process group %d%s", by, peerNote(peer), unix.SignalName(first), s.child, andOthers(others))
 			termT = time.NewTimer(s.spec.StopGrace)
 			termC = termT.C
 		case <-termC:
+			if syscall.Signal(s.spec.StopSignal) == syscall.SIGTERM {
+				// The stop was SIGTERM already: the next step is SIGKILL,
+				// after both graces.
+				killT = time.NewTimer(s.spec.KillGrace)
+				killC = killT.C
+				continue
+			}
 			others, _ := s.signalRun(syscall.SIGTERM)
 			s.mu.Lock()
 			s.st.Stop.SentTerm = true
 			s.mu.Unlock()
-			s.q.note("still running %s after SIGINT: SIGTERM to process group %d%s", s.spec.StopGrace, s.child, andOthers(others))
+			s.q.note("still running %s after %s: SIGTERM to process group %d%s", s.spec.StopGrace, unix.SignalName(syscall.Signal(s.spec.StopSignal)), s.child, andOthers(others))
 			s.kickPersist()
 			killT = time.NewTimer(s.spec.KillGrace)
 			killC = killT.C
@@ -699,6 +709,20 @@ func (s *shim) handle(req shimctl.Request, peer shimctl.Peer) shimctl.Response {
 	case "kill":
 		peer.Comm, peer.Trainbot = procfs.Comm(peer.PID), sameExecutable(peer.PID)
 		s.killNow(by, req.Reason, &peer)
+	case "signal":
+		sig := syscall.Signal(req.Signal)
+		if !slices.Contains(shimctl.SignalsAllowed, sig) {
+			return shimctl.Response{Error: fmt.Sprintf("signal %d may not be sent to the run (a stop goes by \"stop\")", req.Signal)}
+		}
+		s.mu.Lock()
+		ended := !s.st.EndedAt.IsZero()
+		s.mu.Unlock()
+		if ended {
+			return shimctl.Response{Error: "the run's main process has ended"}
+		}
+		peer.Comm = procfs.Comm(peer.PID)
+		others, _ := s.signalRun(sig)
+		s.q.note("%s requested by %s%s: %s to process group %d%s", cmp.Or(req.Reason, "a signal"), by, peerNote(&peer), unix.SignalName(sig), s.child, andOthers(others))
 	default:
 		return shimctl.Response{Error: fmt.Sprintf("unknown op %q", req.Op)}
 	}

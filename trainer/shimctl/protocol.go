@@ -9,6 +9,7 @@
 package shimctl
 
 import (
+	"syscall"
 	"time"
 )
 
@@ -51,11 +52,16 @@ type Spec struct {
 	Dir          string        `json:"dir,omitempty"` // working directory, "" for the shim's
 	Env          []string      `json:"env"`           // the child's whole environment; nil: the shim's
 	RunDir       string        `json:"run_dir"`       // absolute
-	StopGrace    time.Duration `json:"stop_grace"`    // after SIGINT, before SIGTERM
+	StopGrace    time.Duration `json:"stop_grace"`    // after StopSignal, before SIGTERM
 	KillGrace    time.Duration `json:"kill_grace"`    // after SIGTERM, before SIGKILL
 	DrainTimeout time.Duration `json:"drain_timeout"` // after the main process exits, for the rest to close the output
 	MaxLogBytes  int64         `json:"max_log_bytes"` // disk the log may take; 0: no cap (see State.FreedFrom)
 	BufferBytes  int64         `json:"buffer_bytes"`  // 0: DefaultBufferBytes
+	// StopSignal is the signal a graceful stop sends first (the job's
+	// signals.stop, for schedulers that reserve SIGINT); 0: SIGINT. When
+	// it is SIGTERM, the SIGTERM step is not sent again: SIGKILL follows
+	// after StopGrace plus KillGrace.
+	StopSignal int `json:"stop_signal,omitempty"`
 	// Umask is the umask the child starts with (the shim's own stays, for
 	// the run's files); nil: the shim's.
 	Umask *int `json:"umask,omitempty"`
@@ -143,10 +149,19 @@ type Peer struct {
 // Request is one JSON line sent on the control socket; Response is the one
 // JSON line answered.
 type Request struct {
-	Op     string `json:"op"`               // "status", "stop" or "kill"
-	By     string `json:"by,omitempty"`     // stop, kill: who asks
-	Reason string `json:"reason,omitempty"` // stop: recorded as given
+	Op     string `json:"op"`               // "status", "stop", "kill" or "signal"
+	By     string `json:"by,omitempty"`     // stop, kill, signal: who asks
+	Reason string `json:"reason,omitempty"` // stop: recorded as given; signal: what for ("checkpoint", "control")
+	// Signal is the signal number a "signal" request sends to the run's
+	// process group (and the processes that left it), as a stop's are:
+	// one of SignalsAllowed.
+	Signal int `json:"signal,omitempty"`
 }
+
+// SignalsAllowed are the signals a "signal" request may send: those a
+// script handles to save a checkpoint or read its control file, never
+// one that stops it (a stop goes by "stop", recorded).
+var SignalsAllowed = []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGHUP, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGURG}
 
 // Response answers a Request.
 type Response struct {

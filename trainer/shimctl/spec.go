@@ -1,6 +1,9 @@
 package shimctl
 
-import "time"
+import (
+	"syscall"
+	"time"
+)
 
 // Defaults for the zero values of a Spec (those of package trainer).
 const (
@@ -26,6 +29,9 @@ func (sp Spec) WithDefaults() Spec {
 	}
 	if sp.DrainTimeout <= 0 {
 		sp.DrainTimeout = DefaultDrainTimeout
+	}
+	if sp.StopSignal <= 0 {
+		sp.StopSignal = int(syscall.SIGINT)
 	}
 	if sp.BufferBytes <= 0 {
 		sp.BufferBytes = DefaultBufferBytes
