@@ -321,8 +321,13 @@ func (a *annotation) Plot(c draw.Canvas, plt *plot.Plot) {
 		tp.Y = pt.Y - gap
 		sty.YAlign = draw.YTop
 	}
-	// A white box behind the label keeps it legible over grid and lines.
-	box := sty.Rectangle(a.label).Add(tp)
+	boxedText(c, sty, tp, a.label)
+}
+
+// boxedText draws a label on a white box, which keeps it legible over
+// grid and lines.
+func boxedText(c draw.Canvas, sty draw.TextStyle, tp vg.Point, label string) {
+	box := sty.Rectangle(label).Add(tp)
 	pad := vg.Points(3)
 	box.Min.X -= pad
 	box.Min.Y -= pad
@@ -330,7 +335,7 @@ func (a *annotation) Plot(c draw.Canvas, plt *plot.Plot) {
 	box.Max.Y += pad
 	c.SetColor(color.White)
 	c.Fill(box.Path())
-	c.FillText(sty, tp, a.label)
+	c.FillText(sty, tp, label)
 }
 
 // edgeLabels marks the latest point of each series and writes its value at

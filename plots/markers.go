@@ -72,14 +72,6 @@ func (m *vmarks) Plot(c draw.Canvas, plt *plot.Plot) {
 		}
 		tp.Y -= vg.Length(row) * (h + 2*gap)
 		lastRight = left + w
-		box := sty.Rectangle(mk.Label).Add(tp)
-		pad := vg.Points(3)
-		box.Min.X -= pad
-		box.Min.Y -= pad
-		box.Max.X += pad
-		box.Max.Y += pad
-		c.SetColor(color.White)
-		c.Fill(box.Path())
-		c.FillText(sty, tp, mk.Label)
+		boxedText(c, sty, tp, mk.Label)
 	}
 }
