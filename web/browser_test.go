@@ -13,6 +13,8 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+
+	"github.com/trainbot/trainbot/trainer"
 )
 
 // chromium finds a Chromium to drive (Debian's chromium, which .ci/run
@@ -76,6 +78,9 @@ func TestRunPageInBrowser(t *testing.T) {
 	ctx := browser(t)
 	run := s.addRun(t, "mnist", true, 1000)
 	s.addSamples(t, run)
+	if err := s.st.RecordChange(context.Background(), trainer.LiveChange{RunID: run, Version: 1, At: time.Now(), Step: 500, By: "ann", Values: map[string]string{"lr": "0.5"}}); err != nil {
+		t.Fatal(err)
+	}
 	page := s.base + "/runs/" + strconv.FormatInt(run, 10) + "?t=" + url.QueryEscape(s.token(Scope(run), time.Hour))
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`#chart-loss canvas`))); err != nil {
@@ -83,6 +88,9 @@ func TestRunPageInBrowser(t *testing.T) {
 	}
 	if err := waitJS(ctx, `Number(document.querySelector('#chart-loss').dataset.points) > 0 && document.querySelector('#chart-loss').dataset.xmax == 1000`, 20*time.Second); err != nil {
 		t.Fatalf("the loss chart has no points up to step 1000: %v", err)
+	}
+	if err := waitJS(ctx, `document.querySelector('#chart-loss').dataset.markers === '1'`, 10*time.Second); err != nil {
+		t.Errorf("the loss chart does not mark the live change lr=0.5: %v", err)
 	}
 	for _, c := range []string{"chart-metric", "chart-memory", "chart-util"} {
 		if err := waitJS(ctx, `Number(document.querySelector('#`+c+`').dataset.points) > 0`, 20*time.Second); err != nil {

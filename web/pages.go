@@ -265,6 +265,21 @@ type pageRun struct {
 	Params  map[string]string `json:"params"`
 	Start   int64             `json:"start"` // Unix ms
 	End     int64             `json:"end"`   // Unix ms; 0 while running
+	// Changes are the run's live changes (调参), drawn on the loss chart
+	// as markers at their step.
+	Changes []pageChange `json:"changes"`
+}
+
+// pageChange is one live change as the page draws it.
+type pageChange struct {
+	Step  int64  `json:"step"`
+	Label string `json:"label"`
+}
+
+// changeHistory is a History that keeps the runs' live changes (the
+// store does).
+type changeHistory interface {
+	RunChanges(ctx context.Context, runID int64) ([]trainer.LiveChange, error)
 }
 
 func (p *Pages) run(w http.ResponseWriter, r *http.Request) {
@@ -289,6 +304,13 @@ func (p *Pages) run(w http.ResponseWriter, r *http.Request) {
 	for _, n := range names {
 		if trainer.IsLossName(n) {
 			pr.Losses = append(pr.Losses, n)
+		}
+	}
+	pr.Changes = []pageChange{}
+	if ch, ok := p.Store.(changeHistory); ok {
+		changes, _ := ch.RunChanges(ctx, run.ID) // without them the chart is drawn without markers
+		for _, c := range changes {
+			pr.Changes = append(pr.Changes, pageChange{Step: c.Step, Label: c.Label()})
 		}
 	}
 	var lines []string

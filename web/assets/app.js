@@ -140,6 +140,7 @@
       cursor: { drag: { x: true, y: false, setScale: false } },
       legend: { live: true },
       hooks: {
+        draw: [function (u) { c.drawMarkers(u); }],
         setScale: [function (u, key) { if (key === 'x') c.mark(); }],
         setSelect: [function (u) {
           var s = u.select;
@@ -150,6 +151,25 @@
         }]
       }
     };
+  };
+
+  // drawMarkers draws the run's live changes (调参) as dashed vertical
+  // lines with their label, as the PNG charts do.
+  Chart.prototype.drawMarkers = function (u) {
+    var ms = this.opts.markers || [], ctx = u.ctx, b = u.bbox, dpr = window.devicePixelRatio || 1;
+    if (!ms.length) return;
+    ctx.save();
+    ctx.strokeStyle = '#7b2fbe'; ctx.fillStyle = '#7b2fbe'; ctx.lineWidth = dpr;
+    ctx.setLineDash([4 * dpr, 3 * dpr]);
+    ctx.font = (11 * dpr) + 'px system-ui, sans-serif';
+    ms.forEach(function (m, i) {
+      var x = u.valToPos(m.step, 'x', true);
+      if (x < b.left || x > b.left + b.width) return;
+      ctx.beginPath(); ctx.moveTo(x, b.top); ctx.lineTo(x, b.top + b.height); ctx.stroke();
+      ctx.fillText(m.label, x + 3 * dpr, b.top + (12 + 12 * (i % 3)) * dpr);
+    });
+    ctx.restore();
+    this.el.dataset.markers = String(ms.length);
   };
 
   // zoomTo asks for the points of [min, max] at full resolution, once the
@@ -239,7 +259,7 @@
   function runPage() {
     var id = page.id, tok = page.token;
     var losses = page.losses && page.losses.length ? page.losses : (page.metrics || []).slice(0, 1);
-    var loss = new Chart('chart-loss', { smooth: true, live: true, load: metricsLoader(function () {
+    var loss = new Chart('chart-loss', { smooth: true, live: true, markers: page.changes || [], load: metricsLoader(function () {
       return losses.map(function (m) { return { label: m, get: pointsOf(id, m, tok) }; });
     }) });
     var sel = $('#metric');
