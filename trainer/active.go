@@ -101,6 +101,7 @@ type active struct {
 	stopReq      *stopRequest  // the first stop asked of this trainbot
 	oomAtStop    *OOM          // the run had run out of memory when the stop came
 	stopSent     bool          // the shim took the stop request (or the kill, once asked)
+	stopRefused  bool          // a stop did not reach the run's owner, and that was logged
 	dropped      int64         // output bytes the shim could not write
 	waiting      string        // the run waits in its owner's queue (Slurm); "" when it runs
 	unsupervised *Unsupervised // its supervisor died and processes of the run live on

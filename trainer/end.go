@@ -49,7 +49,14 @@ func (a *active) sendStop() {
 	req := *a.stopReq
 	a.mu.Unlock()
 	if err := a.runner.stop(req); err != nil {
-		a.log.Warn("the run's owner did not take the stop; trying again", "kill", req.kill, "err", err)
+		// Said once: the observer asks again at every poll (a host that
+		// does not answer may take minutes to come back).
+		if !a.stopRefused {
+			a.stopRefused = true
+			a.log.Warn("the run's owner did not take the stop; trying again until it does", "kill", req.kill, "err", err)
+		} else {
+			a.log.Debug("the run's owner did not take the stop", "kill", req.kill, "err", err)
+		}
 		return
 	}
 	a.mu.Lock()
