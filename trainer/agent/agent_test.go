@@ -328,3 +328,50 @@ func TestARunOnAHostIsResumedThere(t *testing.T) {
 		t.Fatalf("resume: from %d on %q, %s, command %q", next.ResumedFrom, next.Host, next.Outcome, next.Command)
 	}
 }
+
+// 停止 while the run's host does not answer (its sshd gone): the run goes
+// on there, and the stop reaches it once the host answers again.
+func TestAStopWaitsForTheHost(t *testing.T) {
+	r := newRemote(t, "h1")
+	job := &trainer.Job{Name: "loop", Command: sh(`i=0; while true; do i=$((i+1)); echo "step=$i loss=1"; sleep 0.05; done`), Hosts: []string{"h1"}}
+	h := newHub(t, t.TempDir(), []*trainer.Job{job}, map[string]trainer.RemoteHost{"h1": r.link})
+	defer h.close(t, false)
+	run, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "loop", By: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStep := func(min int64) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			if st, err := h.sup.Status(run.ID); err == nil && st.Progress.Step >= min {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run #%d did not reach step %d", run.ID, min)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitStep(5)
+	old := r.server
+	old.KillSessions()
+	old.Stop() // the host is gone; the run's shim, no longer under sshd, goes on
+	if _, err := h.sup.Stop(run.ID, "tester"); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(run.RemoteDir, "output.log")
+	size := func() int64 { fi, _ := os.Stat(logPath); return fi.Size() }
+	before := size()
+	time.Sleep(time.Second)
+	if size() <= before {
+		t.Fatal("the run stopped while its host did not answer: nothing reached it, it should go on")
+	}
+	if st, err := h.sup.Status(run.ID); err != nil || st.Run.State != trainer.StateRunning {
+		t.Fatalf("run while its host is down: %v %+v", err, st.Run)
+	}
+	sshdtest.Start(t, sshdtest.Options{HostKey: &old.HostKey, ClientKey: &old.ClientKey, Port: old.Port})
+	got := h.ended(t, run.ID, 60*time.Second)
+	if got.Outcome != trainer.OutcomeStopped || got.StoppedBy != "tester" {
+		t.Fatalf("run ended %s by %q (%s), want stopped by tester once the host answered", got.Outcome, got.StoppedBy, got.Detail)
+	}
+}
