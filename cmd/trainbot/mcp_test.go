@@ -149,9 +149,15 @@ max = 100000
 		Step    int64
 		Metrics map[string]*float64
 	}
+	const calls = 50
+	var slowest time.Duration
 	t0 := time.Now()
-	call(t, ctx, s, "run_status", map[string]any{"run": run}, &status)
-	t.Logf("run_status took %v", time.Since(t0))
+	for range calls {
+		t1 := time.Now()
+		call(t, ctx, s, "run_status", map[string]any{"run": run}, &status)
+		slowest = max(slowest, time.Since(t1))
+	}
+	t.Logf("run_status over stdio: %v a call on average, slowest %v", time.Since(t0)/calls, slowest)
 	if status.ID != run || !status.Active || status.Step == 0 || status.Metrics["loss"] == nil {
 		t.Errorf("run_status = %+v", status)
 	}
@@ -227,7 +233,7 @@ max = 100000
 	if !refused || !startedRun || !stoppedRun {
 		t.Errorf("audit: refused %v, started %v, stopped %v:\n%+v", refused, startedRun, stoppedRun, entries)
 	}
-	if count["start_run"] != 4 || count["list_jobs"] != 1 || count["run_log"] != 1 || count["list_runs"] != 2 || count["stop_run"] != 1 || count["run_points"] == 0 || count["run_status"] < 2 {
+	if count["start_run"] != 4 || count["list_jobs"] != 1 || count["run_log"] != 1 || count["list_runs"] != 2 || count["stop_run"] != 1 || count["run_points"] == 0 || count["run_status"] < calls+1 {
 		t.Errorf("audit counts %v", count)
 	}
 }
