@@ -26,7 +26,7 @@ func (f *fakeTrainer) Start(context.Context, trainer.StartRequest) (*trainer.Run
 	return nil, &trainer.BusyError{Active: &f.active[0]}
 }
 func (f *fakeTrainer) Stop(int64, string) (*trainer.Run, error) { return nil, errors.New("no") }
-func (f *fakeTrainer) Active() []trainer.Status                { return f.active }
+func (f *fakeTrainer) Active() []trainer.Status                 { return f.active }
 func (f *fakeTrainer) Status(id int64) (trainer.Status, error) {
 	for _, st := range f.active {
 		if st.Run.ID == id {
