@@ -42,6 +42,8 @@ type History interface {
 	Runs(ctx context.Context, f history.RunFilter) ([]*trainer.Run, error)
 	MetricNames(ctx context.Context, runID int64) ([]string, error)
 	Series(ctx context.Context, runID int64, name string) ([]history.Point, error)
+	LastValues(ctx context.Context, runID int64) (map[string]float64, error)
+	MetricExtremes(ctx context.Context, runID int64) (map[string]history.Extremes, error)
 	Audit(ctx context.Context, e history.AuditEntry) (int64, error)
 	AuditRun(ctx context.Context, id, runID int64) error
 }
@@ -59,6 +61,9 @@ type Options struct {
 	// GPU is what `trainbot gpu --json` prints (gpu.ToJSON); nil: the
 	// gpu_status tool is not offered.
 	GPU func(ctx context.Context) any
+	// Fit is render.MemoryFit over the store (the 适配 answer); nil: the
+	// fit_batch tool is not offered.
+	Fit func(ctx context.Context, o render.FitOptions) (trainer.MemoryFit, string, error)
 	// AllowControl is [mcp] allow_control: start_run, stop_run and
 	// queue_run are offered only with it.
 	AllowControl bool

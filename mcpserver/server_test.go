@@ -64,6 +64,12 @@ func (h *fakeHistory) MetricNames(_ context.Context, id int64) ([]string, error)
 func (h *fakeHistory) Series(context.Context, int64, string) ([]history.Point, error) {
 	return h.points, nil
 }
+func (h *fakeHistory) LastValues(context.Context, int64) (map[string]float64, error) {
+	return map[string]float64{"loss": 0.25}, nil
+}
+func (h *fakeHistory) MetricExtremes(context.Context, int64) (map[string]history.Extremes, error) {
+	return map[string]history.Extremes{"loss": {Min: 0.2, Max: 2, MinStep: 90, MaxStep: 1}}, nil
+}
 func (h *fakeHistory) Audit(_ context.Context, e history.AuditEntry) (int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -144,10 +150,24 @@ func TestTools(t *testing.T) {
 	if text, isErr := callText(t, cs, "start_run", map[string]any{"job": "mnist"}); !isErr || !strings.Contains(text, "run #12 (mnist) is already running") {
 		t.Errorf("busy start: %v %q", isErr, text)
 	}
+	text, isErr = callText(t, cs, "compare_runs", map[string]any{"runs": []int64{7, 7}})
+	var cmp struct {
+		Runs []struct {
+			ID        int64
+			Last, Min *float64
+			MinStep   *int64 `json:"min_step"`
+		}
+	}
+	if isErr || json.Unmarshal([]byte(text), &cmp) != nil || len(cmp.Runs) != 2 || *cmp.Runs[0].Last != 0.25 || *cmp.Runs[1].Min != 0.2 || *cmp.Runs[1].MinStep != 90 {
+		t.Errorf("compare_runs: %v %s", isErr, text)
+	}
+	if text, isErr := callText(t, cs, "compare_runs", map[string]any{"runs": []int64{7}}); !isErr || !strings.Contains(text, "2 to 8") {
+		t.Errorf("compare_runs of one: %v %q", isErr, text)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.audit) != 6 {
-		t.Fatalf("audit has %d entries, want 6: %+v", len(h.audit), h.audit)
+	if len(h.audit) != 8 {
+		t.Fatalf("audit has %d entries, want 8: %+v", len(h.audit), h.audit)
 	}
 	for _, e := range h.audit {
 		if e.Transport != "mcp" || e.User != 1000 || e.UserName != "ann" || !e.Allowed {

@@ -35,6 +35,10 @@ func (t *tools) add(s *mcp.Server) {
 	addTool(t, s, "run_status", "A run's status, the facts 状态 (/status) shows in the chat: step, total, epoch, latest metrics, speed, ETA, elapsed, outcome. run 0 or absent: the active run.", true, t.runStatus)
 	addTool(t, s, "run_points", "A metric's points of a run (default loss), between from and to steps, downsampled to at most max_points (default 1000) keeping each column's lowest and highest value, as the run pages do.", true, t.runPoints)
 	addTool(t, s, "run_log", "The last n lines (default 50) of a run's output, control characters escaped. run 0 or absent: the active run.", true, t.runLog)
+	addTool(t, s, "compare_runs", "Runs side by side (2 to 8 ids): params, outcome, steps, duration, peak GPU and host memory, and a metric's (default loss) last, lowest and highest value with their steps.", true, t.compareRuns)
+	if t.o.Fit != nil {
+		addTool(t, s, "fit_batch", "Which value of a job's batch parameter (or param) is predicted to fit in memory, from its past runs' peak memory (适配): a line fit of memory against the parameter; limit in bytes (default the GPU's total).", true, t.fitBatch)
+	}
 	if t.o.GPU != nil {
 		addTool(t, s, "gpu_status", "The GPUs: memory, utilisation and which processes (and runs) hold them, as `trainbot gpu --json`.", true, t.gpuStatus)
 	}
@@ -473,4 +477,85 @@ func (t *tools) queueRun(ctx context.Context, in startIn) (any, error) {
 		return nil, errors.New(t.l.T(i18n.NotQueuedErr, err.Error()))
 	}
 	return map[string]any{"queued": e.ID, "job": e.Job, "params": e.Params, "position": pos}, nil
+}
+
+type compareIn struct {
+	Runs   []int64 `json:"runs" jsonschema:"the run ids, 2 to 8"`
+	Metric string  `json:"metric,omitempty" jsonschema:"the metric (default loss)"`
+}
+
+type compareOut struct {
+	runOut
+	DurationSec float64  `json:"duration_s"`
+	PeakGPUMem  *int64   `json:"peak_gpu_mem_bytes,omitempty"`
+	PeakHostMem *int64   `json:"peak_host_mem_bytes,omitempty"`
+	Last        *float64 `json:"last,omitempty"`
+	Min         *float64 `json:"min,omitempty"`
+	MinStep     *int64   `json:"min_step,omitempty"`
+	Max         *float64 `json:"max,omitempty"`
+	MaxStep     *int64   `json:"max_step,omitempty"`
+}
+
+func (t *tools) compareRuns(ctx context.Context, in compareIn) (any, error) {
+	if len(in.Runs) < 2 || len(in.Runs) > 8 {
+		return nil, fmt.Errorf("runs: want 2 to 8 run ids, got %d", len(in.Runs))
+	}
+	metric := cmpOr(in.Metric, "loss")
+	out := []compareOut{}
+	for _, id := range in.Runs {
+		run, err := t.o.History.Run(ctx, id)
+		if err != nil {
+			return nil, errors.New(t.l.T(i18n.NoSuchRun, id))
+		}
+		o := compareOut{runOut: runJSON(run), PeakGPUMem: run.PeakGPUMem, PeakHostMem: run.PeakHostMem}
+		end := run.EndedAt
+		if end.IsZero() {
+			end = time.Now()
+		}
+		o.DurationSec = end.Sub(run.StartedAt).Seconds()
+		if last, err := t.o.History.LastValues(ctx, id); err == nil {
+			if v, ok := last[metric]; ok {
+				o.Last = num(v)
+			}
+		}
+		if ext, err := t.o.History.MetricExtremes(ctx, id); err == nil {
+			if e, ok := ext[metric]; ok {
+				o.Min, o.Max, o.MinStep, o.MaxStep = num(e.Min), num(e.Max), &e.MinStep, &e.MaxStep
+			}
+		}
+		out = append(out, o)
+	}
+	return map[string]any{"metric": metric, "runs": out}, nil
+}
+
+type fitIn struct {
+	Job   string `json:"job" jsonschema:"the job"`
+	Param string `json:"param,omitempty" jsonschema:"the numeric parameter (default: the one on_oom halves, else batch_size, bs or batch)"`
+	Limit int64  `json:"limit,omitempty" jsonschema:"memory to stay under in bytes (default: the GPU's total, or the host's available memory)"`
+}
+
+func (t *tools) fitBatch(ctx context.Context, in fitIn) (any, error) {
+	if in.Job == "" {
+		return nil, errors.New("job is required (list_jobs lists them)")
+	}
+	var job *trainer.Job // nil for a job no longer configured: its runs still fit
+	for _, j := range t.o.Trainer.Jobs() {
+		if j.Name == in.Job {
+			job = j
+		}
+	}
+	f, source, err := t.o.Fit(ctx, render.FitOptions{Job: job, Name: in.Job, Param: in.Param, Limit: in.Limit})
+	if err != nil {
+		return nil, err
+	}
+	text := render.FitText(t.l, f, source)
+	if !f.OK() {
+		return nil, errors.New(text)
+	}
+	runs := f.Runs
+	if runs == nil {
+		runs = []int64{}
+	}
+	return map[string]any{"job": f.Job, "param": f.Param, "max_fit": f.MaxFit, "limit_bytes": f.Limit, "a_bytes": f.A,
+		"b_bytes_per_unit": f.B, "r2": num(f.R2), "runs": runs, "text": text}, nil
 }

@@ -10,8 +10,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/mcpserver"
+	"github.com/trainbot/trainbot/trainer"
 )
 
 // cmdMCP is `trainbot mcp`: the Model Context Protocol server for coding
@@ -38,7 +40,11 @@ func (b *bot) serveMCP() int {
 			return gpu.ToJSON(gpu.Collect(ctx, b.telemetry, runs))
 		}
 	}
-	s := mcpserver.New(mcpserver.Options{Trainer: sup, History: b.st, GPU: gpuJSON, AllowControl: b.cfg.MCP.AllowControl,
+	fit := func(ctx context.Context, o render.FitOptions) (trainer.MemoryFit, string, error) {
+		o.HostAvailable = hostAvailable
+		return render.MemoryFit(ctx, b.st, o)
+	}
+	s := mcpserver.New(mcpserver.Options{Trainer: sup, History: b.st, GPU: gpuJSON, Fit: fit, AllowControl: b.cfg.MCP.AllowControl,
 		User: localUser(), Version: thisVersion().Version, Logger: b.log})
 	b.log.Info("mcp: serving on stdin/stdout", "allow_control", b.cfg.MCP.AllowControl)
 	err := s.Run(b.ctx, &mcp.IOTransport{Reader: io.NopCloser(b.e.stdin), Writer: nopWriteCloser{b.e.stdout}})

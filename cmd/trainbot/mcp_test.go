@@ -99,7 +99,7 @@ max = 100000
 
 	s := mcpServer(t, ctx, writeCfg("control.toml", "[mcp]\nallow_control = true\n"))
 	names := toolNames(t, ctx, s)
-	for _, want := range []string{"list_jobs", "list_runs", "run_status", "run_points", "run_log", "gpu_status", "start_run", "stop_run", "queue_run"} {
+	for _, want := range []string{"list_jobs", "list_runs", "run_status", "run_points", "run_log", "compare_runs", "fit_batch", "gpu_status", "start_run", "stop_run", "queue_run"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools %v lack %s", names, want)
 		}
@@ -185,6 +185,16 @@ max = 100000
 	call(t, ctx, s, "list_runs", map[string]any{"job": "short", "state": "ended"}, &runs)
 	if len(runs.Runs) != 1 || runs.Runs[0].ID != run {
 		t.Errorf("list_runs = %+v", runs)
+	}
+	var cmp struct{ Runs []struct{ Last *float64 } }
+	if text, isErr := call(t, ctx, s, "compare_runs", map[string]any{"runs": []int64{run, run}}, &cmp); isErr || len(cmp.Runs) != 2 || cmp.Runs[0].Last == nil {
+		t.Errorf("compare_runs: error %v, %s", isErr, text)
+	}
+	// No batch parameter and no memory samples: no answer, said why.
+	if text, isErr := call(t, ctx, s, "fit_batch", map[string]any{"job": "short"}, nil); !isErr || text == "" {
+		t.Errorf("fit_batch: error %v, %q", isErr, text)
+	} else {
+		t.Logf("fit_batch: %s", text)
 	}
 	if err := s.Close(); err != nil {
 		t.Logf("close: %v", err)
