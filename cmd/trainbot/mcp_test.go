@@ -76,24 +76,7 @@ func toolNames(t *testing.T, ctx context.Context, s *mcp.ClientSession) []string
 // while it runs, stops it; a server without allow_control refuses to
 // start; the audit has every call.
 func TestMCPStartWatchStop(t *testing.T) {
-	data := t.TempDir()
-	job := `
-[[jobs]]
-name = "short"
-command = ["sh", "-c", "i=0; while [ $i -lt {steps} ]; do i=$((i+1)); echo \"step=$i loss=0.$((1000-i))\"; sleep 0.05; done"]
-stop_grace = "5s"
-[jobs.params.steps]
-type = "int"
-default = 2000
-max = 100000
-`
-	writeCfg := func(name, extra string) string {
-		p := filepath.Join(t.TempDir(), name)
-		if err := os.WriteFile(p, []byte("data_dir = "+strconv.Quote(data)+"\n"+extra+job), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	data, writeCfg := mcpConfigs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -245,5 +228,79 @@ max = 100000
 	}
 	if count["start_run"] != 4 || count["list_jobs"] != 1 || count["run_log"] != 1 || count["list_runs"] != 2 || count["stop_run"] != 1 || count["run_points"] == 0 || count["run_status"] < calls+1 {
 		t.Errorf("audit counts %v", count)
+	}
+}
+
+// mcpConfigs returns a data directory and a function that writes a config
+// of it with a short job and extra.
+func mcpConfigs(t *testing.T) (string, func(name, extra string) string) {
+	data := t.TempDir()
+	const job = `
+[[jobs]]
+name = "short"
+command = ["sh", "-c", "i=0; while [ $i -lt {steps} ]; do i=$((i+1)); echo \"step=$i loss=0.$((1000-i))\"; sleep 0.05; done"]
+stop_grace = "5s"
+[jobs.params.steps]
+type = "int"
+default = 2000
+max = 100000
+`
+	return data, func(name, extra string) string {
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, []byte("data_dir = "+strconv.Quote(data)+"\n"+extra+job), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}
+
+// The agent leaving does not end its runs: the next trainbot re-attaches
+// them, and stops them when told.
+func TestMCPLeavesRunsRunning(t *testing.T) {
+	_, writeCfg := mcpConfigs(t)
+	cfg := writeCfg("control.toml", "[mcp]\nallow_control = true\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := mcpServer(t, ctx, cfg)
+	var started struct {
+		Run int64
+		PID int
+	}
+	if text, isErr := call(t, ctx, s, "start_run", map[string]any{"job": "short"}, &started); isErr || started.Run == 0 {
+		t.Fatalf("start_run: error %v, %s", isErr, text)
+	}
+	t0 := time.Now()
+	s.Close()
+	t.Logf("the server left in %v", time.Since(t0))
+
+	s = mcpServer(t, ctx, cfg)
+	defer s.Close()
+	var status struct {
+		Active bool
+		State  string
+		Step   int64
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for call(t, ctx, s, "run_status", map[string]any{"run": started.Run}, &status); !status.Active || status.Step == 0; call(t, ctx, s, "run_status", map[string]any{"run": started.Run}, &status) {
+		if time.Now().After(deadline) {
+			t.Fatalf("run #%d not re-attached: %+v", started.Run, status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if status.State != "running" {
+		t.Errorf("re-attached run: %+v", status)
+	}
+	if text, isErr := call(t, ctx, s, "stop_run", nil, nil); isErr {
+		t.Fatalf("stop_run of the active run: %s", text)
+	}
+	var ended struct{ State, Outcome string }
+	for call(t, ctx, s, "run_status", map[string]any{"run": started.Run}, &ended); ended.State != "ended"; call(t, ctx, s, "run_status", map[string]any{"run": started.Run}, &ended) {
+		if time.Now().After(deadline) {
+			t.Fatalf("run #%d not ended after stop_run: %+v", started.Run, ended)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ended.Outcome != "stopped" {
+		t.Errorf("outcome %q, want stopped", ended.Outcome)
 	}
 }
