@@ -347,7 +347,9 @@ type startIn struct {
 	Note   string            `json:"note,omitempty" jsonschema:"a note kept with the run"`
 }
 
-// who is how the runs record the starter.
+// who is how the runs record the starter. The requests have no Origin:
+// there is no chat to tell of the run's events (an "mcp" chat would be
+// a destination no transport delivers to, kept in the outbox for ever).
 func (t *tools) who() string {
 	return fmt.Sprintf("%s (mcp %d)", cmpOr(t.o.User.Name, "local"), t.o.User.ID)
 }
@@ -373,7 +375,7 @@ func (t *tools) startRun(ctx context.Context, in startIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, err := t.o.Trainer.Start(ctx, trainer.StartRequest{Job: job, Params: in.Params, By: t.who(), Origin: Transport + ":0", Note: in.Note})
+	run, err := t.o.Trainer.Start(ctx, trainer.StartRequest{Job: job, Params: in.Params, By: t.who(), Note: in.Note})
 	if err != nil {
 		return nil, t.startError(ctx, err)
 	}
@@ -468,7 +470,7 @@ func (t *tools) queueRun(ctx context.Context, in startIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, pos, err := t.o.Trainer.Enqueue(ctx, trainer.StartRequest{Job: job, Params: in.Params, By: t.who(), Origin: Transport + ":0", Note: in.Note},
+	e, pos, err := t.o.Trainer.Enqueue(ctx, trainer.StartRequest{Job: job, Params: in.Params, By: t.who(), Note: in.Note},
 		fmt.Sprintf("%s:%d", Transport, t.o.User.ID))
 	switch {
 	case errors.Is(err, trainer.ErrBadParam):

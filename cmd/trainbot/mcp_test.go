@@ -290,6 +290,10 @@ func TestMCPLeavesRunsRunning(t *testing.T) {
 	if status.State != "running" {
 		t.Errorf("re-attached run: %+v", status)
 	}
+	var queued struct{ Queued, Position int64 }
+	if text, isErr := call(t, ctx, s, "queue_run", map[string]any{"job": "short", "params": map[string]string{"steps": "3"}}, &queued); isErr || queued.Queued == 0 || queued.Position != 1 {
+		t.Fatalf("queue_run: error %v, %s", isErr, text)
+	}
 	if text, isErr := call(t, ctx, s, "stop_run", nil, nil); isErr {
 		t.Fatalf("stop_run of the active run: %s", text)
 	}
@@ -302,5 +306,22 @@ func TestMCPLeavesRunsRunning(t *testing.T) {
 	}
 	if ended.Outcome != "stopped" {
 		t.Errorf("outcome %q, want stopped", ended.Outcome)
+	}
+	// The queued start runs once the job is free, and finishes.
+	var runs struct {
+		Runs []struct {
+			ID      int64
+			Outcome string
+			Params  map[string]string
+		}
+	}
+	for call(t, ctx, s, "list_runs", map[string]any{"state": "ended"}, &runs); len(runs.Runs) < 2; call(t, ctx, s, "list_runs", map[string]any{"state": "ended"}, &runs) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued run did not run: %+v", runs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := runs.Runs[0]; r.Outcome != "finished" || r.Params["steps"] != "3" {
+		t.Errorf("the queued run: %+v", r)
 	}
 }
