@@ -61,6 +61,8 @@ type Config struct {
 	Alerts []AlertRuleConfig `toml:"alerts"`
 	// Hosts are the GPU servers reached over SSH ([[hosts]], hosts.go).
 	Hosts []HostConfig `toml:"hosts"`
+	// MCP is `trainbot mcp`, the server for coding agents.
+	MCP MCPConfig `toml:"mcp"`
 
 	// Auth says who may use the chats. The chat transports' own sections
 	// ([telegram], [wecom], [feishu], [dingtalk]) are declared by their
@@ -122,6 +124,14 @@ type ConsoleConfig struct {
 	Language string `toml:"language"`
 	// Enabled makes `trainbot serve` read commands from the terminal too.
 	Enabled bool `toml:"enabled"`
+}
+
+// MCPConfig is `trainbot mcp`, the Model Context Protocol server for
+// coding agents.
+type MCPConfig struct {
+	// AllowControl offers the agents start_run, stop_run and queue_run;
+	// without it they only read.
+	AllowControl bool `toml:"allow_control"`
 }
 
 // PlotsConfig tunes charts (validated in plots.go).

@@ -52,6 +52,10 @@ type botOptions struct {
 	// [telegram] has a token, WeCom, Feishu, DingTalk), SIGHUP reloads, a
 	// pid file; the runs are left running when it stops.
 	daemon bool
+	// mcp is `trainbot mcp`: no chat is read; the MCP server (package
+	// mcpserver) answers on stdin/stdout until its client leaves, and the
+	// runs are left running for the next trainbot, as serve leaves them.
+	mcp bool
 }
 
 // runBot starts the bot, runs until the input ends or a signal arrives, and
@@ -91,6 +95,9 @@ func runBot(ctx context.Context, e env, o botOptions) int {
 		if code := open(); code != exitOK {
 			return code
 		}
+	}
+	if o.mcp {
+		return b.serveMCP()
 	}
 	return b.wait()
 }
@@ -232,7 +239,7 @@ func (b *bot) openTransports() int {
 			receivers, senders = append(receivers, t), append(senders, t)
 		}
 	}
-	if len(receivers) == 0 && len(o.bc.channels) == 0 {
+	if len(receivers) == 0 && len(o.bc.channels) == 0 && !o.mcp {
 		return errorf(e, "%s", nothingToServe())
 	}
 	pushed, err := pushChannels(o.bc, logger)
@@ -353,6 +360,9 @@ func (b *bot) openRouter() int {
 // openSchedules starts the schedules, held with what else a reload
 // changes (reloadable).
 func (b *bot) openSchedules() int {
+	if b.o.mcp { // serve's: schedules, chats and pages are not doubled by an MCP server
+		return exitOK
+	}
 	e, o, cfg, st, logger, sup, notifier, pipeline := b.e, b.o, b.cfg, b.st, b.log, b.sup, b.notifier, b.pipeline
 	startSched := func(entries []scheduleEntry) (*schedule.Scheduler, error) {
 		return startSchedules(entries, sup, st, notifier, chartsHook(b.charts, logger), logger)
@@ -486,6 +496,9 @@ func (b *bot) openGPU() int {
 // started again; none ends the bot. Their messages are answered by the
 // router, and the answers delivered like everything else.
 func (b *bot) openReceivers() int {
+	if b.o.mcp { // serve's: schedules, chats and pages are not doubled by an MCP server
+		return exitOK
+	}
 	runCtx, stopReceivers := context.WithCancel(b.ctx)
 	rcv := recv.Run(runCtx, b.receivers, b.pipeline.Answer(b.router), recv.Options{Logger: b.log, Report: b.notifier.PushInExcept,
 		Channels: len(b.pushed.channels), ExitAtEOF: b.o.exitAtEOF})
@@ -505,6 +518,9 @@ func (b *bot) openReceivers() int {
 // opened last so that it is closed first; it only reads what the parts
 // above expose.
 func (b *bot) openHTTP() int {
+	if b.o.mcp { // serve's: schedules, chats and pages are not doubled by an MCP server
+		return exitOK
+	}
 	cfg, st, sup, logger := b.cfg, b.st, b.sup, b.log
 	if cfg.HTTP.Listen == "" {
 		return exitOK
@@ -574,7 +590,7 @@ func openLogger(e env, o botOptions) (*slog.Logger, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if !o.console {
+	if !o.console && !o.mcp { // the terminal, or stdout, is taken
 		if journal.Under(e.environ, e.stderr) {
 			return slog.New(journal.Handler(e.stderr, level)), func() {}, nil
 		}

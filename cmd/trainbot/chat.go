@@ -154,7 +154,7 @@ func chatCommand(ctx context.Context, args []string, e env, name string, o botOp
 		return code
 	}
 	o.cfg, o.bc = cfg, bc
-	if !o.console {
+	if !o.console && !o.mcp {
 		o.console = cfg.Console.Enabled
 	}
 	return startBot(ctx, e, o, nil)

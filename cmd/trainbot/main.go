@@ -66,6 +66,7 @@ func subcommands() []subcommand {
 	return []subcommand{
 		{name: "demo", summary: "the terminal chat with the built-in demo job (no GPU, no token needed)", run: cmdDemo},
 		{name: "console", summary: "the terminal chat with the jobs of a config file", run: cmdConsole},
+		{name: "mcp", summary: "the Model Context Protocol server for coding agents (stdin/stdout)", run: cmdMCP},
 		{name: "serve", summary: "run the bot with the transports of a config file", run: cmdServe},
 		{name: "check", summary: "validate a config file", run: cmdCheck},
 		{name: "runs", summary: "list runs, or show one: runs show ID", run: cmdRuns},

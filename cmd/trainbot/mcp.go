@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/user"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/trainbot/trainbot/bot/render"
+	"github.com/trainbot/trainbot/gpu"
+	"github.com/trainbot/trainbot/mcpserver"
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// cmdMCP is `trainbot mcp`: the Model Context Protocol server for coding
+// agents over stdin/stdout, with the supervisor of the config's data
+// directory (runs it starts are re-attached by a later serve).
+func cmdMCP(ctx context.Context, args []string, e env) int {
+	return chatCommand(ctx, args, e, "mcp", botOptions{mcp: true})
+}
+
+// serveMCP answers MCP on stdin/stdout until the client closes stdin or a
+// signal arrives; the runs are left running (the supervisor's close
+// detaches).
+func (b *bot) serveMCP() int {
+	sup := b.sup
+	var gpuJSON func(context.Context) any
+	if b.telemetry != nil {
+		gpuJSON = func(ctx context.Context) any {
+			runs := map[int]int64{} // process groups of the active runs
+			for _, st := range sup.Active() {
+				if st.Run.PID > 0 {
+					runs[st.Run.PID] = st.Run.ID
+				}
+			}
+			return gpu.ToJSON(gpu.Collect(ctx, b.telemetry, runs))
+		}
+	}
+	fit := func(ctx context.Context, o render.FitOptions) (trainer.MemoryFit, string, error) {
+		o.HostAvailable = hostAvailable
+		return render.MemoryFit(ctx, b.st, o)
+	}
+	s := mcpserver.New(mcpserver.Options{Trainer: sup, History: b.st, GPU: gpuJSON, Fit: fit, AllowControl: b.cfg.MCP.AllowControl,
+		User: localUser(), Version: thisVersion().Version, Logger: b.log})
+	b.log.Info("mcp: serving on stdin/stdout", "allow_control", b.cfg.MCP.AllowControl)
+	err := s.Run(b.ctx, &mcp.IOTransport{Reader: io.NopCloser(b.e.stdin), Writer: nopWriteCloser{b.e.stdout}})
+	switch {
+	case b.ctx.Err() != nil:
+		return 130
+	case err != nil && !errors.Is(err, io.EOF):
+		b.log.Info("mcp: the client left", "err", err)
+	}
+	return exitOK
+}
+
+// localUser is who MCP calls are audited as: this process's user.
+func localUser() mcpserver.User {
+	u := mcpserver.User{ID: int64(os.Getuid()), Name: strconv.Itoa(os.Getuid())}
+	if cur, err := user.Current(); err == nil && cur.Username != "" {
+		u.Name = cur.Username
+	}
+	return u
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
