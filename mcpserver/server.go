@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -64,6 +66,9 @@ type Options struct {
 	// Fit is render.MemoryFit over the store (the 适配 answer); nil: the
 	// fit_batch tool is not offered.
 	Fit func(ctx context.Context, o render.FitOptions) (trainer.MemoryFit, string, error)
+	// Chart draws a run's chart as a PNG: kind "loss" or "memory" (the
+	// 画图 images); nil: no chart resources.
+	Chart func(ctx context.Context, run int64, kind string) ([]byte, error)
 	// AllowControl is [mcp] allow_control: start_run, stop_run and
 	// queue_run are offered only with it.
 	AllowControl bool
@@ -89,8 +94,32 @@ func New(o Options) *mcp.Server {
 			map[bool]string{true: ", start_run, stop_run and queue_run to control runs (the same locks and queue as the chat).", false: " (starting and stopping is off: [mcp] allow_control)."}[o.AllowControl],
 	})
 	t.add(s)
+	if o.Chart != nil {
+		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: ChartURITemplate, Name: "run chart", MIMEType: "image/png",
+			Description: "A run's chart as 画图 draws it: kind loss (every loss metric, raw and smoothed) or memory (GPU and host memory)."}, t.chart)
+	}
 	s.AddReceivingMiddleware(t.audit)
 	return s
+}
+
+// ChartURITemplate names the chart resources: trainbot://runs/12/loss.png.
+const ChartURITemplate = "trainbot://runs/{run}/{kind}.png"
+
+// chart reads a chart resource.
+func (t *tools) chart(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	rest, ok := strings.CutPrefix(uri, "trainbot://runs/")
+	idText, file, _ := strings.Cut(rest, "/")
+	id, err := strconv.ParseInt(idText, 10, 64)
+	kind, isPNG := strings.CutSuffix(file, ".png")
+	if !ok || err != nil || id <= 0 || !isPNG || (kind != "loss" && kind != "memory") {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	png, err := t.o.Chart(ctx, id, kind)
+	if err != nil {
+		return nil, fmt.Errorf("run #%d's %s chart: %w", id, kind, err)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "image/png", Blob: png}}}, nil
 }
 
 type tools struct {
@@ -115,6 +144,11 @@ func touched(ctx context.Context, id int64) {
 // allow them), and adds the run a call touched once it is known.
 func (t *tools) audit(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if read, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && read.Params != nil {
+			t.record(ctx, history.AuditEntry{Transport: Transport, User: t.o.User.ID, UserName: t.o.User.Name,
+				Text: render.Clip("read_resource "+read.Params.URI, 200), Command: "read_resource", Allowed: true})
+			return next(ctx, method, req)
+		}
 		call, ok := req.(*mcp.CallToolRequest)
 		if method != "tools/call" || !ok || call.Params == nil {
 			return next(ctx, method, req)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/render"
 	"github.com/trainbot/trainbot/gpu"
 	"github.com/trainbot/trainbot/mcpserver"
@@ -33,7 +34,7 @@ func (b *bot) serveMCP() int {
 		gpuJSON = func(ctx context.Context) any {
 			runs := map[int]int64{} // process groups of the active runs
 			for _, st := range sup.Active() {
-				if st.Run.PID > 0 {
+				if st.Run.PID > 0 && st.Run.Host == "" { // a run on another host has its pid there
 					runs[st.Run.PID] = st.Run.ID
 				}
 			}
@@ -44,7 +45,20 @@ func (b *bot) serveMCP() int {
 		o.HostAvailable = hostAvailable
 		return render.MemoryFit(ctx, b.st, o)
 	}
-	s := mcpserver.New(mcpserver.Options{Trainer: sup, History: b.st, GPU: gpuJSON, Fit: fit, AllowControl: b.cfg.MCP.AllowControl,
+	chart := func(ctx context.Context, id int64, kind string) ([]byte, error) {
+		run, err := b.st.Run(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		var img chat.Image
+		if kind == "memory" {
+			img, err = b.charts.Memory(ctx, run)
+		} else {
+			img, err = b.charts.Loss(ctx, run, render.LossOptions{})
+		}
+		return img.PNG, err
+	}
+	s := mcpserver.New(mcpserver.Options{Trainer: sup, History: b.st, GPU: gpuJSON, Fit: fit, Chart: chart, AllowControl: b.cfg.MCP.AllowControl,
 		User: localUser(), Version: thisVersion().Version, Logger: b.log})
 	b.log.Info("mcp: serving on stdin/stdout", "allow_control", b.cfg.MCP.AllowControl)
 	err := s.Run(b.ctx, &mcp.IOTransport{Reader: io.NopCloser(b.e.stdin), Writer: nopWriteCloser{b.e.stdout}})

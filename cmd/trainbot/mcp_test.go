@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,6 +174,14 @@ func TestMCPStartWatchStop(t *testing.T) {
 	var cmp struct{ Runs []struct{ Last *float64 } }
 	if text, isErr := call(t, ctx, s, "compare_runs", map[string]any{"runs": []int64{run, run}}, &cmp); isErr || len(cmp.Runs) != 2 || cmp.Runs[0].Last == nil {
 		t.Errorf("compare_runs: error %v, %s", isErr, text)
+	}
+	// The run's loss chart as a resource: a PNG.
+	rr, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: fmt.Sprintf("trainbot://runs/%d/loss.png", run)})
+	if err != nil || len(rr.Contents) != 1 || !bytes.HasPrefix(rr.Contents[0].Blob, []byte("\x89PNG")) || rr.Contents[0].MIMEType != "image/png" {
+		t.Errorf("the loss chart resource: %v %+v", err, rr)
+	}
+	if _, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: fmt.Sprintf("trainbot://runs/%d/nope.png", run)}); err == nil {
+		t.Error("a chart of no such kind was read")
 	}
 	// No batch parameter and no memory samples: no answer, said why.
 	if text, isErr := call(t, ctx, s, "fit_batch", map[string]any{"job": "short"}, nil); !isErr || text == "" {
