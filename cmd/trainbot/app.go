@@ -56,6 +56,9 @@ type botOptions struct {
 	// mcpserver) answers on stdin/stdout until its client leaves, and the
 	// runs are left running for the next trainbot, as serve leaves them.
 	mcp bool
+	// mcpHTTP is mcp's --http: the address of the streamable HTTP
+	// transport ("" for stdin/stdout).
+	mcpHTTP string
 }
 
 // runBot starts the bot, runs until the input ends or a signal arrives, and

@@ -132,9 +132,16 @@ func cmdServe(ctx context.Context, args []string, e env) int {
 
 // chatCommand is console and serve: flags, the config and its jobs, the bot.
 func chatCommand(ctx context.Context, args []string, e env, name string, o botOptions) int {
-	fs := newFlags(name, "--config FILE [--data DIR]", e)
+	usage := "--config FILE [--data DIR]"
+	if o.mcp {
+		usage += " [--http 127.0.0.1:PORT]"
+	}
+	fs := newFlags(name, usage, e)
 	var cf configFlags
 	cf.register(fs, true)
+	if o.mcp {
+		fs.StringVar(&o.mcpHTTP, "http", "", "serve MCP over streamable HTTP on this address instead of stdin/stdout (a token of the runs list, trainbot link, is required)")
+	}
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -333,5 +334,51 @@ func TestMCPLeavesRunsRunning(t *testing.T) {
 	}
 	if r := runs.Runs[0]; r.Outcome != "finished" || r.Params["steps"] != "3" {
 		t.Errorf("the queued run: %+v", r)
+	}
+}
+
+// trainbot mcp --http: the same server over streamable HTTP on loopback,
+// guarded by the pages' token of the runs list; without one, 401.
+func TestMCPOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("data_dir = %q\n[[jobs]]\nname = \"short\"\ncommand = [\"true\"]\n", filepath.Join(dir, "data"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, _, errOut := testEnv(t, strings.NewReader(""))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() { done <- run(sctx, []string{"mcp", "--config", cfg, "--http", "127.0.0.1:0"}, e) }()
+	line, _ := waitFor(t, errOut, 0, `serving MCP \(streamable HTTP\) on http://127\.0\.0\.1:\d+/mcp\?t=\S+`)
+	url := line[strings.Index(line, "http://"):]
+	client := mcp.NewClient(&mcp.Implementation{Name: "trainbot-test", Version: "1"}, nil)
+	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connect over HTTP: %v", err)
+	}
+	var jobs struct{ Jobs []struct{ Name string } }
+	if text, isErr := call(t, ctx, s, "list_jobs", nil, &jobs); isErr || len(jobs.Jobs) != 1 || jobs.Jobs[0].Name != "short" {
+		t.Errorf("list_jobs over HTTP: %v %s", isErr, text)
+	}
+	s.Close()
+	bare := url[:strings.Index(url, "?")]
+	if _, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: bare, MaxRetries: -1}, nil); err == nil {
+		t.Error("connected without a token")
+	}
+	resp, err := http.Post(bare, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("POST without a token: %d, want 401", resp.StatusCode)
+	}
+	stop()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("trainbot mcp --http did not stop")
 	}
 }
