@@ -578,9 +578,28 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	for _, a := range as {
 		a.kill()
 	}
+	select {
+	case <-done:
+		return ctx.Err()
+	case <-time.After(closeKillWait):
+	}
+	// A run whose owner cannot be reached (its host does not answer) is
+	// not waited for forever: it is left running, as Detach leaves it, and
+	// the next trainbot re-attaches it.
+	for _, a := range as {
+		select {
+		case <-a.done:
+		default:
+			s.log.Warn("shutdown: the run's owner did not take the kill; the run is left as it is", "run", a.run.ID)
+			a.detachOnce.Do(func() { close(a.detach) })
+		}
+	}
 	<-done
 	return ctx.Err()
 }
+
+// closeKillWait bounds how long Close waits for killed runs to end.
+const closeKillWait = 10 * time.Second
 
 // observersDone is closed when every goroutine the supervisor started has
 // returned.

@@ -277,14 +277,29 @@ func (s *Server) signalTree(sig syscall.Signal) {
 // server's sshd goes away. It returns how many it killed.
 func (s *Server) KillSessions() int {
 	pids := tree(s.cmd.Process.Pid)
-	n := 0
+	var killed []int
 	for _, pid := range pids[1:] {
 		if ppid(pid) == s.cmd.Process.Pid {
 			syscall.Kill(pid, syscall.SIGKILL)
-			n++
+			killed = append(killed, pid)
 		}
 	}
-	return n
+	// Until each has exited (gone, or a zombie): only then are their
+	// commands no longer below sshd (a Stop right after must not reach
+	// them). At most 5 s.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		alive := false
+		for _, pid := range killed {
+			b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+			if i := bytes.LastIndexByte(b, ')'); err == nil && i >= 0 && i+2 < len(b) && b[i+2] != 'Z' {
+				alive = true
+			}
+		}
+		if !alive {
+			break
+		}
+	}
+	return len(killed)
 }
 
 // ppid is the parent of pid (0 when unknown).

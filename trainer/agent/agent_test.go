@@ -375,3 +375,32 @@ func TestAStopWaitsForTheHost(t *testing.T) {
 		t.Fatalf("run ended %s by %q (%s), want stopped by tester once the host answered", got.Outcome, got.StoppedBy, got.Detail)
 	}
 }
+
+// A trainbot that closes (a console at its end) while a run's host does
+// not answer does not wait for it forever: the run is left running there,
+// for the next trainbot.
+func TestCloseLeavesARunWhoseHostIsDown(t *testing.T) {
+	r := newRemote(t, "h1")
+	job := &trainer.Job{Name: "loop", Command: sh(`while true; do echo "step=1 loss=1"; sleep 0.05; done`), Hosts: []string{"h1"}}
+	dir := t.TempDir()
+	h := newHub(t, dir, []*trainer.Job{job}, map[string]trainer.RemoteHost{"h1": r.link})
+	run, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "loop", By: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-run.PID, syscall.SIGKILL) })
+	time.Sleep(300 * time.Millisecond)
+	r.server.KillSessions()
+	r.server.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	began := time.Now()
+	h.sup.Close(ctx)
+	h.st.Close()
+	if took := time.Since(began); took > 20*time.Second {
+		t.Errorf("Close took %s", took)
+	}
+	if syscall.Kill(-run.PID, 0) != nil {
+		t.Error("the run on the host that did not answer was not left running")
+	}
+}
