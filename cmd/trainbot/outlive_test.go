@@ -158,25 +158,7 @@ func TestRunOutlivesAKilledTrainbot(t *testing.T) {
 	if r["outcome"] != "finished" || r["steps"] != float64(steps) || r["runner"] != "local" {
 		t.Fatalf("run: outcome %v steps %v runner %v (%v), want finished at step %d by the local runner", r["outcome"], r["steps"], r["runner"], r["detail"], steps)
 	}
-	code, pts, stderr := trainbot(t, "", "points", "1", "--metric", "loss", "--json", "--data", data)
-	if code != 0 {
-		t.Fatalf("points: %d %s", code, stderr)
-	}
-	var got []struct {
-		Step int64 `json:"step"`
-	}
-	if err := json.Unmarshal([]byte(pts), &got); err != nil {
-		t.Fatalf("points --json: %v\n%s", err, pts)
-	}
-	seen := map[int64]int{}
-	for _, p := range got {
-		seen[p.Step]++
-	}
-	for i := int64(1); i <= steps; i++ {
-		if seen[i] != 1 {
-			t.Errorf("step %d stored %d times, want once", i, seen[i])
-		}
-	}
+	stepsStoredOnce(t, data, "1", steps)
 }
 
 // serve leaving (SIGTERM) leaves its runs running; the next serve
@@ -217,5 +199,30 @@ func TestServeLeavesRunsRunningAndReattaches(t *testing.T) {
 	r = runJSONOf(t, data, "1")
 	if r["outcome"] != "finished" || r["steps"] != float64(100) {
 		t.Fatalf("run: %v at step %v (%v), want finished at step 100", r["outcome"], r["steps"], r["detail"])
+	}
+}
+
+// stepsStoredOnce checks, through trainbot points --json, that run id of
+// data stored each of its steps 1..steps exactly once.
+func stepsStoredOnce(t *testing.T, data, id string, steps int64) {
+	t.Helper()
+	code, pts, stderr := trainbot(t, "", "points", id, "--metric", "loss", "--json", "--data", data)
+	if code != 0 {
+		t.Fatalf("points: %d %s", code, stderr)
+	}
+	var got []struct {
+		Step int64 `json:"step"`
+	}
+	if err := json.Unmarshal([]byte(pts), &got); err != nil {
+		t.Fatalf("points --json: %v\n%s", err, pts)
+	}
+	seen := map[int64]int{}
+	for _, p := range got {
+		seen[p.Step]++
+	}
+	for i := int64(1); i <= steps; i++ {
+		if seen[i] != 1 {
+			t.Errorf("step %d stored %d times, want once", i, seen[i])
+		}
 	}
 }

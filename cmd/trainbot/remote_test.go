@@ -187,25 +187,7 @@ func TestARunOnAHostOutlivesItsSessionAndTheHub(t *testing.T) {
 	if r["outcome"] != "finished" || r["steps"] != float64(steps) || r["runner"] != "ssh" || r["host"] != "h1" {
 		t.Fatalf("run: outcome %v steps %v runner %v host %v (%v), want finished at step %d on h1", r["outcome"], r["steps"], r["runner"], r["host"], r["detail"], steps)
 	}
-	code, pts, stderr := trainbot(t, "", "points", "1", "--metric", "loss", "--json", "--data", data)
-	if code != 0 {
-		t.Fatalf("points: %d %s", code, stderr)
-	}
-	var got []struct {
-		Step int64 `json:"step"`
-	}
-	if err := json.Unmarshal([]byte(pts), &got); err != nil {
-		t.Fatalf("points --json: %v\n%s", err, pts)
-	}
-	seen := map[int64]int{}
-	for _, p := range got {
-		seen[p.Step]++
-	}
-	for i := int64(1); i <= steps; i++ {
-		if seen[i] != 1 {
-			t.Errorf("step %d stored %d times, want once", i, seen[i])
-		}
-	}
+	stepsStoredOnce(t, data, "1", steps)
 	hub, _ := os.ReadFile(mirror)
 	there, _ := os.ReadFile(remoteLog)
 	if string(hub) != string(there) {
