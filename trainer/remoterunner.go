@@ -143,7 +143,25 @@ func (r *remoteRunner) size(name string) int64 {
 
 // have reports whether the mirror has every byte st counts.
 func (r *remoteRunner) have(st *RemoteStatus) bool {
-	return r.size(shimctl.IndexFile) >= st.IndexSize && r.size(shimctl.LogFile) >= st.LogSize && r.size(MetricsFile) >= st.MetricsSize
+	for _, name := range mirrored {
+		if r.size(name) < st.sizeOf(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// sizeOf is the size the host told of one of the mirrored files.
+func (st *RemoteStatus) sizeOf(name string) int64 {
+	switch name {
+	case shimctl.IndexFile:
+		return st.IndexSize
+	case shimctl.LogFile:
+		return st.LogSize
+	case MetricsFile:
+		return st.MetricsSize
+	}
+	return 0
 }
 
 // pull copies what each file gained, up to the sizes st tells, in
@@ -151,8 +169,7 @@ func (r *remoteRunner) have(st *RemoteStatus) bool {
 func (r *remoteRunner) pull(ctx context.Context, st *RemoteStatus) (int64, error) {
 	var total int64
 	for _, name := range mirrored {
-		want := map[string]int64{shimctl.IndexFile: st.IndexSize, shimctl.LogFile: st.LogSize, MetricsFile: st.MetricsSize}[name]
-		have := r.size(name)
+		want, have := st.sizeOf(name), r.size(name)
 		if have >= want {
 			continue
 		}
