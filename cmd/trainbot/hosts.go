@@ -109,8 +109,8 @@ func (b *bot) openHostGPUs() int {
 const hostsUsage = `Usage: trainbot hosts check --config FILE [NAME…]
        trainbot hosts install --config FILE [--force] NAME
 
-The [[hosts]] of FILE are GPU servers reached over SSH (README "Several GPU
-servers (SSH)"). check: for each host (or those named), one line per check —
+The [[hosts]] of FILE are GPU servers reached over SSH (docs/hosts.md).
+check: for each host (or those named), one line per check —
 reach, host key, the remote trainbot's version and protocol, NVML, free disk
 of the remote data directory; exit 1 when any host fails. install: copy this
 trainbot to the host's trainbot path when the one there is missing, older or
@@ -142,7 +142,7 @@ func loadHosts(e env, cf *configFlags, names []string) ([]*hosts.Target, int) {
 		return nil, code
 	}
 	if len(cfg.Hosts) == 0 {
-		return nil, errorf(e, "%s has no [[hosts]] entry (README \"Several GPU servers (SSH)\")", cf.config)
+		return nil, errorf(e, "%s has no [[hosts]] entry (docs/hosts.md)", cf.config)
 	}
 	targets := hostTargets(cfg)
 	var out []*hosts.Target
