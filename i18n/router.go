@@ -107,7 +107,7 @@ var (
 
 // 关注: runs trainbot did not start.
 var (
-	WatchOff        = Def(Msg{Key: "watch.off", EN: "/watch is off: the config's [watch] dirs names no directory whose logs a chat may watch. On the host: trainbot watch --log FILE [--pid PID].", Mix: "关注 is off: the config's [watch] dirs names no directory whose logs a chat may watch. On the host: trainbot watch --log FILE [--pid PID].", ZH: "关注 没有打开：配置的 [watch] dirs 没有列出聊天可以关注的日志目录。在主机上：trainbot watch --log FILE [--pid PID]。"})
+	WatchOff        = Def(Msg{Key: "watch.off", EN: "/watch is off: the config's [watch] dirs names no directory whose logs a chat may watch. On the host: trainbot watch%s --log FILE [--pid PID].", Mix: "关注 is off: the config's [watch] dirs names no directory whose logs a chat may watch. On the host: trainbot watch%s --log FILE [--pid PID].", ZH: "关注 没有打开：配置的 [watch] dirs 没有列出聊天可以关注的日志目录。在主机上：trainbot watch%s --log FILE [--pid PID]。"})
 	WatchUsage      = Def(Msg{Key: "watch.usage", EN: "/watch takes a log file and, optionally, the pid that writes it: /watch /data/exp1/train.log 12345", Mix: "关注 takes a log file and, optionally, the pid that writes it: 关注 /data/exp1/train.log 12345", ZH: "关注 后面跟日志文件，还可以跟写它的进程号：关注 /data/exp1/train.log 12345"})
 	NotWatched      = Def(Msg{Key: "watch.not_watched", EN: "Not watched: %s", ZH: "没有关注：%s"})
 	NotWatchedPID   = Def(Msg{Key: "watch.not_pid", EN: "Not watched: %q is not a process id.", ZH: "没有关注：“%s”不是进程号。"})

@@ -107,6 +107,9 @@ type Router struct {
 	// Smoothing is the EMA weight of loss charts: plots.DefaultSmoothing
 	// when 0, no smoothed line when negative.
 	Smoothing float64
+	// CLI are the flags the trainbot commands the bot suggests need to
+	// read its history (render.Charts.CLI).
+	CLI string
 	// Plots draws the charts; plots.Default() when nil.
 	Plots *plots.Painter
 	// Charts is where charts read samples and series; the History when
@@ -821,7 +824,7 @@ func (r *Router) charts(l i18n.Lang) *render.Charts {
 	if data == nil {
 		return nil
 	}
-	return &render.Charts{Data: data, Painter: r.Plots, Smoothing: r.Smoothing, Lang: l}
+	return &render.Charts{Data: data, Painter: r.Plots, Smoothing: r.Smoothing, Lang: l, CLI: r.CLI}
 }
 
 // chartWord reads the words 画图 and 对比 take besides run ids and a

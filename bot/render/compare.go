@@ -85,7 +85,7 @@ func (c *Charts) compareChart(cmp Comparison, runs []*trainer.Run, series []plot
 		return chat.Image{}, fmt.Errorf("draw comparison: %w", err)
 	}
 	file := "compare-" + strings.Join(nums, "-") + ".png"
-	cmd := "trainbot compare " + strings.Join(nums, " ") + " --metric " + cmp.Metric
+	cmd := c.command("compare", strings.Join(nums, " ")+" --metric "+cmp.Metric)
 	if o.XTime {
 		cmd += " --x time"
 	}

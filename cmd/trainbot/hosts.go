@@ -173,8 +173,11 @@ func cmdHostsCheck(ctx context.Context, args []string, e env) int {
 	if !ok {
 		return code
 	}
+	if err := cf.find(e); err != nil {
+		return errorf(e, "%v", err)
+	}
 	if cf.config == "" {
-		return usageError(fs, e, "--config is required: the [[hosts]] are in the config file")
+		return usageError(fs, e, "%s: the [[hosts]] are in the config file", noConfig(e.environ))
 	}
 	targets, code := loadHosts(e, &cf, pos)
 	if targets == nil {
@@ -265,8 +268,11 @@ func cmdHostsInstall(ctx context.Context, args []string, e env) int {
 	if !ok {
 		return code
 	}
+	if err := cf.find(e); err != nil {
+		return errorf(e, "%v", err)
+	}
 	if cf.config == "" {
-		return usageError(fs, e, "--config is required: the [[hosts]] are in the config file")
+		return usageError(fs, e, "%s: the [[hosts]] are in the config file", noConfig(e.environ))
 	}
 	if len(pos) != 1 {
 		return usageError(fs, e, "want the name of one host")
