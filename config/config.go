@@ -76,7 +76,7 @@ type Config struct {
 
 	file   string
 	lines  map[string]int
-	failed map[string]bool // keys that could not be decoded, and each key cut before a '[' (what has an item that could not)
+	failed map[string]bool   // keys that could not be decoded, and each key cut before a '[' (what has an item that could not)
 	env    map[string]string // keys set from the environment ("telegram.token") and the variable that set them
 }
 
