@@ -34,7 +34,7 @@ func pages(t *testing.T) []string {
 var (
 	fence    = regexp.MustCompile("(?ms)^```.*?^```")
 	inline   = regexp.MustCompile("`[^`\n]*`")
-	link     = regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)\)`)
+	link     = regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)\)|<img src="([^"]+)"`)
 	heading  = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
 	htmlID   = regexp.MustCompile(`<a id="([^"]+)"></a>`)
 	external = regexp.MustCompile(`^[a-z][a-z0-9+.-]*:`)
@@ -107,7 +107,7 @@ func TestLinksResolve(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range link.FindAllStringSubmatch(prose(string(data)), -1) {
-			target := m[1]
+			target := m[1] + m[2]
 			if external.MatchString(target) {
 				continue
 			}
@@ -155,5 +155,87 @@ func TestSlug(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"a", "a-1", "x"}) {
 		t.Errorf("anchors = %q", got)
+	}
+}
+
+// linksOf are the relative files page links to, cleaned and relative to
+// the repository's root.
+func linksOf(t *testing.T, page string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, m := range link.FindAllStringSubmatch(prose(string(data)), -1) {
+		file, _, _ := strings.Cut(m[1]+m[2], "#")
+		if file != "" && !external.MatchString(file) {
+			out[filepath.Clean(filepath.Join(filepath.Dir(page), file))] = true
+		}
+	}
+	return out
+}
+
+// Every page is reachable: the README's index links each English page,
+// the Chinese index each Chinese one, and the Chinese pages a reader is
+// promised (the quick start and the three messengers' setup guides, the
+// command table) exist.
+func TestEveryPageIsLinked(t *testing.T) {
+	readme := linksOf(t, "../README.md")
+	zh := linksOf(t, "zh/README.md")
+	for _, f := range pages(t) {
+		switch {
+		case strings.HasPrefix(f, "../"):
+		case strings.HasPrefix(f, "zh/"):
+			if f != "zh/README.md" && !zh[filepath.Clean(f)] {
+				t.Errorf("docs/zh/README.md does not link %s", f)
+			}
+		default:
+			if !readme[filepath.Join("..", "docs", f)] {
+				t.Errorf("README.md's index does not link docs/%s", f)
+			}
+		}
+	}
+	for _, want := range []string{"zh/wecom.md", "zh/feishu.md", "zh/dingtalk.md", "zh/commands.md", "../README.zh-CN.md"} {
+		if !zh[filepath.Clean(want)] {
+			t.Errorf("docs/zh/README.md does not link %s", want)
+		}
+	}
+	if !readme[filepath.Join("..", "docs", "zh", "README.md")] {
+		t.Error("README.md does not link the Chinese pages (docs/zh/README.md)")
+	}
+}
+
+// The Chinese setup guides are written for a reader of Chinese: the
+// console's own menu names, and prose that is mostly Chinese.
+func TestChineseGuidesAreChinese(t *testing.T) {
+	menus := map[string][]string{
+		"zh/wecom.md":    {"管理后台", "应用管理", "智能机器人", "长连接"},
+		"zh/feishu.md":   {"创建企业自建应用", "凭证与基础信息", "权限管理", "事件与回调", "使用长连接接收事件", "版本管理与发布"},
+		"zh/dingtalk.md": {"应用开发", "企业内部应用", "Stream 模式", "权限管理", "版本管理与发布"},
+	}
+	for page, words := range menus {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := prose(string(data))
+		for _, w := range words {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s does not name the console's %q", page, w)
+			}
+		}
+		han, latin := 0, 0
+		for _, r := range regexp.MustCompile(`\]\([^)]*\)`).ReplaceAllString(text, "") {
+			switch {
+			case unicode.Is(unicode.Han, r):
+				han++
+			case r < 0x80 && unicode.IsLetter(r):
+				latin++
+			}
+		}
+		if han < latin {
+			t.Errorf("%s has %d Chinese characters and %d Latin letters outside code: written for an English reader?", page, han, latin)
+		}
 	}
 }
