@@ -214,7 +214,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 			if logY {
 				y = math.Log10(y)
 			}
-			sty, label := pt.style(formatLatest(s.last.Y), sizeTick, true)
+			sty, label := pt.style(formatLatest(s.name, s.last.Y, c.YBytes), sizeTick, true)
 			sty.Color = col
 			latest.items = append(latest.items, edgeLabel{x: s.last.X, y: y, label: label, text: sty,
 				glyph: draw.GlyphStyle{Color: col, Radius: vg.Points(4), Shape: draw.CircleGlyph{}}})
@@ -337,8 +337,13 @@ func anyLoss(series []Series) bool {
 	return len(series) == 0
 }
 
-// formatLatest writes a latest value with 4 significant digits.
-func formatLatest(v float64) string {
+// formatLatest writes a latest value with 4 significant digits, or a
+// byte count (a chart in bytes, or a metric whose name and size say so)
+// in binary units.
+func formatLatest(name string, v float64, bytes bool) string {
+	if bytes || units.IsBytes(name, v) {
+		return units.Bytes(int64(math.Round(v)))
+	}
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 

@@ -216,7 +216,7 @@ func (p *Pages) list(w http.ResponseWriter, r *http.Request) {
 		}
 		if last, err := p.Store.LastValues(ctx, run.ID); err == nil {
 			if name, ok := mainLoss(last); ok {
-				row.LossName, row.Loss = name, units.Value(last[name])
+				row.LossName, row.Loss = name, units.Metric(name, last[name])
 			}
 		}
 		rows = append(rows, row)

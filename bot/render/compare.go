@@ -389,7 +389,7 @@ func (c Comparison) Text(l i18n.Lang) string {
 		}
 		b.WriteString("  " + strings.Join(line, " · ") + "\n")
 		if s.HasMetric {
-			b.WriteString(l.T(i18n.CmpFinal, c.Metric, FormatValue(s.Final), cmp(s.Final, base.Final), FormatValue(s.Best), cmp(s.Best, base.Best)))
+			b.WriteString(l.T(i18n.CmpFinal, c.Metric, FormatMetric(c.Metric, s.Final), cmp(s.Final, base.Final), FormatMetric(c.Metric, s.Best), cmp(s.Best, base.Best)))
 		} else {
 			b.WriteString(l.T(i18n.CmpNoMetric, c.Metric))
 		}
