@@ -316,6 +316,18 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, erro
 			peakHost = max(peakHost, *m.HostBytes)
 		}
 	}
+	// One peak per run: the recorded peak (the end report's) when it is
+	// above every sample, as the chart and its caption show it.
+	hostNote := ""
+	if run.PeakGPUMem != nil && *run.PeakGPUMem > peakGPU {
+		peakGPU = *run.PeakGPUMem
+		chart.GPUPeak = float64(peakGPU)
+	}
+	if run.PeakHostMem != nil && *run.PeakHostMem > peakHost && len(chart.Host) > 0 {
+		peakHost = *run.PeakHostMem
+		chart.HostPeak, chart.HostPeakNote = float64(peakHost), peakShort(run.PeakHostHow)
+		hostNote = chart.HostPeakNote
+	}
 	png, err := c.painter().Memory(chart)
 	if errors.Is(err, plots.ErrNoData) {
 		return chat.Image{}, userErrorf(ErrNoSamples, "%s", c.Lang.T(i18n.ChartNoMemory, run.ID))
@@ -332,7 +344,11 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, erro
 		parts = append(parts, s)
 	}
 	if peakHost >= 0 {
-		parts = append(parts, c.Lang.T(i18n.ChartPeakHost, FormatBytes(peakHost)))
+		s := c.Lang.T(i18n.ChartPeakHost, FormatBytes(peakHost))
+		if hostNote != "" {
+			s += " (" + hostNote + ")"
+		}
+		parts = append(parts, s)
 	}
 	caption := c.Lang.T(i18n.ChartMemCaption, run.ID, run.Job, strings.Join(parts, " · "))
 	file := fmt.Sprintf("run-%d-memory.png", run.ID)
