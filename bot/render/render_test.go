@@ -117,7 +117,7 @@ func TestByteMetricsInBinaryUnits(t *testing.T) {
 		Progress: logparse.Progress{Step: 100, TotalSteps: 1000, Epoch: math.NaN()},
 		Last:     []trainer.Metric{{Name: "loss", Value: 0.25}, {Name: "memory", Value: 2.517e8}, {Name: "mem_mb", Value: 2400}}}
 	for what, text := range map[string]string{
-		"status":   StatusText(i18n.ZhEn, st),
+		"status": StatusText(i18n.ZhEn, st),
 	} {
 		if !strings.Contains(text, "memory 240.04 MiB") || strings.Contains(text, "2.517e+08") {
 			t.Errorf("%s: %q, want memory 240.04 MiB", what, text)
