@@ -186,7 +186,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 	var legend []legendEntry
 	var marks []float64
 	nonFinite := 0
-	latest := &edgeLabels{}
+	latest := &labelLayer{drawn: pt.labelsDrawn}
 	rawWidth, smWidth := vg.Points(1.8), vg.Points(3)
 	for i, s := range series {
 		col := toRGBA(c.Series[s.col].Color, s.col)
@@ -216,7 +216,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 			}
 			sty, label := pt.style(formatLatest(s.name, s.last.Y, c.YBytes), sizeTick, true)
 			sty.Color = col
-			latest.items = append(latest.items, edgeLabel{x: s.last.X, y: y, label: label, text: sty,
+			latest.edges = append(latest.edges, edgeLabel{x: s.last.X, y: y, label: label, text: sty,
 				glyph: draw.GlyphStyle{Color: col, Radius: vg.Points(4), Shape: draw.CircleGlyph{}}})
 		}
 		label := s.name
@@ -224,7 +224,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 			label += " (no finite value)"
 		}
 		if c.Peaks && s.finite > 0 {
-			pk := pt.peakMark(c.Lang, s.raw, c.Series[s.col], col, logY)
+			pk := latest.note(pt.peakMark(c.Lang, s.raw, c.Series[s.col], col, logY))
 			p.Add(pk)
 			label += " · " + pk.label
 		}
@@ -232,7 +232,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		marks = append(marks, s.nanXs...)
 		nonFinite += s.nonFin
 	}
-	if len(latest.items) > 0 {
+	if len(latest.edges)+len(latest.notes) > 0 {
 		p.Add(latest)
 	}
 	if len(marks) > 0 {

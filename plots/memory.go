@@ -74,6 +74,7 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 		peak float64
 		note string
 	}
+	labels := &labelLayer{drawn: pt.labelsDrawn}
 	for _, s := range []part{{pt.say(c.Lang, i18n.LegendGPURun), gpu, 0, c.GPUPeak, ""}, {pt.say(c.Lang, i18n.LegendHostRun), host, 2, c.HostPeak, c.HostPeakNote}} {
 		if len(s.pts) == 0 {
 			continue
@@ -104,10 +105,11 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 		}
 		sty, txt := pt.style(label, sizeNote, true)
 		sty.Color = col
-		p.Add(&annotation{x: peak.X, y: peak.Y, label: txt, text: sty,
-			glyph: draw.GlyphStyle{Color: col, Radius: vg.Points(5), Shape: draw.RingGlyph{}}})
+		p.Add(labels.note(&annotation{x: peak.X, y: peak.Y, label: txt, text: sty,
+			glyph: draw.GlyphStyle{Color: col, Radius: vg.Points(5), Shape: draw.RingGlyph{}}}))
 		legend = append(legend, lineEntry(s.name+" · "+label, col, width))
 	}
+	p.Add(labels)
 	if ceiling > 0 {
 		p.Y.Max = math.Max(p.Y.Max, ceiling*1.04)
 	}
