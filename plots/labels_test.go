@@ -69,7 +69,7 @@ func TestLabelsNeverOverlap(t *testing.T) {
 	for k := range 4 {
 		pts := make([]XY, 100)
 		for i := range pts {
-			pts[i] = XY{float64(i), float64(int64(26+k/2) << 20) * float64(i+1) / 100}
+			pts[i] = XY{float64(i), float64(int64(26+k/2)<<20) * float64(i+1) / 100}
 		}
 		mem = append(mem, Series{Name: fmt.Sprintf("#%d", k+4), Points: pts, Peak: float64(int64(27+k/2) << 20), PeakNote: "VmHWM, exact"})
 	}
