@@ -18,6 +18,7 @@ var (
 	LegendHostRun  = Def(Msg{Key: "plot.legend_host_run", EN: "host memory of the process tree", ZH: "进程树的内存"})
 	LegendPeak     = Def(Msg{Key: "plot.legend_peak", EN: "peak %s", ZH: "峰值 %s"})
 	NoteSmoothed   = Def(Msg{Key: "plot.note_smoothed", EN: "light: raw values · bold: smoothed (EMA %.2g, less on short series) · label: latest value", ZH: "浅色：原始值 · 粗线：平滑（EMA %.2g，序列短时更少）· 标注：最新值"})
+	NoteNarrowRange = Def(Msg{Key: "plot.note_narrow_range", EN: "the values differ by only %s: the Y axis spans 2 %% of them", ZH: "数值只相差 %s：纵轴按数值的 2%% 显示"})
 	KindLoss       = Def(Msg{Key: "plot.kind_loss", EN: "Loss", ZH: "损失"})
 	KindMemoryGPU  = Def(Msg{Key: "plot.kind_memory_gpu", EN: "Memory", ZH: "显存"})
 	KindMemoryHost = Def(Msg{Key: "plot.kind_memory_host", EN: "Memory", ZH: "内存"})

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -86,4 +87,32 @@ func TestLabelsNeverOverlap(t *testing.T) {
 	checkLabels(t, "labels-memory", func(p *Painter) ([]byte, error) {
 		return p.Memory(MemoryChart{Title: "memory", GPU: gpu, GPUTotal: total, Host: host, HostPeak: float64(int64(50) << 24), HostPeakNote: "VmHWM, exact"})
 	}, 2)
+}
+
+// A loss that hardly changed is drawn on an axis of a sensible span, and
+// the chart says by how little it changed: 2.2932 → 2.2949 filled the whole
+// height as a cliff.
+func TestTinyRangeIsWidened(t *testing.T) {
+	p := plot.New()
+	p.Y.Min, p.Y.Max = 2.2932, 2.2949
+	span, ok := widenTiny(p, false)
+	if !ok || math.Abs(span-0.0017) > 1e-9 {
+		t.Fatalf("widenTiny = %v, %v; want the span 0.0017", span, ok)
+	}
+	if got := p.Y.Max - p.Y.Min; math.Abs(got-tinySpan*2.2949) > 1e-9 || p.Y.Min > 2.2932 || p.Y.Max < 2.2949 {
+		t.Errorf("axis [%v, %v]: want a span of 2 %% around the values", p.Y.Min, p.Y.Max)
+	}
+	p.Y.Min, p.Y.Max = 0.05, 2.3 // a loss that fell: as it is
+	if _, ok := widenTiny(p, false); ok || p.Y.Min != 0.05 || p.Y.Max != 2.3 {
+		t.Errorf("a real range was changed to [%v, %v]", p.Y.Min, p.Y.Max)
+	}
+	p.Y.Min, p.Y.Max = 100, 100.1 // bytes or log axes are left alone
+	if _, ok := widenTiny(p, true); ok {
+		t.Error("a byte axis was widened")
+	}
+	png, err := painter(t, FontNone).Loss(LossChart{Title: "two points", Series: []Series{{Name: "loss", Points: []XY{{1, 2.2949}, {2, 2.2932}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode(t, png)
 }
