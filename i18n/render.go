@@ -172,6 +172,22 @@ var (
 	ListSep     = Def(Msg{Key: "list.sep", EN: ", ", ZH: "，"})
 )
 
+// 对比 of runs that are not finished: their time is compared per step and
+// as a projected total, never as the time so far.
+var (
+	CmpNotDone     = Def(Msg{Key: "compare.not_done", EN: " · not finished", ZH: " · 未跑完"})
+	CmpNotDoneAt   = Def(Msg{Key: "compare.not_done_at", EN: " · not finished, at step %d", ZH: " · 未跑完（第 %d 步）"})
+	CmpNotDoneOf   = Def(Msg{Key: "compare.not_done_of", EN: " · not finished, at step %d of %d", ZH: " · 未跑完（第 %d 步，共 %d 步）"})
+	CmpNotDoneNote = Def(Msg{Key: "compare.not_done_note", EN: "Not finished: %s. Their time is compared per step and as a projected total, never as the time so far.\n", ZH: "未跑完：%s。用时按每步用时和预计总用时对比，不拿已用时比。\n"})
+	CmpTimeSoFar   = Def(Msg{Key: "compare.time_so_far", EN: "time %s so far", ZH: "已用时 %s"})
+	CmpProjected   = Def(Msg{Key: "compare.projected", EN: "projected total %s", ZH: "预计总用时 %s"})
+	CmpPerStep     = Def(Msg{Key: "compare.per_step", EN: "%s s/step", ZH: "每步 %s 秒"})
+	CmpVsPerStep   = Def(Msg{Key: "compare.vs_per_step", EN: "time per step %s", ZH: "每步用时 %s"})
+	CmpVsProjected = Def(Msg{Key: "compare.vs_projected", EN: "projected total time %s", ZH: "预计总用时 %s"})
+	CmpLatest      = Def(Msg{Key: "compare.latest", EN: "  %s latest %s%s · best %s%s\n", ZH: "  %s 当前 %s%s · 最佳 %s%s\n"})
+	CmpVsLatest    = Def(Msg{Key: "compare.vs_latest", EN: "latest %s %s", ZH: "当前 %s %s"})
+)
+
 // What 对比 says when there is nothing to compare.
 var (
 	CmpNoChart     = Def(Msg{Key: "compare.no_chart", EN: "\n(no chart: no run has a finite value of %s)", ZH: "\n（没有图：没有训练有 %s 的有限值）"})
