@@ -14,6 +14,10 @@ var (
 		EN:  "I don't know %q. Send /help for the commands.",
 		Mix: "I don't know %q. Send 帮助 (/help) for the commands.",
 		ZH:  "我不认识“%s”。发送 帮助 查看命令。"})
+	UnknownWordNear = Def(Msg{Key: "router.unknown_word_near",
+		EN:  "I don't know %q. Did you mean %s? Send /help for the commands.",
+		Mix: "I don't know %q. Did you mean %s? Send 帮助 (/help) for the commands.",
+		ZH:  "我不认识“%s”。你是想发「%s」吗？发送「帮助」查看所有命令。"})
 	ViewerRefused = Def(Msg{Key: "router.viewer",
 		EN: "Viewers can look but not %s. Your user id is %s: the owner can add it to [auth] %s.",
 		ZH: "查看者只能看，不能%s。你的用户 ID 是 %s：管理员可以把它加到 [auth] 的 %s 里。"})
