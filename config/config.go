@@ -397,6 +397,9 @@ func (c *Config) Parse(name string, r io.Reader) error {
 		c.failed = map[string]bool{}
 		for _, e := range d.errs {
 			c.failed[e.Key] = true
+			if e.meant != "" {
+				c.failed[e.meant] = true
+			}
 			for i := range len(e.Key) {
 				if e.Key[i] == '[' {
 					c.failed[e.Key[:i]] = true

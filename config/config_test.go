@@ -335,3 +335,26 @@ func TestJobHosts(t *testing.T) {
 		}
 	}
 }
+
+// One typo is one error: "comand" is an unknown key (did you mean
+// "command"?), and the job's missing command that follows from it is not
+// told as a second problem.
+func TestATypoIsOneError(t *testing.T) {
+	c := DefaultConfig()
+	err := c.Parse("test.toml", strings.NewReader("[[jobs]]\nname = \"train\"\ncomand = [\"python3\", \"train.py\"]\n"))
+	var all Errors
+	errors.As(err, &all)
+	if verr := c.Validate(); verr != nil {
+		var more Errors
+		errors.As(verr, &more)
+		all = append(all, more...)
+	}
+	if len(all) != 1 || !strings.Contains(all[0].Error(), `test.toml:3: jobs[0].comand: unknown key (did you mean "command"?)`) {
+		t.Errorf("got %d errors: %v", len(all), all)
+	}
+	// Without the typo the missing command is told.
+	c, err = parse(t, "[[jobs]]\nname = \"train\"\n")
+	if err == nil || !strings.Contains(err.Error(), "a job needs a command") {
+		t.Errorf("a job without a command: %v", err)
+	}
+}
