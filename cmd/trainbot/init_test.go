@@ -107,6 +107,29 @@ func TestInitThenCheckConsoleAndRunsFindTheSameConfig(t *testing.T) {
 		t.Errorf("plot wrote no chart: %v", err)
 	}
 
+	// trainbot runs shows each run's parameters and finds runs by one
+	// (#31: it had no parameter column and no filter).
+	if code, out, errOut = in(t, environ, "开始 batch_size=256\n", "console"); code != 0 || !strings.Contains(out, "finished") {
+		t.Fatalf("a second run: %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = in(t, environ, "", "runs")
+	if code != 0 || !strings.Contains(out, " · batch_size=256 lr=0.001\n") || !strings.Contains(out, " · batch_size=64 lr=0.5\n") {
+		t.Errorf("runs does not show the parameters:\n%s", out)
+	}
+	code, out, _ = in(t, environ, "", "runs", "--param", "batch_size=256")
+	if code != 0 || !strings.Contains(out, "#2 train") || strings.Contains(out, "#1 train") {
+		t.Errorf("runs --param batch_size=256:\n%s", out)
+	}
+	if code, out, _ = in(t, environ, "", "runs", "--param", "lr=5e-1", "--param", "batch_size=64"); code != 0 || !strings.Contains(out, "#1 train") || strings.Contains(out, "#2 train") {
+		t.Errorf("runs --param lr=5e-1 (numbers compare as numbers):\n%s", out)
+	}
+	if code, out, _ = in(t, environ, "", "runs", "--param", "batch_size=7"); code != 0 || !strings.Contains(out, "no run in ") {
+		t.Errorf("runs --param with no match:\n%s", out)
+	}
+	if code, _, errOut = in(t, environ, "", "runs", "--param", "batch_size"); code != exitUsage || !strings.Contains(errOut, "want NAME=VALUE") {
+		t.Errorf("runs --param without a value: %d %q", code, errOut)
+	}
+
 	// --force replaces it and keeps the old one.
 	if code, _, errOut := in(t, environ, "", "init", "--force"); code != 0 {
 		t.Fatalf("init --force: %d %s", code, errOut)
