@@ -151,6 +151,10 @@ var (
 	FitLine       = Def(Msg{Key: "fit.line", EN: "peak = %s + %s × %s (R² %.4f, %d runs)\n", ZH: "峰值 = %s + %s × %s（R² %.4f，%d 次训练）\n"})
 	FitLimit      = Def(Msg{Key: "fit.limit", EN: "limit %s (%s), %.0f %% kept free: %s\n", ZH: "上限 %s（%s），留出 %.0f %% 空余：%s\n"})
 	FitNoAnswer   = Def(Msg{Key: "fit.no_answer", EN: "❔ no answer: %s", ZH: "❔ 算不出来：%s"})
+	FitWithin     = Def(Msg{Key: "fit.within", EN: "within the values tried (the largest: %s=%s)\n", ZH: "在试过的取值之内（最大 %s=%s）\n"})
+	FitExtrap     = Def(Msg{Key: "fit.extrapolated", EN: "extrapolated %[1]s× past the largest value tried (%[2]s=%[3]s); a fit goes at most %[4]s× past it\n", ZH: "外推到试过的最大值（%[2]s=%[3]s）的 %[1]s 倍；最多外推 %[4]s 倍\n"})
+	FitCapExtrap  = Def(Msg{Key: "fit.cap_extrapolation", EN: "the line alone says %s=%d: held at %s× the largest value tried\n", ZH: "单看直线可到 %s=%d：只取到试过的最大值的 %s 倍\n"})
+	FitCapMax     = Def(Msg{Key: "fit.cap_max", EN: "the line alone says %s=%d: held at the parameter's max, %s\n", ZH: "单看直线可到 %s=%d：以参数上限 %s 为准\n"})
 	FitAdvice     = Def(Msg{Key: "fit.advice", EN: "%s=%d should fit: predicted %s of %s, from runs %s", ZH: "%s=%d 应该放得下：预计 %s / %s，依据训练 %s"})
 )
 

@@ -555,6 +555,22 @@ func (j *Job) paramTypes() map[string]ParamType {
 	return out
 }
 
+// paramRanges is the min and max of each parameter that declares one; nil
+// when none does.
+func (j *Job) paramRanges() map[string]ParamRange {
+	var out map[string]ParamRange
+	for n, p := range j.Params {
+		if p.Min == nil && p.Max == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]ParamRange{}
+		}
+		out[n] = ParamRange{Min: p.Min, Max: p.Max}
+	}
+	return out
+}
+
 // ParamNames returns the declared parameter names, sorted.
 func (j *Job) ParamNames() []string {
 	names := make([]string, 0, len(j.Params))
