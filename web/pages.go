@@ -536,7 +536,9 @@ type liveEvent struct {
 	Total       int64              `json:"total"`
 	StepsPerSec float64            `json:"steps_per_sec"`
 	Last        map[string]float64 `json:"last,omitempty"`
-	Log         []string           `json:"log,omitempty"`
+	// ETA is the time the run has left, "" when unknown: "3m05s".
+	ETA string   `json:"eta,omitempty"`
+	Log []string `json:"log,omitempty"`
 }
 
 // events streams a liveEvent every Live while the run is active, then one
@@ -595,6 +597,9 @@ func (p *Pages) liveEvent(ctx context.Context, id int64) (liveEvent, error) {
 			if !math.IsNaN(m.Value) && !math.IsInf(m.Value, 0) {
 				ev.Last[m.Name] = m.Value
 			}
+		}
+		if st.ETA > 0 {
+			ev.ETA = units.Duration(st.ETA)
 		}
 		if p.Tail != nil {
 			ev.Log, _ = p.Tail(st.Run, logLines)

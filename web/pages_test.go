@@ -364,3 +364,24 @@ func TestListShowsNotes(t *testing.T) {
 		t.Errorf("list: %d, note missing", resp.StatusCode)
 	}
 }
+
+// A live run's event says how long it has left (issue 31: the page showed
+// "Step 120" with no total or ETA).
+func TestLiveEventSaysTheETA(t *testing.T) {
+	s := newSite(t)
+	id := s.addRun(t, "mnist", true, 120)
+	s.mu.Lock()
+	s.active[id].Progress.TotalSteps = 500
+	s.active[id].ETA = 185 * time.Second
+	s.mu.Unlock()
+	ev, err := s.pages.liveEvent(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Total != 500 || ev.ETA != "3m05s" {
+		t.Errorf("total %d, eta %q; want 500 and 3m05s", ev.Total, ev.ETA)
+	}
+	if b, _ := json.Marshal(ev); !strings.Contains(string(b), `"eta":"3m05s"`) {
+		t.Errorf("event JSON %s has no eta", b)
+	}
+}

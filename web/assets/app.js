@@ -66,6 +66,57 @@
   }
 
   tb.fmtMetric = fmtMetric;
+  // fmtSince writes seconds since the run started as the PNG charts'
+  // time axes do (internal/units.Duration): "45s", "3m05s", "12m",
+  // "2h04m", "1d6h".
+  function fmtSince(sec) {
+    if (sec == null || !isFinite(sec)) return '';
+    var neg = sec < 0, s = Math.round(Math.abs(sec)), out;
+    var d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60), ss = s % 60;
+    function two(n) { return (n < 10 ? '0' : '') + n; }
+    if (s < 60) out = ss + 's';
+    else if (s < 3600) out = ss ? m + 'm' + two(ss) + 's' : m + 'm';
+    else if (s < 86400) out = m ? h + 'h' + two(m) + 'm' : h + 'h';
+    else out = h ? d + 'd' + h + 'h' : d + 'd';
+    return (neg && s ? '-' : '') + out;
+  }
+  tb.fmtSince = fmtSince;
+
+  // The page falls back like the PNG charts: without a font that draws
+  // Chinese, the Chinese half of a bilingual label is left out rather than
+  // drawn as boxes. A glyph the fonts lack measures as the missing-glyph
+  // box, the same width as a private-use character's.
+  var cjk = (function () {
+    var ctx = document.createElement('canvas').getContext('2d');
+    if (!ctx) return true;
+    ctx.font = '32px system-ui, sans-serif';
+    var tofu = ctx.measureText('\uE000').width;
+    return ['损', '显', '步'].some(function (ch) { return ctx.measureText(ch).width !== tofu; });
+  })();
+  var han = /[\u2E80-\u9FFF\u3000-\u303F\uFF00-\uFFEF]+[\s·:：]*/g;
+  // say is a bilingual label as this browser can draw it.
+  function say(s) { return cjk ? s : s.replace(han, '').trim(); }
+  tb.cjk = cjk;
+  function dropChinese(root) {
+    if (cjk) return;
+    var w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, null), n, nodes = [];
+    while ((n = w.nextNode())) {
+      if (!n.parentElement.closest('pre, code, dd, option')) nodes.push(n);
+    }
+    nodes.forEach(function (t) { if (han.test(t.nodeValue)) { han.lastIndex = 0; t.nodeValue = say(t.nodeValue); } han.lastIndex = 0; });
+    document.documentElement.classList.add('no-cjk');
+  }
+
+  // axisWidth is what a y axis needs for its widest label, ticks and gap
+  // included, so that "248 MiB" is not cut at 320 px.
+  var measure = document.createElement('canvas').getContext('2d');
+  function axisWidth(u, values) {
+    if (!values || !measure) return 50;
+    measure.font = '12px system-ui, -apple-system, sans-serif';
+    var w = 0;
+    values.forEach(function (v) { if (v != null) w = Math.max(w, measure.measureText(String(v)).width); });
+    return Math.ceil(w) + 18;
+  }
 
   // Chart: one uPlot in a div. opts.load(from, to, width) resolves to
   // {from, to, series: [{label, x: [], y: []}]}; from/to null mean all.
@@ -88,9 +139,9 @@
     var c = this;
     if (c.busy) { c.again = true; return Promise.resolve(); }
     c.busy = true;
-    var scale = c.opts.time ? 1000 : 1;
-    var from = c.view ? Math.floor(c.view[0] * scale) : null;
-    var to = c.view ? Math.ceil(c.view[1] * scale) : null;
+    var scale = c.opts.time ? 1000 : 1, origin = c.opts.time ? (c.opts.since || 0) : 0;
+    var from = c.view ? Math.floor(c.view[0] * scale + origin) : null;
+    var to = c.view ? Math.ceil(c.view[1] * scale + origin) : null;
     return c.opts.load(from, to, c.width()).then(function (d) {
       c.raw = d;
       c.draw();
@@ -105,14 +156,15 @@
   // draw turns the series into uPlot's aligned columns (and smoothed
   // copies) and sets them, keeping the zoom.
   Chart.prototype.draw = function () {
-    var c = this, d = c.raw, scale = c.opts.time ? 1000 : 1;
-    var tables = [], series = [{ label: c.opts.time ? '时间 Time' : '步 Step' }], n = 0;
+    var c = this, d = c.raw, scale = c.opts.time ? 1000 : 1, origin = c.opts.time ? (c.opts.since || 0) : 0;
+    var tables = [], series = [{ label: say(c.opts.time ? '开始后 Since start' : '步 Step'),
+      value: c.opts.time ? function (u, v) { return fmtSince(v); } : undefined }], n = 0;
     d.series.forEach(function (s, i) {
-      var xs = s.x.map(function (x) { return x / scale; });
+      var xs = s.x.map(function (x) { return (x - origin) / scale; });
       n += xs.length;
       var color = palette[i % palette.length];
       tables.push([xs, s.y]);
-      series.push({ label: s.label, stroke: c.smooth > 0 ? color + '55' : color, width: 1, spanGaps: true,
+      series.push({ label: say(s.label), stroke: c.smooth > 0 ? color + '55' : color, width: 1, spanGaps: true,
         value: c.opts.fmt ? function (u, v) { return c.opts.fmt(v); } : undefined });
       if (c.smooth > 0) {
         tables.push([xs, ema(s.y, c.smooth)]);
@@ -121,12 +173,17 @@
       }
     });
     c.el.dataset.points = String(n);
+    // An empty panel is not shown (a CPU run has no GPU utilisation); a
+    // live run's panel appears with its first points.
+    var section = c.el.closest('section');
     if (tables.length === 0) {
       c.el.classList.add('nodata');
-      c.el.textContent = '无数据 No data';
+      c.el.textContent = say('无数据 No data');
       if (c.u) { c.u.destroy(); c.u = null; c.labels = ''; }
+      if (section && c.opts.hideEmpty) section.hidden = true;
       return;
     }
+    if (section) section.hidden = false;
     c.el.classList.remove('nodata');
     var data = uPlot.join(tables);
     var labels = series.map(function (s) { return s.label; }).join('\n');
@@ -142,7 +199,7 @@
     // The x range: the zoom, else the whole range the server reported
     // (the first and last stored steps, which a column's min and max may
     // not include).
-    var r = c.view || (d.from != null && d.to != null && d.to > d.from ? [d.from / scale, d.to / scale] : null);
+    var r = c.view || (d.from != null && d.to != null && d.to > d.from ? [(d.from - origin) / scale, (d.to - origin) / scale] : null);
     if (r) c.u.setScale('x', { min: r[0], max: r[1] });
     c.mark();
   };
@@ -157,8 +214,11 @@
     var c = this;
     return {
       width: c.width(), height: 220, series: series,
-      scales: { x: { time: !!c.opts.time } },
-      axes: [{}, { size: 60, values: c.opts.fmt ? function (u, vs) { return vs.map(c.opts.fmt); } : undefined }],
+      // X is steps, or seconds since the start written as durations, like
+      // the PNG charts (never dates); Y is as wide as its labels.
+      scales: { x: { time: false } },
+      axes: [{ values: c.opts.time ? function (u, vs) { return vs.map(fmtSince); } : undefined },
+        { size: axisWidth, values: c.opts.fmt ? function (u, vs) { return vs.map(c.opts.fmt); } : undefined }],
       // A drag selects; the selection becomes the zoom here (not by
       // uPlot), so that only the user's drags and pinches zoom, never a
       // redraw with new data.
@@ -292,11 +352,11 @@
       return sel.value ? [{ label: sel.value, get: pointsOf(id, sel.value, tok) }] : [];
     }) });
     sel.addEventListener('change', function () { metric.reset(); });
-    var mem = new Chart('chart-memory', { time: true, live: true, fmt: fmtBytes, load: samplesLoader(id, tok, function (d) {
-      return [{ label: 'GPU', x: d.gpu.x || [], y: d.gpu.y || [] }, { label: '主机 Host', x: d.host.x || [], y: d.host.y || [] }]
+    var mem = new Chart('chart-memory', { time: true, since: page.start, hideEmpty: true, live: true, fmt: fmtBytes, load: samplesLoader(id, tok, function (d) {
+      return [{ label: '显存 GPU', x: d.gpu.x || [], y: d.gpu.y || [] }, { label: '内存 Host', x: d.host.x || [], y: d.host.y || [] }]
         .filter(function (s) { return s.x.length > 0; });
     }) });
-    var util = new Chart('chart-util', { time: true, live: true, fmt: function (v) { return v == null ? '' : Math.round(v) + '%'; },
+    var util = new Chart('chart-util', { time: true, since: page.start, hideEmpty: true, live: true, fmt: function (v) { return v == null ? '' : Math.round(v) + '%'; },
       load: samplesLoader(id, tok, function (d) {
         return (d.util || []).map(function (u) { return { label: 'GPU ' + u.device, x: u.x || [], y: u.y || [] }; });
       }) });
@@ -310,8 +370,9 @@
       $('#step').textContent = ev.step;
       var st = $('#state');
       st.textContent = ev.state; st.className = 'state s-' + ev.state;
-      if (ev.total && $('#total')) $('#total').textContent = ev.total;
-      $('#rate').textContent = ev.steps_per_sec ? '· ' + ev.steps_per_sec.toFixed(1) + ' 步/秒 steps/s' : '';
+      if (ev.total) { $('#total').textContent = ev.total; $('#of').hidden = false; }
+      $('#rate').textContent = ev.steps_per_sec ? '· ' + ev.steps_per_sec.toFixed(1) + say(' 步/秒 steps/s') : '';
+      $('#eta').textContent = ev.eta ? say('· 剩余 ETA ') + ev.eta : '';
       if (ev.last) $('#last').textContent = Object.keys(ev.last).map(function (k) { return k + ' ' + fmtMetric(k, ev.last[k]); }).join(' · ');
       if (ev.log) { var pre = $('#log'); pre.textContent = ev.log.join('\n'); }
       for (var k in tb.charts) { var c = tb.charts[k]; if (c.opts.live && !c.view) c.load(); }
@@ -343,6 +404,7 @@
     });
   }
 
+  dropChinese(document.body);
   if ($('#chart-loss')) runPage();
   else if ($('#chart-compare')) comparePage();
   else listPage();
