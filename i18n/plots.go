@@ -42,3 +42,22 @@ var (
 	ChartNoDevice     = Def(Msg{Key: "chart.no_device", EN: "no GPU was sampled while run #%d ran, so there is no utilisation chart", ZH: "训练 #%d 运行时没有采样到显卡，画不了利用率图"})
 	ChartDevCaption   = Def(Msg{Key: "chart.device_caption", EN: "run #%d %s · utilisation and temperature · %s", ZH: "训练 #%d %s · 利用率和温度 · %s"})
 )
+
+// The compare charts' titles and captions, in the chat's language (issue
+// 31: a zh user saw them in English), and the memory chart of a run
+// without a GPU (内存, not 显存).
+var (
+	CmpChartTitle       = Def(Msg{Key: "compare.chart_title", EN: "%s · runs %s", ZH: "%s · 训练 %s"})
+	CmpChartCaption     = Def(Msg{Key: "compare.chart_caption", EN: "%s of runs %s", ZH: "训练 %[2]s 的 %[1]s"})
+	CmpChartIdentical   = Def(Msg{Key: "compare.chart_identical", EN: " · identical point for point (drawn dashed): %s", ZH: " · 逐点相同（画成虚线）：%s"})
+	CmpMemTitleHost     = Def(Msg{Key: "compare.mem_title_host", EN: "host memory of each run's process tree (RSS samples%s) · runs %s", ZH: "各训练进程树的内存（RSS 采样%s）· 训练 %s"})
+	CmpMemTitleGPU      = Def(Msg{Key: "compare.mem_title_gpu", EN: "GPU memory of each run's processes (NVML samples%s) · runs %s", ZH: "各训练进程的显存（NVML 采样%s）· 训练 %s"})
+	CmpMemTitlePeaks    = Def(Msg{Key: "compare.mem_title_peaks", EN: "; peaks: %s", ZH: "；峰值：%s"})
+	CmpMemCaptionHost   = Def(Msg{Key: "compare.mem_caption_host", EN: "memory of runs %s", ZH: "训练 %s 的内存"})
+	CmpMemCaptionGPU    = Def(Msg{Key: "compare.mem_caption_gpu", EN: "memory of runs %s", ZH: "训练 %s 的显存"})
+	CmpMemCaptionPeaks  = Def(Msg{Key: "compare.mem_caption_peaks", EN: " · peaks %s", ZH: " · 峰值 %s"})
+	PeakShortMain       = Def(Msg{Key: "peak.short_main", EN: "VmHWM, exact", ZH: "VmHWM，精确值"})
+	PeakShortTreeSum    = Def(Msg{Key: "peak.short_tree_sum", EN: "ΣVmHWM, upper bound", ZH: "ΣVmHWM，上限"})
+	PeakShortCgroup     = Def(Msg{Key: "peak.short_cgroup", EN: "cgroup peak", ZH: "cgroup 峰值"})
+	ChartMemCaptionHost = Def(Msg{Key: "chart.memory_caption_host", EN: "run #%d %s · host memory · %s", ZH: "训练 #%d %s · 内存 · %s"})
+)

@@ -325,7 +325,7 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, erro
 	}
 	if run.PeakHostMem != nil && *run.PeakHostMem > peakHost && len(chart.Host) > 0 {
 		peakHost = *run.PeakHostMem
-		chart.HostPeak, chart.HostPeakNote = float64(peakHost), peakShort(run.PeakHostHow)
+		chart.HostPeak, chart.HostPeakNote = float64(peakHost), peakShort(c.Lang, run.PeakHostHow)
 		hostNote = chart.HostPeakNote
 	}
 	png, err := c.painter().Memory(chart)
@@ -350,7 +350,12 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, erro
 		}
 		parts = append(parts, s)
 	}
-	caption := c.Lang.T(i18n.ChartMemCaption, run.ID, run.Job, strings.Join(parts, " · "))
+	// 显存 is GPU memory: a chart of host memory alone says 内存.
+	captionMsg := i18n.ChartMemCaption
+	if len(chart.GPU) == 0 {
+		captionMsg = i18n.ChartMemCaptionHost
+	}
+	caption := c.Lang.T(captionMsg, run.ID, run.Job, strings.Join(parts, " · "))
 	file := fmt.Sprintf("run-%d-memory.png", run.ID)
 	return chat.Image{Name: file, PNG: png, Caption: caption, Command: c.command("plot", fmt.Sprintf("%d --kind memory -o %s", run.ID, file))}, nil
 }

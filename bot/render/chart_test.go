@@ -133,7 +133,7 @@ func TestChartsMemoryAndDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "run #2 demo · memory · peak host 129.00 MiB"; img.Caption != want {
+	if want := "run #2 demo · host memory · peak host 129.00 MiB"; img.Caption != want {
 		t.Errorf("CPU-only caption %q, want %q", img.Caption, want)
 	}
 
@@ -147,11 +147,21 @@ func TestChartsMemoryAndDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "run #2 demo · memory · peak host 140.00 MiB (VmHWM, exact)"; img.Caption != want {
+	if want := "run #2 demo · host memory · peak host 140.00 MiB (VmHWM, exact)"; img.Caption != want {
 		t.Errorf("caption with a recorded peak %q, want %q", img.Caption, want)
 	}
 	if end := peakWords(i18n.En, cpu); !strings.Contains(end, "140.00 MiB") {
 		t.Errorf("the end report says %q", end)
+	}
+	// In Chinese a chart of host memory alone is 内存, not 显存 (issue
+	// 31 item 9), and how its peak was measured is said in Chinese.
+	zh := &Charts{Data: st, Painter: englishPainter(t), Lang: i18n.Zh}
+	img, err = zh.Memory(ctx, cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "训练 #2 demo · 内存 · 内存峰值 140.00 MiB (VmHWM，精确值)"; img.Caption != want {
+		t.Errorf("zh caption %q, want %q", img.Caption, want)
 	}
 
 	// Device samples: two GPUs during run 1, one sample long before it.

@@ -96,7 +96,7 @@ func (c *Charts) compareChart(cmp Comparison, runs []*trainer.Run, series []plot
 	}
 	chart := plots.LossChart{
 		KindZH: "对比", KindEN: "Comparison", Lang: c.Lang,
-		Title:     fmt.Sprintf("%s · runs %s", cmp.Metric, strings.Join(ids, " vs ")),
+		Title:     c.Lang.T(i18n.CmpChartTitle, cmp.Metric, strings.Join(ids, " vs ")),
 		YLabel:    cmp.Metric,
 		XTime:     o.XTime,
 		Smoothing: c.smoothing(),
@@ -115,7 +115,7 @@ func (c *Charts) compareChart(cmp Comparison, runs []*trainer.Run, series []plot
 	if o.XTime {
 		cmd += " --x time"
 	}
-	caption := fmt.Sprintf("%s of runs %s", cmp.Metric, strings.Join(ids, ", "))
+	caption := c.Lang.T(i18n.CmpChartCaption, cmp.Metric, strings.Join(ids, c.Lang.T(i18n.DetailListSep)))
 	var same []string
 	for _, s := range series {
 		if a, b, ok := strings.Cut(strings.SplitN(s.Name, " (", 2)[0], " = "); ok {
@@ -123,7 +123,7 @@ func (c *Charts) compareChart(cmp Comparison, runs []*trainer.Run, series []plot
 		}
 	}
 	if len(same) > 0 {
-		caption += " · identical point for point (drawn dashed): " + strings.Join(same, ", ")
+		caption += c.Lang.T(i18n.CmpChartIdentical, strings.Join(same, c.Lang.T(i18n.DetailListSep)))
 	}
 	img := chat.Image{
 		Name:    file,

@@ -154,7 +154,7 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 		if peak != nil && *peak > 0 {
 			s.Peak = float64(*peak)
 			if !gpu && how != history.PeakSampled {
-				s.PeakNote = peakShort(how)
+				s.PeakNote = peakShort(c.Lang, how)
 				hows[how] = true
 			}
 			if len(s.Points) == 0 { // a run too short to be sampled: its peak alone
@@ -176,33 +176,33 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 	for i, r := range runs {
 		ids[i], nums[i] = fmt.Sprintf("#%d", r.ID), fmt.Sprint(r.ID)
 	}
-	what := "host memory of each run's process tree (RSS samples"
-	zh := "内存对比"
+	title, zh, captionMsg := i18n.CmpMemTitleHost, "内存对比", i18n.CmpMemCaptionHost
 	if gpu {
-		what, zh = "GPU memory of each run's processes (NVML samples", "显存对比"
+		title, zh, captionMsg = i18n.CmpMemTitleGPU, "显存对比", i18n.CmpMemCaptionGPU
 	}
+	sep := c.Lang.T(i18n.DetailListSep)
+	peaksHow := ""
 	if len(hows) > 0 {
 		var notes []string
 		for _, h := range sortedKeys(hows) {
-			notes = append(notes, trainer.PeakHostNote(h))
+			notes = append(notes, PeakHowText(c.Lang, h))
 		}
-		what += "; peaks: " + strings.Join(notes, "; ")
+		peaksHow = c.Lang.T(i18n.CmpMemTitlePeaks, strings.Join(notes, "; "))
 	}
-	what += ")"
 	chart := plots.LossChart{
 		Lang:   c.Lang,
 		KindZH: zh, KindEN: "Memory",
-		Title:  fmt.Sprintf("%s · runs %s", what, strings.Join(ids, " vs ")),
-		XLabel: "time since start", XTime: true,
-		YLabel: "memory",
+		Title:  c.Lang.T(title, peaksHow, strings.Join(ids, " vs ")),
+		XLabel: c.Lang.T(i18n.AxisSinceStart), XTime: true,
+		YLabel: c.Lang.T(i18n.AxisMemory),
 		YBytes: true, Peaks: true,
 		Series: series,
 	}
 	if steps != nil {
-		chart.XLabel, chart.XTime = "step", false
+		chart.XLabel, chart.XTime = c.Lang.T(i18n.AxisStep), false
 	}
 	if total > 0 {
-		chart.Ceiling, chart.CeilingLabel = float64(total), "GPU total "+FormatBytes(total)
+		chart.Ceiling, chart.CeilingLabel = float64(total), c.Lang.T(i18n.LegendGPUTotal, FormatBytes(total))
 	}
 	png, err := c.painter().Loss(chart)
 	if errors.Is(err, plots.ErrNoData) {
@@ -216,7 +216,7 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 	if steps != nil {
 		cmd += " --x step"
 	}
-	caption := fmt.Sprintf("memory of runs %s", strings.Join(ids, ", "))
+	caption := c.Lang.T(captionMsg, strings.Join(ids, sep))
 	var peaks []string
 	for i, s := range series {
 		if len(s.Points) > 0 {
@@ -224,20 +224,20 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 		}
 	}
 	if len(peaks) > 0 {
-		caption += " · peaks " + strings.Join(peaks, ", ")
+		caption += c.Lang.T(i18n.CmpMemCaptionPeaks, strings.Join(peaks, sep))
 	}
 	return chat.Image{Name: file, PNG: png, Caption: caption, Command: cmd + " -o " + file}, nil
 }
 
-// peakShort is how a peak was measured, for a chart's label.
-func peakShort(how string) string {
+// peakShort is how a peak was measured, for a chart's label, in l.
+func peakShort(l i18n.Lang, how string) string {
 	switch how {
 	case history.PeakMain:
-		return "VmHWM, exact"
+		return l.T(i18n.PeakShortMain)
 	case history.PeakTreeSum:
-		return "ΣVmHWM, upper bound"
+		return l.T(i18n.PeakShortTreeSum)
 	case history.PeakCgroup:
-		return "cgroup peak"
+		return l.T(i18n.PeakShortCgroup)
 	}
 	return ""
 }

@@ -3,11 +3,13 @@ package render
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trainbot/trainbot/history"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/plots"
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -93,5 +95,38 @@ func TestByteMetric(t *testing.T) {
 	}
 	if byteMetric("memory", []plots.Series{{Points: []plots.XY{{X: 1, Y: 3000}}}}) || byteMetric("loss", []plots.Series{{Points: []plots.XY{{X: 1, Y: 3 << 30}}}}) {
 		t.Error("MB as printed, or a loss, is no byte metric")
+	}
+}
+
+// latinWords are the words of a zh chart text that stay Latin: metric
+// names, units and the names of what measured (issue 31 item 9).
+var latinWords = map[string]bool{"loss": true, "vs": true, "MiB": true, "GiB": true, "VmHWM": true, "RSS": true, "NVML": true, "cgroup": true}
+
+// The compare charts' captions a zh user sees are Chinese but for metric
+// names and units (issue 31: "memory of runs #1, #2 · peaks …").
+func TestCompareChartsInChinese(t *testing.T) {
+	ctx := context.Background()
+	st := openHistory(t)
+	c := &Charts{Data: st, Painter: englishPainter(t), Lang: i18n.Zh}
+	a := addRun(t, st, map[string]string{"grad_ckpt": "false"}, 10*time.Minute, 600)
+	b := addRun(t, st, map[string]string{"grad_ckpt": "true"}, 12*time.Minute, 600)
+	addLoss(st, a, "loss", 60, 10, decay)
+	addLoss(st, b, "loss", 60, 10, decay)
+	addMemory(t, st, a, 10, nil, func(int) int64 { return 400 << 20 }, 0)
+	addMemory(t, st, b, 10, nil, func(int) int64 { return 500 << 20 }, 0)
+	imgs, _, err := c.CompareAll(ctx, []*trainer.Run{a, b}, LossOptions{})
+	if err != nil || len(imgs) != 2 {
+		t.Fatalf("CompareAll: %d images, %v", len(imgs), err)
+	}
+	word := regexp.MustCompile(`[A-Za-z][A-Za-z_]+`)
+	for _, img := range imgs {
+		for _, w := range word.FindAllString(img.Caption, -1) {
+			if !latinWords[w] {
+				t.Errorf("zh caption %q has the English word %q", img.Caption, w)
+			}
+		}
+	}
+	if !strings.Contains(imgs[1].Caption, "内存") || strings.Contains(imgs[1].Caption, "显存") {
+		t.Errorf("host memory overlay's caption %q: want 内存, not 显存", imgs[1].Caption)
 	}
 }
