@@ -47,6 +47,7 @@ func TestRunPageOnAPhone(t *testing.T) {
 	s.active[run].ETA = 190 * time.Second
 	s.active[run].Last = []trainer.Metric{{Name: "loss", Value: 0.5}, {Name: "memory", Value: 257300000}}
 	s.mu.Unlock()
+	liveLine := regexp.MustCompile(`120 / 500 .*3m10s`)
 	page := s.base + "/runs/" + strconv.FormatInt(run, 10) + "?t=" + url.QueryEscape(s.token(Scope(run), time.Hour))
 	for _, width := range []int64{320, 390, 430} {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 844), chromedp.Navigate(page),
@@ -95,7 +96,7 @@ func TestRunPageOnAPhone(t *testing.T) {
 		if got[0] != "true" {
 			t.Errorf("%d px: the empty GPU utilisation panel is shown", width)
 		}
-		if ok, _ := regexp.MatchString(`120 / 500 .*3m10s`, got[1]); !ok {
+		if !liveLine.MatchString(got[1]) {
 			t.Errorf("%d px: the live line %q lacks step / total and the ETA", width, got[1])
 		}
 		if got[3] != "true" {
