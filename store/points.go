@@ -440,6 +440,9 @@ type pointKey struct{ run, name, step int64 }
 // where an event file's point of its step is stored or in the batch.
 // Output points of metrics without event files cost nothing here.
 func mergeSources(ctx context.Context, tx *sql.Tx, batch []pendingPoint, ids []int64) ([]pendingPoint, []int64, error) {
+	if !slices.ContainsFunc(batch, func(pp pendingPoint) bool { return pp.src != trainer.SourceOutput }) {
+		return batch, ids, nil
+	}
 	events := map[pointKey]bool{}
 	for i, pp := range batch {
 		if pp.src == trainer.SourceEvents {

@@ -193,9 +193,11 @@ func (lt *lineTimes) at(end int64) time.Time {
 			}
 		}
 	}
-	t := time.Now()
+	var t time.Time
 	if len(lt.recs) > 0 {
 		t = lt.recs[0].Time
+	} else {
+		t = time.Now() // not once per line of a log the index covers
 	}
 	if t.Before(lt.last) {
 		t = lt.last
