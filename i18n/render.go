@@ -151,6 +151,10 @@ var (
 	FitLine       = Def(Msg{Key: "fit.line", EN: "peak = %s + %s × %s (R² %.4f, %d runs)\n", ZH: "峰值 = %s + %s × %s（R² %.4f，%d 次训练）\n"})
 	FitLimit      = Def(Msg{Key: "fit.limit", EN: "limit %s (%s), %.0f %% kept free: %s\n", ZH: "上限 %s（%s），留出 %.0f %% 空余：%s\n"})
 	FitNoAnswer   = Def(Msg{Key: "fit.no_answer", EN: "❔ no answer: %s", ZH: "❔ 算不出来：%s"})
+	FitWithin     = Def(Msg{Key: "fit.within", EN: "within the values tried (the largest: %s=%s)\n", ZH: "在试过的取值之内（最大 %s=%s）\n"})
+	FitExtrap     = Def(Msg{Key: "fit.extrapolated", EN: "extrapolated %[1]s× past the largest value tried (%[2]s=%[3]s); a fit goes at most %[4]s× past it\n", ZH: "外推到试过的最大值（%[2]s=%[3]s）的 %[1]s 倍；最多外推 %[4]s 倍\n"})
+	FitCapExtrap  = Def(Msg{Key: "fit.cap_extrapolation", EN: "the line alone says %s=%d: held at %s× the largest value tried\n", ZH: "单看直线可到 %s=%d：只取到试过的最大值的 %s 倍\n"})
+	FitCapMax     = Def(Msg{Key: "fit.cap_max", EN: "the line alone says %s=%d: held at the parameter's max, %s\n", ZH: "单看直线可到 %s=%d：以参数上限 %s 为准\n"})
 	FitAdvice     = Def(Msg{Key: "fit.advice", EN: "%s=%d should fit: predicted %s of %s, from runs %s", ZH: "%s=%d 应该放得下：预计 %s / %s，依据训练 %s"})
 )
 
@@ -170,6 +174,22 @@ var (
 	CmpVsFinal  = Def(Msg{Key: "compare.vs_final", EN: "final %s %s", ZH: "最终 %s %s"})
 	CmpVs       = Def(Msg{Key: "compare.vs", EN: "#%d vs #%d: %s\n", ZH: "#%d 对比 #%d：%s\n"})
 	ListSep     = Def(Msg{Key: "list.sep", EN: ", ", ZH: "，"})
+)
+
+// 对比 of runs that are not finished: their time is compared per step and
+// as a projected total, never as the time so far.
+var (
+	CmpNotDone     = Def(Msg{Key: "compare.not_done", EN: " · not finished", ZH: " · 未跑完"})
+	CmpNotDoneAt   = Def(Msg{Key: "compare.not_done_at", EN: " · not finished, at step %d", ZH: " · 未跑完（第 %d 步）"})
+	CmpNotDoneOf   = Def(Msg{Key: "compare.not_done_of", EN: " · not finished, at step %d of %d", ZH: " · 未跑完（第 %d 步，共 %d 步）"})
+	CmpNotDoneNote = Def(Msg{Key: "compare.not_done_note", EN: "Not finished: %s. Their time is compared per step and as a projected total, never as the time so far.\n", ZH: "未跑完：%s。用时按每步用时和预计总用时对比，不拿已用时比。\n"})
+	CmpTimeSoFar   = Def(Msg{Key: "compare.time_so_far", EN: "time %s so far", ZH: "已用时 %s"})
+	CmpProjected   = Def(Msg{Key: "compare.projected", EN: "projected total %s", ZH: "预计总用时 %s"})
+	CmpPerStep     = Def(Msg{Key: "compare.per_step", EN: "%s s/step", ZH: "每步 %s 秒"})
+	CmpVsPerStep   = Def(Msg{Key: "compare.vs_per_step", EN: "time per step %s", ZH: "每步用时 %s"})
+	CmpVsProjected = Def(Msg{Key: "compare.vs_projected", EN: "projected total time %s", ZH: "预计总用时 %s"})
+	CmpLatest      = Def(Msg{Key: "compare.latest", EN: "  %s latest %s%s · best %s%s\n", ZH: "  %s 当前 %s%s · 最佳 %s%s\n"})
+	CmpVsLatest    = Def(Msg{Key: "compare.vs_latest", EN: "latest %s %s", ZH: "当前 %s %s"})
 )
 
 // What 对比 says when there is nothing to compare.

@@ -411,7 +411,7 @@ func (s Status) Brief() string {
 		parts = append(parts, "no step yet")
 	}
 	if m, ok := s.Loss(); ok {
-		parts = append(parts, fmt.Sprintf("%s %s", m.Name, units.Value(m.Value)))
+		parts = append(parts, fmt.Sprintf("%s %s", m.Name, units.Metric(m.Name, m.Value)))
 	}
 	parts = append(parts, "running for "+units.Duration(s.Elapsed))
 	return strings.Join(parts, ", ")

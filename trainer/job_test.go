@@ -288,3 +288,21 @@ func TestSlurmGPURequest(t *testing.T) {
 		t.Errorf("gpus=1 over slurm.gpus a100:2: %+v, want the type kept", o)
 	}
 }
+
+// A parameter's description writes an int's bounds as ints (it wrote
+// "steps: int 1..1e+07") and a float's as the shortest exact number.
+func TestDescribeBounds(t *testing.T) {
+	lo, hi, tiny, big := 1.0, 1e7, 1e-6, 10.0
+	for _, c := range []struct {
+		p    ParamSpec
+		want string
+	}{
+		{ParamSpec{Type: ParamInt, Min: &lo, Max: &hi, Default: "1500", HasDefault: true}, "int 1..10000000, default 1500"},
+		{ParamSpec{Type: ParamFloat, Min: &tiny, Max: &big, Default: "0.01", HasDefault: true}, "float 1e-06..10, default 0.01"},
+		{ParamSpec{Type: ParamInt, Max: &hi}, "int ≤ 10000000, required"},
+	} {
+		if got := c.p.Describe(); got != c.want {
+			t.Errorf("Describe() = %q, want %q", got, c.want)
+		}
+	}
+}

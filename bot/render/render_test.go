@@ -109,3 +109,21 @@ func TestOOMSummaryInBothLanguages(t *testing.T) {
 		t.Errorf("zh %q,\nwant %q", got, want)
 	}
 }
+
+// A byte-valued metric reads in binary units in 状态, the live progress and
+// the end report (the same metrics line), as the memory lines do: 状态 showed "memory 2.517e+08".
+func TestByteMetricsInBinaryUnits(t *testing.T) {
+	st := trainer.Status{Run: &trainer.Run{ID: 3, Job: "mnist"}, Elapsed: time.Minute,
+		Progress: logparse.Progress{Step: 100, TotalSteps: 1000, Epoch: math.NaN()},
+		Last:     []trainer.Metric{{Name: "loss", Value: 0.25}, {Name: "memory", Value: 2.517e8}, {Name: "mem_mb", Value: 2400}}}
+	for what, text := range map[string]string{
+		"status": StatusText(i18n.ZhEn, st),
+	} {
+		if !strings.Contains(text, "memory 240.04 MiB") || strings.Contains(text, "2.517e+08") {
+			t.Errorf("%s: %q, want memory 240.04 MiB", what, text)
+		}
+		if strings.Contains(text, "mem_mb") && !strings.Contains(text, "mem_mb 2400.0000") {
+			t.Errorf("%s: %q: mem_mb is megabytes, not bytes", what, text)
+		}
+	}
+}
