@@ -48,6 +48,11 @@ func BenchmarkSupervisionOverhead(b *testing.B) {
 				dir := b.TempDir()
 				own := filepath.Join(dir, "own")
 				argv := childCommand("cpuprint", overheadLines, work, "", own)
+				if cpu := os.Getenv("TRAINBOT_BENCH_CHILD_CPU"); cpu != "" {
+					// Pinned (bench/supervise.sh): the child on its own core, for
+					// both runs; the bot and its shim stay where this process is.
+					argv = append([]string{"taskset", "-c", cpu}, argv...)
+				}
 				f, err := os.Create(filepath.Join(dir, "out.log"))
 				if err != nil {
 					b.Fatal(err)
