@@ -363,10 +363,8 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin) (err error
 		}()
 	}
 	// Many rows per statement: the per-statement cost dominates otherwise.
-	var full *sql.Stmt
 	args := make([]any, 0, rowsPerInsert*8)
-	for start := 0; start < len(batch); start += rowsPerInsert {
-		end := min(start+rowsPerInsert, len(batch))
+	err = execInChunks(ctx, tx, len(batch), rowsPerInsert, insertMetrics, func(start, end int) []any {
 		args = args[:0]
 		for i := start; i < end; i++ {
 			pp := batch[i]
@@ -383,21 +381,10 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin) (err error
 			}
 			args = append(args, pp.run, ids[i], pp.p.Step, seqs[i], epoch, value, pp.t, src)
 		}
-		n := end - start
-		if n == rowsPerInsert {
-			if full == nil {
-				if full, err = tx.PrepareContext(ctx, insertMetrics(rowsPerInsert)); err != nil {
-					return err
-				}
-				defer full.Close()
-			}
-			_, err = full.ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, insertMetrics(n), args...)
-		}
-		if err != nil {
-			return fmt.Errorf("insert points: %w", err)
-		}
+		return args
+	})
+	if err != nil {
+		return fmt.Errorf("insert points: %w", err)
 	}
 	for _, o := range offsets {
 		if o.eventFile != "" {
@@ -415,19 +402,42 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin) (err error
 	return err
 }
 
+// execInChunks runs the statement stmt(rows) for rows [0, n) in chunks of
+// per rows, each with the arguments args(start, end); the statement of a
+// whole chunk is prepared once.
+func execInChunks(ctx context.Context, tx *sql.Tx, n, per int, stmt func(rows int) string, args func(start, end int) []any) error {
+	var full *sql.Stmt
+	for start := 0; start < n; start += per {
+		end := min(start+per, n)
+		var err error
+		if end-start == per {
+			if full == nil {
+				if full, err = tx.PrepareContext(ctx, stmt(per)); err != nil {
+					return err
+				}
+				defer full.Close()
+			}
+			_, err = full.ExecContext(ctx, args(start, end)...)
+		} else {
+			_, err = tx.ExecContext(ctx, stmt(end-start), args(start, end)...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // rowsPerInsert is how many points one INSERT statement carries.
 const rowsPerInsert = 200
 
 func insertMetrics(rows int) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO metrics(run_id, name_id, step, seq, epoch, value, t, src) VALUES ")
-	for i := 0; i < rows; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?,?,?,?)")
-	}
-	return b.String()
+	return "INSERT INTO metrics(run_id, name_id, step, seq, epoch, value, t, src) VALUES " + repeatTuple("(?,?,?,?,?,?,?,?)", rows)
+}
+
+// repeatTuple is rows copies of tuple, comma-separated.
+func repeatTuple(tuple string, rows int) string {
+	return strings.TrimSuffix(strings.Repeat(tuple+",", rows), ",")
 }
 
 // pointKey is a metric's step in a run.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/trainbot/trainbot/trainer"
 )
@@ -155,42 +154,20 @@ const rowsPerDelete = 200
 
 // deleteRows deletes a metric's rows by key, many per statement.
 func deleteRows(ctx context.Context, tx *sql.Tx, run, nameID int64, keys [][2]int64) error {
-	var full *sql.Stmt
 	args := make([]any, 0, 2+2*rowsPerDelete)
-	for start := 0; start < len(keys); start += rowsPerDelete {
-		end := min(start+rowsPerDelete, len(keys))
+	err := execInChunks(ctx, tx, len(keys), rowsPerDelete, deleteMetrics, func(start, end int) []any {
 		args = append(args[:0], run, nameID)
 		for _, k := range keys[start:end] {
 			args = append(args, k[0], k[1])
 		}
-		var err error
-		if n := end - start; n == rowsPerDelete {
-			if full == nil {
-				if full, err = tx.PrepareContext(ctx, deleteMetrics(rowsPerDelete)); err != nil {
-					return err
-				}
-				defer full.Close()
-			}
-			_, err = full.ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, deleteMetrics(n), args...)
-		}
-		if err != nil {
-			return fmt.Errorf("delete thinned points: %w", err)
-		}
+		return args
+	})
+	if err != nil {
+		return fmt.Errorf("delete thinned points: %w", err)
 	}
 	return nil
 }
 
 func deleteMetrics(rows int) string {
-	var b strings.Builder
-	b.WriteString("DELETE FROM metrics WHERE run_id = ? AND name_id = ? AND (step, seq) IN (VALUES ")
-	for i := 0; i < rows; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?)")
-	}
-	b.WriteString(")")
-	return b.String()
+	return "DELETE FROM metrics WHERE run_id = ? AND name_id = ? AND (step, seq) IN (VALUES " + repeatTuple("(?,?)", rows) + ")"
 }
