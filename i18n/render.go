@@ -89,6 +89,9 @@ var (
 	PeakBeforeCrash = Def(Msg{Key: "oom.peak_before", EN: "\npeak before the crash: %s", ZH: "\n崩溃前的峰值：%s"})
 	PeakGPU         = Def(Msg{Key: "oom.peak_gpu", EN: "GPU %s", ZH: "显存 %s"})
 	PeakHost        = Def(Msg{Key: "oom.peak_host", EN: "host %s", ZH: "内存 %s"})
+	OOMHitHost      = Def(Msg{Key: "oom.hit_host", EN: "💥 run #%d (%s) ran out of host memory: %s", ZH: "💥 训练 #%d（%s）内存不足：%s"})
+	AdviceNoHalf    = Def(Msg{Key: "oom.no_half", EN: "halving the batch cannot help: half of %s is still more than the %s there is. Look for what asks for so much%s (a shape, sequence length or vocabulary far larger than meant; a whole dataset loaded at once), load or stream the data in parts, or run it on a machine with that much memory", ZH: "减半 batch 也没用：%s 的一半仍然超过总共的 %s。找找是什么要了这么多内存%s（形状、序列长度或词表比预想的大得多，或一次把整个数据集读进内存），改成分批加载或流式读取，或者换一台有这么多内存的机器"})
+	AdviceAtFrame   = Def(Msg{Key: "oom.at_frame", EN: " at %s", ZH: "（%s）"})
 	AdviceTooLarge  = Def(Msg{Key: "oom.too_large", EN: "the allocation alone (%s) is larger than the whole GPU (%s): look for a tensor that is far too large (sequence length, image size, vocabulary)", ZH: "单次分配（%s）就比整张显卡（%s）还大：找找哪个张量大得离谱（序列长度、图像尺寸、词表）"})
 	AdviceFit       = Def(Msg{Key: "oom.fit", EN: "a smaller batch: %s: %s", ZH: "减小 batch：%s：%s"})
 	AdviceHalf      = Def(Msg{Key: "oom.half", EN: "a smaller batch: %s", ZH: "减小 batch：%s"})
@@ -130,6 +133,8 @@ var (
 	OOMFreeOf     = Def(Msg{Key: "oom.free_of", EN: "%s free of %s", ZH: "剩余 %s，共 %s"})
 	OOMFree       = Def(Msg{Key: "oom.free", EN: "%s free", ZH: "剩余 %s"})
 	OOMTotal      = Def(Msg{Key: "oom.total", EN: "%s total", ZH: "共 %s"})
+	OOMAllocated  = Def(Msg{Key: "oom.allocated", EN: "%s already allocated by PyTorch", ZH: "PyTorch 已分配 %s"})
+	OOMAtFrame    = Def(Msg{Key: "oom.at", EN: " (at %s)", ZH: "（出错位置 %s）"})
 	OOMReserved   = Def(Msg{Key: "oom.reserved", EN: "%s reserved by PyTorch but unallocated", ZH: "PyTorch 保留但未分配 %s"})
 )
 

@@ -97,6 +97,7 @@ type active struct {
 	nanW         *nanWatch  // NaN or Inf losses in a row
 	nanStreak    *NaNStreak // the streak of the NaN alert, nil before one
 	oom          *OOM
+	frame        string // the innermost frame of the user's code in the traceback being printed ("train.py:28")
 	stall        stallWatch
 	stopReq      *stopRequest  // the first stop asked of this trainbot
 	oomAtStop    *OOM          // the run had run out of memory when the stop came
