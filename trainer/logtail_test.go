@@ -31,7 +31,7 @@ func TestLogTailCutsLinesAtEveryReadSplit(t *testing.T) {
 		}
 		lt.buf = make([]byte, chunk)
 		var lines []got
-		fn := func(l line) { lines = append(lines, got{l.text, l.end, l.cr}) }
+		fn := func(l line) { lines = append(lines, got(l)) }
 		if _, err := lt.read(len(text)+chunk, fn); err != nil {
 			t.Fatal(err)
 		}
