@@ -19,8 +19,19 @@ const oldNonFiniteAbove = 1000
 
 // thinNonFinite deletes the NaN and ±Inf points of a metric that are not
 // the first or the last of their kind in their bucket: the non-finite half
-// of thinMetrics.
+// of thinDrops.
 const thinNonFinite = `DELETE FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND (step, seq) IN (` + nonFiniteToThin + `)`
+
+// nonFiniteToThin selects the NaN and ±Inf points of a metric (?1 the run,
+// ?2 the name) that are not the first or the last (by step, seq) of their
+// kind (NaN, +Inf, -Inf) in their bucket of width ?3.
+const nonFiniteToThin = `SELECT step, seq FROM (
+		SELECT step, seq, row_number() OVER k AS f, count(*) OVER (k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n
+		FROM (SELECT step, seq, CASE WHEN value IS NULL THEN 0 WHEN value > 0 THEN 1 ELSE 2 END AS kind,
+				CASE WHEN step >= 0 THEN step / ?3 ELSE (step + 1) / ?3 - 1 END AS b
+			FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND (value IS NULL OR abs(value) >= 9e999))
+		WINDOW k AS (PARTITION BY b, kind ORDER BY step, seq))
+	WHERE f > 1 AND f < n`
 
 // thinOldNonFinite thins, once per database, the NaN and ±Inf points that
 // runs recorded by earlier versions stored one per step (a run that

@@ -33,8 +33,11 @@ type pendingPoint struct {
 // droppedMsg is logged when points start to be dropped.
 const droppedMsg = "metric points dropped: the write queue is full (the disk is slow or stuck); the run logs still have them"
 
-// batchSize is the most points written in one transaction.
-const batchSize = 5000
+// batchSize is the most points written in one transaction, and the queue
+// length at which the writer is woken before its next tick: below it,
+// points wait up to FlushEvery, so that the thinning of a burst (10⁶
+// lines in a second) is decided on the queue, before SQLite (thin.go).
+const batchSize = 100_000
 
 // AddPoints queues points for the background writer; it never waits for the
 // disk. When the queue is full (the disk is stuck), points are dropped,
@@ -60,7 +63,7 @@ func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 	if started {
 		s.log.Warn(droppedMsg, "run", runID, "queued", n)
 	}
-	if n >= batchSize {
+	if n >= s.batchSize {
 		select {
 		case s.kick <- struct{}{}:
 		default:
@@ -158,12 +161,13 @@ func (s *Store) writer(ctx context.Context, every time.Duration) {
 	}
 }
 
-// writeQueued writes everything queued, in batches, and runs each thinning
-// once the points queued before it are written. A batch that failed
-// because the disk is full or failing, the database is busy or its file was
-// replaced goes back to the head of the queue, to be tried again on the
-// next tick; any other failing batch or thinning is logged and dropped, so
-// that one bad write never wedges the queue.
+// writeQueued writes everything queued, in batches, and does each thinning
+// in the transaction of the batch that holds the last point queued before
+// it. A batch that failed because the disk is full or failing, the
+// database is busy or its file was replaced goes back to the head of the
+// queue (with its thinnings), to be tried again on the next tick; any
+// other failing batch is logged and dropped, so that one bad write never
+// wedges the queue.
 func (s *Store) writeQueued() error {
 	var firstErr error
 	fail := func(err error) {
@@ -174,9 +178,9 @@ func (s *Store) writeQueued() error {
 	for {
 		s.pmu.Lock()
 		batch := s.pending
-		if len(batch) > batchSize {
-			batch = batch[:batchSize:batchSize]
-			s.pending = append([]pendingPoint(nil), s.pending[batchSize:]...)
+		if len(batch) > s.batchSize {
+			batch = batch[:s.batchSize:s.batchSize]
+			s.pending = append([]pendingPoint(nil), s.pending[s.batchSize:]...)
 		} else {
 			s.pending = nil
 		}
@@ -184,26 +188,7 @@ func (s *Store) writeQueued() error {
 		recovered := len(batch) == 0 && s.dropping
 		s.dropping = s.dropping && !recovered
 		dropped := s.dropped
-		s.pmu.Unlock()
-		if recovered {
-			s.log.Warn("metric points are queued again", "dropped", dropped)
-		}
-		if len(batch) > 0 {
-			err := s.writeBatch(batch)
-			s.health.note(err)
-			if err != nil && retryable(err) {
-				s.requeue(batch, err)
-				return fmt.Errorf("write metric points: %w", err)
-			}
-			if err != nil {
-				s.log.Error("write metric points", "points", len(batch), "err", err)
-				fail(err)
-			} else if s.retrying {
-				s.retrying = false
-				s.log.Info("metric points written again")
-			}
-		}
-		s.pmu.Lock()
+		// The thinnings due once this batch is written are done with it.
 		var thins []pendingThin
 		s.thins = slices.DeleteFunc(s.thins, func(th pendingThin) bool {
 			if th.after <= s.taken {
@@ -213,10 +198,22 @@ func (s *Store) writeQueued() error {
 			return false
 		})
 		s.pmu.Unlock()
-		for _, th := range thins {
-			if err := s.thinPoints(th); err != nil {
-				s.log.Error("thin metric points", "run", th.run, "metric", th.name, "width", th.width, "err", err)
+		if recovered {
+			s.log.Warn("metric points are queued again", "dropped", dropped)
+		}
+		if len(batch) > 0 || len(thins) > 0 {
+			err := s.writeBatch(batch, thins)
+			s.health.note(err)
+			if err != nil && retryable(err) {
+				s.requeue(batch, thins, err)
+				return fmt.Errorf("write metric points: %w", err)
+			}
+			if err != nil {
+				s.log.Error("write metric points", "points", len(batch), "thinnings", len(thins), "err", err)
 				fail(err)
+			} else if s.retrying {
+				s.retrying = false
+				s.log.Info("metric points written again")
 			}
 		}
 		if len(batch) == 0 {
@@ -228,10 +225,11 @@ func (s *Store) writeQueued() error {
 // requeue puts a batch that could not be written back at the head of the
 // queue. Beyond MaxPending the newest points are dropped and counted, as
 // AddPoints drops them.
-func (s *Store) requeue(batch []pendingPoint, err error) {
+func (s *Store) requeue(batch []pendingPoint, thins []pendingThin, err error) {
 	s.pmu.Lock()
 	s.taken -= int64(len(batch)) // not written: thinnings after it wait for it
 	s.pending = append(batch, s.pending...)
+	s.thins = append(thins, s.thins...)
 	over := len(s.pending) - s.maxPending
 	started := false
 	if over > 0 {
@@ -262,9 +260,10 @@ type pendingThin struct {
 // ThinPoints queues the thinning of a metric's stored points to buckets of
 // width steps (trainer.Recorder): of each bucket only the first, minimum,
 // maximum and last finite points stay, and the first and last NULL (NaN),
-// +Inf and -Inf values. It runs once the points queued before it are
-// written. A thinning of the same metric that is still queued is merged
-// into this one.
+// +Inf and -Inf values (thinDrops). It is done in the transaction that
+// writes the points queued before it, over those and the points stored
+// (what it drops of the batch is not written). A thinning of the same
+// metric that is still queued is merged into this one.
 func (s *Store) ThinPoints(runID int64, name string, width int64) {
 	if width <= 1 {
 		width = 1
@@ -280,47 +279,9 @@ func (s *Store) ThinPoints(runID int64, name string, width int64) {
 	s.thins = append(s.thins, pendingThin{run: runID, name: name, width: width, after: s.queued})
 }
 
-// thinPoints deletes, in one statement, every finite point of a metric that
-// is not the first or the last (by step, seq) or the minimum or the maximum
-// (by value, then step, seq: the first of equal minima, the last of equal
-// maxima) of its bucket floor(step/width), and every NaN, +Inf or -Inf
-// point that is not the first or the last of its kind in its bucket.
-func (s *Store) thinPoints(th pendingThin) error {
-	ctx := context.Background()
-	id, err := s.nameID(ctx, th.name)
-	if err != nil {
-		return err
-	}
-	_, err = s.w.ExecContext(ctx, thinMetrics, th.run, id, th.width)
-	return err
-}
-
-// thinMetrics ranks each bucket's finite points twice, by step and by value
-// (two window orders: each costs a sort, so there are no more), and its
-// non-finite ones by kind and step (nonFiniteToThin); NULL is NaN, and
-// 9e999 is +Inf to SQLite.
-const thinMetrics = `DELETE FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND (step, seq) IN (
-	SELECT step, seq FROM (
-		SELECT step, seq, row_number() OVER s AS f, count(*) OVER (s ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n,
-			row_number() OVER v AS r
-		FROM (SELECT step, seq, value, CASE WHEN step >= 0 THEN step / ?3 ELSE (step + 1) / ?3 - 1 END AS b
-			FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND value IS NOT NULL AND abs(value) < 9e999)
-		WINDOW s AS (PARTITION BY b ORDER BY step, seq), v AS (PARTITION BY b ORDER BY value, step, seq))
-	WHERE f > 1 AND f < n AND r > 1 AND r < n
-	UNION ALL ` + nonFiniteToThin + `)`
-
-// nonFiniteToThin selects the NaN and ±Inf points of a metric (?1 the run,
-// ?2 the name) that are not the first or the last (by step, seq) of their
-// kind (NaN, +Inf, -Inf) in their bucket of width ?3.
-const nonFiniteToThin = `SELECT step, seq FROM (
-		SELECT step, seq, row_number() OVER k AS f, count(*) OVER (k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n
-		FROM (SELECT step, seq, CASE WHEN value IS NULL THEN 0 WHEN value > 0 THEN 1 ELSE 2 END AS kind,
-				CASE WHEN step >= 0 THEN step / ?3 ELSE (step + 1) / ?3 - 1 END AS b
-			FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND (value IS NULL OR abs(value) >= 9e999))
-		WINDOW k AS (PARTITION BY b, kind ORDER BY step, seq))
-	WHERE f > 1 AND f < n`
-
-func (s *Store) writeBatch(batch []pendingPoint) (err error) {
+// writeBatch writes a batch of points and offsets, and does the thinnings
+// due with it, in one transaction.
+func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin) (err error) {
 	ctx := context.Background()
 	// Name ids first, outside the points transaction (one connection).
 	var offsets []pendingPoint
@@ -341,6 +302,15 @@ func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 		}
 		ids[i] = id
 	}
+	widths := map[[2]int64]int64{} // the thinnings by (run, name id): merged, the widest
+	for _, th := range thins {
+		id, err := s.nameID(ctx, th.name)
+		if err != nil {
+			return err
+		}
+		k := [2]int64{th.run, id}
+		widths[k] = max(widths[k], th.width)
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -348,6 +318,35 @@ func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 	defer tx.Rollback()
 	if batch, ids, err = mergeSources(ctx, tx, batch, ids); err != nil {
 		return err
+	}
+	// The seqs in arrival order, then the thinnings (which may drop points
+	// of the batch): what stays is written with the seq it had.
+	seqs := make([]int64, len(batch))
+	for i := range batch {
+		s.seq++
+		seqs[i] = s.seq
+	}
+	if len(widths) > 0 {
+		idx := map[[2]int64][]int{}
+		for i, pp := range batch {
+			if k := [2]int64{pp.run, ids[i]}; widths[k] > 0 {
+				idx[k] = append(idx[k], i)
+			}
+		}
+		drop := make([]bool, len(batch))
+		for k, w := range widths {
+			if err := thinInTx(ctx, tx, k[0], k[1], w, batch, seqs, idx[k], drop); err != nil {
+				return fmt.Errorf("thin metric points: %w", err)
+			}
+		}
+		keep := 0
+		for i := range batch {
+			if !drop[i] {
+				batch[keep], ids[keep], seqs[keep] = batch[i], ids[i], seqs[i]
+				keep++
+			}
+		}
+		batch, ids, seqs = batch[:keep], ids[:keep], seqs[:keep]
 	}
 	for i, pp := range batch {
 		key := [2]int64{pp.run, ids[i]}
@@ -364,10 +363,8 @@ func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 		}()
 	}
 	// Many rows per statement: the per-statement cost dominates otherwise.
-	var full *sql.Stmt
 	args := make([]any, 0, rowsPerInsert*8)
-	for start := 0; start < len(batch); start += rowsPerInsert {
-		end := min(start+rowsPerInsert, len(batch))
+	err = execInChunks(ctx, tx, len(batch), rowsPerInsert, insertMetrics, func(start, end int) []any {
 		args = args[:0]
 		for i := start; i < end; i++ {
 			pp := batch[i]
@@ -378,28 +375,16 @@ func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 			if !math.IsNaN(pp.p.Value) {
 				value = pp.p.Value
 			}
-			s.seq++
 			src := 0
 			if pp.src == trainer.SourceEvents {
 				src = 1
 			}
-			args = append(args, pp.run, ids[i], pp.p.Step, s.seq, epoch, value, pp.t, src)
+			args = append(args, pp.run, ids[i], pp.p.Step, seqs[i], epoch, value, pp.t, src)
 		}
-		n := end - start
-		if n == rowsPerInsert {
-			if full == nil {
-				if full, err = tx.PrepareContext(ctx, insertMetrics(rowsPerInsert)); err != nil {
-					return err
-				}
-				defer full.Close()
-			}
-			_, err = full.ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, insertMetrics(n), args...)
-		}
-		if err != nil {
-			return fmt.Errorf("insert points: %w", err)
-		}
+		return args
+	})
+	if err != nil {
+		return fmt.Errorf("insert points: %w", err)
 	}
 	for _, o := range offsets {
 		if o.eventFile != "" {
@@ -417,19 +402,42 @@ func (s *Store) writeBatch(batch []pendingPoint) (err error) {
 	return err
 }
 
+// execInChunks runs the statement stmt(rows) for rows [0, n) in chunks of
+// per rows, each with the arguments args(start, end); the statement of a
+// whole chunk is prepared once.
+func execInChunks(ctx context.Context, tx *sql.Tx, n, per int, stmt func(rows int) string, args func(start, end int) []any) error {
+	var full *sql.Stmt
+	for start := 0; start < n; start += per {
+		end := min(start+per, n)
+		var err error
+		if end-start == per {
+			if full == nil {
+				if full, err = tx.PrepareContext(ctx, stmt(per)); err != nil {
+					return err
+				}
+				defer full.Close()
+			}
+			_, err = full.ExecContext(ctx, args(start, end)...)
+		} else {
+			_, err = tx.ExecContext(ctx, stmt(end-start), args(start, end)...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // rowsPerInsert is how many points one INSERT statement carries.
 const rowsPerInsert = 200
 
 func insertMetrics(rows int) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO metrics(run_id, name_id, step, seq, epoch, value, t, src) VALUES ")
-	for i := 0; i < rows; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?,?,?,?)")
-	}
-	return b.String()
+	return "INSERT INTO metrics(run_id, name_id, step, seq, epoch, value, t, src) VALUES " + repeatTuple("(?,?,?,?,?,?,?,?)", rows)
+}
+
+// repeatTuple is rows copies of tuple, comma-separated.
+func repeatTuple(tuple string, rows int) string {
+	return strings.TrimSuffix(strings.Repeat(tuple+",", rows), ",")
 }
 
 // pointKey is a metric's step in a run.
@@ -442,6 +450,9 @@ type pointKey struct{ run, name, step int64 }
 // where an event file's point of its step is stored or in the batch.
 // Output points of metrics without event files cost nothing here.
 func mergeSources(ctx context.Context, tx *sql.Tx, batch []pendingPoint, ids []int64) ([]pendingPoint, []int64, error) {
+	if !slices.ContainsFunc(batch, func(pp pendingPoint) bool { return pp.src != trainer.SourceOutput }) {
+		return batch, ids, nil
+	}
 	events := map[pointKey]bool{}
 	for i, pp := range batch {
 		if pp.src == trainer.SourceEvents {

@@ -71,13 +71,14 @@ type Store struct {
 	// past anything an earlier one wrote (no process writes a point per
 	// nanosecond), so (run, name, step, seq) stays unique and in arrival
 	// order without scanning the table for its maximum at start-up.
-	seq     int64
-	kick    chan struct{}
-	flushes chan chan error
-	stopped chan struct{} // closed when the writer has returned
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	closed  bool
+	seq       int64
+	batchSize int // batchSize, smaller in tests
+	kick      chan struct{}
+	flushes   chan chan error
+	stopped   chan struct{} // closed when the writer has returned
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closed    bool
 
 	retrying bool    // a batch of points went back to the queue; owned by the writer
 	health   *health // what the writes say, and whether trainbot.db is still the file opened
@@ -210,7 +211,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Store{w: writeDB{DB: w, h: h}, r: r, log: opts.Logger, health: h, maxPending: opts.MaxPending, runNames: map[[2]int64]bool{},
+	s := &Store{w: writeDB{DB: w, h: h}, r: r, log: opts.Logger, health: h, maxPending: opts.MaxPending, batchSize: batchSize, runNames: map[[2]int64]bool{},
 		sampleBuckets: int64(opts.SampleBuckets), seq: time.Now().UnixNano(), keepSamples: opts.KeepSamples, keepAudit: opts.KeepAudit, maxRefused: int64(opts.MaxRefused),
 		kick: make(chan struct{}, 1), flushes: make(chan chan error), stopped: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)

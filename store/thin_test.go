@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -231,9 +232,10 @@ func TestThinPointsRunsAfterThePointsBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	s.batchSize = 5000
 	run := newRun(t, s)
 	var pts []logparse.Point
-	for i := range int64(2*batchSize + 1) {
+	for i := range int64(2*s.batchSize + 1) {
 		pts = append(pts, logparse.Point{Step: i, Epoch: math.NaN(), Name: "loss", Value: noise(i)})
 	}
 	s.AddPoints(run, timed(time.Now(), pts...))
@@ -271,5 +273,127 @@ func BenchmarkThinPoints(b *testing.B) {
 		if err := s.Flush(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// thinMetricsSQL is the statement the store thinned with before #35 (the
+// rule in SQL, window functions over the metric's rows): the reference
+// thinDrops is checked against.
+const thinMetricsSQL = `DELETE FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND (step, seq) IN (
+	SELECT step, seq FROM (
+		SELECT step, seq, row_number() OVER s AS f, count(*) OVER (s ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n,
+			row_number() OVER v AS r
+		FROM (SELECT step, seq, value, CASE WHEN step >= 0 THEN step / ?3 ELSE (step + 1) / ?3 - 1 END AS b
+			FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND value IS NOT NULL AND abs(value) < 9e999)
+		WINDOW s AS (PARTITION BY b ORDER BY step, seq), v AS (PARTITION BY b ORDER BY value, step, seq))
+	WHERE f > 1 AND f < n AND r > 1 AND r < n
+	UNION ALL ` + nonFiniteToThin + `)`
+
+// stepValues is a metric's stored (step, value) pairs in (step, seq) order.
+func stepValues(t *testing.T, s *Store, run int64, name string) [][2]float64 {
+	t.Helper()
+	var out [][2]float64
+	for _, k := range stored(t, s, run, name) {
+		out = append(out, [2]float64{float64(k.step), k.v})
+	}
+	return out
+}
+
+// The thinning decided in Go keeps exactly the rows the SQL statement kept,
+// whether the points were all stored before it or partly still queued (the
+// batch's part is then never written): random series with ties, repeated
+// steps, a step counter that goes back, negative steps, NaN and ±Inf.
+func TestThinInGoKeepsWhatTheSQLKept(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	for c := range 12 {
+		r := rand.New(rand.NewPCG(uint64(c), 35))
+		n := 200 + r.IntN(3000)
+		width := []int64{1, 2, 10, 20, 100}[c%5]
+		pts := make([]logparse.Point, 0, n)
+		step := int64(r.IntN(50)) - 25
+		for range n {
+			switch x := r.IntN(20); {
+			case x == 0:
+				step -= int64(r.IntN(300)) // the counter goes back
+			case x < 4: // the same step again
+			default:
+				step += int64(1 + r.IntN(4))
+			}
+			v := float64(r.IntN(8)) / 4 // many ties
+			switch x := r.IntN(30); {
+			case x == 0:
+				v = math.NaN()
+			case x == 1:
+				v = math.Inf(1)
+			case x == 2:
+				v = math.Inf(-1)
+			case x < 10:
+				v = r.Float64()
+			}
+			pts = append(pts, logparse.Point{Step: step, Epoch: math.NaN(), Name: "loss", Value: v})
+		}
+		sqlRun, goRun, splitRun := newRun(t, s), newRun(t, s), newRun(t, s)
+		for _, run := range []int64{sqlRun, goRun} {
+			s.AddPoints(run, timed(time.Now(), pts...))
+		}
+		half := n / 2
+		s.AddPoints(splitRun, timed(time.Now(), pts[:half]...))
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		id, err := s.nameID(ctx, "loss")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.w.ExecContext(ctx, thinMetricsSQL, sqlRun, id, width); err != nil {
+			t.Fatal(err)
+		}
+		s.ThinPoints(goRun, "loss", width)
+		s.AddPoints(splitRun, timed(time.Now(), pts[half:]...))
+		s.ThinPoints(splitRun, "loss", width)
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := stepValues(t, s, sqlRun, "loss")
+		if len(want) == n && width > 2 {
+			t.Fatalf("case %d: the SQL thinned nothing: a case that tests nothing", c)
+		}
+		same := func(a, b [][2]float64) bool {
+			return slices.EqualFunc(a, b, func(x, y [2]float64) bool {
+				return x[0] == y[0] && (x[1] == y[1] || math.IsNaN(x[1]) && math.IsNaN(y[1]))
+			})
+		}
+		for _, k := range []struct {
+			what string
+			run  int64
+		}{{"all stored", goRun}, {"half queued", splitRun}} {
+			if got := stepValues(t, s, k.run, "loss"); !same(got, want) {
+				t.Errorf("case %d (%d points, width %d), %s: kept %d rows, the SQL kept %d", c, n, width, k.what, len(got), len(want))
+			}
+		}
+	}
+}
+
+// thinDrops is the rule on its own: in each bucket the first and last by
+// (step, seq), the first of equal minima and the last of equal maxima, and
+// the first and last of each non-finite kind stay.
+func TestThinDrops(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	rows := []thinRow{
+		{step: 0, seq: 1, value: 3}, {step: 1, seq: 2, value: 1}, {step: 2, seq: 3, value: 1}, {step: 3, seq: 4, value: 5},
+		{step: 4, seq: 5, value: 5}, {step: 5, seq: 6, value: 2}, {step: 6, seq: 7, value: 4},
+		{step: 6, seq: 8, value: nan}, {step: 7, seq: 9, value: nan}, {step: 8, seq: 10, value: nan},
+		{step: 8, seq: 11, value: inf}, {step: 9, seq: 12, value: -inf}, {step: 9, seq: 13, value: 2},
+		{step: 10, seq: 14, value: 7}, // the next bucket: alone, kept
+	}
+	var got []int64
+	for _, r := range thinDrops(rows, 10) {
+		got = append(got, r.seq)
+	}
+	// Kept: 1 (first), 2 (first minimum), 5 (last maximum), 13 (last), 8 and 10
+	// (first and last NaN), 11 (the one +Inf), 12 (the one -Inf), 14.
+	if want := []int64{3, 4, 6, 7, 9}; !slices.Equal(got, want) {
+		t.Errorf("dropped seqs %v, want %v", got, want)
 	}
 }

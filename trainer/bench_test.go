@@ -1,7 +1,9 @@
 package trainer_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -46,6 +48,11 @@ func BenchmarkSupervisionOverhead(b *testing.B) {
 				dir := b.TempDir()
 				own := filepath.Join(dir, "own")
 				argv := childCommand("cpuprint", overheadLines, work, "", own)
+				if cpu := os.Getenv("TRAINBOT_BENCH_CHILD_CPU"); cpu != "" {
+					// Pinned (bench/supervise.sh): the child on its own core, for
+					// both runs; the bot and its shim stay where this process is.
+					argv = append([]string{"taskset", "-c", cpu}, argv...)
+				}
 				f, err := os.Create(filepath.Join(dir, "out.log"))
 				if err != nil {
 					b.Fatal(err)
@@ -184,4 +191,68 @@ func BenchmarkReattach(b *testing.B) {
 	}
 	b.ReportMetric(float64(attached.Milliseconds())/float64(b.N), "attached-ms/op")
 	b.ReportMetric(float64(caught.Milliseconds())/float64(b.N), "caught-up-ms/op")
+}
+
+// ingestLog writes a log of n lines of one format (kv "step=N loss=X",
+// classic "Epoch [e/10], Step [s/S], Loss: x", tqdm bars ended by \r),
+// the three of bench/ingest.sh.
+func ingestLog(b *testing.B, path, format string, n int) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	for i := 1; i <= n; i++ {
+		loss := trainer.NoisyLoss(int64(i))
+		switch format {
+		case "kv":
+			fmt.Fprintf(w, "step=%d loss=%.4f\n", i, loss)
+		case "classic":
+			per := n / 10
+			fmt.Fprintf(w, "Epoch [%d/10], Step [%d/%d], Loss: %.4f\n", (i-1)/per+1, (i-1)%per+1, per, loss)
+		case "tqdm":
+			pct := i * 100 / n
+			bar := strings.Repeat("█", pct/10) + strings.Repeat(" ", 10-pct/10)
+			fmt.Fprintf(w, "\rtrain: %3d%%|%s| %d/%d [00:10<00:00, 99999.00it/s, loss=%.4f]", pct, bar, i, n, loss)
+		}
+	}
+	w.WriteString("\n")
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+}
+
+// BenchmarkIngest is the bot's side of a burst run: a child (cat) prints a
+// ready log of 1e6 lines and the supervisor reads, parses, thins and
+// stores it, in this process; bot-cpu-ms/op is this process's CPU time
+// from Start until the run is recorded (every point stored). With
+// -cpuprofile it is the profile of the ingest path. bench/ingest.sh
+// measures the same through `trainbot console`.
+func BenchmarkIngest(b *testing.B) {
+	for _, format := range []string{"kv", "classic", "tqdm"} {
+		b.Run(format, func(b *testing.B) {
+			log := filepath.Join(b.TempDir(), format+".log")
+			ingestLog(b, log, format, 1000000)
+			var cpu time.Duration
+			for i := 0; i < b.N; i++ {
+				h := newBenchHarnessJob(b, b.TempDir(), job("c", []string{"cat", log}))
+				cpu0 := selfCPU()
+				r, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "c"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, err := h.sup.WaitRun(context.Background(), r.ID)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu += selfCPU() - cpu0
+				h.close()
+				if got.Outcome != trainer.OutcomeFinished || got.Steps != 1000000 {
+					b.Fatalf("got %s with %d steps", got.Outcome, got.Steps)
+				}
+			}
+			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "bot-cpu-ms/op")
+		})
+	}
 }

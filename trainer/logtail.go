@@ -77,8 +77,12 @@ func (t *logTail) read(max int, fn func(line)) (int, error) {
 }
 
 func (t *logTail) feed(p []byte, fn func(line)) {
+	// nl is the index in p of the next '\n' (-1: none in p), found once
+	// per '\n', not once per line: a progress bar redrawn with '\r' puts
+	// thousands of lines before it.
+	nl := bytes.IndexByte(p, '\n')
 	for len(p) > 0 {
-		i := indexLineEnd(p)
+		i := indexLineEnd(p, nl)
 		if i < 0 {
 			t.add(p)
 			t.off += int64(len(p))
@@ -88,6 +92,11 @@ func (t *logTail) feed(p []byte, fn func(line)) {
 		t.off += int64(i + 1)
 		t.emit(p[i] == '\r', fn)
 		p = p[i+1:]
+		if nl >= 0 {
+			if nl -= i + 1; nl < 0 {
+				nl = bytes.IndexByte(p, '\n')
+			}
+		}
 	}
 }
 
@@ -98,9 +107,9 @@ func (t *logTail) flush(fn func(line)) {
 	}
 }
 
-// indexLineEnd finds the first '\n' or '\r' (IndexByte is vectorised).
-func indexLineEnd(p []byte) int {
-	nl := bytes.IndexByte(p, '\n')
+// indexLineEnd finds the first '\n' or '\r' of p, given nl, the index of
+// its first '\n' (-1: none). IndexByte is vectorised.
+func indexLineEnd(p []byte, nl int) int {
 	seg := p
 	if nl >= 0 {
 		seg = p[:nl]
@@ -184,9 +193,11 @@ func (lt *lineTimes) at(end int64) time.Time {
 			}
 		}
 	}
-	t := time.Now()
+	var t time.Time
 	if len(lt.recs) > 0 {
 		t = lt.recs[0].Time
+	} else {
+		t = time.Now() // not once per line of a log the index covers
 	}
 	if t.Before(lt.last) {
 		t = lt.last

@@ -222,11 +222,17 @@ func DetectOOM(line string) (*OOM, bool) {
 	return o, true
 }
 
+// oomStart marks the bytes mayBeOOM's words start with.
+var oomStart = [256]bool{'e': true, 'E': true, 'O': true, 'a': true, 'A': true, 'R': true}
+
 // mayBeOOM is the cheap test that runs on every output line: one pass for
 // the words every out-of-memory message has ("memory", "OOM", "alloc",
 // "RESOURCE_EXHAUSTED", "ResourceExhausted", in their usual cases).
 func mayBeOOM(line string) bool {
 	for i := 0; i < len(line); i++ {
+		if !oomStart[line[i]] {
+			continue
+		}
 		rest := line[i:]
 		switch line[i] {
 		case 'e':

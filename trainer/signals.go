@@ -140,7 +140,7 @@ func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last m
 			}
 			r.step = max(step, p.Step)
 			count(p.Name, p.Value, r, p.Step)
-		} else {
+		} else if len(w.runs) > 0 {
 			delete(w.runs, p.Name)
 		}
 	}
@@ -171,6 +171,9 @@ func (n *NaNStreak) text() string {
 
 // IsLossName reports whether a metric name looks like a loss.
 func IsLossName(name string) bool {
+	if strings.Contains(name, "loss") { // the parser's names are lower-case: no copy
+		return true
+	}
 	return strings.Contains(strings.ToLower(name), "loss")
 }
 

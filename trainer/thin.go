@@ -77,8 +77,9 @@ func leading(w int64) int64 {
 	return w
 }
 
-// bucketOf is floor(key / width).
-func bucketOf(key, width int64) int64 {
+// BucketOf is floor(key / width): the bucket of a step (or a time in ms)
+// at a width, for the thinner here and the store.
+func BucketOf(key, width int64) int64 {
 	if key >= 0 {
 		return key / width
 	}
@@ -192,10 +193,10 @@ func (s *thinSeries) add(out []TimedPoint, p TimedPoint) (_ []TimedPoint, mustTh
 	s.lo, s.hi = min(s.lo, p.Step), max(s.hi, p.Step)
 	if (s.hi-s.lo)/s.width > MaxBuckets {
 		s.width, mustThin = BucketWidth(s.hi-s.lo, MaxBuckets), true
-		s.bucket = bucketOf(s.first.Step, s.width) // the open bucket is inside this one
+		s.bucket = BucketOf(s.first.Step, s.width) // the open bucket is inside this one
 		s.stored = min(s.stored, 4*s.buckets())
 		for k := range s.nf {
-			s.nf[k].bucket = bucketOf(s.nf[k].firstStep, s.width)
+			s.nf[k].bucket = BucketOf(s.nf[k].firstStep, s.width)
 		}
 		s.nfStored = min(s.nfStored, 2*len(s.nf)*s.buckets())
 	}
@@ -203,7 +204,7 @@ func (s *thinSeries) add(out []TimedPoint, p TimedPoint) (_ []TimedPoint, mustTh
 		out, mustThin = s.addNonFinite(out, p, mustThin)
 		return out, mustThin
 	}
-	b := bucketOf(p.Step, s.width)
+	b := BucketOf(p.Step, s.width)
 	switch {
 	case !s.open || b > s.bucket:
 		out = s.release(out)
@@ -242,7 +243,7 @@ func (s *thinSeries) add(out []TimedPoint, p TimedPoint) (_ []TimedPoint, mustTh
 func (s *thinSeries) addNonFinite(out []TimedPoint, p TimedPoint, mustThin bool) ([]TimedPoint, bool) {
 	k := nonFinite(p.Value)
 	nf := &s.nf[k]
-	b := bucketOf(p.Step, s.width)
+	b := BucketOf(p.Step, s.width)
 	switch {
 	case !nf.open || b > nf.bucket:
 		out = s.releaseNonFinite(out, k)
@@ -274,7 +275,7 @@ func (s *thinSeries) releaseNonFinite(out []TimedPoint, k int) []TimedPoint {
 
 // buckets is how many buckets the range spans.
 func (s *thinSeries) buckets() int {
-	return int(bucketOf(s.hi, s.width) - bucketOf(s.lo, s.width) + 1)
+	return int(BucketOf(s.hi, s.width) - BucketOf(s.lo, s.width) + 1)
 }
 
 // release appends the candidates of the open bucket not passed on yet, in

@@ -64,7 +64,7 @@ func (f *fakeStore) thin(name string, width int64) {
 		if p.Name != name || !finite(p.Value) {
 			continue
 		}
-		b := bucketOf(p.Step, width)
+		b := BucketOf(p.Step, width)
 		g := buckets[b]
 		if g == nil {
 			buckets[b] = &agg{i, i, i, i}
@@ -97,7 +97,7 @@ func (f *fakeStore) thin(name string, width int64) {
 		if p.Name != name || finite(p.Value) {
 			continue
 		}
-		k := kindBucket{bucketOf(p.Step, width), nonFinite(p.Value)}
+		k := kindBucket{BucketOf(p.Step, width), nonFinite(p.Value)}
 		g := ends[k]
 		if g == nil {
 			ends[k] = &agg{first: i, last: i}
@@ -359,14 +359,14 @@ func TestThinnerBoundsANaNFlood(t *testing.T) {
 		if i%1000 == 7 {
 			kind = 1
 		}
-		had[[2]int64{bucketOf(i, width), kind}] = true
+		had[[2]int64{BucketOf(i, width), kind}] = true
 	}
 	got := map[[2]int64]bool{}
 	nonFin := 0
 	for _, p := range f.series("loss") {
 		if !finite(p.Value) {
 			nonFin++
-			got[[2]int64{bucketOf(p.Step, width), int64(nonFinite(p.Value))}] = true
+			got[[2]int64{BucketOf(p.Step, width), int64(nonFinite(p.Value))}] = true
 		}
 	}
 	if len(got) != len(had) {

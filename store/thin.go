@@ -1,0 +1,173 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/trainbot/trainbot/trainer"
+)
+
+// The thinning of a metric's stored points, decided in Go by the writer:
+// when a metric's bucket width grows (trainer's thinner asks with
+// ThinPoints), the points of the batch being written and the rows already
+// stored are thinned together in the batch's transaction, so that the
+// batch's points thinning drops are never written, and only the rows it
+// drops are deleted, by key. A burst (10⁶ lines in a second) is thinned in
+// the queue before any of it reaches SQLite.
+
+// thinRow is one point of a metric as thinning sees it: stored (batch < 0)
+// or the batch's point at index batch.
+type thinRow struct {
+	step, seq int64
+	value     float64 // NaN for NULL
+	batch     int
+}
+
+// thinDrops returns the rows (in (step, seq) order) that thinning to
+// buckets of width drops: of each bucket trainer.BucketOf(step, width),
+// every finite row that is not the first or the last (by step, seq) or
+// the minimum or the maximum (by value, then step, seq: the first of equal
+// minima, the last of equal maxima), and every NaN, +Inf or -Inf row that
+// is not the first or the last of its kind. This is the rule of the SQL
+// statement it replaces (thinMetricsSQL in the tests, which check that
+// both keep the same rows).
+func thinDrops(rows []thinRow, width int64) []thinRow {
+	var drops []thinRow
+	keep := make([]bool, 0, 64)
+	for i := 0; i < len(rows); {
+		b := trainer.BucketOf(rows[i].step, width)
+		j := i + 1
+		for j < len(rows) && trainer.BucketOf(rows[j].step, width) == b {
+			j++
+		}
+		first, last, lo, hi := -1, -1, -1, -1
+		var nfFirst, nfLast [3]int
+		for k := range nfFirst {
+			nfFirst[k], nfLast[k] = -1, -1
+		}
+		for k := i; k < j; k++ {
+			v := rows[k].value
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				kind := 0
+				switch {
+				case math.IsInf(v, 1):
+					kind = 1
+				case math.IsInf(v, -1):
+					kind = 2
+				}
+				if nfFirst[kind] < 0 {
+					nfFirst[kind] = k
+				}
+				nfLast[kind] = k
+				continue
+			}
+			if first < 0 {
+				first = k
+			}
+			last = k
+			if lo < 0 || v < rows[lo].value {
+				lo = k
+			}
+			if hi < 0 || v >= rows[hi].value {
+				hi = k
+			}
+		}
+		keep = keep[:0]
+		for range j - i {
+			keep = append(keep, false)
+		}
+		for _, k := range append([]int{first, last, lo, hi}, append(nfFirst[:], nfLast[:]...)...) {
+			if k >= 0 {
+				keep[k-i] = true
+			}
+		}
+		for k := i; k < j; k++ {
+			if !keep[k-i] {
+				drops = append(drops, rows[k])
+			}
+		}
+		i = j
+	}
+	return drops
+}
+
+// byStepSeq orders rows by (step, seq).
+func byStepSeq(a, b thinRow) int {
+	return cmp.Or(cmp.Compare(a.step, b.step), cmp.Compare(a.seq, b.seq))
+}
+
+// thinInTx thins one metric of a run to width, in the batch's transaction:
+// the rows stored and the batch's points of the metric (batch[i] for i in
+// idx, whose seqs are seqs[i]) together. It returns the batch's points
+// that are not to be written (drop[i]) after deleting the stored rows that
+// thinning drops.
+func thinInTx(ctx context.Context, tx *sql.Tx, run, nameID, width int64, batch []pendingPoint, seqs []int64, idx []int, drop []bool) error {
+	rows, err := storedRows(ctx, tx, run, nameID)
+	if err != nil {
+		return err
+	}
+	for _, i := range idx {
+		rows = append(rows, thinRow{step: batch[i].p.Step, seq: seqs[i], value: batch[i].p.Value, batch: i})
+	}
+	slices.SortFunc(rows, byStepSeq) // the batch's seqs are past the stored ones
+	var del [][2]int64
+	for _, r := range thinDrops(rows, width) {
+		if r.batch >= 0 {
+			drop[r.batch] = true
+		} else {
+			del = append(del, [2]int64{r.step, r.seq})
+		}
+	}
+	return deleteRows(ctx, tx, run, nameID, del)
+}
+
+// storedRows reads a metric's stored rows in (step, seq) order (the
+// table's key order: no sort).
+func storedRows(ctx context.Context, tx *sql.Tx, run, nameID int64) ([]thinRow, error) {
+	rs, err := tx.QueryContext(ctx, `SELECT step, seq, value FROM metrics WHERE run_id = ? AND name_id = ? ORDER BY step, seq`, run, nameID)
+	if err != nil {
+		return nil, fmt.Errorf("read points to thin: %w", err)
+	}
+	defer rs.Close()
+	var rows []thinRow
+	for rs.Next() {
+		r := thinRow{batch: -1}
+		var v sql.NullFloat64
+		if err := rs.Scan(&r.step, &r.seq, &v); err != nil {
+			return nil, fmt.Errorf("read points to thin: %w", err)
+		}
+		r.value = math.NaN()
+		if v.Valid {
+			r.value = v.Float64
+		}
+		rows = append(rows, r)
+	}
+	return rows, rs.Err()
+}
+
+// rowsPerDelete is how many (step, seq) keys one DELETE carries.
+const rowsPerDelete = 200
+
+// deleteRows deletes a metric's rows by key, many per statement.
+func deleteRows(ctx context.Context, tx *sql.Tx, run, nameID int64, keys [][2]int64) error {
+	args := make([]any, 0, 2+2*rowsPerDelete)
+	err := execInChunks(ctx, tx, len(keys), rowsPerDelete, deleteMetrics, func(start, end int) []any {
+		args = append(args[:0], run, nameID)
+		for _, k := range keys[start:end] {
+			args = append(args, k[0], k[1])
+		}
+		return args
+	})
+	if err != nil {
+		return fmt.Errorf("delete thinned points: %w", err)
+	}
+	return nil
+}
+
+func deleteMetrics(rows int) string {
+	return "DELETE FROM metrics WHERE run_id = ? AND name_id = ? AND (step, seq) IN (VALUES " + repeatTuple("(?,?)", rows) + ")"
+}
