@@ -48,7 +48,7 @@ var (
 // The 显卡 table (render.GPUTable) and the notes about Slurm runs under it.
 var (
 	GPUTableNone      = Def(Msg{Key: "gpu.table_none", EN: "No NVIDIA GPU: %s. Memory below is host memory.\n", ZH: "没有 NVIDIA 显卡：%s。下面是主机内存。\n"})
-	GPUTableNoTelem   = Def(Msg{Key: "gpu.table_no_telemetry", EN: "no GPU telemetry", ZH: "没有显卡遥测"})
+	GPUTableNoTelem   = Def(Msg{Key: "gpu.table_no_telemetry", EN: "no GPU telemetry", ZH: "没有显卡监控数据"})
 	GPUTableSilent    = Def(Msg{Key: "gpu.table_silent", EN: "No GPU answered this time.\n", ZH: "这次没有显卡回应。\n"})
 	GPUTableHost      = Def(Msg{Key: "gpu.table_host", EN: "host memory %s used of %s (%s available)\n", ZH: "主机内存已用 %s，共 %s（可用 %s）\n"})
 	GPUTableRunGPU    = Def(Msg{Key: "gpu.table_run_gpu", EN: "GPU %s", ZH: "显存 %s"})
@@ -94,11 +94,11 @@ var (
 	GPUReqIndices = Def(Msg{Key: "gpu.req_indices", EN: "GPUs %s", ZH: "显卡 %s"})
 	GPUReqMemory  = Def(Msg{Key: "gpu.req_memory", EN: " with %s free each", ZH: "（每块空闲 %s）"})
 
-	GPUNeverUnavailable = Def(Msg{Key: "gpu.never_unavailable", EN: "🚫 No GPUs for %s on this host: %s.", ZH: "🚫 这台主机给不了 %s：%s。"})
-	GPUNeverMissing     = Def(Msg{Key: "gpu.never_missing", EN: "🚫 No GPUs for %s: this host has no GPU %s (it has %d).", ZH: "🚫 给不了 %s：这台主机没有显卡 %s（它有 %d 块）。"})
-	GPUNeverSmall       = Def(Msg{Key: "gpu.never_small", EN: "🚫 No GPUs for %s: GPU %s has less memory than that in all.", ZH: "🚫 给不了 %s：显卡 %s 的显存总共也没有这么多。"})
-	GPUNeverFit         = Def(Msg{Key: "gpu.never_fit", EN: "🚫 No GPUs for %s: this host has %d GPUs, %d of them with that much memory.", ZH: "🚫 给不了 %s：这台主机有 %d 块显卡，其中 %d 块有这么多显存。"})
-	GPUNeverFew         = Def(Msg{Key: "gpu.never_few", EN: "🚫 No GPUs for %s: this host has only %d.", ZH: "🚫 给不了 %s：这台主机只有 %d 块。"})
+	GPUNeverUnavailable = Def(Msg{Key: "gpu.never_unavailable", EN: "🚫 No GPUs for %s on this host: %s.", ZH: "🚫 这台主机满足不了 %s：%s。"})
+	GPUNeverMissing     = Def(Msg{Key: "gpu.never_missing", EN: "🚫 No GPUs for %s: this host has no GPU %s (it has %d).", ZH: "🚫 满足不了 %s：这台主机没有显卡 %s（它有 %d 块）。"})
+	GPUNeverSmall       = Def(Msg{Key: "gpu.never_small", EN: "🚫 No GPUs for %s: GPU %s has less memory than that in all.", ZH: "🚫 满足不了 %s：显卡 %s 的显存总共也没有这么多。"})
+	GPUNeverFit         = Def(Msg{Key: "gpu.never_fit", EN: "🚫 No GPUs for %s: this host has %d GPUs, %d of them with that much memory.", ZH: "🚫 满足不了 %s：这台主机有 %d 块显卡，其中 %d 块有这么多显存。"})
+	GPUNeverFew         = Def(Msg{Key: "gpu.never_few", EN: "🚫 No GPUs for %s: this host has only %d.", ZH: "🚫 满足不了 %s：这台主机只有 %d 块。"})
 
 	GPUBusyHead        = Def(Msg{Key: "gpu.busy_head", EN: "⏳ Not enough free GPUs for %s now (%d free):", ZH: "⏳ 现在的空闲显卡（%[2]d 块）不够 %[1]s："})
 	GPUBusyLine        = Def(Msg{Key: "gpu.busy_line", EN: "GPU %d: %s", ZH: "显卡 %d：%s"})
@@ -107,7 +107,7 @@ var (
 	GPUBusyRunJob      = Def(Msg{Key: "gpu.busy_run_job", EN: "taken by run #%d (%s)", ZH: "被训练 #%d（%s）占用"})
 	GPUBusyRunBare     = Def(Msg{Key: "gpu.busy_run_bare", EN: "taken by run #%d", ZH: "被训练 #%d 占用"})
 	GPUBusyLockedBy    = Def(Msg{Key: "gpu.busy_locked_by", EN: "taken by run #%d (%s) of %s's trainbot", ZH: "被 %[3]s 的 trainbot 的训练 #%[1]d（%[2]s）占用"})
-	GPUBusyOrphan      = Def(Msg{Key: "gpu.busy_orphan", EN: ", whose supervisor is gone", ZH: "，其监督进程已不在"})
+	GPUBusyOrphan      = Def(Msg{Key: "gpu.busy_orphan", EN: ", whose supervisor is gone", ZH: "，其监管进程已退出"})
 	GPUBusyLocked      = Def(Msg{Key: "gpu.busy_locked", EN: "taken by another trainbot's run", ZH: "被另一个 trainbot 的训练占用"})
 	GPUBusyHeld        = Def(Msg{Key: "gpu.busy_held", EN: "%s's process %d (%s) holds %s", ZH: "%s 的进程 %d（%s）占着 %s"})
 	GPUBusyHeldMore    = Def(Msg{Key: "gpu.busy_held_more", EN: " (and %d more processes)", One: " (and %d more process)", ZH: "（还有 %d 个进程）"})

@@ -405,7 +405,10 @@ func HelpText(l i18n.Lang) string {
 		if l == i18n.En {
 			usage = "/" + c.Name
 		}
-		if c.Args != "" {
+		switch {
+		case l == i18n.Zh && c.ArgsZH != "":
+			usage += " " + c.ArgsZH
+		case c.Args != "":
 			usage += " " + c.Args
 		}
 		switch l {

@@ -378,7 +378,7 @@ func (c Comparison) Text(l i18n.Lang) string {
 			if i == 0 {
 				return ""
 			}
-			return ratio(v, ref)
+			return ratio(l, v, ref)
 		}
 		line := []string{l.T(i18n.CmpTime, l.Duration(s.Duration)) + cmp(s.Duration.Seconds(), base.Duration.Seconds())}
 		if s.Steps > 0 {
@@ -408,14 +408,14 @@ func (c Comparison) Text(l i18n.Lang) string {
 		var v []string
 		switch {
 		case s.PeakGPU >= 0 && base.PeakGPU > 0:
-			v = append(v, l.T(i18n.CmpVsGPU, percent(known(s.PeakGPU), known(base.PeakGPU))))
+			v = append(v, l.T(i18n.CmpVsGPU, percent(l, known(s.PeakGPU), known(base.PeakGPU))))
 		case s.PeakHost >= 0 && base.PeakHost > 0:
-			v = append(v, l.T(i18n.CmpVsHost, percent(known(s.PeakHost), known(base.PeakHost))))
+			v = append(v, l.T(i18n.CmpVsHost, percent(l, known(s.PeakHost), known(base.PeakHost))))
 		}
 		if base.Duration > 0 {
-			v = append(v, l.T(i18n.CmpVsTime, percent(s.Duration.Seconds(), base.Duration.Seconds())))
+			v = append(v, l.T(i18n.CmpVsTime, percent(l, s.Duration.Seconds(), base.Duration.Seconds())))
 		}
-		if p := percent(s.Final, base.Final); s.HasMetric && base.HasMetric && p != "" {
+		if p := percent(l, s.Final, base.Final); s.HasMetric && base.HasMetric && p != "" {
 			v = append(v, l.T(i18n.CmpVsFinal, c.Metric, p))
 		}
 		if len(v) > 0 {
@@ -427,11 +427,15 @@ func (c Comparison) Text(l i18n.Lang) string {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// ratio is " (+24 %)" or "" when there is no reference.
-func ratio(v, ref float64) string {
-	p := percent(v, ref)
-	if p == "" {
+// ratio is " (+24 %)" ("（+24%）" in Chinese) or "" when there is no
+// reference.
+func ratio(l i18n.Lang, v, ref float64) string {
+	p := percent(l, v, ref)
+	switch {
+	case p == "":
 		return ""
+	case l == i18n.Zh:
+		return "（" + p + "）"
 	}
 	return " (" + p + ")"
 }
@@ -444,18 +448,20 @@ func known(n int64) float64 {
 	return float64(n)
 }
 
-// percent is the change from ref to v: "+24 %", "−58 %", "±0 %"; "" when
-// either is unknown or ref is 0.
-func percent(v, ref float64) string {
+// percent is the change from ref to v: "+24 %", "−58 %", "±0 %" (in
+// Chinese without the space: "+24%"); "" when either is unknown or ref
+// is 0.
+func percent(l i18n.Lang, v, ref float64) string {
 	if !finite(v) || !finite(ref) || ref == 0 {
 		return ""
 	}
+	sign := l.Pick("%", " %")
 	d := (v - ref) / math.Abs(ref) * 100
 	switch {
 	case math.Abs(d) < 0.5:
-		return "±0 %"
+		return "±0" + sign
 	case d < 0:
-		return fmt.Sprintf("−%.0f %%", -d)
+		return fmt.Sprintf("−%.0f", -d) + sign
 	}
-	return fmt.Sprintf("+%.0f %%", d)
+	return fmt.Sprintf("+%.0f", d) + sign
 }

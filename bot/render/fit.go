@@ -42,6 +42,16 @@ const (
 	limitHost  = "host MemAvailable now"
 )
 
+// limitSourceText words where a fit's limit came from in l (the CLI
+// prints the source as it is).
+func limitSourceText(l i18n.Lang, source string) string {
+	m, ok := map[string]i18n.Msg{limitGiven: i18n.FitLimitGiven, limitGPU: i18n.FitLimitGPU, limitHost: i18n.FitLimitHost}[source]
+	if !ok || l != i18n.Zh {
+		return source
+	}
+	return l.T(m)
+}
+
 // MemoryFit fits the peak memory of a job's runs against a parameter and
 // finds the largest value that fits (trainer.FitMemory) under the limit o
 // gives or, without one, the device's. It also says where the limit came
@@ -125,7 +135,7 @@ func FitText(l i18n.Lang, f trainer.MemoryFit, limitSource string) string {
 		b.WriteString(l.T(i18n.FitLine, FormatBytes(int64(f.A)), FormatBytes(int64(f.B)), f.Param, f.R2, len(f.Runs)))
 	}
 	if f.Limit > 0 {
-		b.WriteString(l.T(i18n.FitLimit, FormatBytes(f.Limit), limitSource, trainer.FitMargin*100,
+		b.WriteString(l.T(i18n.FitLimit, FormatBytes(f.Limit), limitSourceText(l, limitSource), trainer.FitMargin*100,
 			FormatBytes(int64((1-trainer.FitMargin)*float64(f.Limit)))))
 	}
 	if f.OK() {
