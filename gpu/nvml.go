@@ -61,7 +61,7 @@ var _ EventWatcher = (*NVML)(nil)
 // *UnavailableError saying why, and lib is not touched again.
 func OpenNVML(lib nvml.Interface) (*NVML, error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
-		return nil, &UnavailableError{Reason: initReason(ret)}
+		return nil, &UnavailableError{Reason: initReason(ret), Why: initWhy(ret)}
 	}
 	// NVML is initialised from here on: every early return shuts it down.
 	n := &NVML{lib: lib, stop: make(chan struct{})}
@@ -92,7 +92,7 @@ func OpenNVML(lib nvml.Interface) (*NVML, error) {
 	}
 	if len(n.devs) == 0 {
 		lib.Shutdown()
-		return nil, &UnavailableError{Reason: "the NVIDIA driver sees no GPU"}
+		return nil, &UnavailableError{Reason: "the NVIDIA driver sees no GPU", Why: WhyNoGPU}
 	}
 	if has("nvmlDeviceGetTopologyCommonAncestor") && has("nvmlDeviceGetP2PStatus") {
 		n.topo = readTopology(n.devs)
@@ -171,6 +171,21 @@ func initReason(ret nvml.Return) string {
 		return "the NVIDIA driver and its library do not match (reboot after a driver update?)"
 	}
 	return "NVML init failed: " + ret.Error()
+}
+
+// initWhy is initReason as a fact.
+func initWhy(ret nvml.Return) Why {
+	switch ret {
+	case nvml.ERROR_LIBRARY_NOT_FOUND:
+		return WhyNoDriver
+	case nvml.ERROR_DRIVER_NOT_LOADED:
+		return WhyDriverNotLoad
+	case nvml.ERROR_NO_PERMISSION:
+		return WhyNoPermission
+	case nvml.ERROR_LIB_RM_VERSION_MISMATCH:
+		return WhyDriverMismatch
+	}
+	return ""
 }
 
 // Name is "nvml".

@@ -48,6 +48,12 @@ var (
 // The 显卡 table (render.GPUTable) and the notes about Slurm runs under it.
 var (
 	GPUTableNone      = Def(Msg{Key: "gpu.table_none", EN: "No NVIDIA GPU: %s. Memory below is host memory.\n", ZH: "没有 NVIDIA 显卡：%s。下面是主机内存。\n"})
+	GPUWhyNoDriver    = Def(Msg{Key: "gpu.why_no_driver", EN: "no NVIDIA driver (libnvidia-ml.so.1 not found)", ZH: "没有装 NVIDIA 驱动（找不到 libnvidia-ml.so.1）"})
+	GPUWhyNotLoaded   = Def(Msg{Key: "gpu.why_not_loaded", EN: "the NVIDIA driver is not loaded", ZH: "NVIDIA 驱动没有加载"})
+	GPUWhyPermission  = Def(Msg{Key: "gpu.why_permission", EN: "no permission to use the NVIDIA driver", ZH: "没有使用 NVIDIA 驱动的权限"})
+	GPUWhyMismatch    = Def(Msg{Key: "gpu.why_mismatch", EN: "the NVIDIA driver and its library do not match (reboot after a driver update?)", ZH: "NVIDIA 驱动与它的库版本不一致（更新驱动后需要重启？）"})
+	GPUWhyNoGPU       = Def(Msg{Key: "gpu.why_no_gpu", EN: "the NVIDIA driver sees no GPU", ZH: "NVIDIA 驱动看不到显卡"})
+	GPUWhyNoNVML      = Def(Msg{Key: "gpu.why_no_nvml", EN: "this trainbot was built without NVML (no cgo, or -tags nonvml)", ZH: "这个 trainbot 编译时没有带 NVML（没有 cgo，或用了 -tags nonvml）"})
 	GPUTableNoTelem   = Def(Msg{Key: "gpu.table_no_telemetry", EN: "no GPU telemetry", ZH: "没有显卡监控数据"})
 	GPUTableSilent    = Def(Msg{Key: "gpu.table_silent", EN: "No GPU answered this time.\n", ZH: "这次没有显卡回应。\n"})
 	GPUTableHost      = Def(Msg{Key: "gpu.table_host", EN: "host memory %s used of %s (%s available)\n", ZH: "主机内存已用 %s，共 %s（可用 %s）\n"})

@@ -26,7 +26,7 @@ var LatinKept = map[string]bool{
 	"pid": true, "boot": true, "id": true, "ID": true, "killer": true, "kill": true, "env": true, "dtype": true,
 	"true": true, "false": true, "True": true, "fp16": true, "bf16": true, "cuda": true,
 	"GiB": true, "MiB": true, "KiB": true, "TiB": true, "B": true, "GB": true, "MB": true, "G": true, "M": true, "C": true,
-	"N": true, "n": true, "https": true, "lr": true, "mnist": true, "val": true, "acc": true,
+	"N": true, "n": true, "https": true, "cgo": true, "nonvml": true, "tags": true, "bs": true, "lr": true, "mnist": true, "val": true, "acc": true,
 	// TOML snippets and command lines quoted in the texts.
 	"auth": true, "operators": true, "jobs": true, "dirs": true, "watch": true, "log": true, "pid_file": true,
 	"type": true, "float": true, "min": true, "max": true, "signals": true, "docs": true, "md": true,

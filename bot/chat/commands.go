@@ -33,7 +33,7 @@ var Commands = []Command{
 	{Name: "notifyfree", Chinese: "通知空闲", Args: "[n] [memory]", ArgsZH: "[块数] [显存]", Help: i18n.HelpNotifyFree, HelpZH: "显卡空闲时通知"},
 	{Name: "log", Chinese: "日志", Args: "[n]", ArgsZH: "[行数]", Help: i18n.HelpLog, HelpZH: "最近的输出"},
 	{Name: "runs", Chinese: "历史", Args: "[n]", ArgsZH: "[条数]", Help: i18n.HelpRuns, HelpZH: "历史记录"},
-	{Name: "compare", Chinese: "对比", Args: "A B [C…] [metric|显存]", ArgsZH: "编号A 编号B [编号C…] [指标|显存]", Help: i18n.HelpCompare, HelpZH: "对比训练"},
+	{Name: "compare", Chinese: "对比", Args: "A B [C…] [metric|显存]", ArgsZH: "编号 编号 [编号…] [指标|显存]", Help: i18n.HelpCompare, HelpZH: "对比训练"},
 	{Name: "fit", Chinese: "适配", Args: "[job] [param]", ArgsZH: "[任务] [参数]", Help: i18n.HelpFit, HelpZH: "哪个 batch 放得下"},
 	{Name: "queue", Chinese: "排队", Args: "[job] [k=v…]", ArgsZH: "[任务] [参数=值…]", Help: i18n.HelpQueue, HelpZH: "排队等待训练"},
 	{Name: "queued", Chinese: "队列", Help: i18n.HelpQueued, HelpZH: "查看队列"},

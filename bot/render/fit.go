@@ -42,6 +42,27 @@ const (
 	limitHost  = "host MemAvailable now"
 )
 
+// FitProblemText says why a fit has no answer in l: trainer's English
+// (Problem) unless l is Chinese and the reason is one it words.
+func FitProblemText(l i18n.Lang, f *trainer.MemoryFit) string {
+	if l != i18n.Zh {
+		return f.Problem
+	}
+	switch f.Why {
+	case trainer.FitNoParam:
+		return l.T(i18n.FitWhyNoParam)
+	case trainer.FitTooFew:
+		return l.T(i18n.FitWhyTooFew, f.Job, f.Param, f.Distinct)
+	case trainer.FitPoorLine:
+		return l.T(i18n.FitWhyPoor, f.R2, trainer.MinFitR2, f.Param)
+	case trainer.FitNoGrowth:
+		return l.T(i18n.FitWhyNoGrowth, f.Param)
+	case trainer.FitNoLimit:
+		return l.T(i18n.FitWhyNoLimit)
+	}
+	return f.Problem
+}
+
 // limitSourceText words where a fit's limit came from in l (the CLI
 // prints the source as it is).
 func limitSourceText(l i18n.Lang, source string) string {
@@ -141,7 +162,7 @@ func FitText(l i18n.Lang, f trainer.MemoryFit, limitSource string) string {
 	if f.OK() {
 		b.WriteString("✅ " + FitAdvice(l, &f))
 	} else {
-		b.WriteString(l.T(i18n.FitNoAnswer, f.Problem))
+		b.WriteString(l.T(i18n.FitNoAnswer, FitProblemText(l, &f)))
 	}
 	return b.String()
 }

@@ -60,6 +60,29 @@ func StatusText(l i18n.Lang, st trainer.Status) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// StatusBrief is a one-line summary of an active run in l: in English
+// trainer.Status.Brief's "step 400/1500, loss 0.4123, running for 1m20s";
+// in Chinese "第 400/1500 步，loss 0.4123，已运行 1 分 20 秒".
+func StatusBrief(l i18n.Lang, s trainer.Status) string {
+	if l != i18n.Zh || s.Waiting != "" || s.Unsupervised != nil {
+		return s.Brief()
+	}
+	var parts []string
+	switch {
+	case s.Progress.Step > 0 && s.Progress.TotalSteps > 0:
+		parts = append(parts, l.T(i18n.StepOf, s.Progress.Step, s.Progress.TotalSteps))
+	case s.Progress.Step > 0:
+		parts = append(parts, l.T(i18n.Step, s.Progress.Step))
+	default:
+		parts = append(parts, l.T(i18n.BriefNoStep))
+	}
+	if m, ok := s.Loss(); ok {
+		parts = append(parts, m.Name+" "+FormatValue(m.Value))
+	}
+	parts = append(parts, l.T(i18n.BriefElapsed, l.Duration(s.Elapsed)))
+	return strings.Join(parts, l.T(i18n.ListSep))
+}
+
 // stateText is "running", "stopping", "running on node01 (Slurm job 42)" or
 // "queued in Slurm (job 42, reason: Resources, partition gpu)".
 func stateText(l i18n.Lang, st trainer.Status) string {
