@@ -76,7 +76,8 @@ type Config struct {
 
 	file   string
 	lines  map[string]int
-	failed map[string]bool // keys that could not be decoded, and each key cut before a '[' (what has an item that could not)
+	failed map[string]bool   // keys that could not be decoded, and each key cut before a '[' (what has an item that could not)
+	env    map[string]string // keys set from the environment ("telegram.token") and the variable that set them
 }
 
 // ChatConfig is the [chat] section.
@@ -396,6 +397,9 @@ func (c *Config) Parse(name string, r io.Reader) error {
 		c.failed = map[string]bool{}
 		for _, e := range d.errs {
 			c.failed[e.Key] = true
+			if e.meant != "" {
+				c.failed[e.meant] = true
+			}
 			for i := range len(e.Key) {
 				if e.Key[i] == '[' {
 					c.failed[e.Key[:i]] = true
@@ -429,8 +433,8 @@ func (c *Config) ApplyEnv(environ []string) error {
 		}
 	}
 	var errs Errors
-	var walk func(prefix string, v reflect.Value)
-	walk = func(prefix string, v reflect.Value) {
+	var walk func(prefix, path string, v reflect.Value)
+	walk = func(prefix, path string, v reflect.Value) {
 		t := v.Type()
 		for i := 0; i < t.NumField(); i++ {
 			tag := t.Field(i).Tag.Get("toml")
@@ -438,23 +442,27 @@ func (c *Config) ApplyEnv(environ []string) error {
 				continue
 			}
 			f := v.Field(i)
-			name := prefix + strings.ToUpper(tag)
+			name, key := prefix+strings.ToUpper(tag), join(path, tag)
 			if f.Kind() == reflect.Struct {
-				walk(name+"_", f)
+				walk(name+"_", key, f)
 				continue
 			}
 			s, ok := vars[name]
 			if !ok {
 				continue
 			}
+			if c.env == nil {
+				c.env = map[string]string{}
+			}
+			c.env[key] = name
 			if err := setFromString(f, s); err != nil {
-				errs = append(errs, &FieldError{Key: "$" + name, Msg: err.Error()})
+				errs = append(errs, envError(name, key, err.Error()))
 			}
 		}
 	}
-	walk(EnvPrefix, reflect.ValueOf(c).Elem())
+	walk(EnvPrefix, "", reflect.ValueOf(c).Elem())
 	for _, s := range c.sections {
-		walk(EnvPrefix+strings.ToUpper(s.name)+"_", reflect.ValueOf(s.value).Elem())
+		walk(EnvPrefix+strings.ToUpper(s.name)+"_", s.name, reflect.ValueOf(s.value).Elem())
 	}
 	if len(errs) > 0 {
 		return errs
@@ -525,9 +533,28 @@ func (c *Config) File() string { return c.file }
 
 // ErrorAt returns an error for key ("jobs[0].command"), with its file and
 // line when the file has the key (or the table around it).
+//
+// A key the environment set is reported at its variable, not at a line
+// of the file: "TRAINBOT_TELEGRAM_TOKEN (environment): telegram.token: …".
 func (c *Config) ErrorAt(key, format string, args ...any) *FieldError {
+	if name, ok := c.env[key]; ok {
+		return envError(name, key, fmt.Sprintf(format, args...))
+	}
 	d := decoder{file: c.file, lines: c.lines}
 	return &FieldError{File: c.file, Line: d.line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// envError is a problem with a value the environment variable name gave
+// key.
+func envError(name, key, msg string) *FieldError {
+	return &FieldError{File: name + " (environment)", Key: key, Msg: msg}
+}
+
+// FromEnv reports whether the environment set key ("telegram.token"), and
+// the variable that did.
+func (c *Config) FromEnv(key string) (string, bool) {
+	name, ok := c.env[key]
+	return name, ok
 }
 
 // Validate checks values; every problem is returned in an Errors.

@@ -123,8 +123,37 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 		t.Fatalf("got %+v", c)
 	}
 	err = c.ApplyEnv([]string{"TRAINBOT_PLOTS_SMOOTHING=lots"})
-	if err == nil || !strings.Contains(err.Error(), "$TRAINBOT_PLOTS_SMOOTHING") {
-		t.Fatalf("got %v, want an error naming the variable", err)
+	if err == nil || !strings.HasPrefix(err.Error(), "TRAINBOT_PLOTS_SMOOTHING (environment): plots.smoothing: ") {
+		t.Fatalf("got %v, want an error naming the variable and the key", err)
+	}
+}
+
+// A value the environment gave is reported at its variable, not at the
+// line of the file that has the key or its table (the file's value was
+// replaced): check used to print "test.toml:2: log_level: …".
+func TestAnErrorInAValueFromTheEnvironmentNamesTheVariable(t *testing.T) {
+	c, err := parse(t, "# the file\nlog_level = \"warn\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyEnv([]string{"TRAINBOT_LOG_LEVEL=loud"}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) != 1 {
+		t.Fatalf("Validate = %v, want one error", err)
+	}
+	if got := errs[0].Error(); !strings.HasPrefix(got, "TRAINBOT_LOG_LEVEL (environment): log_level: ") || strings.Contains(got, "test.toml") {
+		t.Errorf("got %q, want it to name TRAINBOT_LOG_LEVEL (environment) and no line of the file", got)
+	}
+	if name, ok := c.FromEnv("log_level"); !ok || name != "TRAINBOT_LOG_LEVEL" {
+		t.Errorf("FromEnv(log_level) = %q, %v", name, ok)
+	}
+	// The same key from the file keeps its line.
+	c, _ = parse(t, "# the file\nlog_level = \"loud\"\n")
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), ":2: log_level: ") {
+		t.Errorf("from the file: %v, want its line", err)
 	}
 }
 
@@ -304,5 +333,28 @@ func TestJobHosts(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%q: hosts %q, want %q", tc.doc, got, tc.want)
 		}
+	}
+}
+
+// One typo is one error: "comand" is an unknown key (did you mean
+// "command"?), and the job's missing command that follows from it is not
+// told as a second problem.
+func TestATypoIsOneError(t *testing.T) {
+	c := DefaultConfig()
+	err := c.Parse("test.toml", strings.NewReader("[[jobs]]\nname = \"train\"\ncomand = [\"python3\", \"train.py\"]\n"))
+	var all Errors
+	errors.As(err, &all)
+	if verr := c.Validate(); verr != nil {
+		var more Errors
+		errors.As(verr, &more)
+		all = append(all, more...)
+	}
+	if len(all) != 1 || !strings.Contains(all[0].Error(), `test.toml:3: jobs[0].comand: unknown key (did you mean "command"?)`) {
+		t.Errorf("got %d errors: %v", len(all), all)
+	}
+	// Without the typo the missing command is told.
+	c, err = parse(t, "[[jobs]]\nname = \"train\"\n")
+	if err == nil || !strings.Contains(err.Error(), "a job needs a command") {
+		t.Errorf("a job without a command: %v", err)
 	}
 }

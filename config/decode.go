@@ -21,6 +21,10 @@ type FieldError struct {
 	Line int    // 0 when unknown
 	Key  string // dotted path: "jobs[0].params.batch_size.max"
 	Msg  string
+	// meant is the key an unknown key was most likely a typo of
+	// ("jobs[0].command" for "jobs[0].comand"): what validation would say
+	// of that key's missing value is the same mistake, not another.
+	meant string
 }
 
 func (e *FieldError) Error() string {
@@ -352,14 +356,19 @@ func unknownKeys(file string, data []byte, lines map[string]int, schema reflect.
 		if best != "" {
 			key = best
 		}
-		msg := "unknown key"
+		msg, meant := "unknown key", ""
 		names := knownKeys(schema, parts[:len(parts)-1])
 		if s := suggest(parts[len(parts)-1], names); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
+			if i := strings.LastIndexByte(key, '.'); i >= 0 {
+				meant = key[:i+1] + s
+			} else {
+				meant = s
+			}
 		} else if len(names) > 0 {
 			msg += "; known keys here: " + strings.Join(names, ", ")
 		}
-		errs = append(errs, &FieldError{File: file, Line: row, Key: key, Msg: msg})
+		errs = append(errs, &FieldError{File: file, Line: row, Key: key, Msg: msg, meant: meant})
 	}
 	return errs
 }

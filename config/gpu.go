@@ -8,7 +8,7 @@ import (
 
 // GPUConfig is the [gpu] section: how often GPU and memory figures are
 // sampled, when to alert, and when a GPU is free for a run (shared
-// servers: README "Shared GPUs").
+// servers: docs/gpus.md, "Shared GPUs").
 type GPUConfig struct {
 	// Interval between samples (default 2s).
 	Interval Duration `toml:"interval"`

@@ -11,7 +11,7 @@ import (
 )
 
 // HostConfig is one [[hosts]] entry: a GPU server this trainbot reaches
-// over SSH (README "Several GPU servers (SSH)"). Validate fills in the
+// over SSH (docs/hosts.md). Validate fills in the
 // defaults, so that after it every field but IdentityFile, Jump and
 // DataDir is set.
 type HostConfig struct {

@@ -17,7 +17,7 @@ type OnOOMConfig struct {
 }
 
 // OnFailureConfig is a job's on_failure: resume after an end that is not
-// the script's fault (README "Runs that come back").
+// the script's fault (docs/runs-that-come-back.md).
 type OnFailureConfig struct {
 	Retry             int      `toml:"retry"`
 	When              []string `toml:"when"`

@@ -7,11 +7,11 @@ var (
 
 	KnobNothing  = Def(Msg{Key: "knob.nothing", EN: "No run is active: there is nothing to send it to.", ZH: "没有正在运行的训练，无从发送。"})
 	KnobNoSignal = Def(Msg{Key: "knob.no_signal",
-		EN:  "Job %s has no checkpoint signal, so /checkpoint cannot ask its runs to save. In its [[jobs]] entry, say where it saves and the signal it saves on:\ncheckpoint = \"ckpt/*.pt\"\n[jobs.signals]\ncheckpoint = \"SIGUSR1\"\nand have the script save when the signal arrives (README: Knobs on a live run).",
-		Mix: "Job %s has no checkpoint signal, so 存档 cannot ask its runs to save. In its [[jobs]] entry, say where it saves and the signal it saves on:\ncheckpoint = \"ckpt/*.pt\"\n[jobs.signals]\ncheckpoint = \"SIGUSR1\"\nand have the script save when the signal arrives (README: Knobs on a live run).",
+		EN:  "Job %s has no checkpoint signal, so /checkpoint cannot ask its runs to save. In its [[jobs]] entry, say where it saves and the signal it saves on:\ncheckpoint = \"ckpt/*.pt\"\n[jobs.signals]\ncheckpoint = \"SIGUSR1\"\nand have the script save when the signal arrives (docs/jobs.md: Knobs on a live run).",
+		Mix: "Job %s has no checkpoint signal, so 存档 cannot ask its runs to save. In its [[jobs]] entry, say where it saves and the signal it saves on:\ncheckpoint = \"ckpt/*.pt\"\n[jobs.signals]\ncheckpoint = \"SIGUSR1\"\nand have the script save when the signal arrives (docs/jobs.md: Knobs on a live run).",
 		ZH:  "任务 %s 没有配置存档信号，「存档」没法让它保存。在它的 [[jobs]] 里写上保存位置和保存用的信号：\ncheckpoint = \"ckpt/*.pt\"\n[jobs.signals]\ncheckpoint = \"SIGUSR1\"\n并让脚本收到信号时保存（见文档 docs/jobs.md）。"})
 	KnobNoLive = Def(Msg{Key: "knob.no_live",
-		EN: "Job %s declares no live values, so nothing can be changed while it runs. Declare them in its [[jobs]] entry, e.g.\n[jobs.live]\nlr = { type = \"float\", min = 0, max = 1 }\nand have the script read $TRAINBOT_CONTROL_FILE (README: Knobs on a live run).",
+		EN: "Job %s declares no live values, so nothing can be changed while it runs. Declare them in its [[jobs]] entry, e.g.\n[jobs.live]\nlr = { type = \"float\", min = 0, max = 1 }\nand have the script read $TRAINBOT_CONTROL_FILE (docs/jobs.md: Knobs on a live run).",
 		ZH: "任务 %s 没有声明 live 参数，运行中没有可改的值。在它的 [[jobs]] 里声明，例如\n[jobs.live]\nlr = { type = \"float\", min = 0, max = 1 }\n并让脚本读取 $TRAINBOT_CONTROL_FILE（见文档 docs/jobs.md）。"})
 	KnobOnHost = Def(Msg{Key: "knob.on_host",
 		EN: "Run #%d runs on host %s: %s does not reach runs on other hosts yet. Nothing was sent.",

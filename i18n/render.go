@@ -107,6 +107,9 @@ var (
 	PeakBeforeCrash = Def(Msg{Key: "oom.peak_before", EN: "\npeak before the crash: %s", ZH: "\n崩溃前的峰值：%s"})
 	PeakGPU         = Def(Msg{Key: "oom.peak_gpu", EN: "GPU %s", ZH: "显存 %s"})
 	PeakHost        = Def(Msg{Key: "oom.peak_host", EN: "host %s", ZH: "内存 %s"})
+	OOMHitHost      = Def(Msg{Key: "oom.hit_host", EN: "💥 run #%d (%s) ran out of host memory: %s", ZH: "💥 训练 #%d（%s）内存不足：%s"})
+	AdviceNoHalf    = Def(Msg{Key: "oom.no_half", EN: "halving the batch cannot help: half of %s is still more than the %s there is. Look for what asks for so much%s (a shape, sequence length or vocabulary far larger than meant; a whole dataset loaded at once), load or stream the data in parts, or run it on a machine with that much memory", ZH: "减半 batch 也没用：%s 的一半仍然超过总共的 %s。找找是什么要了这么多内存%s（形状、序列长度或词表比预想的大得多，或一次把整个数据集读进内存），改成分批加载或流式读取，或者换一台有这么多内存的机器"})
+	AdviceAtFrame   = Def(Msg{Key: "oom.at_frame", EN: " at %s", ZH: "（%s）"})
 	AdviceTooLarge  = Def(Msg{Key: "oom.too_large", EN: "the allocation alone (%s) is larger than the whole GPU (%s): look for a tensor that is far too large (sequence length, image size, vocabulary)", ZH: "单次分配（%s）就比整张显卡（%s）还大：找找哪个张量大得离谱（序列长度、图像尺寸、词表）"})
 	AdviceFit       = Def(Msg{Key: "oom.fit", EN: "a smaller batch: %s: %s", ZH: "减小 batch：%s：「%s」"})
 	AdviceHalf      = Def(Msg{Key: "oom.half", EN: "a smaller batch: %s", ZH: "减小 batch：「%s」"})
@@ -148,6 +151,8 @@ var (
 	OOMFreeOf     = Def(Msg{Key: "oom.free_of", EN: "%s free of %s", ZH: "剩余 %s，共 %s"})
 	OOMFree       = Def(Msg{Key: "oom.free", EN: "%s free", ZH: "剩余 %s"})
 	OOMTotal      = Def(Msg{Key: "oom.total", EN: "%s total", ZH: "共 %s"})
+	OOMAllocated  = Def(Msg{Key: "oom.allocated", EN: "%s already allocated by PyTorch", ZH: "PyTorch 已分配 %s"})
+	OOMAtFrame    = Def(Msg{Key: "oom.at", EN: " (at %s)", ZH: "（出错位置 %s）"})
 	OOMReserved   = Def(Msg{Key: "oom.reserved", EN: "%s reserved by PyTorch but unallocated", ZH: "PyTorch 保留但未分配 %s"})
 )
 
@@ -177,6 +182,10 @@ var (
 	FitWhyNoGrowth = Def(Msg{Key: "fit.why_no_growth", EN: "the peak does not grow with %s", ZH: "峰值不随 %s 增大，它决定不了放不放得下"})
 	FitWhyNoLimit  = Def(Msg{Key: "fit.why_no_limit", EN: "the memory limit is not known", ZH: "不知道内存上限"})
 	FitNoAnswer    = Def(Msg{Key: "fit.no_answer", EN: "❔ no answer: %s", ZH: "❔ 估算不了：%s"})
+	FitWithin      = Def(Msg{Key: "fit.within", EN: "within the values tried (the largest: %s=%s)\n", ZH: "在试过的取值之内（最大 %s=%s）\n"})
+	FitExtrap      = Def(Msg{Key: "fit.extrapolated", EN: "extrapolated %[1]s× past the largest value tried (%[2]s=%[3]s); a fit goes at most %[4]s× past it\n", ZH: "外推到试过的最大值（%[2]s=%[3]s）的 %[1]s 倍；最多外推 %[4]s 倍\n"})
+	FitCapExtrap   = Def(Msg{Key: "fit.cap_extrapolation", EN: "the line alone says %s=%d: held at %s× the largest value tried\n", ZH: "单看直线可到 %s=%d：只取到试过的最大值的 %s 倍\n"})
+	FitCapMax      = Def(Msg{Key: "fit.cap_max", EN: "the line alone says %s=%d: held at the parameter's max, %s\n", ZH: "单看直线可到 %s=%d：以参数上限 %s 为准\n"})
 	FitAdvice      = Def(Msg{Key: "fit.advice", EN: "%s=%d should fit: predicted %s of %s, from runs %s", ZH: "%s=%d 应该放得下：预计 %s / %s，依据训练 %s"})
 )
 
@@ -196,6 +205,22 @@ var (
 	CmpVsFinal  = Def(Msg{Key: "compare.vs_final", EN: "final %s %s", ZH: "最终 %s %s"})
 	CmpVs       = Def(Msg{Key: "compare.vs", EN: "#%d vs #%d: %s\n", ZH: "#%d 对比 #%d：%s\n"})
 	ListSep     = Def(Msg{Key: "list.sep", EN: ", ", ZH: "，"})
+)
+
+// 对比 of runs that are not finished: their time is compared per step and
+// as a projected total, never as the time so far.
+var (
+	CmpNotDone     = Def(Msg{Key: "compare.not_done", EN: " · not finished", ZH: " · 未跑完"})
+	CmpNotDoneAt   = Def(Msg{Key: "compare.not_done_at", EN: " · not finished, at step %d", ZH: " · 未跑完（第 %d 步）"})
+	CmpNotDoneOf   = Def(Msg{Key: "compare.not_done_of", EN: " · not finished, at step %d of %d", ZH: " · 未跑完（第 %d 步，共 %d 步）"})
+	CmpNotDoneNote = Def(Msg{Key: "compare.not_done_note", EN: "Not finished: %s. Their time is compared per step and as a projected total, never as the time so far.\n", ZH: "未跑完：%s。用时按每步用时和预计总用时对比，不拿已用时比。\n"})
+	CmpTimeSoFar   = Def(Msg{Key: "compare.time_so_far", EN: "time %s so far", ZH: "已用时 %s"})
+	CmpProjected   = Def(Msg{Key: "compare.projected", EN: "projected total %s", ZH: "预计总用时 %s"})
+	CmpPerStep     = Def(Msg{Key: "compare.per_step", EN: "%s s/step", ZH: "每步 %s 秒"})
+	CmpVsPerStep   = Def(Msg{Key: "compare.vs_per_step", EN: "time per step %s", ZH: "每步用时 %s"})
+	CmpVsProjected = Def(Msg{Key: "compare.vs_projected", EN: "projected total time %s", ZH: "预计总用时 %s"})
+	CmpLatest      = Def(Msg{Key: "compare.latest", EN: "  %s latest %s%s · best %s%s\n", ZH: "  %s 当前 %s%s · 最佳 %s%s\n"})
+	CmpVsLatest    = Def(Msg{Key: "compare.vs_latest", EN: "latest %s %s", ZH: "当前 %s %s"})
 )
 
 // What 对比 says when there is nothing to compare.

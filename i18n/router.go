@@ -14,6 +14,10 @@ var (
 		EN:  "I don't know %q. Send /help for the commands.",
 		Mix: "I don't know %q. Send 帮助 (/help) for the commands.",
 		ZH:  "我不认识“%s”。发送「帮助」查看命令。"})
+	UnknownWordNear = Def(Msg{Key: "router.unknown_word_near",
+		EN:  "I don't know %q. Did you mean %s? Send /help for the commands.",
+		Mix: "I don't know %q. Did you mean %s? Send 帮助 (/help) for the commands.",
+		ZH:  "我不认识“%s”。你是想发「%s」吗？发送「帮助」查看所有命令。"})
 	ViewerRefused = Def(Msg{Key: "router.viewer",
 		EN: "Viewers can look but not %s. Your user id is %s: the owner can add it to [auth] %s.",
 		ZH: "查看者只能查看，不能执行「%s」。你的用户 ID 是 %s：管理员可以把它加到 [auth] 的 %s 里。"})
@@ -107,7 +111,7 @@ var (
 
 // 关注: runs trainbot did not start.
 var (
-	WatchOff        = Def(Msg{Key: "watch.off", EN: "/watch is off: the config's [watch] dirs names no directory whose logs a chat may watch. On the host: trainbot watch --log FILE [--pid PID].", Mix: "关注 is off: the config's [watch] dirs names no directory whose logs a chat may watch. On the host: trainbot watch --log FILE [--pid PID].", ZH: "「关注」没有启用：配置的 [watch] dirs 没有列出可以从聊天里接入的日志目录。在主机上可以运行：trainbot watch --log 日志文件 [--pid 进程号]。"})
+	WatchOff        = Def(Msg{Key: "watch.off", EN: "/watch is off: the config's [watch] dirs names no directory whose logs a chat may watch. On the host: trainbot watch%s --log FILE [--pid PID].", Mix: "关注 is off: the config's [watch] dirs names no directory whose logs a chat may watch. On the host: trainbot watch%s --log FILE [--pid PID].", ZH: "「关注」没有启用：配置的 [watch] dirs 没有列出可以从聊天里接入的日志目录。在主机上可以运行：trainbot watch%s --log 日志文件 [--pid 进程号]。"})
 	WatchUsage      = Def(Msg{Key: "watch.usage", EN: "/watch takes a log file and, optionally, the pid that writes it: /watch /data/exp1/train.log 12345", Mix: "关注 takes a log file and, optionally, the pid that writes it: 关注 /data/exp1/train.log 12345", ZH: "「关注」后面跟日志文件，还可以跟写它的进程号，例如「关注 /data/exp1/train.log 12345」"})
 	NotWatched      = Def(Msg{Key: "watch.not_watched", EN: "Not watched: %s", ZH: "未接入：%s"})
 	NotWatchedPID   = Def(Msg{Key: "watch.not_pid", EN: "Not watched: %q is not a process id.", ZH: "未接入：“%s”不是进程号。"})

@@ -295,6 +295,9 @@ type annotation struct {
 	label string
 	text  text.Style
 	glyph draw.GlyphStyle
+	// layer places and draws the label, with the other labels of the
+	// chart, so that none covers another; the annotation draws its glyph.
+	layer *labelLayer
 }
 
 // DataRange is the marked point: a peak above every line (a high-water
@@ -305,43 +308,51 @@ func (a *annotation) DataRange() (xmin, xmax, ymin, ymax float64) {
 
 func (a *annotation) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
-	pt := vg.Point{X: trX(a.x), Y: trY(a.y)}
-	c.DrawGlyph(a.glyph, pt)
-	sty := a.text
-	gap := a.glyph.Radius + vg.Points(4)
-	w := sty.Width(a.label)
-	hgt := sty.Height(a.label)
-	tp := vg.Point{X: pt.X + gap, Y: pt.Y + gap}
-	sty.XAlign, sty.YAlign = draw.XLeft, draw.YBottom
-	if tp.X+w > c.Max.X {
-		tp.X = pt.X - gap
-		sty.XAlign = draw.XRight
+	c.DrawGlyph(a.glyph, vg.Point{X: trX(a.x), Y: trY(a.y)})
+	if a.layer == nil {
+		a.layer = &labelLayer{}
+		defer a.layer.Plot(c, plt)
 	}
-	if tp.Y+hgt > c.Max.Y {
-		tp.Y = pt.Y - gap
-		sty.YAlign = draw.YTop
-	}
-	boxedText(c, sty, tp, a.label)
+	a.layer.notes = append(a.layer.notes, a)
 }
 
 // boxedText draws a label on a white box, which keeps it legible over
 // grid and lines.
 func boxedText(c draw.Canvas, sty draw.TextStyle, tp vg.Point, label string) {
-	box := sty.Rectangle(label).Add(tp)
-	pad := vg.Points(3)
-	box.Min.X -= pad
-	box.Min.Y -= pad
-	box.Max.X += pad
-	box.Max.Y += pad
 	c.SetColor(color.White)
-	c.Fill(box.Path())
+	c.Fill(labelBox(sty, tp, label).Path())
 	c.FillText(sty, tp, label)
 }
 
-// edgeLabels marks the latest point of each series and writes its value at
-// the plot's right edge, level with the point where it can be, the labels
-// moved apart so that none hides another.
-type edgeLabels struct{ items []edgeLabel }
+// labelPad is the white margin around a label's text.
+var labelPad = vg.Points(3)
+
+// labelBox is the box a label drawn at tp with sty covers, its margin in.
+func labelBox(sty draw.TextStyle, tp vg.Point, label string) vg.Rectangle {
+	box := sty.Rectangle(label).Add(tp)
+	box.Min.X -= labelPad
+	box.Min.Y -= labelPad
+	box.Max.X += labelPad
+	box.Max.Y += labelPad
+	return box
+}
+
+func overlaps(a, b vg.Rectangle) bool {
+	return a.Min.X < b.Max.X && b.Min.X < a.Max.X && a.Min.Y < b.Max.Y && b.Min.Y < a.Max.Y
+}
+
+// labelLayer draws every text label of a chart last, in one place, so
+// that no label covers another: the latest value of each series at the
+// plot's right edge (edge labels, moved apart vertically), then the peak
+// notes, each at the first spot around its point that is free. It is
+// added to the plot after everything else.
+type labelLayer struct {
+	edges []edgeLabel
+	notes []*annotation
+	// drawn, when set, is told the boxes of the labels drawn (the tests'
+	// check that none overlaps another).
+	drawn func([]vg.Rectangle)
+}
 
 type edgeLabel struct {
 	x, y  float64
@@ -350,7 +361,100 @@ type edgeLabel struct {
 	glyph draw.GlyphStyle
 }
 
-func (e *edgeLabels) Plot(c draw.Canvas, plt *plot.Plot) {
+// note adds a peak's annotation to the layer (the annotation must be added
+// to the plot too, for its glyph and its data range).
+func (l *labelLayer) note(a *annotation) *annotation {
+	a.layer = l
+	return a
+}
+
+func (l *labelLayer) Plot(c draw.Canvas, plt *plot.Plot) {
+	var boxes []vg.Rectangle
+	boxes = l.plotEdges(c, plt, boxes)
+	trX, trY := plt.Transforms(&c)
+	for _, a := range l.notes {
+		pt := vg.Point{X: trX(a.x), Y: trY(a.y)}
+		sty, tp := placeNote(c, a, pt, boxes)
+		boxedText(c, sty, tp, a.label)
+		boxes = append(boxes, labelBox(sty, tp, a.label))
+	}
+	if l.drawn != nil {
+		l.drawn(boxes)
+	}
+}
+
+// placeNote finds where a peak's label goes: above right of its point,
+// else above left, below right, below left (each kept on the canvas); the
+// first that covers no label already drawn, else the first of those moved
+// down (then up) a label's height at a time until one is free.
+func placeNote(c draw.Canvas, a *annotation, pt vg.Point, taken []vg.Rectangle) (draw.TextStyle, vg.Point) {
+	gap := a.glyph.Radius + vg.Points(4)
+	w, hgt := a.text.Width(a.label), a.text.Height(a.label)
+	type spot struct {
+		sty draw.TextStyle
+		tp  vg.Point
+	}
+	var spots []spot
+	for _, right := range []bool{true, false} {
+		for _, up := range []bool{true, false} {
+			sty := a.text
+			tp := pt
+			if right {
+				tp.X, sty.XAlign = pt.X+gap, draw.XLeft
+				if tp.X+w > c.Max.X {
+					tp.X, sty.XAlign = c.Max.X-w, draw.XLeft
+				}
+			} else {
+				tp.X, sty.XAlign = pt.X-gap, draw.XRight
+				if tp.X-w < c.Min.X {
+					tp.X, sty.XAlign = c.Min.X, draw.XLeft
+				}
+			}
+			if up {
+				tp.Y, sty.YAlign = min(pt.Y+gap, c.Max.Y-hgt), draw.YBottom
+			} else {
+				tp.Y, sty.YAlign = max(pt.Y-gap, c.Min.Y+hgt), draw.YTop
+			}
+			spots = append(spots, spot{sty, tp})
+		}
+	}
+	// Above right and below right first, then the left side.
+	spots[1], spots[2] = spots[2], spots[1]
+	free := func(s spot) bool {
+		box := labelBox(s.sty, s.tp, a.label)
+		for _, t := range taken {
+			if overlaps(box, t) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, s := range spots {
+		if free(s) {
+			return s.sty, s.tp
+		}
+	}
+	step := hgt + 2*labelPad + vg.Points(1)
+	for _, dir := range []vg.Length{-1, 1} {
+		for i := 1; i <= 40; i++ {
+			s := spots[0]
+			s.tp.Y += dir * step * vg.Length(i)
+			box := labelBox(s.sty, s.tp, a.label)
+			if box.Min.Y < c.Min.Y || box.Max.Y > c.Max.Y {
+				break
+			}
+			if free(s) {
+				return s.sty, s.tp
+			}
+		}
+	}
+	return spots[0].sty, spots[0].tp
+}
+
+// plotEdges marks the latest point of each series and writes its value at
+// the plot's right edge, level with the point where it can be, the labels
+// moved apart so that none hides another; it returns boxes with theirs.
+func (l *labelLayer) plotEdges(c draw.Canvas, plt *plot.Plot, boxes []vg.Rectangle) []vg.Rectangle {
 	trX, trY := plt.Transforms(&c)
 	type placed struct {
 		l        edgeLabel
@@ -358,38 +462,41 @@ func (e *edgeLabels) Plot(c draw.Canvas, plt *plot.Plot) {
 		top, hgt vg.Length
 	}
 	gap := vg.Points(6)
-	ps := make([]placed, len(e.items))
-	for i, l := range e.items {
-		pt := vg.Point{X: trX(l.x), Y: trY(l.y)}
-		hgt := l.text.Height(l.label)
-		ps[i] = placed{l: l, pt: pt, hgt: hgt, top: pt.Y + gap + hgt}
+	between := 2*labelPad + vg.Points(1) // boxes a point apart
+	ps := make([]placed, len(l.edges))
+	for i, e := range l.edges {
+		pt := vg.Point{X: trX(e.x), Y: trY(e.y)}
+		hgt := e.text.Height(e.label)
+		ps[i] = placed{l: e, pt: pt, hgt: hgt, top: pt.Y + gap + hgt}
 	}
-	// Highest first; each label sits below the one above it.
+	// Highest first; each label sits below the one above it. Then from
+	// the bottom up: a label pushed below the plot goes back up, and
+	// pushes the ones above it up too (they used to pile up on the
+	// bottom edge, over each other).
 	slices.SortStableFunc(ps, func(a, b placed) int { return cmp.Compare(b.top, a.top) })
-	limit := c.Max.Y
+	limit := c.Max.Y - labelPad
 	for i := range ps {
 		ps[i].top = min(ps[i].top, limit)
-		if ps[i].top-ps[i].hgt < c.Min.Y {
-			ps[i].top = c.Min.Y + ps[i].hgt
-		}
-		limit = ps[i].top - ps[i].hgt - vg.Points(4)
+		limit = ps[i].top - ps[i].hgt - between
 	}
-	pad := vg.Points(3)
+	floor := c.Min.Y + labelPad
+	for i := len(ps) - 1; i >= 0; i-- {
+		ps[i].top = max(ps[i].top, floor+ps[i].hgt)
+		floor = ps[i].top + between
+	}
 	for _, p := range ps {
 		c.DrawGlyph(p.l.glyph, p.pt)
 		sty := p.l.text
 		sty.XAlign, sty.YAlign = draw.XRight, draw.YTop
-		tp := vg.Point{X: c.Max.X - pad, Y: p.top}
+		tp := vg.Point{X: c.Max.X - labelPad, Y: p.top}
 		// A white box behind the label keeps it legible over the lines.
-		box := sty.Rectangle(p.l.label).Add(tp)
-		box.Min.X -= pad
-		box.Min.Y -= pad
-		box.Max.X += pad
-		box.Max.Y += pad
+		box := labelBox(sty, tp, p.l.label)
 		c.SetColor(color.NRGBA{255, 255, 255, 215})
 		c.Fill(box.Path())
 		c.FillText(sty, tp, p.l.label)
+		boxes = append(boxes, box)
 	}
+	return boxes
 }
 
 // strokeLine is a gonum line, for the few straight lines (ceilings) that

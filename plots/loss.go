@@ -186,7 +186,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 	var legend []legendEntry
 	var marks []float64
 	nonFinite := 0
-	latest := &edgeLabels{}
+	latest := &labelLayer{drawn: pt.labelsDrawn}
 	rawWidth, smWidth := vg.Points(1.8), vg.Points(3)
 	for i, s := range series {
 		col := toRGBA(c.Series[s.col].Color, s.col)
@@ -214,9 +214,9 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 			if logY {
 				y = math.Log10(y)
 			}
-			sty, label := pt.style(formatLatest(s.last.Y), sizeTick, true)
+			sty, label := pt.style(formatLatest(s.name, s.last.Y, c.YBytes), sizeTick, true)
 			sty.Color = col
-			latest.items = append(latest.items, edgeLabel{x: s.last.X, y: y, label: label, text: sty,
+			latest.edges = append(latest.edges, edgeLabel{x: s.last.X, y: y, label: label, text: sty,
 				glyph: draw.GlyphStyle{Color: col, Radius: vg.Points(4), Shape: draw.CircleGlyph{}}})
 		}
 		label := s.name
@@ -224,7 +224,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 			label += " (no finite value)"
 		}
 		if c.Peaks && s.finite > 0 {
-			pk := pt.peakMark(c.Lang, s.raw, c.Series[s.col], col, logY)
+			pk := latest.note(pt.peakMark(c.Lang, s.raw, c.Series[s.col], col, logY))
 			p.Add(pk)
 			label += " · " + pk.label
 		}
@@ -232,7 +232,7 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 		marks = append(marks, s.nanXs...)
 		nonFinite += s.nonFin
 	}
-	if len(latest.items) > 0 {
+	if len(latest.edges)+len(latest.notes) > 0 {
 		p.Add(latest)
 	}
 	if len(marks) > 0 {
@@ -279,7 +279,32 @@ func (pt *Painter) Loss(c LossChart) ([]byte, error) {
 	if smoothed {
 		note = pt.say(c.Lang, i18n.NoteSmoothed, c.Smoothing)
 	}
+	if span, ok := widenTiny(p, c.YBytes || logY); ok && span > 0 { // one value needs no words
+		note = strings.TrimPrefix(note+" · "+pt.say(c.Lang, i18n.NoteNarrowRange, strconv.FormatFloat(span, 'g', 2, 64)), " · ")
+	}
 	return pt.render(frame{title: joinTitle(pt.lossKind(c), c.Title), legend: legend, note: note, plots: []*plot.Plot{p}})
+}
+
+// tinySpan is the least span of a loss chart's Y axis, relative to the
+// values' size: a 2-point chart from 2.2932 to 2.2949 (0.07 %) drew a
+// change of nothing as a cliff.
+const tinySpan = 0.02
+
+// widenTiny widens a linear Y axis whose values span less than tinySpan of
+// their size to that span around them, and returns the values' own span
+// (so the chart can say it did). Byte and log axes are left alone.
+func widenTiny(p *plot.Plot, skip bool) (float64, bool) {
+	lo, hi := p.Y.Min, p.Y.Max
+	if skip || math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsNaN(lo) || math.IsNaN(hi) {
+		return 0, false
+	}
+	size := math.Max(math.Abs(lo), math.Abs(hi))
+	if size == 0 || hi-lo >= tinySpan*size {
+		return 0, false
+	}
+	mid, half := (lo+hi)/2, tinySpan*size/2
+	p.Y.Min, p.Y.Max = mid-half, mid+half
+	return hi - lo, true
 }
 
 // lossKind is what the chart's title says it shows: "损失 Loss", the
@@ -337,8 +362,13 @@ func anyLoss(series []Series) bool {
 	return len(series) == 0
 }
 
-// formatLatest writes a latest value with 4 significant digits.
-func formatLatest(v float64) string {
+// formatLatest writes a latest value with 4 significant digits, or a
+// byte count (a chart in bytes, or a metric whose name and size say so)
+// in binary units.
+func formatLatest(name string, v float64, bytes bool) string {
+	if bytes || units.IsBytes(name, v) {
+		return units.Bytes(int64(math.Round(v)))
+	}
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 

@@ -25,6 +25,13 @@ type MemoryChart struct {
 	GPUTotal []XY
 	// Host is the resident memory of the run's process tree.
 	Host []XY
+	// GPUPeak and HostPeak are the run's peaks as recorded (0: none): the
+	// peak shown is the higher of each and its samples' highest, at the
+	// highest sample's time, so the chart says what the end report says
+	// (VmHWM above every sample, say). HostPeakNote says how HostPeak was
+	// measured ("VmHWM, exact"); it is shown when HostPeak is the one.
+	GPUPeak, HostPeak float64
+	HostPeakNote      string
 }
 
 // Memory draws a memory chart: GPU memory of the run with the devices'
@@ -64,8 +71,11 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 		name string
 		pts  []XY
 		col  int
+		peak float64
+		note string
 	}
-	for _, s := range []part{{pt.say(c.Lang, i18n.LegendGPURun), gpu, 0}, {pt.say(c.Lang, i18n.LegendHostRun), host, 2}} {
+	labels := &labelLayer{drawn: pt.labelsDrawn}
+	for _, s := range []part{{pt.say(c.Lang, i18n.LegendGPURun), gpu, 0, c.GPUPeak, ""}, {pt.say(c.Lang, i18n.LegendHostRun), host, 2, c.HostPeak, c.HostPeakNote}} {
 		if len(s.pts) == 0 {
 			continue
 		}
@@ -82,16 +92,24 @@ func (pt *Painter) Memory(c MemoryChart) ([]byte, error) {
 				peak = q
 			}
 		}
+		note := ""
+		if s.peak > peak.Y {
+			peak.Y, note = s.peak, s.note
+		}
 		label := pt.say(c.Lang, i18n.LegendPeak, units.Bytes(int64(peak.Y)))
+		if note != "" {
+			label += " (" + note + ")"
+		}
 		if ceiling > 0 && s.col == 0 {
 			label += fmt.Sprintf(" (%.0f%%)", 100*peak.Y/ceiling)
 		}
 		sty, txt := pt.style(label, sizeNote, true)
 		sty.Color = col
-		p.Add(&annotation{x: peak.X, y: peak.Y, label: txt, text: sty,
-			glyph: draw.GlyphStyle{Color: col, Radius: vg.Points(5), Shape: draw.RingGlyph{}}})
+		p.Add(labels.note(&annotation{x: peak.X, y: peak.Y, label: txt, text: sty,
+			glyph: draw.GlyphStyle{Color: col, Radius: vg.Points(5), Shape: draw.RingGlyph{}}}))
 		legend = append(legend, lineEntry(s.name+" · "+label, col, width))
 	}
+	p.Add(labels)
 	if ceiling > 0 {
 		p.Y.Max = math.Max(p.Y.Max, ceiling*1.04)
 	}

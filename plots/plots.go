@@ -120,6 +120,9 @@ type Options struct {
 // Painter draws charts. It is safe for concurrent use.
 type Painter struct {
 	fonts *fonts
+	// labelsDrawn, when set (tests), is told the boxes of each chart's
+	// text labels as they are drawn.
+	labelsDrawn func([]vg.Rectangle)
 }
 
 // New returns a Painter. It fails only when a configured font cannot be

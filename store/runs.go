@@ -20,7 +20,7 @@ var _ trainer.Recorder = (*Store)(nil)
 
 const runColumns = `id, job, params, command, state, outcome, detail, exit_code, pid, supervisor_pid,
 	started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-	peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, log_offset, metrics_offset, slurm_job_id, node, note, peak_host_how, end_facts, gpus, host, remote_dir, boot_id, resumed_from`
+	peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, log_offset, metrics_offset, slurm_job_id, node, note, peak_host_how, end_facts, gpus, host, remote_dir, boot_id, resumed_from, param_ranges`
 
 // CreateRun inserts a run and returns its id.
 func (s *Store) CreateRun(ctx context.Context, r *trainer.Run) (int64, error) {
@@ -52,10 +52,10 @@ func (s *Store) insertRun(ctx context.Context, r *trainer.Run, restore bool) (in
 	}
 	res, err := s.w.ExecContext(ctx, verb+` runs(id, job, params, command, state, outcome, detail, exit_code, pid,
 		supervisor_pid, started_at, ended_at, log_path, started_by, origin, stopped_by, steps, total_steps,
-		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node, note, peak_host_how, end_facts, gpus, host, remote_dir, boot_id, resumed_from) VALUES(`+id+`,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		peak_gpu_mem_bytes, peak_host_mem_bytes, retry_of, runner, slurm_job_id, node, note, peak_host_how, end_facts, gpus, host, remote_dir, boot_id, resumed_from, param_ranges) VALUES(`+id+`,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.ID, r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
-		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.Note, r.PeakHostHow, endFacts(r), runGPUs(r), r.Host, r.RemoteDir, r.BootID, nullID(r.ResumedFrom))
+		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.Note, r.PeakHostHow, endFacts(r), runGPUs(r), r.Host, r.RemoteDir, r.BootID, nullID(r.ResumedFrom), paramRanges(r))
 	if err != nil {
 		return 0, fmt.Errorf("create run: %w", err)
 	}
@@ -104,6 +104,18 @@ func runGPUs(r *trainer.Run) any {
 	return string(b)
 }
 
+// paramRanges is r.ParamRanges as stored (JSON), NULL when it has none.
+func paramRanges(r *trainer.Run) any {
+	if len(r.ParamRanges) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(r.ParamRanges)
+	if err != nil {
+		return nil
+	}
+	return string(b)
+}
+
 // UpdateRun writes every field of an existing run but its read offsets
 // (SetOffsets keeps those, in step with the points) and its note (SetNote).
 func (s *Store) UpdateRun(ctx context.Context, r *trainer.Run) error {
@@ -113,10 +125,10 @@ func (s *Store) UpdateRun(ctx context.Context, r *trainer.Run) error {
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE runs SET job=?, params=?, command=?, state=?, outcome=?, detail=?,
 		exit_code=?, pid=?, supervisor_pid=?, started_at=?, ended_at=?, log_path=?, started_by=?, origin=?, stopped_by=?,
-		steps=?, total_steps=?, peak_gpu_mem_bytes=?, peak_host_mem_bytes=?, retry_of=?, runner=?, slurm_job_id=?, node=?, peak_host_how=?, end_facts=?, gpus=?, host=?, remote_dir=?, boot_id=?, resumed_from=? WHERE id=?`,
+		steps=?, total_steps=?, peak_gpu_mem_bytes=?, peak_host_mem_bytes=?, retry_of=?, runner=?, slurm_job_id=?, node=?, peak_host_how=?, end_facts=?, gpus=?, host=?, remote_dir=?, boot_id=?, resumed_from=?, param_ranges=? WHERE id=?`,
 		r.Job, params, command, string(r.State), string(r.Outcome), r.Detail, r.ExitCode, r.PID,
 		r.Supervisor, ms(r.StartedAt), nullTime(r), r.LogPath, r.StartedBy, r.Origin, r.StoppedBy, r.Steps, r.Total,
-		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.PeakHostHow, endFacts(r), runGPUs(r), r.Host, r.RemoteDir, r.BootID, nullID(r.ResumedFrom), r.ID)
+		r.PeakGPUMem, r.PeakHostMem, nullID(r.RetryOf), r.Runner, nullText(r.SlurmJobID), r.Node, r.PeakHostHow, endFacts(r), runGPUs(r), r.Host, r.RemoteDir, r.BootID, nullID(r.ResumedFrom), paramRanges(r), r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", r.ID, err)
 	}
@@ -194,11 +206,12 @@ func scanRun(sc scanner) (*trainer.Run, error) {
 		retryOf         sql.NullInt64
 		slurmJob        sql.NullString
 		end, gpus       sql.NullString
+		ranges          sql.NullString
 		resumedFrom     sql.NullInt64
 	)
 	err := sc.Scan(&r.ID, &r.Job, &params, &command, &state, &outcome, &r.Detail, &exit, &r.PID, &r.Supervisor,
 		&started, &ended, &r.LogPath, &r.StartedBy, &r.Origin, &r.StoppedBy, &r.Steps, &r.Total, &peakGPU, &peakH, &retryOf,
-		&r.Runner, &r.LogOffset, &r.MetricsOffset, &slurmJob, &r.Node, &r.Note, &r.PeakHostHow, &end, &gpus, &r.Host, &r.RemoteDir, &r.BootID, &resumedFrom)
+		&r.Runner, &r.LogOffset, &r.MetricsOffset, &slurmJob, &r.Node, &r.Note, &r.PeakHostHow, &end, &gpus, &r.Host, &r.RemoteDir, &r.BootID, &resumedFrom, &ranges)
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +224,11 @@ func scanRun(sc scanner) (*trainer.Run, error) {
 	if gpus.Valid && gpus.String != "" {
 		if err := json.Unmarshal([]byte(gpus.String), &r.GPUs); err != nil {
 			r.GPUs = nil
+		}
+	}
+	if ranges.Valid && ranges.String != "" {
+		if err := json.Unmarshal([]byte(ranges.String), &r.ParamRanges); err != nil {
+			r.ParamRanges = nil
 		}
 	}
 	r.SlurmJobID = slurmJob.String

@@ -531,6 +531,13 @@ CREATE TABLE run_changes (
 	PRIMARY KEY (run_id, version)
 );
 `,
+	// 17: the declared min and max of a run's numeric parameters when it
+	// started (trainer.Run.ParamRanges, JSON: name to {"min","max"}), so a
+	// memory fit keeps under the max without the config; NULL for none,
+	// and before.
+	`
+ALTER TABLE runs ADD COLUMN param_ranges TEXT;
+`,
 }
 
 // migrate brings the schema to the latest version, one migration per

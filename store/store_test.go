@@ -471,3 +471,38 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 		}
 	}
 }
+
+// A run keeps its parameters' declared min and max (for a memory fit
+// without the config); a run with none stores NULL and reads nil.
+func TestParamRangesKept(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	lo, hi := 1.0, 4096.0
+	r := &trainer.Run{Job: "j", State: trainer.StateRunning, Outcome: trainer.OutcomeRunning, StartedAt: time.Now(),
+		Params: map[string]string{"bs": "32"}, ParamRanges: map[string]trainer.ParamRange{"bs": {Min: &lo, Max: &hi}, "lr": {Max: &lo}}}
+	id, err := s.CreateRun(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw string
+	if err := s.r.QueryRow(`SELECT param_ranges FROM runs WHERE id = ?`, id).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw != `{"bs":{"min":1,"max":4096},"lr":{"max":1}}` {
+		t.Errorf("stored ranges %s", raw)
+	}
+	got, err := s.Run(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := got.ParamRanges["bs"]; b.Min == nil || *b.Min != 1 || b.Max == nil || *b.Max != 4096 || got.ParamRanges["lr"].Min != nil {
+		t.Errorf("read back %+v", got.ParamRanges)
+	}
+	got.ParamRanges = nil
+	if err := s.UpdateRun(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = s.Run(ctx, id); err != nil || got.ParamRanges != nil {
+		t.Errorf("after an update without ranges: %+v %v", got.ParamRanges, err)
+	}
+}

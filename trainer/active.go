@@ -97,6 +97,7 @@ type active struct {
 	nanW         *nanWatch  // NaN or Inf losses in a row
 	nanStreak    *NaNStreak // the streak of the NaN alert, nil before one
 	oom          *OOM
+	frame        string // the innermost frame of the user's code in the traceback being printed ("train.py:28")
 	stall        stallWatch
 	stopReq      *stopRequest  // the first stop asked of this trainbot
 	oomAtStop    *OOM          // the run had run out of memory when the stop came
@@ -411,7 +412,7 @@ func (s Status) Brief() string {
 		parts = append(parts, "no step yet")
 	}
 	if m, ok := s.Loss(); ok {
-		parts = append(parts, fmt.Sprintf("%s %s", m.Name, units.Value(m.Value)))
+		parts = append(parts, fmt.Sprintf("%s %s", m.Name, units.Metric(m.Name, m.Value)))
 	}
 	parts = append(parts, "running for "+units.Duration(s.Elapsed))
 	return strings.Join(parts, ", ")

@@ -23,6 +23,24 @@ const (
 	// FitMargin is the share of the device's memory kept free: a value
 	// fits when its predicted peak is at most (1 − FitMargin) of the limit.
 	FitMargin = 0.10
+	// MaxExtrapolation is how far past the largest value tried a fit
+	// answers: at most this many times it. Peaks measured at 64…1024 say
+	// little about 200 000 (activations stop being the part that grows,
+	// allocators round, a kernel picks another algorithm): one doubling
+	// past the data is what a line can vouch for.
+	MaxExtrapolation = 2.0
+)
+
+// FitCap is what held a fit's answer below what the line alone puts
+// under the limit.
+type FitCap string
+
+// The caps, as FitText and `trainbot fit --json` name them.
+const (
+	FitCapNone          FitCap = ""
+	FitCapMax           FitCap = "max"           // the parameter's declared max
+	FitCapExtrapolation FitCap = "extrapolation" // MaxExtrapolation × the largest value tried
+	FitCapOOM           FitCap = "oom"           // below a value that ran out of memory
 )
 
 // MemoryFit is peak memory = A + B·value over a job's runs.
@@ -50,8 +68,20 @@ type MemoryFit struct {
 	// the device's total, or the host's available memory.
 	Limit int64
 	// MaxFit is the largest value of Param whose predicted peak is at
-	// most (1 − FitMargin)·Limit; 0 when there is none or no answer.
+	// most (1 − FitMargin)·Limit, and at most the parameter's Max,
+	// MaxExtrapolation × Largest and below OOMAt; 0 when there is none or
+	// no answer.
 	MaxFit int64
+	// Largest is the largest value of Param among Runs; LineFit the
+	// largest value the line alone puts under the limit; CappedBy what
+	// held MaxFit below LineFit (FitCapNone: nothing).
+	Largest  float64
+	LineFit  int64
+	CappedBy FitCap
+	// Max is the parameter's declared max: the job's, else as recorded
+	// with the newest run of the fit (so it holds without the config);
+	// nil when neither says.
+	Max *float64
 	// Problem says why there is no answer ("" when there is one): too few
 	// runs, a poor fit, no limit.
 	Problem string
@@ -77,6 +107,16 @@ const (
 // OK reports whether the fit answers: a line good enough, a limit, and a
 // value that fits.
 func (f *MemoryFit) OK() bool { return f != nil && f.Problem == "" && f.MaxFit > 0 }
+
+// Extrapolation is how many times the largest value tried MaxFit is
+// (1.5: half again past the data; at most 1 within it); 0 without an
+// answer.
+func (f *MemoryFit) Extrapolation() float64 {
+	if !f.OK() || f.Largest <= 0 {
+		return 0
+	}
+	return float64(f.MaxFit) / f.Largest
+}
 
 // Predict is the predicted peak, in bytes, at a value of the parameter.
 func (f *MemoryFit) Predict(v float64) int64 { return int64(math.Round(f.A + f.B*v)) }
@@ -195,6 +235,7 @@ func FitMemory(runs []*Run, job *Job, jobName, param string, like *Run, limit in
 		f.Runs = append(f.Runs, r.ID)
 		f.Values = append(f.Values, v)
 		f.Peaks = append(f.Peaks, *peak)
+		f.Largest = max(f.Largest, v)
 		distinct[v] = true
 	}
 	if len(distinct) < 2 {
@@ -219,19 +260,29 @@ func FitMemory(runs []*Run, job *Job, jobName, param string, like *Run, limit in
 	}
 	budget := (1 - FitMargin) * float64(limit)
 	best := math.Floor((budget - f.A) / f.B)
-	var spec ParamSpec
-	if job != nil {
-		spec = job.Params[param]
+	f.LineFit = int64(math.Min(best, math.MaxInt32))
+	bounds := paramRange(job, param, mine)
+	f.Max = bounds.Max
+	capAt := func(v float64, why FitCap) {
+		if v < best {
+			best, f.CappedBy = v, why
+		}
 	}
-	if spec.Max != nil {
-		best = math.Min(best, math.Floor(*spec.Max))
+	capAt(math.Floor(MaxExtrapolation*f.Largest), FitCapExtrapolation)
+	if bounds.Max != nil {
+		capAt(math.Floor(*bounds.Max), FitCapMax)
 	}
 	if f.OOMAt > 0 {
-		best = math.Min(best, math.Ceil(f.OOMAt)-1)
+		capAt(math.Ceil(f.OOMAt)-1, FitCapOOM)
 	}
 	low := 1.0
-	if spec.Min != nil {
-		low = math.Max(low, math.Ceil(*spec.Min))
+	if bounds.Min != nil {
+		low = math.Max(low, math.Ceil(*bounds.Min))
+	}
+	if best < low && f.CappedBy == FitCapExtrapolation && float64(f.LineFit) >= low {
+		f.Problem = fmt.Sprintf("too far from the runs: the least %s allowed, %s, is more than %g× the largest value tried (%s)",
+			param, units.TrimZeros(strconv.FormatFloat(low, 'f', -1, 64)), MaxExtrapolation, units.TrimZeros(strconv.FormatFloat(f.Largest, 'f', -1, 64)))
+		return f
 	}
 	if best < low || best > math.MaxInt32 {
 		if best < low {
@@ -244,6 +295,22 @@ func FitMemory(runs []*Run, job *Job, jobName, param string, like *Run, limit in
 	}
 	f.MaxFit = int64(best)
 	return f
+}
+
+// paramRange is the declared min and max of param: the job's when it
+// declares one, else as recorded with the newest of runs that has them.
+func paramRange(job *Job, param string, runs []*Run) ParamRange {
+	if job != nil {
+		if spec, ok := job.Params[param]; ok {
+			return ParamRange{Min: spec.Min, Max: spec.Max}
+		}
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		if b, ok := runs[i].ParamRanges[param]; ok {
+			return b
+		}
+	}
+	return ParamRange{}
 }
 
 // otherParams is a run's parameters but param, as one comparable string.

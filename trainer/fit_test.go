@@ -39,9 +39,17 @@ func TestFitMemory(t *testing.T) {
 	if math.Abs(f.B-2*mib) > 0.02*mib || math.Abs(f.A-200*mib) > 2*mib || f.R2 < 0.999 {
 		t.Errorf("a %.0f b %.0f R² %.5f, want about 200 MiB + 2 MiB × batch_size", f.A, f.B, f.R2)
 	}
-	// 90 % of 1 GiB is 921.6 MiB: (921.6 − 200) / 2 = 360.
-	if f.MaxFit < 358 || f.MaxFit > 361 {
-		t.Errorf("max fit %d, want about 360", f.MaxFit)
+	// 90 % of 1 GiB is 921.6 MiB: (921.6 − 200) / 2 = 360, but that is
+	// more than twice the largest batch tried (64): the answer is 128.
+	if f.LineFit < 358 || f.LineFit > 361 {
+		t.Errorf("line fit %d, want about 360", f.LineFit)
+	}
+	if f.MaxFit != 128 || f.CappedBy != FitCapExtrapolation || f.Largest != 64 || f.Extrapolation() != 2 {
+		t.Errorf("max fit %d capped by %q (largest %g, %g×), want 128 by extrapolation, 2× the largest 64", f.MaxFit, f.CappedBy, f.Largest, f.Extrapolation())
+	}
+	// With a limit the line reaches within the factor, it answers the line.
+	if f := FitMemory(runs, job, "lm", "batch_size", nil, 400*mib); f.MaxFit != f.LineFit || f.CappedBy != FitCapNone || f.MaxFit < 79 || f.MaxFit > 81 {
+		t.Errorf("limit 400 MiB: max fit %d (line %d, capped by %q), want about (360 − 200) / 2 = 80", f.MaxFit, f.LineFit, f.CappedBy)
 	}
 	if f.Same["lr"] != "0.1" || len(f.Same) != 1 {
 		t.Errorf("same %v, want lr=0.1", f.Same)
@@ -51,10 +59,10 @@ func TestFitMemory(t *testing.T) {
 		t.Errorf("advice %q", adv)
 	}
 
-	// A run out of memory at 128 caps the answer below it.
-	oom := fitRun(10, 128, 900*mib, OutcomeOOM)
-	if f := FitMemory(append(runs, oom), job, "lm", "batch_size", oom, 1<<30); f.MaxFit != 127 || len(f.OOMRuns) != 1 {
-		t.Errorf("with an OOM at 128: max fit %d (oom runs %v), want 127", f.MaxFit, f.OOMRuns)
+	// A run out of memory at 100 caps the answer below it.
+	oom := fitRun(10, 100, 900*mib, OutcomeOOM)
+	if f := FitMemory(append(runs, oom), job, "lm", "batch_size", oom, 1<<30); f.MaxFit != 99 || len(f.OOMRuns) != 1 || f.CappedBy != FitCapOOM {
+		t.Errorf("with an OOM at 100: max fit %d (oom runs %v, capped by %q), want 99 by the OOM", f.MaxFit, f.OOMRuns, f.CappedBy)
 	}
 	// Fitting like the checkpointing run: one value only.
 	if f := FitMemory(runs, job, "lm", "batch_size", runs[4], 1<<30); f.OK() || !strings.HasPrefix(f.Problem, "too few runs") {
@@ -75,6 +83,46 @@ func TestFitMemory(t *testing.T) {
 		if f.OK() || !strings.HasPrefix(f.Problem, tc.problem) {
 			t.Errorf("%s: ok %v, problem %q, want %q…", name, f.OK(), f.Problem, tc.problem)
 		}
+	}
+}
+
+// The parameter's max holds without the job (a fit from the history
+// alone, `trainbot fit --data DIR`): it is the one recorded with the
+// newest run; the job's, when given, wins.
+func TestFitMemoryKeepsTheStoredMax(t *testing.T) {
+	const mib = 1 << 20
+	line := func(bs int) int64 { return 100*mib + int64(bs)*mib/64 }
+	old, newer := 4096.0, 1500.0
+	var runs []*Run
+	for i, bs := range []int{64, 256, 1024} {
+		r := fitRun(int64(i+1), bs, line(bs), OutcomeFinished)
+		r.ParamRanges = map[string]ParamRange{"batch_size": {Max: &old}}
+		if i == 2 {
+			r.ParamRanges = map[string]ParamRange{"batch_size": {Max: &newer}}
+		}
+		runs = append(runs, r)
+	}
+	// 90 % of 64 GiB: the line alone says about 3.7 million.
+	f := FitMemory(runs, nil, "lm", "batch_size", nil, 64<<30)
+	if f.MaxFit != 1500 || f.CappedBy != FitCapMax || f.Max == nil || *f.Max != 1500 || f.LineFit < 3_000_000 {
+		t.Errorf("without the job: max fit %d capped by %q (max %v, line %d), want 1500 by the stored max", f.MaxFit, f.CappedBy, f.Max, f.LineFit)
+	}
+	for i := range runs {
+		runs[i].ParamRanges = nil
+	}
+	if f := FitMemory(runs, nil, "lm", "batch_size", nil, 64<<30); f.MaxFit != 2048 || f.CappedBy != FitCapExtrapolation || f.Max != nil {
+		t.Errorf("no max anywhere: max fit %d capped by %q, want 2048 (2× 1024)", f.MaxFit, f.CappedBy)
+	}
+	cfgMax := 512.0
+	job := &Job{Name: "lm", Params: map[string]ParamSpec{"batch_size": {Type: ParamInt, Max: &cfgMax}}}
+	if f := FitMemory(runs, job, "lm", "batch_size", nil, 64<<30); f.MaxFit != 512 || f.CappedBy != FitCapMax {
+		t.Errorf("the job's max: max fit %d capped by %q, want 512", f.MaxFit, f.CappedBy)
+	}
+	// A min more than twice the largest value tried: no answer, and why.
+	lo := 4000.0
+	job.Params["batch_size"] = ParamSpec{Type: ParamInt, Min: &lo}
+	if f := FitMemory(runs, job, "lm", "batch_size", nil, 64<<30); f.OK() || !strings.HasPrefix(f.Problem, "too far from the runs: the least batch_size allowed, 4000, is more than 2× the largest value tried (1024)") {
+		t.Errorf("min beyond reach: ok %v, problem %q", f.OK(), f.Problem)
 	}
 }
 

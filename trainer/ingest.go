@@ -137,7 +137,20 @@ func (a *active) handleEventRecord(r tfevents.DirRecord) {
 // time at. A replayed line (stored before a restart) only rebuilds state.
 func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay bool) {
 	if !fromMetricsFile {
+		// Where a traceback says the script was: the OOM that ends it
+		// names the user's line (train.py:28).
+		if f, user, ok := tracebackFrame(text); ok && user {
+			a.frame = f
+		} else if strings.HasPrefix(text, "Traceback (most recent call last)") {
+			a.frame = ""
+		}
 		if o, ok := DetectOOM(text); ok {
+			if o.Frame == "" {
+				o.Frame = a.frame
+			}
+			if o.Kind == "host" && o.TotalBytes == 0 && a.run.Host == "" && a.run.Runner != RunnerSlurm {
+				o.TotalBytes = hostMemTotal()
+			}
 			a.mu.Lock()
 			first := a.oom == nil
 			if first || (a.oom.TriedBytes == 0 && o.TriedBytes > 0) {

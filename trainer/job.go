@@ -558,6 +558,22 @@ func (j *Job) paramTypes() map[string]ParamType {
 	return out
 }
 
+// paramRanges is the min and max of each parameter that declares one; nil
+// when none does.
+func (j *Job) paramRanges() map[string]ParamRange {
+	var out map[string]ParamRange
+	for n, p := range j.Params {
+		if p.Min == nil && p.Max == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]ParamRange{}
+		}
+		out[n] = ParamRange{Min: p.Min, Max: p.Max}
+	}
+	return out
+}
+
 // ParamNames returns the declared parameter names, sorted.
 func (j *Job) ParamNames() []string {
 	names := make([]string, 0, len(j.Params))
@@ -572,13 +588,20 @@ func (j *Job) ParamNames() []string {
 func (p ParamSpec) Describe() string {
 	var b strings.Builder
 	b.WriteString(string(p.Type))
+	// An int's bounds are written as ints: "int 1..10000000", not 1e+07.
+	bound := func(v float64) string {
+		if p.Type == ParamInt && v == math.Trunc(v) && math.Abs(v) < 1e18 {
+			return strconv.FormatInt(int64(v), 10)
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
 	switch {
 	case p.Min != nil && p.Max != nil:
-		fmt.Fprintf(&b, " %g..%g", *p.Min, *p.Max)
+		b.WriteString(" " + bound(*p.Min) + ".." + bound(*p.Max))
 	case p.Min != nil:
-		fmt.Fprintf(&b, " ≥ %g", *p.Min)
+		b.WriteString(" ≥ " + bound(*p.Min))
 	case p.Max != nil:
-		fmt.Fprintf(&b, " ≤ %g", *p.Max)
+		b.WriteString(" ≤ " + bound(*p.Max))
 	}
 	if len(p.Choices) > 0 {
 		b.WriteString(" one of " + strings.Join(p.Choices, "|"))

@@ -157,7 +157,7 @@ func TestDetectOOM(t *testing.T) {
 			"jax", 17179869184, -1, -1, 0},
 		{"RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "cublas", 0, -1, -1, 0},
 		{"RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED", "cudnn", 0, -1, -1, 0},
-		{"MemoryError: Unable to allocate 7.45 GiB for an array with shape (1000000000,) and data type float64", "host", 0, -1, -1, 0},
+		{"MemoryError: Unable to allocate 7.45 GiB for an array with shape (1000000000,) and data type float64", "host", 7999376588, -1, -1, 0},
 	}
 	for _, c := range cases {
 		o, ok := DetectOOM(c.line)
@@ -286,5 +286,64 @@ func TestSlurmGPURequest(t *testing.T) {
 	}
 	if o := slurmOptions(slurm.Options{GPUs: "a100:2"}, GPURequest{Count: 1}); o.GPUs != "a100:1" {
 		t.Errorf("gpus=1 over slurm.gpus a100:2: %+v, want the type kept", o)
+	}
+}
+
+// A parameter's description writes an int's bounds as ints (it wrote
+// "steps: int 1..1e+07") and a float's as the shortest exact number.
+func TestDescribeBounds(t *testing.T) {
+	lo, hi, tiny, big := 1.0, 1e7, 1e-6, 10.0
+	for _, c := range []struct {
+		p    ParamSpec
+		want string
+	}{
+		{ParamSpec{Type: ParamInt, Min: &lo, Max: &hi, Default: "1500", HasDefault: true}, "int 1..10000000, default 1500"},
+		{ParamSpec{Type: ParamFloat, Min: &tiny, Max: &big, Default: "0.01", HasDefault: true}, "float 1e-06..10, default 0.01"},
+		{ParamSpec{Type: ParamInt, Max: &hi}, "int ≤ 10000000, required"},
+	} {
+		if got := c.p.Describe(); got != c.want {
+			t.Errorf("Describe() = %q, want %q", got, c.want)
+		}
+	}
+}
+
+// An OOM keeps what PyTorch's allocator said and numpy's request, a
+// traceback's innermost line of the user's code is where it failed, and
+// a request half of which would not fit is known as such.
+func TestOOMDetailsAndFrame(t *testing.T) {
+	o, ok := DetectOOM("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.25 GiB is free. Including non-PyTorch memory, this process has 22.38 GiB memory in use. Of the allocated memory 20.12 GiB is allocated by PyTorch, and 1.75 GiB is reserved by PyTorch but unallocated.")
+	if !ok || o.Allocated != parseSize("20.12", "GiB") || o.Reserved != parseSize("1.75", "GiB") {
+		t.Fatalf("PyTorch 2: %+v", o)
+	}
+	if s := o.Summary(); !strings.Contains(s, "20.12 GiB already allocated by PyTorch") {
+		t.Errorf("Summary %q drops the allocator's numbers", s)
+	}
+	o, _ = DetectOOM("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; 20.12 GiB already allocated; 1.25 GiB free; 21.87 GiB reserved in total by PyTorch)")
+	if o == nil || o.Allocated != parseSize("20.12", "GiB") {
+		t.Errorf("PyTorch 1: %+v", o)
+	}
+	o, _ = DetectOOM("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 512. GiB for an array with shape (68719476736,) and data type float64")
+	if o == nil || o.Kind != "host" || o.TriedBytes != 512<<30 {
+		t.Fatalf("numpy: %+v", o)
+	}
+	o.TotalBytes = 23 << 30
+	if !o.HalvingCannotHelp() {
+		t.Error("512 GiB on a 23 GiB host: halving should be known not to help")
+	}
+	o.TriedBytes = 30 << 30
+	if o.HalvingCannotHelp() {
+		t.Error("30 GiB on a 23 GiB host: half fits")
+	}
+	for line, want := range map[string]string{
+		`  File "/home/me/proj/train.py", line 28, in <module>`:                                                "train.py:28",
+		`  File "/usr/lib/python3/dist-packages/torch/nn/modules/module.py", line 1532, in _wrapped_call_impl`: "",
+		`  File "/home/me/venv/lib/python3.11/site-packages/numpy/core/numeric.py", line 204, in ones`:         "",
+		`  File "/usr/lib/python3.11/threading.py", line 982, in run`:                                          "",
+		`  File "<frozen runpy>", line 198, in _run_module_as_main`:                                            "",
+	} {
+		f, user, ok := tracebackFrame(line)
+		if !ok || (user && f != want) || (!user && want != "") {
+			t.Errorf("tracebackFrame(%q) = %q, user %v, %v; want %q", line, f, user, ok, want)
+		}
 	}
 }

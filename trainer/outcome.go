@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,6 +21,14 @@ type OOM struct {
 	TotalBytes int64  // device capacity, 0 when unknown
 	FreeBytes  int64  // free at the time, -1 when unknown
 	Reserved   int64  // PyTorch: reserved but unallocated, 0 when unknown
+	// Allocated is what PyTorch's allocator held when it failed ("20.12
+	// GiB already allocated", "Of the allocated memory 20.12 GiB is
+	// allocated by PyTorch"), 0 when unknown.
+	Allocated int64
+	// Frame is where the script failed: the innermost frame of the
+	// traceback before the error that is the user's code, not a library's
+	// ("train.py:28"); "" when none was printed.
+	Frame string
 }
 
 // Summary is a one-line human description, e.g.
@@ -57,14 +66,52 @@ func (o *OOM) Summary() string {
 	case o.TotalBytes > 0:
 		parts = append(parts, units.Bytes(o.TotalBytes)+" total")
 	}
+	if o.Allocated > 0 {
+		parts = append(parts, units.Bytes(o.Allocated)+" already allocated by PyTorch")
+	}
 	if o.Reserved > 0 {
 		parts = append(parts, units.Bytes(o.Reserved)+" reserved by PyTorch but unallocated")
 	}
 	if len(parts) > 0 {
 		b.WriteString(": " + strings.Join(parts, "; "))
 	}
+	if o.Frame != "" {
+		b.WriteString(" (at " + o.Frame + ")")
+	}
 	return b.String()
 }
+
+// HalvingCannotHelp reports whether the failed allocation is so far past
+// the memory there is that half of it would still not fit: a 512 GiB
+// request on a 23 GiB host is a tensor sized by mistake, not a batch a
+// little too large.
+func (o *OOM) HalvingCannotHelp() bool {
+	return o != nil && o.TriedBytes > 0 && o.TotalBytes > 0 && o.TriedBytes/2 > o.TotalBytes
+}
+
+// tracebackFrame reads a line of a Python traceback, `  File
+// "/home/me/train.py", line 28, in <module>`: the file and line, and
+// whether it is the user's code (not a library's: site-packages,
+// dist-packages, the standard library, <frozen …>).
+func tracebackFrame(line string) (frame string, user, ok bool) {
+	m := pyFrame.FindStringSubmatch(line)
+	if m == nil {
+		return "", false, false
+	}
+	file := m[1]
+	user = !strings.Contains(file, "site-packages") && !strings.Contains(file, "dist-packages") &&
+		!strings.HasPrefix(file, "<") && !pyStdlib.MatchString(file)
+	short := file
+	if i := strings.LastIndexByte(file, '/'); i >= 0 {
+		short = file[i+1:]
+	}
+	return short + ":" + m[2], user, true
+}
+
+var (
+	pyFrame  = regexp.MustCompile(`^\s*File "([^"]+)", line ([0-9]+)`)
+	pyStdlib = regexp.MustCompile(`/lib(?:64)?/python[0-9.]*/`)
+)
 
 // Fragmented reports whether PyTorch said that memory is reserved but
 // unallocated, the case where expandable segments help.
@@ -73,7 +120,7 @@ func (o *OOM) Fragmented() bool {
 }
 
 var (
-	sizeRE = `([0-9]+(?:\.[0-9]+)?)\s*([KMGTP]i?B|bytes|B)`
+	sizeRE = `([0-9]+(?:\.[0-9]*)?)\s*([KMGTP]i?B|bytes|B)` // numpy writes "512. GiB"
 
 	// PyTorch 1.x: "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total capacity;
 	// 5.12 GiB already allocated; 1.23 GiB free; 5.30 GiB reserved in total by PyTorch)"
@@ -86,6 +133,11 @@ var (
 	torchTotal2   = regexp.MustCompile(`total capacity of ` + sizeRE)
 	torchFree2    = regexp.MustCompile(`of which ` + sizeRE + ` is free`)
 	torchReserved = regexp.MustCompile(sizeRE + ` is reserved by PyTorch but unallocated`)
+	torchAlloc1   = regexp.MustCompile(sizeRE + ` already allocated`)
+	torchAlloc2   = regexp.MustCompile(`allocated memory ` + sizeRE + ` is allocated by PyTorch`)
+	// numpy: "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 512. GiB for an array with
+	// shape (…) and data type float64"
+	numpyTried = regexp.MustCompile(`Unable to allocate ` + sizeRE)
 	// "DefaultCPUAllocator: can't allocate memory: you tried to allocate 80000000000 bytes."
 	cpuTried = regexp.MustCompile(`(?i)you tried to allocate ([0-9]+) bytes`)
 	// TensorFlow: "OOM when allocating tensor with shape[1024,1024,1024] and type float on
@@ -126,6 +178,11 @@ func DetectOOM(line string) (*OOM, bool) {
 			o.FreeBytes = parseSize(m[1], m[2])
 		}
 		o.Reserved = firstSize(torchReserved, line)
+		if v := firstSize(torchAlloc2, line); v > 0 {
+			o.Allocated = v
+		} else {
+			o.Allocated = firstSize(torchAlloc1, line)
+		}
 	case strings.Contains(line, "DefaultCPUAllocator") || strings.Contains(lower, "can't allocate memory") ||
 		strings.Contains(line, "std::bad_alloc") || strings.Contains(line, "MemoryError"):
 		if strings.Contains(line, "MemoryError") && !strings.HasPrefix(strings.TrimSpace(line), "MemoryError") &&
@@ -135,6 +192,8 @@ func DetectOOM(line string) (*OOM, bool) {
 		o.Kind = "host"
 		if m := cpuTried.FindStringSubmatch(line); m != nil {
 			o.TriedBytes, _ = strconv.ParseInt(m[1], 10, 64)
+		} else {
+			o.TriedBytes = firstSize(numpyTried, line)
 		}
 	case strings.Contains(line, "ResourceExhaustedError") || strings.Contains(line, "OOM when allocating tensor"):
 		o.Kind = "tensorflow"
@@ -367,4 +426,26 @@ func signalName(s syscall.Signal) string {
 		return "SIGPIPE"
 	}
 	return fmt.Sprintf("signal %d (%s)", int(s), s.String())
+}
+
+// hostMemTotal is this host's MemTotal (/proc/meminfo), 0 when unknown:
+// the memory a host OOM ran out of, for the advice to tell whether halving
+// the batch could help.
+func hostMemTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				kb, err := strconv.ParseInt(f[0], 10, 64)
+				if err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -112,7 +112,7 @@ func (s *Supervisor) startRemote(ctx context.Context, job *Job, req StartRequest
 	}
 	now := time.Now()
 	run := &Run{
-		ID: id, Job: job.Name, Params: params, ParamTypes: job.paramTypes(), State: StateRunning, Outcome: OutcomeRunning, Runner: RunnerSSH,
+		ID: id, Job: job.Name, Params: params, ParamTypes: job.paramTypes(), ParamRanges: job.paramRanges(), State: StateRunning, Outcome: OutcomeRunning, Runner: RunnerSSH,
 		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf, Note: req.Note, Command: argv, ResumedFrom: req.ResumedFrom,
 	}
 	if started == nil {

@@ -299,3 +299,30 @@ func TestOnOOMJumpsToTheFittedBatch(t *testing.T) {
 		t.Errorf("retry ran batch_size=%s and ended %s", last.Run.Params["batch_size"], last.Run.Outcome)
 	}
 }
+
+// The OOM alert of a real run names the user's line of the traceback it
+// printed before the error (not the library's frames after it).
+func TestOOMAlertNamesTheFailingLine(t *testing.T) {
+	script := `cat >&2 <<'TB'
+Traceback (most recent call last):
+  File "/home/me/proj/train.py", line 28, in <module>
+    loss = model(x).sum()
+  File "/usr/lib/python3/dist-packages/torch/nn/modules/module.py", line 1532, in _wrapped_call_impl
+    return self._call_impl(*args, **kwargs)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.25 GiB is free. Of the allocated memory 20.12 GiB is allocated by PyTorch, and 1.75 GiB is reserved by PyTorch but unallocated.
+TB
+exit 1`
+	h := newHarness(t, job("tb", []string{"sh", "-c", script}))
+	r := h.start("tb", nil)
+	e := h.waitEvent(trainer.EventAlert, r.ID)
+	if e.Alert.Kind != trainer.OutcomeOOM || e.Alert.OOM == nil {
+		t.Fatalf("alert %+v, want an OOM", e.Alert)
+	}
+	if o := e.Alert.OOM; o.Frame != "train.py:28" || o.Allocated < 20<<30 || o.Allocated > 21<<30 {
+		t.Errorf("OOM frame %q allocated %d, want train.py:28 and 20.12 GiB", o.Frame, o.Allocated)
+	}
+	if !strings.Contains(e.Alert.Text, "(at train.py:28)") || !strings.Contains(e.Alert.Text, "20.12 GiB already allocated by PyTorch") {
+		t.Errorf("alert text %q", e.Alert.Text)
+	}
+	h.wait(r.ID)
+}

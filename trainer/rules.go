@@ -186,7 +186,7 @@ func (s *ruleState) check(now time.Time, step int64) string {
 		held = s.holding && ((r.ForSteps == 0 && r.ForTime == 0) ||
 			(r.ForSteps > 0 && step-s.sinceStep >= r.ForSteps) ||
 			(r.ForTime > 0 && now.Sub(s.sinceAt) >= r.ForTime))
-		detail = fmt.Sprintf("%s is %s", r.Metric, units.Value(s.lastValue))
+		detail = fmt.Sprintf("%s is %s", r.Metric, units.Metric(r.Metric, s.lastValue))
 	case RuleNoImprovement:
 		held = s.hasBest && ((r.ForSteps > 0 && step-s.bestStep >= r.ForSteps) ||
 			(r.ForTime > 0 && now.Sub(s.bestAt) >= r.ForTime))
@@ -194,7 +194,7 @@ func (s *ruleState) check(now time.Time, step int64) string {
 		if r.ForTime > 0 {
 			since += ", " + units.Duration(now.Sub(s.bestAt)) + " ago"
 		}
-		detail = fmt.Sprintf("%s is %s; its best was %s at %s", r.Metric, units.Value(s.lastValue), units.Value(s.best), since)
+		detail = fmt.Sprintf("%s is %s; its best was %s at %s", r.Metric, units.Metric(r.Metric, s.lastValue), units.Metric(r.Metric, s.best), since)
 	case RuleRateBelow:
 		// The window: the values of the last ForTime (the oldest one just
 		// before it is the rate's start).
@@ -216,7 +216,7 @@ func (s *ruleState) check(now time.Time, step int64) string {
 			return ""
 		}
 		held = true
-		detail = fmt.Sprintf("%s grew %s/s over the last %s", r.Metric, units.Value(rate), units.Duration(now.Sub(first.at)))
+		detail = fmt.Sprintf("%s grew %s/s over the last %s", r.Metric, units.Metric(r.Metric, rate), units.Duration(now.Sub(first.at)))
 	}
 	if !held {
 		return ""

@@ -88,10 +88,15 @@ type Run struct {
 	// numbers and booleans as JSON numbers and booleans); nil for runs
 	// recorded without them, whose values are strings.
 	ParamTypes map[string]ParamType
-	Command    []string // the argv actually executed
-	State      State
-	Outcome    Outcome
-	Detail     string // a human explanation of the outcome, in the supervisor's English
+	// ParamRanges are the declared min and max of the numeric parameters
+	// that have one, as the job said when the run started: a memory fit
+	// keeps under the max without the config. nil for runs recorded
+	// before them.
+	ParamRanges map[string]ParamRange
+	Command     []string // the argv actually executed
+	State       State
+	Outcome     Outcome
+	Detail      string // a human explanation of the outcome, in the supervisor's English
 	// End is how the run ended as facts (the rule that decided, exit code,
 	// signal, stderr tail, NaN streak, OOM, who stopped it, the Slurm
 	// state, why it is interrupted), from which Detail was made and which
@@ -148,6 +153,13 @@ type Run struct {
 	GPUs []RunGPU
 }
 
+// ParamRange is a numeric parameter's declared bounds; nil: none. The
+// values are never changed once stored, so a shallow copy is a copy.
+type ParamRange struct {
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
+}
+
 // Clone returns a deep copy that the caller may keep.
 func (r *Run) Clone() *Run {
 	if r == nil {
@@ -156,6 +168,7 @@ func (r *Run) Clone() *Run {
 	c := *r
 	c.Params = maps.Clone(r.Params)
 	c.ParamTypes = maps.Clone(r.ParamTypes)
+	c.ParamRanges = maps.Clone(r.ParamRanges)
 	c.Command = append([]string(nil), r.Command...)
 	c.GPUs = slices.Clone(r.GPUs)
 	c.End = r.End.clone()

@@ -52,7 +52,7 @@ type slurmStop struct {
 }
 
 // SlurmCalls counts the calls this process made to Slurm's commands while
-// watching and stopping runs (bench and the README's cost figure).
+// watching and stopping runs (bench and the cost figure in docs/slurm.md).
 var SlurmCalls atomic.Int64
 
 // slurmRunner watches a run's Slurm job with scontrol (sacct once scontrol
@@ -143,7 +143,7 @@ func (r *slurmRunner) poll(now time.Time) (*runEnd, runLive, bool) {
 			r.warned = true
 			live.warn = fmt.Sprintf("Slurm says job %s has been RUNNING on %s for %s, but its output file %s has not appeared here: "+
 				"the data directory must be on a filesystem that the compute nodes share (NFS, Lustre, …), "+
-				"or trainbot cannot read the run's output (see the README's Slurm section)",
+				"or trainbot cannot read the run's output (see docs/slurm.md)",
 				r.id, nodeOr(j.Node), now.Sub(j.Start).Round(time.Second), r.logPath)
 		}
 	}

@@ -123,7 +123,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (*Run, error) 
 	ctx = context.WithoutCancel(ctx)
 	now := time.Now()
 	run := &Run{
-		Job: job.Name, Params: params, ParamTypes: job.paramTypes(), State: StateRunning, Outcome: OutcomeRunning, Runner: job.Runner,
+		Job: job.Name, Params: params, ParamTypes: job.paramTypes(), ParamRanges: job.paramRanges(), State: StateRunning, Outcome: OutcomeRunning, Runner: job.Runner,
 		StartedAt: now, StartedBy: req.By, Origin: req.Origin, RetryOf: req.RetryOf, Note: req.Note, ResumedFrom: req.ResumedFrom,
 	}
 	if job.Runner != RunnerSlurm {

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
+	"github.com/trainbot/trainbot/internal/units"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -95,6 +96,17 @@ func TestRunPageInBrowser(t *testing.T) {
 	for _, c := range []string{"chart-metric", "chart-memory", "chart-util"} {
 		if err := waitJS(ctx, `Number(document.querySelector('#`+c+`').dataset.points) > 0`, 20*time.Second); err != nil {
 			t.Errorf("#%s has no points: %v", c, err)
+		}
+	}
+	// The header writes a byte count as the chat does (it showed
+	// "memory 257300000").
+	for _, c := range []struct {
+		name string
+		v    float64
+	}{{"memory", 2.573e8}, {"gpu_mem", 21.5 * (1 << 30)}, {"max_memory_allocated", 3 << 20}} {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`window.trainbot.fmtMetric(%q, %v)`, c.name, c.v)))
+		if want := units.Metric(c.name, c.v); err != nil || got != want {
+			t.Errorf("the page writes %s %v as %q (%v), the chat as %q", c.name, c.v, got, err, want)
 		}
 	}
 	loadedAt, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`window.trainbot.loadedAt`))

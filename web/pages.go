@@ -73,6 +73,10 @@ type Pages struct {
 	Live time.Duration
 	// Now is the clock the tokens are checked against (nil: time.Now).
 	Now func() time.Time
+	// CLI are the flags the trainbot link command the 401 page suggests
+	// needs to read this bot's config ("--config FILE"; "" when the
+	// command's own lookup finds it).
+	CLI string
 
 	sums summaries
 }
@@ -154,7 +158,11 @@ func (p *Pages) unauthorized(w http.ResponseWriter, r *http.Request, run int64, 
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
-	p.render(w, "denied.html", map[string]any{"Reason": err.Error(), "Run": run})
+	link := "trainbot link"
+	if p.CLI != "" {
+		link += " " + p.CLI
+	}
+	p.render(w, "denied.html", map[string]any{"Reason": err.Error(), "Run": run, "Link": link})
 }
 
 func (p *Pages) render(w http.ResponseWriter, name string, data any) {
@@ -208,7 +216,7 @@ func (p *Pages) list(w http.ResponseWriter, r *http.Request) {
 		}
 		if last, err := p.Store.LastValues(ctx, run.ID); err == nil {
 			if name, ok := mainLoss(last); ok {
-				row.LossName, row.Loss = name, units.Value(last[name])
+				row.LossName, row.Loss = name, units.Metric(name, last[name])
 			}
 		}
 		rows = append(rows, row)

@@ -136,3 +136,69 @@ func splitChinese(word string) (*Command, string) {
 	}
 	return nil, ""
 }
+
+// Nearest is the command a mistyped word most likely meant ("staus" →
+// status, "stpo" → stop, "状体" → 状态): the one command whose English name,
+// alias or Chinese word is within a small edit distance of word (one
+// edit for words of up to four letters and for Chinese words, two for
+// longer ones), and nearer than any other command. ok is false when no
+// command is near, or two are equally near.
+func Nearest(word string) (c *Command, ok bool) {
+	w := []rune(strings.ToLower(strings.TrimLeft(word, "/")))
+	if len(w) < 2 || len(w) > 24 {
+		return nil, false
+	}
+	best, tie := 1<<30, false
+	for i := range Commands {
+		cmd := &Commands[i]
+		d := 1 << 30
+		for _, name := range append([]string{cmd.Name, cmd.Chinese}, cmd.Aliases...) {
+			n := []rune(name)
+			limit := 1
+			if !isHan(n[0]) && len(n) > 4 {
+				limit = 2
+			}
+			if e := editDistance(w, n); e <= limit && e < d {
+				d = e
+			}
+		}
+		switch {
+		case d < best:
+			best, c, tie = d, cmd, false
+		case d == best && d < 1<<30 && c != cmd:
+			tie = true
+		}
+	}
+	if c == nil || tie || best == 0 {
+		return nil, false
+	}
+	return c, true
+}
+
+func isHan(r rune) bool { return unicode.Is(unicode.Han, r) }
+
+// editDistance is the Levenshtein distance of a and b, with a swap of two
+// neighbours counted as one edit ("stpo" is one from "stop").
+func editDistance(a, b []rune) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}

@@ -101,3 +101,22 @@ func TestParseNormalisesFullWidth(t *testing.T) {
 		t.Errorf("ASCII text read as %q, typed %q", p.Text, p.Typed)
 	}
 }
+
+// A mistyped command word finds the command it meant, in both languages;
+// a word near nothing, or as near two commands, finds none.
+func TestNearest(t *testing.T) {
+	for word, want := range map[string]string{
+		"staus": "status", "/stauts": "status", "stpo": "stop", "stop1": "stop", "trian": "train",
+		"hepl": "help", "状体": "status", "画土": "plot", "comapre": "compare", "/Histroy": "",
+		"hello": "", "x": "", "lr=0.1": "", "status": "",
+	} {
+		c, ok := Nearest(word)
+		got := ""
+		if ok {
+			got = c.Name
+		}
+		if got != want {
+			t.Errorf("Nearest(%q) = %q, want %q", word, got, want)
+		}
+	}
+}

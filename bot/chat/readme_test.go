@@ -51,7 +51,7 @@ func readmeCommands(t *testing.T, file, heading string) []string {
 	return slices.Compact(words)
 }
 
-// The chat section of README.md and of README.zh-CN.md list the same
+// The chat section of README.md and docs/zh/commands.md list the same
 // commands, and those are the commands Parse knows.
 func TestReadmesListTheSameCommands(t *testing.T) {
 	var want []string
@@ -63,12 +63,12 @@ func TestReadmesListTheSameCommands(t *testing.T) {
 	}
 	slices.Sort(want)
 	en := readmeCommands(t, "README.md", "## Chat commands")
-	zh := readmeCommands(t, "README.zh-CN.md", "## 聊天命令")
+	zh := readmeCommands(t, "docs/zh/commands.md", "## 聊天命令")
 	if !slices.Equal(en, want) {
 		t.Errorf("README.md lists %q,\nthe commands are %q", en, want)
 	}
 	if !slices.Equal(zh, want) {
-		t.Errorf("README.zh-CN.md lists %q,\nthe commands are %q", zh, want)
+		t.Errorf("docs/zh/commands.md lists %q,\nthe commands are %q", zh, want)
 	}
 	top, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {

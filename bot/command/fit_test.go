@@ -33,14 +33,17 @@ func TestRouterFit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// 90 % of 1 GiB is 921.6 MiB: (921.6 − 100) / 4 = 205.
+	// 90 % of 1 GiB is 921.6 MiB: (921.6 − 100) / 4 = 205, more than twice
+	// the largest batch tried: the answer is 128, and it says so.
 	for _, text := range []string{"适配", "/fit demo", "适配 demo batch_size", "适配 batch_size"} {
 		rep := say(r, text)
 		for _, want := range []string{
 			"适配 fit · demo · peak host memory against batch_size · runs with lr=0.1",
 			"peak = 100.00 MiB + 4.00 MiB × batch_size (R² 1.0000, 3 runs)",
 			"limit 1.00 GiB (host MemAvailable now), 10 % kept free: 921.60 MiB",
-			"✅ batch_size=205 should fit: predicted 920 MiB of 1 GiB, from runs #1 #2 #3",
+			"extrapolated 2× past the largest value tried (batch_size=64)",
+			"the line alone says batch_size=205: held at 2× the largest value tried",
+			"✅ batch_size=128 should fit: predicted 612 MiB of 1 GiB, from runs #1 #2 #3",
 		} {
 			if !strings.Contains(rep.Text, want) {
 				t.Errorf("%s: lacks %q:\n%s", text, want, rep.Text)

@@ -107,6 +107,9 @@ type Router struct {
 	// Smoothing is the EMA weight of loss charts: plots.DefaultSmoothing
 	// when 0, no smoothed line when negative.
 	Smoothing float64
+	// CLI are the flags the trainbot commands the bot suggests need to
+	// read its history (render.Charts.CLI).
+	CLI string
 	// Plots draws the charts; plots.Default() when nil.
 	Plots *plots.Painter
 	// Charts is where charts read samples and series; the History when
@@ -246,6 +249,9 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 		reply.Kind = chat.KindRefusal
 		return reply
 	case p.Cmd == nil:
+		if near, ok := chat.Nearest(p.Word); ok {
+			return refuse(ReasonUnknown, l.T(i18n.UnknownWordNear, render.Clip(p.Word, 40), commandWord(l, near))+readAs(l, p))
+		}
 		return refuse(ReasonUnknown, l.T(i18n.UnknownWord, render.Clip(p.Word, 40))+readAs(l, p))
 	case p.Cmd.Operator && role < RoleOperator:
 		return refuse(ReasonViewer, l.T(i18n.ViewerRefused, l.T(p.Cmd.Help), m.User.Who(), authKey(m, "operators")))
@@ -824,7 +830,19 @@ func (r *Router) charts(l i18n.Lang) *render.Charts {
 	if data == nil {
 		return nil
 	}
-	return &render.Charts{Data: data, Painter: r.Plots, Smoothing: r.Smoothing, Lang: l}
+	return &render.Charts{Data: data, Painter: r.Plots, Smoothing: r.Smoothing, Lang: l, CLI: r.CLI}
+}
+
+// commandWord is how l names a command to send: 状态 in Chinese, /status
+// in English, 状态 (/status) in zh+en.
+func commandWord(l i18n.Lang, c *chat.Command) string {
+	switch l {
+	case i18n.Zh:
+		return c.Chinese
+	case i18n.En:
+		return "/" + c.Name
+	}
+	return c.Chinese + " (/" + c.Name + ")"
 }
 
 // chartWord reads the words 画图 and 对比 take besides run ids and a

@@ -21,7 +21,11 @@ import (
 func (r *Router) watch(ctx context.Context, m chat.Message, l i18n.Lang, p chat.Parsed) chat.Reply {
 	args := p.Args
 	if len(r.cur().WatchDirs) == 0 {
-		return chat.Reply{Text: l.T(i18n.WatchOff)}
+		cli := ""
+		if r.CLI != "" {
+			cli = " " + r.CLI
+		}
+		return chat.Reply{Text: l.T(i18n.WatchOff, cli)}
 	}
 	if len(args) < 1 || len(args) > 2 {
 		return chat.Reply{Text: l.T(i18n.WatchUsage)}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,6 +81,18 @@ type Charts struct {
 	// Lang is the language of the charts' words, their captions and what
 	// is said when there is nothing to draw.
 	Lang i18n.Lang
+	// CLI are the flags a trainbot command printed for the host (the chart
+	// drawn there: "trainbot plot --config FILE 12") needs to read this
+	// bot's history: "" when the command's own config lookup finds it.
+	CLI string
+}
+
+// command is the trainbot command line sub args, with the flags of CLI.
+func (c Charts) command(sub, args string) string {
+	if c.CLI != "" {
+		sub += " " + c.CLI
+	}
+	return "trainbot " + sub + " " + args
 }
 
 // LossOptions choose what a loss chart shows.
@@ -247,7 +260,7 @@ func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (cha
 		name = fileSafe(pick[0])
 	}
 	file := fmt.Sprintf("run-%d-%s.png", run.ID, name)
-	cmd := fmt.Sprintf("trainbot plot %d", run.ID)
+	cmd := c.command("plot", strconv.FormatInt(run.ID, 10))
 	if o.Metric != "" {
 		cmd += " --metric " + pick[0]
 	}
@@ -303,6 +316,18 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, erro
 			peakHost = max(peakHost, *m.HostBytes)
 		}
 	}
+	// One peak per run: the recorded peak (the end report's) when it is
+	// above every sample, as the chart and its caption show it.
+	hostNote := ""
+	if run.PeakGPUMem != nil && *run.PeakGPUMem > peakGPU {
+		peakGPU = *run.PeakGPUMem
+		chart.GPUPeak = float64(peakGPU)
+	}
+	if run.PeakHostMem != nil && *run.PeakHostMem > peakHost && len(chart.Host) > 0 {
+		peakHost = *run.PeakHostMem
+		chart.HostPeak, chart.HostPeakNote = float64(peakHost), peakShort(run.PeakHostHow)
+		hostNote = chart.HostPeakNote
+	}
 	png, err := c.painter().Memory(chart)
 	if errors.Is(err, plots.ErrNoData) {
 		return chat.Image{}, userErrorf(ErrNoSamples, "%s", c.Lang.T(i18n.ChartNoMemory, run.ID))
@@ -319,11 +344,15 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, erro
 		parts = append(parts, s)
 	}
 	if peakHost >= 0 {
-		parts = append(parts, c.Lang.T(i18n.ChartPeakHost, FormatBytes(peakHost)))
+		s := c.Lang.T(i18n.ChartPeakHost, FormatBytes(peakHost))
+		if hostNote != "" {
+			s += " (" + hostNote + ")"
+		}
+		parts = append(parts, s)
 	}
 	caption := c.Lang.T(i18n.ChartMemCaption, run.ID, run.Job, strings.Join(parts, " · "))
 	file := fmt.Sprintf("run-%d-memory.png", run.ID)
-	return chat.Image{Name: file, PNG: png, Caption: caption, Command: fmt.Sprintf("trainbot plot %d --kind memory -o %s", run.ID, file)}, nil
+	return chat.Image{Name: file, PNG: png, Caption: caption, Command: c.command("plot", fmt.Sprintf("%d --kind memory -o %s", run.ID, file))}, nil
 }
 
 // Device draws the utilisation and temperature of the devices sampled
@@ -366,7 +395,7 @@ func (c *Charts) Device(ctx context.Context, run *trainer.Run) (chat.Image, erro
 	}
 	caption := c.Lang.T(i18n.ChartDevCaption, run.ID, run.Job, strings.Join(names, ", "))
 	file := fmt.Sprintf("run-%d-util.png", run.ID)
-	return chat.Image{Name: file, PNG: png, Caption: caption, Command: fmt.Sprintf("trainbot plot %d --kind util -o %s", run.ID, file)}, nil
+	return chat.Image{Name: file, PNG: png, Caption: caption, Command: c.command("plot", fmt.Sprintf("%d --kind util -o %s", run.ID, file))}, nil
 }
 
 // peakOf returns the highest of a run's samples, or -1.

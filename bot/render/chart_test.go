@@ -137,6 +137,23 @@ func TestChartsMemoryAndDevice(t *testing.T) {
 		t.Errorf("CPU-only caption %q, want %q", img.Caption, want)
 	}
 
+	// One peak per run: a recorded peak above every sample (VmHWM between
+	// two samples) is what the caption and the end report both say, with
+	// how it was measured. The caption used to say the highest sample,
+	// 129.00 MiB, beside an end report of 140.00 MiB.
+	hwm := int64(140 << 20)
+	cpu.PeakHostMem, cpu.PeakHostHow = &hwm, history.PeakMain
+	img, err = c.Memory(ctx, cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "run #2 demo · memory · peak host 140.00 MiB (VmHWM, exact)"; img.Caption != want {
+		t.Errorf("caption with a recorded peak %q, want %q", img.Caption, want)
+	}
+	if end := peakWords(i18n.En, cpu); !strings.Contains(end, "140.00 MiB") {
+		t.Errorf("the end report says %q", end)
+	}
+
 	// Device samples: two GPUs during run 1, one sample long before it.
 	var ds []history.DeviceSample
 	for i := range 100 {

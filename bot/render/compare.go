@@ -34,6 +34,32 @@ type RunSummary struct {
 	Differs []string
 }
 
+// finished says the run ran to its end (exit status 0): only then is
+// Duration its whole time.
+func (s RunSummary) finished() bool { return s.Run.Outcome == trainer.OutcomeFinished }
+
+// whole is the whole time of the run: its Duration when finished, else
+// the time so far plus what the steps it has left take at StepsPerSec
+// (the ETA); 0 when unknown (no total steps or no speed).
+func (s RunSummary) whole() time.Duration {
+	r := s.Run
+	switch {
+	case s.finished():
+		return s.Duration
+	case r.Total > r.Steps && r.Steps > 0 && s.StepsPerSec > 0:
+		return s.Duration + time.Duration(float64(r.Total-r.Steps)/s.StepsPerSec*float64(time.Second))
+	}
+	return 0
+}
+
+// secPerStep is the time a step took, 0 when unknown.
+func (s RunSummary) secPerStep() float64 {
+	if s.StepsPerSec <= 0 {
+		return 0
+	}
+	return 1 / s.StepsPerSec
+}
+
 // Comparison is what `对比` and `trainbot compare` report.
 type Comparison struct {
 	Metric string
@@ -85,7 +111,7 @@ func (c *Charts) compareChart(cmp Comparison, runs []*trainer.Run, series []plot
 		return chat.Image{}, fmt.Errorf("draw comparison: %w", err)
 	}
 	file := "compare-" + strings.Join(nums, "-") + ".png"
-	cmd := "trainbot compare " + strings.Join(nums, " ") + " --metric " + cmp.Metric
+	cmd := c.command("compare", strings.Join(nums, " ")+" --metric "+cmp.Metric)
 	if o.XTime {
 		cmd += " --x time"
 	}
@@ -364,9 +390,28 @@ func (c Comparison) Text(l i18n.Lang) string {
 	if len(base.Differs) == 0 {
 		b.WriteString(l.T(i18n.CmpSame))
 	}
+	var notDone []string
+	for _, s := range c.Runs {
+		if !s.finished() {
+			notDone = append(notDone, fmt.Sprintf("#%d", s.Run.ID))
+		}
+	}
+	if len(notDone) > 0 {
+		b.WriteString(l.T(i18n.CmpNotDoneNote, strings.Join(notDone, l.T(i18n.ListSep))))
+	}
 	for i, s := range c.Runs {
 		r := s.Run
 		fmt.Fprintf(&b, "%s #%d %s · %s", OutcomeIcon(r.Outcome), r.ID, r.Job, OutcomeWord(l, r.Outcome))
+		if !s.finished() {
+			switch {
+			case r.Steps > 0 && r.Total > 0:
+				b.WriteString(l.T(i18n.CmpNotDoneOf, r.Steps, r.Total))
+			case r.Steps > 0:
+				b.WriteString(l.T(i18n.CmpNotDoneAt, r.Steps))
+			default:
+				b.WriteString(l.T(i18n.CmpNotDone))
+			}
+		}
 		if r.Note != "" {
 			b.WriteString(" · 📝 " + r.Note)
 		}
@@ -380,16 +425,30 @@ func (c Comparison) Text(l i18n.Lang) string {
 			}
 			return ratio(l, v, ref)
 		}
-		line := []string{l.T(i18n.CmpTime, l.Duration(s.Duration)) + cmp(s.Duration.Seconds(), base.Duration.Seconds())}
+		// A whole time is set against a whole (or projected) one only.
+		var line []string
+		if s.finished() {
+			line = append(line, l.T(i18n.CmpTime, l.Duration(s.Duration))+cmp(wholeSecs(s), wholeSecs(base)))
+		} else {
+			line = append(line, l.T(i18n.CmpTimeSoFar, l.Duration(s.Duration)))
+			if w := s.whole(); w > 0 {
+				line = append(line, l.T(i18n.CmpProjected, l.Duration(w))+cmp(wholeSecs(s), wholeSecs(base)))
+			}
+		}
 		if s.Steps > 0 {
 			line = append(line, l.T(i18n.Steps, s.Steps))
 		}
 		if s.StepsPerSec > 0 {
-			line = append(line, l.T(i18n.StepsPerSec, trimFloat(roundSig(s.StepsPerSec, 3)))+cmp(s.StepsPerSec, base.StepsPerSec))
+			line = append(line, l.T(i18n.StepsPerSec, trimFloat(roundSig(s.StepsPerSec, 3)))+cmp(s.StepsPerSec, base.StepsPerSec),
+				l.T(i18n.CmpPerStep, trimFloat(roundSig(s.secPerStep(), 3))))
 		}
 		b.WriteString("  " + strings.Join(line, " · ") + "\n")
+		final := i18n.CmpFinal
+		if !s.finished() {
+			final = i18n.CmpLatest // the value so far, not where it ended
+		}
 		if s.HasMetric {
-			b.WriteString(l.T(i18n.CmpFinal, c.Metric, FormatValue(s.Final), cmp(s.Final, base.Final), FormatValue(s.Best), cmp(s.Best, base.Best)))
+			b.WriteString(l.T(final, c.Metric, FormatMetric(c.Metric, s.Final), cmp(s.Final, base.Final), FormatMetric(c.Metric, s.Best), cmp(s.Best, base.Best)))
 		} else {
 			b.WriteString(l.T(i18n.CmpNoMetric, c.Metric))
 		}
@@ -412,17 +471,38 @@ func (c Comparison) Text(l i18n.Lang) string {
 		case s.PeakHost >= 0 && base.PeakHost > 0:
 			v = append(v, l.T(i18n.CmpVsHost, percent(l, known(s.PeakHost), known(base.PeakHost))))
 		}
-		if base.Duration > 0 {
+		both := s.finished() && base.finished()
+		if both && base.Duration > 0 {
 			v = append(v, l.T(i18n.CmpVsTime, percent(l, s.Duration.Seconds(), base.Duration.Seconds())))
 		}
+		if p := percent(l, s.secPerStep(), base.secPerStep()); p != "" && (!both || s.Steps != base.Steps) {
+			v = append(v, l.T(i18n.CmpVsPerStep, p))
+		}
+		if p := percent(l, wholeSecs(s), wholeSecs(base)); p != "" && !both {
+			v = append(v, l.T(i18n.CmpVsProjected, p))
+		}
 		if p := percent(l, s.Final, base.Final); s.HasMetric && base.HasMetric && p != "" {
-			v = append(v, l.T(i18n.CmpVsFinal, c.Metric, p))
+			final := i18n.CmpVsFinal
+			if !both {
+				final = i18n.CmpVsLatest
+			}
+			v = append(v, l.T(final, c.Metric, p))
 		}
 		if len(v) > 0 {
 			b.WriteString(l.T(i18n.CmpVs, s.Run.ID, base.Run.ID, strings.Join(v, l.T(i18n.ListSep))))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// wholeSecs is a run's whole time in seconds (finished or projected), NaN
+// when unknown.
+func wholeSecs(s RunSummary) float64 {
+	w := s.whole()
+	if w <= 0 {
+		return math.NaN()
+	}
+	return w.Seconds()
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

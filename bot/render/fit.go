@@ -160,6 +160,7 @@ func FitText(l i18n.Lang, f trainer.MemoryFit, limitSource string) string {
 			FormatBytes(int64((1-trainer.FitMargin)*float64(f.Limit)))))
 	}
 	if f.OK() {
+		b.WriteString(fitReach(l, &f))
 		b.WriteString("✅ " + FitAdvice(l, &f))
 	} else {
 		b.WriteString(l.T(i18n.FitNoAnswer, FitProblemText(l, &f)))
@@ -178,6 +179,25 @@ func FitAdvice(l i18n.Lang, f *trainer.MemoryFit) string {
 		ids[i] = fmt.Sprintf("#%d", id)
 	}
 	return l.T(i18n.FitAdvice, f.Param, f.MaxFit, trainer.ShortBytes(f.Predict(float64(f.MaxFit))), trainer.ShortBytes(f.Limit), strings.Join(ids, " "))
+}
+
+// fitReach says how far past the values tried the answer goes and what
+// held it below what the line alone says.
+func fitReach(l i18n.Lang, f *trainer.MemoryFit) string {
+	var b strings.Builder
+	largest := trimFloat(f.Largest)
+	if x := f.Extrapolation(); x > 1 {
+		b.WriteString(l.T(i18n.FitExtrap, trimFloat(roundSig(x, 3)), f.Param, largest, trimFloat(trainer.MaxExtrapolation)))
+	} else {
+		b.WriteString(l.T(i18n.FitWithin, f.Param, largest))
+	}
+	switch f.CappedBy {
+	case trainer.FitCapExtrapolation:
+		b.WriteString(l.T(i18n.FitCapExtrap, f.Param, f.LineFit, trimFloat(trainer.MaxExtrapolation)))
+	case trainer.FitCapMax:
+		b.WriteString(l.T(i18n.FitCapMax, f.Param, f.LineFit, trimFloat(*f.Max)))
+	}
+	return b.String()
 }
 
 func orDash(s string) string {

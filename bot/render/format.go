@@ -265,7 +265,7 @@ func metricsText(ms []trainer.Metric, n int) string {
 	}
 	parts := make([]string, len(sorted))
 	for i, m := range sorted {
-		parts[i] = m.Name + " " + FormatValue(m.Value)
+		parts[i] = m.Name + " " + FormatMetric(m.Name, m.Value)
 	}
 	return strings.Join(parts, " · ")
 }
@@ -370,7 +370,7 @@ func RunLine(l i18n.Lang, r *trainer.Run, last map[string]float64, now time.Time
 		s += " · " + l.T(i18n.Steps, r.Steps)
 	}
 	if m, ok := (trainer.Status{Last: mapMetrics(last)}).Loss(); ok {
-		s += fmt.Sprintf(" · %s %s", m.Name, FormatValue(m.Value))
+		s += fmt.Sprintf(" · %s %s", m.Name, FormatMetric(m.Name, m.Value))
 	}
 	if r.PeakGPUMem != nil {
 		s += l.T(i18n.RunLinePeakGPU, FormatBytes(*r.PeakGPUMem))

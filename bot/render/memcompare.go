@@ -212,7 +212,7 @@ func (c *Charts) memoryOverlay(ctx context.Context, runs []*trainer.Run, cmp Com
 		return chat.Image{}, fmt.Errorf("draw memory comparison: %w", err)
 	}
 	file := "compare-" + strings.Join(nums, "-") + "-memory.png"
-	cmd := "trainbot compare " + strings.Join(nums, " ") + " --metric memory"
+	cmd := c.command("compare", strings.Join(nums, " ")+" --metric memory")
 	if steps != nil {
 		cmd += " --x step"
 	}

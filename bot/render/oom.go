@@ -32,7 +32,11 @@ func OOMAlertText(l i18n.Lang, e trainer.Event) string {
 	if l == i18n.Zh && a.OOM != nil {
 		what = OOMSummary(l, a.OOM)
 	}
-	b.WriteString(l.T(i18n.OOMHit, r.ID, r.Job, what))
+	hit := i18n.OOMHit
+	if a.OOM != nil && (a.OOM.Kind == "host" || a.OOM.Kind == "oom-killer") {
+		hit = i18n.OOMHitHost // 显存 is a GPU's; a host OOM is 内存
+	}
+	b.WriteString(l.T(hit, r.ID, r.Job, what))
 	if p := peakBeforeCrash(l, r); p != "" {
 		b.WriteString(l.T(i18n.PeakBeforeCrash, p))
 	}
@@ -78,11 +82,17 @@ func OOMSummary(l i18n.Lang, o *trainer.OOM) string {
 	case o.TotalBytes > 0:
 		parts = append(parts, l.T(i18n.OOMTotal, FormatBytes(o.TotalBytes)))
 	}
+	if o.Allocated > 0 {
+		parts = append(parts, l.T(i18n.OOMAllocated, FormatBytes(o.Allocated)))
+	}
 	if o.Reserved > 0 {
 		parts = append(parts, l.T(i18n.OOMReserved, FormatBytes(o.Reserved)))
 	}
 	if len(parts) > 0 {
 		b.WriteString(l.Pick("：", ": ") + strings.Join(parts, l.T(i18n.ParamSep)))
+	}
+	if o.Frame != "" {
+		b.WriteString(l.T(i18n.OOMAtFrame, o.Frame))
 	}
 	return b.String()
 }
@@ -118,7 +128,17 @@ func OOMAdvice(l i18n.Lang, o *trainer.OOM, r *trainer.Run, job *trainer.Job, fi
 	if o != nil {
 		kind = o.Kind
 	}
-	if o != nil && o.TriedBytes > 0 && o.TotalBytes > 0 && o.TriedBytes > o.TotalBytes {
+	if o.HalvingCannotHelp() {
+		// A request that half of would still not fit is no batch a little
+		// too large: the batch advice (half, accumulation, precision)
+		// cannot help, so none is given.
+		at := ""
+		if o.Frame != "" {
+			at = l.T(i18n.AdviceAtFrame, o.Frame)
+		}
+		return []string{l.T(i18n.AdviceNoHalf, FormatBytes(o.TriedBytes), FormatBytes(o.TotalBytes), at)}
+	}
+	if o != nil && o.TriedBytes > 0 && o.TotalBytes > 0 && o.TriedBytes > o.TotalBytes && kind != "host" {
 		out = append(out, l.T(i18n.AdviceTooLarge, FormatBytes(o.TriedBytes), FormatBytes(o.TotalBytes)))
 	}
 	param, value, half := batchParam(job, r)

@@ -43,7 +43,7 @@ func ProgressText(l i18n.Lang, st trainer.Status, mem *history.RunMemory) string
 	b.WriteString(strings.Join(line, " · ") + "\n")
 	var stats []string
 	if m, ok := st.Loss(); ok {
-		stats = append(stats, m.Name+" "+FormatValue(m.Value))
+		stats = append(stats, m.Name+" "+FormatMetric(m.Name, m.Value))
 	}
 	if st.StepsPerSec > 0 {
 		stats = append(stats, l.T(i18n.StepsPerSec, trimFloat(roundSig(st.StepsPerSec, 3))))

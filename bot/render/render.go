@@ -29,6 +29,10 @@ func FormatDuration(d time.Duration) string { return units.Duration(d) }
 // FormatValue prints a metric value: "0.0686", "3.000e-05".
 func FormatValue(v float64) string { return units.Value(v) }
 
+// FormatMetric prints the value of metric name: a byte count in binary
+// units ("240.04 MiB"), anything else as FormatValue.
+func FormatMetric(name string, v float64) string { return units.Metric(name, v) }
+
 // FormatSI prints a number with an SI suffix: "12k", "1.5M".
 func FormatSI(v float64) string { return units.SI(v) }
 

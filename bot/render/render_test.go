@@ -104,8 +104,60 @@ func TestOOMSummaryInBothLanguages(t *testing.T) {
 	if got, want := OOMSummary(i18n.En, o), o.Summary(); got != want {
 		t.Errorf("en %q, want the supervisor's %q", got, want)
 	}
-	want := "CUDA 显存不足（GPU 0）：尝试分配 2.00 GiB（2147483648 字节）；剩余 1.25 GiB，共 79.15 GiB；PyTorch 保留但未分配 6.50 GiB"
+	want := "CUDA 显存不足（GPU 0）：尝试分配 2.00 GiB（2147483648 字节）；剩余 1.25 GiB，共 79.15 GiB；PyTorch 已分配 70.00 GiB；PyTorch 保留但未分配 6.50 GiB"
 	if got := OOMSummary(i18n.Zh, o); got != want {
 		t.Errorf("zh %q,\nwant %q", got, want)
+	}
+}
+
+// A byte-valued metric reads in binary units in 状态, the live progress and
+// the end report (the same metrics line), as the memory lines do: 状态 showed "memory 2.517e+08".
+func TestByteMetricsInBinaryUnits(t *testing.T) {
+	st := trainer.Status{Run: &trainer.Run{ID: 3, Job: "mnist"}, Elapsed: time.Minute,
+		Progress: logparse.Progress{Step: 100, TotalSteps: 1000, Epoch: math.NaN()},
+		Last:     []trainer.Metric{{Name: "loss", Value: 0.25}, {Name: "memory", Value: 2.517e8}, {Name: "mem_mb", Value: 2400}}}
+	for what, text := range map[string]string{
+		"status": StatusText(i18n.ZhEn, st),
+	} {
+		if !strings.Contains(text, "memory 240.04 MiB") || strings.Contains(text, "2.517e+08") {
+			t.Errorf("%s: %q, want memory 240.04 MiB", what, text)
+		}
+		if strings.Contains(text, "mem_mb") && !strings.Contains(text, "mem_mb 2400.0000") {
+			t.Errorf("%s: %q: mem_mb is megabytes, not bytes", what, text)
+		}
+	}
+}
+
+// The OOM alert of a request far past the memory there is (512 GiB on a
+// 23 GiB host) says that halving cannot help and what can, names the
+// failing line, and calls it 内存 in Chinese: it suggested halving
+// batch_size, dropped the line, and said 显存不足 of host memory.
+func TestOOMAlertWhenHalvingCannotHelp(t *testing.T) {
+	o, ok := trainer.DetectOOM("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 512. GiB for an array with shape (68719476736,) and data type float64")
+	if !ok {
+		t.Fatal("not an OOM")
+	}
+	o.TotalBytes, o.Frame = 23<<30, "train.py:28"
+	lo, hi := 1.0, 4096.0
+	job := &trainer.Job{Name: "mlp", Params: map[string]trainer.ParamSpec{"batch_size": {Type: trainer.ParamInt, Min: &lo, Max: &hi, Default: "64", HasDefault: true}}}
+	run := &trainer.Run{ID: 9, Job: "mlp", Params: map[string]string{"batch_size": "64"}}
+	ev := trainer.Event{Kind: trainer.EventAlert, Run: run, Job: job, Alert: &trainer.Alert{Kind: trainer.OutcomeOOM, Text: o.Summary(), OOM: o}}
+	en := OOMAlertText(i18n.En, ev)
+	for _, want := range []string{"ran out of host memory", "at train.py:28", "halving the batch cannot help: half of 512.00 GiB is still more than the 23.00 GiB there is"} {
+		if !strings.Contains(en, want) {
+			t.Errorf("en alert lacks %q:\n%s", want, en)
+		}
+	}
+	if strings.Contains(en, "batch_size=32") || strings.Contains(en, "accumulat") {
+		t.Errorf("en alert still suggests halving:\n%s", en)
+	}
+	zh := OOMAlertText(i18n.Zh, ev)
+	for _, want := range []string{"内存不足", "出错位置 train.py:28", "减半 batch 也没用"} {
+		if !strings.Contains(zh, want) {
+			t.Errorf("zh alert lacks %q:\n%s", want, zh)
+		}
+	}
+	if strings.Contains(zh, "显存") {
+		t.Errorf("zh alert of a host OOM says 显存:\n%s", zh)
 	}
 }

@@ -58,7 +58,7 @@ func BestText(l i18n.Lang, ext map[string]history.Extremes, n int) string {
 		if MetricGoal(name) > 0 {
 			v, step = x.Max, x.MaxStep
 		}
-		parts[i] = l.T(i18n.BestAt, name, FormatValue(v), step)
+		parts[i] = l.T(i18n.BestAt, name, FormatMetric(name, v), step)
 	}
 	if len(parts) == 0 {
 		return ""

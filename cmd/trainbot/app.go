@@ -59,6 +59,9 @@ type botOptions struct {
 	// mcpHTTP is mcp's --http: the address of the streamable HTTP
 	// transport ("" for stdin/stdout).
 	mcpHTTP string
+	// cli are the flags a command the bot suggests (trainbot plot 12)
+	// needs to read this bot's config and history (cliFlags).
+	cli string
 }
 
 // runBot starts the bot, runs until the input ends or a signal arrives, and
@@ -272,7 +275,7 @@ func (b *bot) openNotifier() int {
 		}
 		b.pageURL = links.Run
 	}
-	b.charts = &render.Charts{Data: st, Painter: b.painter, Smoothing: chartSmoothing(cfg.Plots)}
+	b.charts = &render.Charts{Data: st, Painter: b.painter, Smoothing: chartSmoothing(cfg.Plots), CLI: b.o.cli}
 	b.alerts = web.NewAlerts(chat.AlertKinds)
 	b.notifier = notify.New(notify.Options{Post: b.pipeline.Post, Always: b.always, Subscriptions: st, Channels: pushed.channels,
 		Charts: chartsHook(b.charts, logger), Extremes: st.MetricExtremes, OnAlert: b.alerts.Inc, PageURL: b.pageURL, Languages: b.o.bc.langs, Logger: logger})
@@ -355,7 +358,7 @@ func (b *bot) openRouter() int {
 		b.pipeline.Post(deliver.Envelope{To: m.ChatKey(), Reply: r, Durable: true})
 	}, b.log.With("component", "later"))
 	b.life.opened("stop waiting for checkpoints (存档)", later.Close)
-	b.router = &command.Router{Trainer: b.sup, History: b.st, Logger: b.log, Location: cfg.Location(), WatchDirs: cfg.Watch.Dirs, Smoothing: chartSmoothing(cfg.Plots), Plots: b.painter,
+	b.router = &command.Router{Trainer: b.sup, History: b.st, Logger: b.log, Location: cfg.Location(), WatchDirs: cfg.Watch.Dirs, Smoothing: chartSmoothing(cfg.Plots), CLI: b.o.cli, Plots: b.painter,
 		Access: b.access, ConfirmStop: confirmStops(), HostAvailable: hostAvailable, PageURL: b.pageURL, Languages: b.o.bc.langs, Later: later}
 	return exitOK
 }
@@ -538,7 +541,7 @@ func (b *bot) openHTTP() int {
 	if err != nil {
 		return errorf(b.e, "%v", err)
 	}
-	pages := &web.Pages{Store: st, Status: sup.Status, Tail: runTail(sup), Signer: signer}
+	pages := &web.Pages{Store: st, Status: sup.Status, Tail: runTail(sup), Signer: signer, CLI: b.o.cli}
 	srv := web.New(web.Options{Listen: cfg.HTTP.Listen, MaxConnections: cfg.HTTP.MaxConnections, Metrics: metrics, Checks: checks, Pages: pages,
 		Logger: logger.With("component", "http")})
 	if err := srv.Start(); err != nil {

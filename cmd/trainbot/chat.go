@@ -24,12 +24,20 @@ type configFlags struct {
 	config   string
 	data     string
 	logLevel string
+	// explicit makes --config the only way to a config (the demo: a
+	// no-setup try does not pick up the config of the user's bot).
+	explicit bool
+	// from says where config came from: "--config", "TRAINBOT_CONFIG" or
+	// "default" (found at DefaultConfigPath); "" when there is none.
+	from string
+	// looked is set once find has run.
+	looked bool
 }
 
 func (c *configFlags) register(fs *flag.FlagSet, needConfig bool) {
-	help := "config file (TOML)"
+	help := "config file (TOML); default $TRAINBOT_CONFIG, else " + displayPath(defaultConfigPath(os.Environ()))
 	if !needConfig {
-		help += "; optional"
+		help += " when it exists"
 	}
 	fs.StringVar(&c.config, "config", "", help)
 	fs.StringVar(&c.data, "data", "", "data directory: database, run logs, charts (config data_dir; default $XDG_STATE_HOME/trainbot)")
@@ -41,6 +49,9 @@ func (c *configFlags) register(fs *flag.FlagSet, needConfig bool) {
 // (fromConfig). On error it reports every problem at once and returns the
 // exit status.
 func (c *configFlags) load(e env) (*config.Config, *botConfig, int) {
+	if err := c.find(e); err != nil {
+		return nil, nil, errorf(e, "%v", err)
+	}
 	cfg, bc, err := parseConfig(c.config, e.environ, func(cfg *config.Config) {
 		if c.data != "" {
 			cfg.DataDir = c.data
@@ -149,18 +160,22 @@ func chatCommand(ctx context.Context, args []string, e env, name string, o botOp
 	if len(pos) > 0 {
 		return usageError(fs, e, "unexpected argument %q", pos[0])
 	}
+	if err := cf.find(e); err != nil {
+		return errorf(e, "%v", err)
+	}
 	if cf.config == "" {
 		hint := ""
 		if o.console {
-			hint = " (try 'trainbot demo' for the built-in job)"
+			hint = "; or try 'trainbot demo' for the built-in job"
 		}
-		return usageError(fs, e, "--config FILE is required%s", hint)
+		return usageError(fs, e, "%s%s", noConfig(e.environ), hint)
 	}
 	cfg, bc, code := cf.load(e)
 	if cfg == nil {
 		return code
 	}
 	o.cfg, o.bc = cfg, bc
+	o.cli = cliFlags(cf, cfg.DataDir, e.environ)
 	if !o.console && !o.mcp {
 		o.console = cfg.Console.Enabled
 	}
@@ -194,8 +209,11 @@ func cmdCheck(ctx context.Context, args []string, e env) int {
 	if len(pos) > 0 {
 		return usageError(fs, e, "unexpected argument %q", pos[0])
 	}
+	if err := cf.find(e); err != nil {
+		return errorf(e, "%v", err)
+	}
 	if cf.config == "" {
-		return usageError(fs, e, "--config FILE is required")
+		return usageError(fs, e, "%s", noConfig(e.environ))
 	}
 	cfg, bc, code := cf.load(e)
 	if cfg == nil {

@@ -17,8 +17,9 @@ import (
 
 func cmdDemo(ctx context.Context, args []string, e env) int {
 	fs := newFlags("demo", "[--data DIR] [--steps N]", e)
-	var cf configFlags
+	cf := configFlags{explicit: true}
 	cf.register(fs, false)
+	fs.Lookup("config").Usage = "config file (TOML) whose jobs and transports join the demo's; only this flag names one (the demo reads no config by itself)"
 	def := demo.DefaultConfig()
 	steps := fs.Int("steps", def.Steps, "training steps of the demo job (1500 ≈ 30 s)")
 	pace := fs.Duration("pace", def.Pace, "minimum time per training step")
@@ -39,7 +40,7 @@ func cmdDemo(ctx context.Context, args []string, e env) int {
 	if cfg == nil {
 		return code
 	}
-	o := botOptions{cfg: cfg, bc: bc, console: true, exitAtEOF: true}
+	o := botOptions{cfg: cfg, bc: bc, console: true, exitAtEOF: true, cli: cliFlags(cf, cfg.DataDir, e.environ)}
 	return startBot(ctx, e, o, []*trainer.Job{DemoJob(e.exe, *steps, *pace)})
 }
 

@@ -23,7 +23,12 @@ func hostAvailable() int64 {
 	return int64(h.MemAvailable)
 }
 
-// fitJSON is `trainbot fit --json`. MaxFit is null when no value fits.
+// fitJSON is `trainbot fit --json`. MaxFit is null when no value fits;
+// LargestTried is the largest value of the runs of the line, LineMaxFit
+// what the line alone puts under the limit, CappedBy what held MaxFit
+// below it ("max", "extrapolation", "oom" or ""), Extrapolation MaxFit
+// over LargestTried (0 without an answer) and ParamMax the parameter's
+// max (the job's, else as stored with the runs; null when none).
 type fitJSON struct {
 	Job        string  `json:"job"`
 	Param      string  `json:"param"`
@@ -33,6 +38,12 @@ type fitJSON struct {
 	Runs       []int64 `json:"runs"`
 	LimitBytes int64   `json:"limit_bytes"`
 	MaxFit     *int64  `json:"max_fit"`
+
+	LargestTried  float64  `json:"largest_tried"`
+	LineMaxFit    int64    `json:"line_max_fit"`
+	CappedBy      string   `json:"capped_by"`
+	Extrapolation float64  `json:"extrapolation"`
+	ParamMax      *float64 `json:"param_max"`
 }
 
 func cmdFit(ctx context.Context, args []string, e env) int {
@@ -73,7 +84,8 @@ func cmdFit(ctx context.Context, args []string, e env) int {
 		return errorf(e, "%v", err)
 	}
 	if *asJSON {
-		out := fitJSON{Job: f.Job, Param: f.Param, ABytes: f.A, BBytesPer: f.B, R2: f.R2, Runs: f.Runs, LimitBytes: f.Limit}
+		out := fitJSON{Job: f.Job, Param: f.Param, ABytes: f.A, BBytesPer: f.B, R2: f.R2, Runs: f.Runs, LimitBytes: f.Limit,
+			LargestTried: f.Largest, LineMaxFit: f.LineFit, CappedBy: string(f.CappedBy), Extrapolation: f.Extrapolation(), ParamMax: f.Max}
 		if out.Runs == nil {
 			out.Runs = []int64{}
 		}

@@ -109,8 +109,8 @@ func (b *bot) openHostGPUs() int {
 const hostsUsage = `Usage: trainbot hosts check --config FILE [NAME…]
        trainbot hosts install --config FILE [--force] NAME
 
-The [[hosts]] of FILE are GPU servers reached over SSH (README "Several GPU
-servers (SSH)"). check: for each host (or those named), one line per check —
+The [[hosts]] of FILE are GPU servers reached over SSH (docs/hosts.md).
+check: for each host (or those named), one line per check —
 reach, host key, the remote trainbot's version and protocol, NVML, free disk
 of the remote data directory; exit 1 when any host fails. install: copy this
 trainbot to the host's trainbot path when the one there is missing, older or
@@ -142,7 +142,7 @@ func loadHosts(e env, cf *configFlags, names []string) ([]*hosts.Target, int) {
 		return nil, code
 	}
 	if len(cfg.Hosts) == 0 {
-		return nil, errorf(e, "%s has no [[hosts]] entry (README \"Several GPU servers (SSH)\")", cf.config)
+		return nil, errorf(e, "%s has no [[hosts]] entry (docs/hosts.md)", cf.config)
 	}
 	targets := hostTargets(cfg)
 	var out []*hosts.Target
@@ -173,8 +173,11 @@ func cmdHostsCheck(ctx context.Context, args []string, e env) int {
 	if !ok {
 		return code
 	}
+	if err := cf.find(e); err != nil {
+		return errorf(e, "%v", err)
+	}
 	if cf.config == "" {
-		return usageError(fs, e, "--config is required: the [[hosts]] are in the config file")
+		return usageError(fs, e, "%s: the [[hosts]] are in the config file", noConfig(e.environ))
 	}
 	targets, code := loadHosts(e, &cf, pos)
 	if targets == nil {
@@ -265,8 +268,11 @@ func cmdHostsInstall(ctx context.Context, args []string, e env) int {
 	if !ok {
 		return code
 	}
+	if err := cf.find(e); err != nil {
+		return errorf(e, "%v", err)
+	}
 	if cf.config == "" {
-		return usageError(fs, e, "--config is required: the [[hosts]] are in the config file")
+		return usageError(fs, e, "%s: the [[hosts]] are in the config file", noConfig(e.environ))
 	}
 	if len(pos) != 1 {
 		return usageError(fs, e, "want the name of one host")

@@ -66,7 +66,7 @@ func pageLinks(h config.HTTPConfig, dataDir string, local bool) (*web.Links, err
 	base := h.PublicURL
 	if base == "" && local {
 		if h.Listen == "" {
-			return nil, fmt.Errorf("no [http] listen in the config: the pages are off (README: \"Run pages in the browser\")")
+			return nil, fmt.Errorf("no [http] listen in the config: the pages are off (docs/charts-and-pages.md, \"Run pages in the browser\")")
 		}
 		host, port, err := net.SplitHostPort(h.Listen)
 		if err != nil {

@@ -65,6 +65,7 @@ type subcommand struct {
 func subcommands() []subcommand {
 	return []subcommand{
 		{name: "demo", summary: "the terminal chat with the built-in demo job (no GPU, no token needed)", run: cmdDemo},
+		{name: "init", summary: "write a starter config (~/.config/trainbot/config.toml): init --job ./train.py", run: cmdInit},
 		{name: "console", summary: "the terminal chat with the jobs of a config file", run: cmdConsole},
 		{name: "mcp", summary: "the Model Context Protocol server for coding agents (stdin/stdout)", run: cmdMCP},
 		{name: "serve", summary: "run the bot with the transports of a config file", run: cmdServe},

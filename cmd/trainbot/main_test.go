@@ -238,9 +238,9 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"runs", "show", "999", "--data", data}, 1, "run 999 not found"},
 		{[]string{"plot", "--data", data}, 2, "one run id"},
 		{[]string{"plot", "5", "--data", data}, 1, "run 5 not found"},
-		{[]string{"console"}, 2, "--config FILE is required"},
-		{[]string{"serve"}, 2, "--config FILE is required"},
-		{[]string{"check"}, 2, "--config FILE is required"},
+		{[]string{"console"}, 2, "no config: give --config FILE"},
+		{[]string{"serve"}, 2, "no config: give --config FILE"},
+		{[]string{"check"}, 2, "no config: give --config FILE"},
 		{[]string{"check", "--config", "/nonexistent.toml"}, 1, "no such file"},
 		{[]string{"demo", "--steps", "0"}, 2, "--steps 0"},
 	}

@@ -113,7 +113,7 @@ func cmdParse(ctx context.Context, args []string, e env) int {
 		return errorf(e, "write: %v", writeErr)
 	}
 	if points == 0 {
-		fmt.Fprintf(e.stderr, "trainbot parse: no metrics in %d lines of %s; see \"Log formats\" in the README, or add --pattern with named groups, e.g. --pattern 'loss (?P<loss>\\S+)'\n", lines, name)
+		fmt.Fprintf(e.stderr, "trainbot parse: no metrics in %d lines of %s; see docs/log-formats.md, or add --pattern with named groups, e.g. --pattern 'loss (?P<loss>\\S+)'\n", lines, name)
 	}
 	return exitOK
 }

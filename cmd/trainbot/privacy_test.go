@@ -183,7 +183,7 @@ func downgrade(t *testing.T, data string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`ALTER TABLE runs DROP COLUMN gpus; ALTER TABLE runs DROP COLUMN end_facts; DROP INDEX audit_refused; DROP INDEX audit_user; ALTER TABLE audit DROP COLUMN run_id; ALTER TABLE runs DROP COLUMN slurm_job_id; ALTER TABLE runs DROP COLUMN node; ALTER TABLE metrics DROP COLUMN src; DROP TABLE event_files; ALTER TABLE runs DROP COLUMN note; DROP TABLE queue; ALTER TABLE runs DROP COLUMN peak_host_how; ALTER TABLE runs DROP COLUMN host; ALTER TABLE runs DROP COLUMN remote_dir; ALTER TABLE runs DROP COLUMN boot_id; ALTER TABLE runs DROP COLUMN resumed_from; DROP TABLE run_changes; PRAGMA user_version = 5`); err != nil {
+	if _, err := db.Exec(`ALTER TABLE runs DROP COLUMN gpus; ALTER TABLE runs DROP COLUMN end_facts; DROP INDEX audit_refused; DROP INDEX audit_user; ALTER TABLE audit DROP COLUMN run_id; ALTER TABLE runs DROP COLUMN slurm_job_id; ALTER TABLE runs DROP COLUMN node; ALTER TABLE metrics DROP COLUMN src; DROP TABLE event_files; ALTER TABLE runs DROP COLUMN note; DROP TABLE queue; ALTER TABLE runs DROP COLUMN peak_host_how; ALTER TABLE runs DROP COLUMN host; ALTER TABLE runs DROP COLUMN remote_dir; ALTER TABLE runs DROP COLUMN boot_id; ALTER TABLE runs DROP COLUMN resumed_from; DROP TABLE run_changes; ALTER TABLE runs DROP COLUMN param_ranges; PRAGMA user_version = 5`); err != nil {
 		t.Fatal(err)
 	}
 }

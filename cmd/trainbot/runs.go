@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,12 +100,14 @@ func toJSON(r *trainer.Run, last map[string]float64, now time.Time) runJSON {
 }
 
 func cmdRuns(ctx context.Context, args []string, e env) int {
-	fs := newFlags("runs", "[--json] [--limit N] [--job NAME] | runs show ID [--json]", e)
+	fs := newFlags("runs", "[--json] [--limit N] [--job NAME] [--param NAME=VALUE]… | runs show ID [--json]", e)
 	var cf configFlags
 	cf.register(fs, false)
 	asJSON := fs.Bool("json", false, "print JSON")
 	limit := fs.Int("limit", 0, "at most this many runs, newest first (0: all)")
 	job := fs.String("job", "", "only runs of this job")
+	var params paramFilter
+	fs.Var(&params, "param", "only runs started with this parameter value, e.g. --param batch_size=256 (numbers compare as numbers: 1e-3 = 0.001); repeat for several")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -169,9 +174,19 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 		}
 		return exitOK
 	}
-	runs, err := st.Runs(ctx, history.RunFilter{Job: *job, Limit: *limit})
+	filter := history.RunFilter{Job: *job, Limit: *limit}
+	if len(params) > 0 {
+		filter.Limit = 0 // the limit counts the runs that match
+	}
+	runs, err := st.Runs(ctx, filter)
 	if err != nil {
 		return errorf(e, "%v", err)
+	}
+	if len(params) > 0 {
+		runs = slices.DeleteFunc(runs, func(r *trainer.Run) bool { return !params.match(r.Params) })
+		if *limit > 0 && len(runs) > *limit {
+			runs = runs[:*limit]
+		}
 	}
 	out := make([]runJSON, 0, len(runs))
 	for _, r := range runs {
@@ -182,16 +197,72 @@ func cmdRuns(ctx context.Context, args []string, e env) int {
 		if *asJSON {
 			out = append(out, toJSON(r, last, now))
 		} else {
-			fmt.Fprintln(e.stdout, termsafe.Field(render.RunLine(i18n.ZhEn, r, last, now)))
+			fmt.Fprintln(e.stdout, termsafe.Field(render.RunLine(i18n.ZhEn, r, last, now)+paramsText(r.Params)))
 		}
 	}
 	if *asJSON {
 		return printJSON(e, out)
 	}
-	if len(runs) == 0 {
+	if len(runs) == 0 && len(params) > 0 {
+		fmt.Fprintf(e.stdout, "no run in %s was started with %s\n", dataDir, params.String())
+	} else if len(runs) == 0 {
 		fmt.Fprintf(e.stdout, "no runs yet in %s\n", dataDir)
 	}
 	return exitOK
+}
+
+// paramsText is a run's parameters for its line: " · batch_size=64 lr=0.01".
+func paramsText(ps map[string]string) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	keys := slices.Sorted(maps.Keys(ps))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + ps[k]
+	}
+	return " · " + strings.Join(parts, " ")
+}
+
+// paramFilter is runs' --param NAME=VALUE, repeated: a run matches when
+// it was started with every one of them.
+type paramFilter []struct{ name, value string }
+
+func (f *paramFilter) String() string {
+	parts := make([]string, len(*f))
+	for i, p := range *f {
+		parts[i] = p.name + "=" + p.value
+	}
+	return strings.Join(parts, " ")
+}
+
+func (f *paramFilter) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("%q: want NAME=VALUE, e.g. batch_size=256", s)
+	}
+	*f = append(*f, struct{ name, value string }{strings.TrimSpace(name), strings.TrimSpace(value)})
+	return nil
+}
+
+// match reports whether params has each value; numbers are compared as
+// numbers, so --param lr=0.001 finds a run started with lr=1e-3.
+func (f paramFilter) match(params map[string]string) bool {
+	for _, p := range f {
+		v, ok := params[p.name]
+		if !ok {
+			return false
+		}
+		if v == p.value {
+			continue
+		}
+		a, errA := strconv.ParseFloat(v, 64)
+		b, errB := strconv.ParseFloat(p.value, 64)
+		if errA != nil || errB != nil || a != b {
+			return false
+		}
+	}
+	return true
 }
 
 func def(s, d string) string {

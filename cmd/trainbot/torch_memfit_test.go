@@ -93,7 +93,7 @@ func TestTorchMemoryFit(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &fit); err != nil {
 		t.Fatalf("fit --json: %v\n%s", err, out)
 	}
-	want := []string{"a_bytes", "b_bytes_per_unit", "job", "limit_bytes", "max_fit", "param", "r2", "runs"}
+	want := []string{"a_bytes", "b_bytes_per_unit", "capped_by", "extrapolation", "job", "largest_tried", "limit_bytes", "line_max_fit", "max_fit", "param", "param_max", "r2", "runs"}
 	var got []string
 	for k := range fit {
 		got = append(got, k)

@@ -65,7 +65,7 @@ func thisVersion() hosts.Version {
 
 func cmdVersion(ctx context.Context, args []string, e env) int {
 	fs := newFlags("version", "[--json]", e)
-	asJSON := fs.Bool("json", false, "print JSON: version, revision, modified, go and protocol (the hub–host protocol, README \"Several GPU servers\")")
+	asJSON := fs.Bool("json", false, "print JSON: version, revision, modified, go and protocol (the hub–host protocol, docs/hosts.md)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code

@@ -166,3 +166,42 @@ func ParseBytes(num, unit string) (float64, bool) {
 	}
 	return x * u.mult, true
 }
+
+// bytesWords are the words of a metric's name that say it counts memory;
+// otherUnits the words that say it is in another unit than bytes (a
+// percentage, megabytes) even so.
+var (
+	bytesWords = map[string]bool{"mem": true, "memory": true, "vram": true, "bytes": true, "rss": true, "hwm": true}
+	otherUnits = map[string]bool{"kb": true, "kib": true, "mb": true, "mib": true, "gb": true, "gib": true, "tb": true,
+		"pct": true, "percent": true, "util": true, "utilization": true, "frac": true, "fraction": true, "ratio": true, "share": true}
+)
+
+// IsBytes reports whether a metric named name whose value is v is a byte
+// count: a word of its name says memory (mem, memory, vram, bytes, rss:
+// gpu_mem, max_memory_allocated, torch/cuda.memory), none says another
+// unit (mem_mb, memory_pct), and v is at least 1 MiB, as byte counts of
+// a training are (a value in megabytes that large would be a terabyte).
+func IsBytes(name string, v float64) bool {
+	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) < 1<<20 {
+		return false
+	}
+	found := false
+	for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9')
+	}) {
+		if otherUnits[w] {
+			return false
+		}
+		found = found || bytesWords[w]
+	}
+	return found
+}
+
+// Metric prints the value of the metric name: a byte count in binary
+// units ("240.04 MiB", IsBytes), any other value as Value does.
+func Metric(name string, v float64) string {
+	if IsBytes(name, v) {
+		return Bytes(int64(math.Round(v)))
+	}
+	return Value(v)
+}

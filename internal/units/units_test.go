@@ -68,3 +68,30 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// A metric that counts bytes is shown in binary units wherever a value is
+// printed: 状态 showed "memory 2.517e+08" for torch's byte count.
+func TestMetricInBinaryUnits(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		v    float64
+		want string
+	}{
+		{"memory", 2.517e8, "240.04 MiB"},
+		{"gpu_mem", 21.5 * (1 << 30), "21.50 GiB"},
+		{"max_memory_allocated", 3 << 20, "3.00 MiB"},
+		{"torch/cuda.memory", 1 << 30, "1.00 GiB"},
+		{"peak_rss", 5e8, "476.84 MiB"},
+		{"mem_mb", 24000000, "2.400e+07"}, // megabytes, by its name
+		{"memory_pct", 2e6, "2.000e+06"},
+		{"memory", 0.73, "0.7300"}, // a fraction: not a byte count
+		{"loss", 2.517e8, "2.517e+08"},
+		{"val_loss", 0.0686, "0.0686"},
+		{"memory", math.NaN(), "NaN"},
+		{"lr_memory", 3e-4, "3.000e-04"},
+	} {
+		if got := Metric(c.name, c.v); got != c.want {
+			t.Errorf("Metric(%q, %g) = %q, want %q", c.name, c.v, got, c.want)
+		}
+	}
+}

@@ -42,6 +42,31 @@
     return (Math.round(v * 10) / 10) + ' ' + u[i];
   }
 
+  // isBytes is internal/units.IsBytes: a metric whose name says memory
+  // (and no other unit) and whose value is at least 1 MiB is a byte count.
+  var bytesWords = {mem: 1, memory: 1, vram: 1, bytes: 1, rss: 1, hwm: 1};
+  var otherUnits = {kb: 1, kib: 1, mb: 1, mib: 1, gb: 1, gib: 1, tb: 1, pct: 1, percent: 1, util: 1,
+    utilization: 1, frac: 1, fraction: 1, ratio: 1, share: 1};
+  function isBytes(name, v) {
+    if (!isFinite(v) || Math.abs(v) < 1048576) return false;
+    var words = String(name).toLowerCase().split(/[^a-z0-9]+/), found = false;
+    for (var i = 0; i < words.length; i++) {
+      if (otherUnits[words[i]]) return false;
+      if (bytesWords[words[i]]) found = true;
+    }
+    return found;
+  }
+  // fmtMetric prints a metric's value as the chat does: a byte count as
+  // internal/units.Bytes ("240.04 MiB"), else 5 significant digits.
+  function fmtMetric(name, v) {
+    if (!isBytes(name, v)) return String(Number(v.toPrecision(5)));
+    var u = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB'], i = -1, a = Math.abs(v);
+    while (a >= 1024 && i < u.length - 1) { a /= 1024; i++; }
+    return (v < 0 ? '-' : '') + a.toFixed(2) + ' ' + u[i];
+  }
+
+  tb.fmtMetric = fmtMetric;
+
   // Chart: one uPlot in a div. opts.load(from, to, width) resolves to
   // {from, to, series: [{label, x: [], y: []}]}; from/to null mean all.
   function Chart(id, opts) {
@@ -287,7 +312,7 @@
       st.textContent = ev.state; st.className = 'state s-' + ev.state;
       if (ev.total && $('#total')) $('#total').textContent = ev.total;
       $('#rate').textContent = ev.steps_per_sec ? '· ' + ev.steps_per_sec.toFixed(1) + ' 步/秒 steps/s' : '';
-      if (ev.last) $('#last').textContent = Object.keys(ev.last).map(function (k) { return k + ' ' + Number(ev.last[k].toPrecision(5)); }).join(' · ');
+      if (ev.last) $('#last').textContent = Object.keys(ev.last).map(function (k) { return k + ' ' + fmtMetric(k, ev.last[k]); }).join(' · ');
       if (ev.log) { var pre = $('#log'); pre.textContent = ev.log.join('\n'); }
       for (var k in tb.charts) { var c = tb.charts[k]; if (c.opts.live && !c.view) c.load(); }
       if (!ev.running) es.close();
