@@ -181,6 +181,8 @@ var (
 	FitWhyPoor     = Def(Msg{Key: "fit.why_poor", EN: "poor fit: R² %.3f is below %.1f in %s", ZH: "拟合太差：R² %.3f 低于 %.1f，峰值和 %s 不成线性关系（其他参数不同，或峰值波动大）"})
 	FitWhyNoGrowth = Def(Msg{Key: "fit.why_no_growth", EN: "the peak does not grow with %s", ZH: "峰值不随 %s 增大，它决定不了放不放得下"})
 	FitWhyNoLimit  = Def(Msg{Key: "fit.why_no_limit", EN: "the memory limit is not known", ZH: "不知道内存上限"})
+	FitWhyTooFar   = Def(Msg{Key: "fit.why_too_far", EN: "too far from the runs: the least %s allowed, %s, is more than %s× the largest value tried (%s)", ZH: "离试过的值太远：%s 允许的最小值 %s 已超过试过的最大值（%[4]s）的 %[3]s 倍"})
+	FitWhyNothing  = Def(Msg{Key: "fit.why_nothing", EN: "nothing fits: %s=%s is predicted to need %s, more than %s (90%% of %s)", ZH: "都放不下：%s=%s 预计就要 %s，超过 %s（%s 的 90%%）"})
 	FitNoAnswer    = Def(Msg{Key: "fit.no_answer", EN: "❔ no answer: %s", ZH: "❔ 估算不了：%s"})
 	FitWithin      = Def(Msg{Key: "fit.within", EN: "within the values tried (the largest: %s=%s)\n", ZH: "在试过的取值之内（最大 %s=%s）\n"})
 	FitExtrap      = Def(Msg{Key: "fit.extrapolated", EN: "extrapolated %[1]s× past the largest value tried (%[2]s=%[3]s); a fit goes at most %[4]s× past it\n", ZH: "外推到试过的最大值（%[2]s=%[3]s）的 %[1]s 倍；最多外推 %[4]s 倍\n"})

@@ -89,6 +89,9 @@ type MemoryFit struct {
 	// problem); Distinct is how many values the runs tried (FitTooFew).
 	Why      FitWhy
 	Distinct int
+	// Least is the least value the parameter allows (FitTooFar,
+	// FitNothingFit).
+	Least float64
 }
 
 // FitWhy is why a fit has no answer.
@@ -102,6 +105,7 @@ const (
 	FitNoGrowth   FitWhy = "no_growth"    // the peak does not grow with the parameter
 	FitNoLimit    FitWhy = "no_limit"     // the memory limit is not known
 	FitNothingFit FitWhy = "nothing_fits" // even the smallest value is predicted not to fit
+	FitTooFar     FitWhy = "too_far"      // the least value allowed is past MaxExtrapolation
 )
 
 // OK reports whether the fit answers: a line good enough, a limit, and a
@@ -282,13 +286,14 @@ func FitMemory(runs []*Run, job *Job, jobName, param string, like *Run, limit in
 	if best < low && f.CappedBy == FitCapExtrapolation && float64(f.LineFit) >= low {
 		f.Problem = fmt.Sprintf("too far from the runs: the least %s allowed, %s, is more than %g× the largest value tried (%s)",
 			param, units.TrimZeros(strconv.FormatFloat(low, 'f', -1, 64)), MaxExtrapolation, units.TrimZeros(strconv.FormatFloat(f.Largest, 'f', -1, 64)))
+		f.Why, f.Least = FitTooFar, low
 		return f
 	}
 	if best < low || best > math.MaxInt32 {
 		if best < low {
 			f.Problem = fmt.Sprintf("nothing fits: %s=%s is predicted to need %s, more than %s (90%% of %s)",
 				param, units.TrimZeros(strconv.FormatFloat(low, 'f', -1, 64)), units.Bytes(f.Predict(low)), units.Bytes(int64(budget)), units.Bytes(limit))
-			f.Why = FitNothingFit
+			f.Why, f.Least = FitNothingFit, low
 			return f
 		}
 		best = math.MaxInt32

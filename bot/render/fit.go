@@ -59,6 +59,11 @@ func FitProblemText(l i18n.Lang, f *trainer.MemoryFit) string {
 		return l.T(i18n.FitWhyNoGrowth, f.Param)
 	case trainer.FitNoLimit:
 		return l.T(i18n.FitWhyNoLimit)
+	case trainer.FitTooFar:
+		return l.T(i18n.FitWhyTooFar, f.Param, trimFloat(f.Least), trimFloat(trainer.MaxExtrapolation), trimFloat(f.Largest))
+	case trainer.FitNothingFit:
+		return l.T(i18n.FitWhyNothing, f.Param, trimFloat(f.Least), FormatBytes(f.Predict(f.Least)),
+			FormatBytes(int64((1-trainer.FitMargin)*float64(f.Limit))), FormatBytes(f.Limit))
 	}
 	return f.Problem
 }
