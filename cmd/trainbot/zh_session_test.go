@@ -73,15 +73,7 @@ func TestChineseSessionReadsAsChinese(t *testing.T) {
 	say("历史", `最近的训练`)
 	say("状态", `最近一次`)
 	say("队列", `队列是空的`)
-	pw.Close()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("demo exited %d; stderr:\n%s", code, errOut.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("demo did not exit after the end of input")
-	}
+	endOfInput(t, pw, done, errOut)
 	text := out.String()
 	if n := strings.Count(text, "\n"); n < 60 {
 		t.Fatalf("the session printed %d lines, too few to have walked it:\n%s", n, text)
