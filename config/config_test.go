@@ -353,7 +353,7 @@ func TestATypoIsOneError(t *testing.T) {
 		t.Errorf("got %d errors: %v", len(all), all)
 	}
 	// Without the typo the missing command is told.
-	c, err = parse(t, "[[jobs]]\nname = \"train\"\n")
+	_, err = parse(t, "[[jobs]]\nname = \"train\"\n")
 	if err == nil || !strings.Contains(err.Error(), "a job needs a command") {
 		t.Errorf("a job without a command: %v", err)
 	}

@@ -139,8 +139,10 @@ func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay b
 	if !fromMetricsFile {
 		// Where a traceback says the script was: the OOM that ends it
 		// names the user's line (train.py:28).
-		if f, user, ok := tracebackFrame(text); ok && user {
-			a.frame = f
+		if strings.Contains(text, "File \"") { // cheap: most lines are no frame
+			if f, user, ok := tracebackFrame(text); ok && user {
+				a.frame = f
+			}
 		} else if strings.HasPrefix(text, "Traceback (most recent call last)") {
 			a.frame = ""
 		}

@@ -286,12 +286,16 @@ stop_grace = 5
 		path + `:1: log_level: want debug, info, warn or error`,
 		path + `:5: jobs[0].comand: unknown key (did you mean "command"?)`,
 		path + `:6: jobs[0].stop_grace: want a duration string`,
-		path + `:3: jobs[0].command: a job needs a command`,
-		"4 config error(s)",
+		"3 config error(s)",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+	// The typo is one mistake: the missing command it leaves is not told
+	// as a second one (#31).
+	if strings.Contains(stderr, "a job needs a command") {
+		t.Errorf("the typo comand is told twice:\n%s", stderr)
 	}
 	code, out, stderr := trainbot(t, "", "check", "--config", filepath.Join("..", "..", "config.example.toml"))
 	if code != 0 || !strings.Contains(out, "OK") {
