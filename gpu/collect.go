@@ -34,7 +34,7 @@ func collect(ctx context.Context, s Sampler, runs map[int]int64, book *holderBoo
 	case err == nil:
 		snap.Available = true
 	case errors.Is(err, ErrUnavailable):
-		snap = Snapshot{Reason: Reason(err)}
+		snap = Snapshot{Reason: Reason(err), Why: WhyOf(err)}
 	default:
 		snap.Available = true
 		errs = append(errs, err)

@@ -39,6 +39,30 @@ var ErrUnavailable = errors.New("gpu: not available")
 // UnavailableError says why there are no device figures on this host.
 type UnavailableError struct {
 	Reason string // "no NVIDIA driver (libnvidia-ml.so.1 not found)"
+	Why    Why    // the same as a fact, for texts in other languages ("" when none fits)
+}
+
+// Why is why there are no device figures, as a fact.
+type Why string
+
+// The reasons a chat words in its own language (Reason is the English).
+const (
+	WhyNoDriver       Why = "no_driver"         // libnvidia-ml.so.1 not found
+	WhyDriverNotLoad  Why = "driver_not_loaded" // the kernel module is not loaded
+	WhyNoPermission   Why = "no_permission"
+	WhyDriverMismatch Why = "driver_mismatch" // driver and library versions differ
+	WhyNoGPU          Why = "no_gpu"          // the driver sees no GPU
+	WhyNoNVML         Why = "no_nvml"         // built without NVML
+)
+
+// WhyOf returns the Why of an UnavailableError in err's chain ("" when
+// there is none).
+func WhyOf(err error) Why {
+	var u *UnavailableError
+	if errors.As(err, &u) {
+		return u.Why
+	}
+	return ""
 }
 
 func (e *UnavailableError) Error() string { return "no GPU telemetry: " + e.Reason }
@@ -148,6 +172,7 @@ type Snapshot struct {
 	// why not otherwise.
 	Available bool
 	Reason    string
+	Why       Why    // Reason as a fact, when one fits
 	Driver    string // the driver version, when known
 	Devices   []Device
 	// Unanswered are the devices NVML lists that did not answer this
@@ -236,7 +261,7 @@ func Open() (Backend, error) {
 func Unavailable(err error) Backend {
 	var u *UnavailableError
 	if !errors.As(err, &u) {
-		u = &UnavailableError{Reason: Reason(err)}
+		u = &UnavailableError{Reason: Reason(err), Why: WhyOf(err)}
 	}
 	return noDevices{err: u}
 }

@@ -13,6 +13,7 @@ type JSON struct {
 	Available bool `json:"available"`
 	// Reason says why there are no device figures ("" when available).
 	Reason    string        `json:"reason"`
+	Why       Why           `json:"why,omitempty"`
 	Driver    string        `json:"driver_version"`
 	SampledAt time.Time     `json:"sampled_at"`
 	Devices   []DeviceJSON  `json:"devices"`
@@ -73,7 +74,7 @@ type RunJSON struct {
 // ToJSON is s as `trainbot gpu --json` prints it, err (what could not be
 // read) in Error.
 func ToJSON(s Snapshot, err error) JSON {
-	j := JSON{Available: s.Available, Reason: s.Reason, Driver: s.Driver, SampledAt: s.At.UTC(),
+	j := JSON{Available: s.Available, Reason: s.Reason, Why: s.Why, Driver: s.Driver, SampledAt: s.At.UTC(),
 		Devices: []DeviceJSON{}, Processes: []ProcessJSON{}, Runs: []RunJSON{},
 		Host: HostJSON{MemoryTotalBytes: s.Host.MemTotal, MemoryAvailableBytes: s.Host.MemAvailable, MemoryUsedBytes: s.Host.Used()}}
 	known := func(v int) *int {
@@ -122,7 +123,7 @@ func ToJSON(s Snapshot, err error) JSON {
 // Unanswered devices, Topology, holders' Since or runs' HWM and cgroup
 // peak. The error is j's Error ("" is nil).
 func (j JSON) Snapshot() (Snapshot, error) {
-	s := Snapshot{At: j.SampledAt, Available: j.Available, Reason: j.Reason, Driver: j.Driver,
+	s := Snapshot{At: j.SampledAt, Available: j.Available, Reason: j.Reason, Why: j.Why, Driver: j.Driver,
 		Host: Host{MemTotal: j.Host.MemoryTotalBytes, MemAvailable: j.Host.MemoryAvailableBytes}}
 	unknown := func(p *int) int {
 		if p == nil {

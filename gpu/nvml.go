@@ -61,7 +61,8 @@ var _ EventWatcher = (*NVML)(nil)
 // *UnavailableError saying why, and lib is not touched again.
 func OpenNVML(lib nvml.Interface) (*NVML, error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
-		return nil, &UnavailableError{Reason: initReason(ret)}
+		reason, why := initReason(ret)
+		return nil, &UnavailableError{Reason: reason, Why: why}
 	}
 	// NVML is initialised from here on: every early return shuts it down.
 	n := &NVML{lib: lib, stop: make(chan struct{})}
@@ -92,7 +93,7 @@ func OpenNVML(lib nvml.Interface) (*NVML, error) {
 	}
 	if len(n.devs) == 0 {
 		lib.Shutdown()
-		return nil, &UnavailableError{Reason: "the NVIDIA driver sees no GPU"}
+		return nil, &UnavailableError{Reason: "the NVIDIA driver sees no GPU", Why: WhyNoGPU}
 	}
 	if has("nvmlDeviceGetTopologyCommonAncestor") && has("nvmlDeviceGetP2PStatus") {
 		n.topo = readTopology(n.devs)
@@ -158,19 +159,19 @@ func pathLevel(l nvml.GpuTopologyLevel) PathLevel {
 	return PathUnknown
 }
 
-// initReason explains a failed nvml.Init in words.
-func initReason(ret nvml.Return) string {
+// initReason explains a failed nvml.Init in words, and as a fact.
+func initReason(ret nvml.Return) (string, Why) {
 	switch ret {
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
-		return "no NVIDIA driver (libnvidia-ml.so.1 not found)"
+		return "no NVIDIA driver (libnvidia-ml.so.1 not found)", WhyNoDriver
 	case nvml.ERROR_DRIVER_NOT_LOADED:
-		return "the NVIDIA driver is not loaded"
+		return "the NVIDIA driver is not loaded", WhyDriverNotLoad
 	case nvml.ERROR_NO_PERMISSION:
-		return "no permission to use the NVIDIA driver"
+		return "no permission to use the NVIDIA driver", WhyNoPermission
 	case nvml.ERROR_LIB_RM_VERSION_MISMATCH:
-		return "the NVIDIA driver and its library do not match (reboot after a driver update?)"
+		return "the NVIDIA driver and its library do not match (reboot after a driver update?)", WhyDriverMismatch
 	}
-	return "NVML init failed: " + ret.Error()
+	return "NVML init failed: " + ret.Error(), ""
 }
 
 // Name is "nvml".

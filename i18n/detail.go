@@ -27,7 +27,7 @@ var (
 // ends nobody could tell (interrupted), and the parts of an out-of-memory
 // end: trainer.EndFacts's English, message by message.
 var (
-	DetailStoppedForNaN = Def(Msg{Key: "detail.stopped_for_nan", EN: "stopped by %s for a NaN loss", ZH: "由 %s 因 loss 为 NaN 停止"})
+	DetailStoppedForNaN = Def(Msg{Key: "detail.stopped_for_nan", EN: "stopped by %s for a NaN loss", ZH: "loss 为 NaN，由 %s 停止"})
 	DetailRunDirTaken   = Def(Msg{Key: "detail.run_dir_taken", EN: "its directory %s already exists: another trainbot with another database uses this data directory? (the next run takes a higher id)",
 		ZH: "它的目录 %s 已经存在：是否有另一个使用别的数据库的 trainbot 也在用这个数据目录？（下一个训练会用更大的编号）"})
 	DetailParen = Def(Msg{Key: "detail.paren", EN: " (%s)", ZH: "（%s）"})
@@ -43,19 +43,19 @@ var (
 	DetailSlurmOutside   = Def(Msg{Key: "detail.slurm_outside", EN: "cancelled outside trainbot", ZH: "在 trainbot 之外被取消"})
 	DetailSlurmCancelled = Def(Msg{Key: "detail.slurm_cancelled", EN: " (Slurm job cancelled)", ZH: "（Slurm 作业已取消）"})
 	DetailSlurmForgot    = Def(Msg{Key: "detail.slurm_forgot", EN: "Slurm no longer knows job %s%s: it ended while no trainbot watched it, longer ago than the cluster's MinJobAge, on a cluster without accounting; how it ended is unknown",
-		ZH: "Slurm 已不知道作业 %s%s：它在没有 trainbot 关注时结束，早于集群的 MinJobAge，而集群没有作业记账；无从得知它是怎么结束的"})
+		ZH: "Slurm 已不知道作业 %s%s：它在没有 trainbot 跟踪时结束，早于集群的 MinJobAge，而集群没有作业记账；无从得知它是怎么结束的"})
 
-	DetailSupervisorGone = Def(Msg{Key: "detail.supervisor_gone", EN: "the run's supervisor (pid %d) ended without recording how the run ended", ZH: "训练的监管进程（pid %d）已结束，没有记录训练是怎么结束的"})
+	DetailSupervisorGone = Def(Msg{Key: "detail.supervisor_gone", EN: "the run's supervisor (pid %d) ended without recording how the run ended", ZH: "训练的监管进程（%d）已退出，没有记录训练是怎么结束的"})
 	DetailOrphansLived   = Def(Msg{Key: "detail.orphans_lived", EN: "; its processes (group %d) lived on unsupervised until %s", ZH: "；它的进程（进程组 %d）在无人监管下一直运行到 %s"})
 	DetailOrphansStopped = Def(Msg{Key: "detail.orphans_stopped", EN: ", stopped by %s (%s)", ZH: "，由 %s 停止（%s）"})
 	DetailTrainbotGone   = Def(Msg{Key: "detail.trainbot_gone", EN: "trainbot (pid %d) stopped while the run was active; found at the next start", ZH: "训练进行时 trainbot（pid %d）停止了；在它下次启动时发现"})
 	DetailLogWritten     = Def(Msg{Key: "detail.log_written", EN: "; its log was last written %s", ZH: "；日志最后写入于 %s"})
 	DetailStillAlive     = Def(Msg{Key: "detail.still_alive", EN: "; its process group %d is still alive, unsupervised", ZH: "；它的进程组 %d 仍在运行，无人监管"})
-	DetailWatchEnded     = Def(Msg{Key: "detail.watch_ended", EN: "the watch ended", ZH: "关注已结束"})
+	DetailWatchEnded     = Def(Msg{Key: "detail.watch_ended", EN: "the watch ended", ZH: "跟踪已结束"})
 
-	DetailUnwatched  = Def(Msg{Key: "detail.unwatched", EN: "no longer watched: stopped by %s", ZH: "不再关注：由 %s 停止"})
+	DetailUnwatched  = Def(Msg{Key: "detail.unwatched", EN: "no longer watched: stopped by %s", ZH: "不再跟踪：由 %s 停止"})
 	DetailGoesOn     = Def(Msg{Key: "detail.goes_on", EN: "; the process (pid %d) goes on", ZH: "；进程（pid %d）继续运行"})
-	DetailSignalled  = Def(Msg{Key: "detail.signalled", EN: " (the watched process, pid %d, was signalled)", ZH: "（已向被关注的进程 pid %d 发送信号）"})
+	DetailSignalled  = Def(Msg{Key: "detail.signalled", EN: " (the watched process, pid %d, was signalled)", ZH: "（已向跟踪的进程 %d 发送信号）"})
 	DetailWatchOOM   = Def(Msg{Key: "detail.watch_oom", EN: "the process (pid %d) exited; its log's last lines say: %s", ZH: "进程（pid %d）已退出；日志最后几行说：%s"})
 	DetailWatchError = Def(Msg{Key: "detail.watch_error", EN: "the process (pid %d) exited; its log ends with an error: %s", ZH: "进程（pid %d）已退出；日志以一个错误结尾：%s"})
 	DetailWatchExit  = Def(Msg{Key: "detail.watch_exit", EN: "the process (pid %d) exited; its exit status is unknown (it is not trainbot's child)", ZH: "进程（pid %d）已退出；退出码未知（它不是 trainbot 的子进程）"})

@@ -179,7 +179,9 @@ func (l Lang) Button(m Msg) string {
 }
 
 // Duration prints d compactly in l: "3m05s" in English and zh+en
-// (internal/units.Duration), "3分05秒" in Chinese, "2小时05分", "2天3小时".
+// (internal/units.Duration); in Chinese "3 分 5 秒", "2 小时 5 分",
+// "2 天 3 小时": a space between a number and its unit, as every count in
+// the Chinese messages has ("240 步", "3 块显卡").
 func (l Lang) Duration(d time.Duration) string {
 	if l != Zh {
 		return units.Duration(d)
@@ -194,19 +196,29 @@ func (l Lang) Duration(d time.Duration) string {
 	dd, h, m, ss := s/86400, s%86400/3600, s%3600/60, s%60
 	switch {
 	case s < 60:
-		return fmt.Sprintf("%s%d秒", sign, ss)
+		return fmt.Sprintf("%s%d 秒", sign, ss)
 	case s < 3600 && ss == 0:
-		return fmt.Sprintf("%s%d分钟", sign, m)
+		return fmt.Sprintf("%s%d 分钟", sign, m)
 	case s < 3600:
-		return fmt.Sprintf("%s%d分%02d秒", sign, m, ss)
+		return fmt.Sprintf("%s%d 分 %d 秒", sign, m, ss)
 	case s < 86400 && m == 0:
-		return fmt.Sprintf("%s%d小时", sign, h)
+		return fmt.Sprintf("%s%d 小时", sign, h)
 	case s < 86400:
-		return fmt.Sprintf("%s%d小时%02d分", sign, h, m)
+		return fmt.Sprintf("%s%d 小时 %d 分", sign, h, m)
 	case h == 0:
-		return fmt.Sprintf("%s%d天", sign, dd)
+		return fmt.Sprintf("%s%d 天", sign, dd)
 	}
-	return fmt.Sprintf("%s%d天%d小时", sign, dd, h)
+	return fmt.Sprintf("%s%d 天 %d 小时", sign, dd, h)
+}
+
+// Percent is a share in l: " (35.0%)" in English and zh+en, "（35.0%）"
+// in Chinese (full-width brackets, no space before the sign). verb is the
+// number's fmt verb ("%.1f", "%+.0f").
+func (l Lang) Percent(verb string, v float64) string {
+	if l == Zh {
+		return fmt.Sprintf("（"+verb+"%%）", v)
+	}
+	return fmt.Sprintf(" ("+verb+"%%)", v)
 }
 
 // Languages says which language each transport's chats are spoken to in.

@@ -129,12 +129,12 @@ func TestDuration(t *testing.T) {
 		d      time.Duration
 		zh, en string
 	}{
-		{45 * time.Second, "45秒", "45s"},
-		{3*time.Minute + 5*time.Second, "3分05秒", "3m05s"},
-		{2 * time.Hour, "2小时", "2h"},
-		{2*time.Hour + 5*time.Minute, "2小时05分", "2h05m"},
-		{51 * time.Hour, "2天3小时", "2d3h"},
-		{-90 * time.Second, "-1分30秒", "-1m30s"},
+		{45 * time.Second, "45 秒", "45s"},
+		{3*time.Minute + 5*time.Second, "3 分 5 秒", "3m05s"},
+		{2 * time.Hour, "2 小时", "2h"},
+		{2*time.Hour + 5*time.Minute, "2 小时 5 分", "2h05m"},
+		{51 * time.Hour, "2 天 3 小时", "2d3h"},
+		{-90 * time.Second, "-1 分 30 秒", "-1m30s"},
 	} {
 		if got := Zh.Duration(c.d); got != c.zh {
 			t.Errorf("zh %v: got %q, want %q", c.d, got, c.zh)

@@ -34,7 +34,7 @@ var (
 	ChartAllNaN       = Def(Msg{Key: "chart.all_nan", EN: "run #%d has no finite value of %s to draw (%d points, all NaN or Inf)", ZH: "训练 #%d 的 %s 没有可画的有限值（%d 个点，全是 NaN 或 Inf）"})
 	ChartLossCaption  = Def(Msg{Key: "chart.loss_caption", EN: "run #%d %s · %s · %d points", ZH: "训练 #%d %s · %s · %d 个点"})
 	ChartNaNCaption   = Def(Msg{Key: "chart.nan_caption", EN: " (%d NaN/Inf)", ZH: "（%d 个 NaN/Inf）"})
-	ChartNoMemory     = Def(Msg{Key: "chart.no_memory", EN: "run #%d has no memory sample, so there is no memory chart", ZH: "训练 #%d 没有内存采样，画不了显存图"})
+	ChartNoMemory     = Def(Msg{Key: "chart.no_memory", EN: "run #%d has no memory sample, so there is no memory chart", ZH: "训练 #%d 没有内存采样，画不了内存图"})
 	ChartPeakGPU      = Def(Msg{Key: "chart.peak_gpu", EN: "peak GPU %s", ZH: "显存峰值 %s"})
 	ChartPeakGPUOf    = Def(Msg{Key: "chart.peak_gpu_of", EN: "peak GPU %s of %s", ZH: "显存峰值 %s / %s"})
 	ChartPeakHost     = Def(Msg{Key: "chart.peak_host", EN: "peak host %s", ZH: "内存峰值 %s"})

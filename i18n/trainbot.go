@@ -9,7 +9,7 @@ var (
 	DBMovedAside   = Def(Msg{Key: "health.db_moved_aside", EN: "🔧 trainbot's database on %s was damaged: %v. A new one was started; every run's history is rebuilt from its directory.", ZH: "🔧 trainbot 的数据库（在 %s）损坏了：%v。已启用新的数据库；每次训练的历史会从它的目录重建。"})
 	DBOther        = Def(Msg{Key: "health.db_other", EN: "trainbot's database on %s: %s", ZH: "trainbot 的数据库（%s）：%s"})
 	TransportGone  = Def(Msg{Key: "transport.gone", EN: "⚠️ %s stopped: %v\ntrainbot goes on without it, and runs go on; fix the config and restart trainbot.", ZH: "⚠️ %s 停止了：%v\ntrainbot 没有它也继续运行，训练也继续；请修正配置后重启 trainbot。"})
-	TransportRetry = Def(Msg{Key: "transport.retry", EN: "⚠️ %s stopped: %v\ntrainbot goes on, and runs go on; it starts %s again in %s (then less often while it fails).", ZH: "⚠️ %s 停止了：%v\ntrainbot 继续运行，训练也继续；%s 会在 %s 后重新启动（失败时间隔会变长）。"})
+	TransportRetry = Def(Msg{Key: "transport.retry", EN: "⚠️ %s stopped: %v\ntrainbot goes on, and runs go on; it starts %s again in %s (then less often while it fails).", ZH: "⚠️ %s 停止了：%v\ntrainbot 继续运行，训练也继续；%s 会在 %s后重新启动（失败时间隔会变长）。"})
 	ReloadFailed   = Def(Msg{Key: "reload.failed", EN: "⚠️ config reload failed; the old config stays:\n%s", ZH: "⚠️ 重新加载配置失败，旧配置继续生效：\n%s"})
 	Reloaded       = Def(Msg{Key: "reload.done", EN: "🔄 config reloaded from %s: %s", ZH: "🔄 已从 %s 重新加载配置：%s"})
 )
@@ -17,7 +17,7 @@ var (
 // What a channel that cannot show a reply's charts or buttons says instead.
 var (
 	PushButton       = Def(Msg{Key: "push.button", EN: "\n↪ %s: send「%s」to the bot", ZH: "\n↪ %s：向机器人发送「%s」"})
-	PushNotShown     = Def(Msg{Key: "push.not_shown", EN: "(%d charts not shown here: %s; send /plot to the bot)", One: "(%d chart not shown here: %s; send /plot to the bot)", Mix: "(%d charts not shown here: %s; send 画图 to the bot)", MixOne: "(%d chart not shown here: %s; send 画图 to the bot)", ZH: "（这里显示不了 %d 张图：%s；向机器人发送 画图）"})
+	PushNotShown     = Def(Msg{Key: "push.not_shown", EN: "(%d charts not shown here: %s; send /plot to the bot)", One: "(%d chart not shown here: %s; send /plot to the bot)", Mix: "(%d charts not shown here: %s; send 画图 to the bot)", MixOne: "(%d chart not shown here: %s; send 画图 to the bot)", ZH: "（这里显示不了 %d 张图：%s；向机器人发送「画图」查看）"})
 	PushNoDingTalk   = Def(Msg{Key: "push.dingtalk_no_images", EN: "DingTalk robots cannot upload images", ZH: "钉钉机器人不能上传图片"})
 	PushNoFeishu     = Def(Msg{Key: "push.feishu_no_images", EN: "Feishu custom bots cannot upload images", ZH: "飞书自定义机器人不能上传图片"})
 	PushChartNotSent = Def(Msg{Key: "push.chart_not_sent", EN: "(chart %s not sent: %v)", ZH: "（图 %s 没有发出：%v）"})
@@ -28,4 +28,4 @@ var (
 // The terminal chat's greeting.
 var Greet = Def(Msg{Key: "console.greet", EN: "trainbot terminal chat — %d job(s). Type /train to start, /status for status, /plot for a chart, /stop to stop, /help for help.",
 	Mix: "trainbot terminal chat — %d job(s). Type 开始 to start, 状态 for status, 画图 for a chart, 停止 to stop, 帮助 for help.",
-	ZH:  "trainbot 终端聊天 —— %d 个任务。输入 开始 开始训练，状态 查看状态，画图 看图，停止 停止，帮助 查看帮助。"})
+	ZH:  "trainbot 终端聊天 —— %d 个任务。输入「开始」开始训练，「状态」查看进度，「画图」看曲线，「停止」停止训练，「帮助」查看全部命令。"})

@@ -85,7 +85,28 @@ type MemoryFit struct {
 	// Problem says why there is no answer ("" when there is one): too few
 	// runs, a poor fit, no limit.
 	Problem string
+	// Why is Problem as a fact, for texts in other languages ("" with no
+	// problem); Distinct is how many values the runs tried (FitTooFew).
+	Why      FitWhy
+	Distinct int
+	// Least is the least value the parameter allows (FitTooFar,
+	// FitNothingFit).
+	Least float64
 }
+
+// FitWhy is why a fit has no answer.
+type FitWhy string
+
+// The reasons a fit has no answer.
+const (
+	FitNoParam    FitWhy = "no_param"     // the job has no batch parameter
+	FitTooFew     FitWhy = "too_few"      // fewer than 2 values tried
+	FitPoorLine   FitWhy = "poor_fit"     // R² below MinFitR2
+	FitNoGrowth   FitWhy = "no_growth"    // the peak does not grow with the parameter
+	FitNoLimit    FitWhy = "no_limit"     // the memory limit is not known
+	FitNothingFit FitWhy = "nothing_fits" // even the smallest value is predicted not to fit
+	FitTooFar     FitWhy = "too_far"      // the least value allowed is past MaxExtrapolation
+)
 
 // OK reports whether the fit answers: a line good enough, a limit, and a
 // value that fits.
@@ -138,7 +159,7 @@ func BatchParam(job *Job) string {
 func FitMemory(runs []*Run, job *Job, jobName, param string, like *Run, limit int64) MemoryFit {
 	f := MemoryFit{Job: jobName, Param: param, Limit: limit}
 	if param == "" {
-		f.Problem = "the job has no batch parameter (batch_size, bs or batch): name the parameter to fit"
+		f.Problem, f.Why = "the job has no batch parameter (batch_size, bs or batch): name the parameter to fit", FitNoParam
 		return f
 	}
 	var all []*Run
@@ -224,18 +245,21 @@ func FitMemory(runs []*Run, job *Job, jobName, param string, like *Run, limit in
 	if len(distinct) < 2 {
 		f.Problem = fmt.Sprintf("too few runs: a fit needs finished runs of %s at 2 or more values of %s with a recorded peak (and the same other parameters); there %s %d %s",
 			jobName, param, isAre(len(distinct)), len(distinct), plural(len(distinct), "value", "values"))
+		f.Why, f.Distinct = FitTooFew, len(distinct)
 		return f
 	}
 	f.A, f.B, f.R2 = leastSquares(f.Values, f.Peaks)
 	switch {
 	case f.R2 < MinFitR2:
 		f.Problem = fmt.Sprintf("poor fit: R² %.3f is below %.1f, so the peak does not follow a line in %s (other parameters differ, or the peaks are noisy)", f.R2, MinFitR2, param)
+		f.Why = FitPoorLine
 		return f
 	case f.B <= 0:
 		f.Problem = fmt.Sprintf("the peak does not grow with %s (%s per unit), so %s does not decide what fits", param, units.Bytes(int64(f.B)), param)
+		f.Why = FitNoGrowth
 		return f
 	case limit <= 0:
-		f.Problem = "the memory limit is not known"
+		f.Problem, f.Why = "the memory limit is not known", FitNoLimit
 		return f
 	}
 	budget := (1 - FitMargin) * float64(limit)
@@ -262,12 +286,14 @@ func FitMemory(runs []*Run, job *Job, jobName, param string, like *Run, limit in
 	if best < low && f.CappedBy == FitCapExtrapolation && float64(f.LineFit) >= low {
 		f.Problem = fmt.Sprintf("too far from the runs: the least %s allowed, %s, is more than %g× the largest value tried (%s)",
 			param, units.TrimZeros(strconv.FormatFloat(low, 'f', -1, 64)), MaxExtrapolation, units.TrimZeros(strconv.FormatFloat(f.Largest, 'f', -1, 64)))
+		f.Why, f.Least = FitTooFar, low
 		return f
 	}
 	if best < low || best > math.MaxInt32 {
 		if best < low {
 			f.Problem = fmt.Sprintf("nothing fits: %s=%s is predicted to need %s, more than %s (90%% of %s)",
 				param, units.TrimZeros(strconv.FormatFloat(low, 'f', -1, 64)), units.Bytes(f.Predict(low)), units.Bytes(int64(budget)), units.Bytes(limit))
+			f.Why, f.Least = FitNothingFit, low
 			return f
 		}
 		best = math.MaxInt32

@@ -436,6 +436,9 @@ type ParamError struct {
 	Problem ParamProblem
 	Limit   string
 	Spec    string
+	// Declared is the parameter's declaration Spec describes (zero for an
+	// unknown parameter): texts in other languages describe it from this.
+	Declared ParamSpec
 }
 
 // ParamProblem is what is wrong with a parameter's value.
@@ -519,7 +522,7 @@ func (j *Job) ResolveParams(given map[string]string) (map[string]string, error) 
 		}
 		v, err := spec.canonical(given[k])
 		if err != nil {
-			pe := &ParamError{Job: j.Name, Param: k, Value: given[k], Given: true, Reason: "is " + err.Error() + " (" + spec.Describe() + ")", Spec: spec.Describe()}
+			pe := &ParamError{Job: j.Name, Param: k, Value: given[k], Given: true, Reason: "is " + err.Error() + " (" + spec.Describe() + ")", Spec: spec.Describe(), Declared: spec}
 			if ve := (*valueError)(nil); errors.As(err, &ve) {
 				pe.Problem, pe.Limit = ve.problem, ve.limit
 			}
@@ -537,7 +540,7 @@ func (j *Job) ResolveParams(given map[string]string) (map[string]string, error) 
 		}
 		spec := j.Params[name]
 		if !spec.HasDefault {
-			errs = append(errs, &ParamError{Job: j.Name, Param: name, Reason: "is required (" + spec.Describe() + ")", Problem: ParamRequired, Spec: spec.Describe()})
+			errs = append(errs, &ParamError{Job: j.Name, Param: name, Reason: "is required (" + spec.Describe() + ")", Problem: ParamRequired, Spec: spec.Describe(), Declared: spec})
 			continue
 		}
 		v, _ := spec.canonical(spec.Default)

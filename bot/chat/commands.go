@@ -15,6 +15,7 @@ type Command struct {
 	Chinese  string   // 开始
 	Aliases  []string // other English names: "run"
 	Args     string   // usage of the arguments: "[job] [k=v…]"
+	ArgsZH   string   // the same in Chinese: "[任务] [参数=值…]" ("" when Args has no words)
 	Help     i18n.Msg // one line of help, in each language
 	HelpZH   string   // a few Chinese words (Telegram's command menu)
 	Operator bool     // only operators may use it
@@ -22,25 +23,25 @@ type Command struct {
 
 // Commands is the command table, in the order help shows it.
 var Commands = []Command{
-	{Name: "train", Chinese: "开始", Aliases: []string{"run"}, Args: "[job] [k=v…]", Help: i18n.HelpTrain, HelpZH: "开始训练", Operator: true},
-	{Name: "stop", Chinese: "停止", Args: "[run]", Help: i18n.HelpStop, HelpZH: "停止训练", Operator: true},
-	{Name: "checkpoint", Chinese: "存档", Args: "[run]", Help: i18n.HelpCheckpoint, HelpZH: "立即保存检查点", Operator: true},
-	{Name: "set", Chinese: "调参", Args: "[run] k=v…", Help: i18n.HelpSet, HelpZH: "修改运行中的参数", Operator: true},
-	{Name: "status", Chinese: "状态", Args: "[run]", Help: i18n.HelpStatus, HelpZH: "训练状态"},
-	{Name: "plot", Chinese: "画图", Args: "[run] [metric|memory|util] [time]", Help: i18n.HelpPlot, HelpZH: "损失曲线和显存图"},
+	{Name: "train", Chinese: "开始", Aliases: []string{"run"}, Args: "[job] [k=v…]", ArgsZH: "[任务] [参数=值…]", Help: i18n.HelpTrain, HelpZH: "开始训练", Operator: true},
+	{Name: "stop", Chinese: "停止", Args: "[run]", ArgsZH: "[编号]", Help: i18n.HelpStop, HelpZH: "停止训练", Operator: true},
+	{Name: "checkpoint", Chinese: "存档", Args: "[run]", ArgsZH: "[编号]", Help: i18n.HelpCheckpoint, HelpZH: "立即保存检查点", Operator: true},
+	{Name: "set", Chinese: "调参", Args: "[run] k=v…", ArgsZH: "[编号] 参数=值…", Help: i18n.HelpSet, HelpZH: "修改运行中的参数", Operator: true},
+	{Name: "status", Chinese: "状态", Args: "[run]", ArgsZH: "[编号]", Help: i18n.HelpStatus, HelpZH: "训练状态"},
+	{Name: "plot", Chinese: "画图", Args: "[run] [metric|memory|util] [time]", ArgsZH: "[编号] [指标|显存|利用率] [时间]", Help: i18n.HelpPlot, HelpZH: "损失曲线和显存图"},
 	{Name: "gpu", Chinese: "显卡", Help: i18n.HelpGPU, HelpZH: "显卡状态"},
-	{Name: "notifyfree", Chinese: "通知空闲", Args: "[n] [memory]", Help: i18n.HelpNotifyFree, HelpZH: "显卡空闲时通知"},
-	{Name: "log", Chinese: "日志", Args: "[n]", Help: i18n.HelpLog, HelpZH: "最近的输出"},
-	{Name: "runs", Chinese: "历史", Args: "[n]", Help: i18n.HelpRuns, HelpZH: "历史记录"},
-	{Name: "compare", Chinese: "对比", Args: "A B [C…] [metric|显存]", Help: i18n.HelpCompare, HelpZH: "对比训练"},
-	{Name: "fit", Chinese: "适配", Args: "[job] [param]", Help: i18n.HelpFit, HelpZH: "哪个 batch 放得下"},
-	{Name: "queue", Chinese: "排队", Args: "[job] [k=v…]", Help: i18n.HelpQueue, HelpZH: "排队等待训练"},
+	{Name: "notifyfree", Chinese: "通知空闲", Args: "[n] [memory]", ArgsZH: "[块数] [显存]", Help: i18n.HelpNotifyFree, HelpZH: "显卡空闲时通知"},
+	{Name: "log", Chinese: "日志", Args: "[n]", ArgsZH: "[行数]", Help: i18n.HelpLog, HelpZH: "最近的输出"},
+	{Name: "runs", Chinese: "历史", Args: "[n]", ArgsZH: "[条数]", Help: i18n.HelpRuns, HelpZH: "历史记录"},
+	{Name: "compare", Chinese: "对比", Args: "A B [C…] [metric|显存]", ArgsZH: "编号 编号 [编号…] [指标|显存]", Help: i18n.HelpCompare, HelpZH: "对比训练"},
+	{Name: "fit", Chinese: "适配", Args: "[job] [param]", ArgsZH: "[任务] [参数]", Help: i18n.HelpFit, HelpZH: "哪个 batch 放得下"},
+	{Name: "queue", Chinese: "排队", Args: "[job] [k=v…]", ArgsZH: "[任务] [参数=值…]", Help: i18n.HelpQueue, HelpZH: "排队等待训练"},
 	{Name: "queued", Chinese: "队列", Help: i18n.HelpQueued, HelpZH: "查看队列"},
-	{Name: "cancel", Chinese: "取消", Args: "N", Help: i18n.HelpCancel, HelpZH: "取消排队"},
-	{Name: "watch", Chinese: "关注", Args: "PATH [pid]", Help: i18n.HelpWatch, HelpZH: "关注外部训练", Operator: true},
-	{Name: "note", Chinese: "备注", Args: "N text", Help: i18n.HelpNote, HelpZH: "给训练加备注", Operator: true},
+	{Name: "cancel", Chinese: "取消", Args: "N", ArgsZH: "编号", Help: i18n.HelpCancel, HelpZH: "取消排队"},
+	{Name: "watch", Chinese: "关注", Args: "PATH [pid]", ArgsZH: "日志路径 [进程号]", Help: i18n.HelpWatch, HelpZH: "关注外部训练", Operator: true},
+	{Name: "note", Chinese: "备注", Args: "N text", ArgsZH: "编号 文字", Help: i18n.HelpNote, HelpZH: "给训练加备注", Operator: true},
 	{Name: "jobs", Chinese: "任务", Help: i18n.HelpJobs, HelpZH: "任务列表"},
-	{Name: "audit", Chinese: "审计", Args: "[n]", Help: i18n.HelpAudit, HelpZH: "操作审计记录", Operator: true},
+	{Name: "audit", Chinese: "审计", Args: "[n]", ArgsZH: "[条数]", Help: i18n.HelpAudit, HelpZH: "操作审计记录", Operator: true},
 	{Name: "subscribe", Chinese: "订阅", Help: i18n.HelpSubscribe, HelpZH: "订阅进度推送"},
 	{Name: "mute", Chinese: "静音", Help: i18n.HelpMute, HelpZH: "关闭进度推送"},
 	{Name: "help", Chinese: "帮助", Help: i18n.HelpHelp, HelpZH: "帮助"},

@@ -96,7 +96,7 @@ func TestRouterSpeaksTheTransportsLanguage(t *testing.T) {
 		zh, en, mix []string
 	}{
 		{"unknown word", "hello",
-			[]string{"我不认识“hello”", "发送 帮助"},
+			[]string{"我不认识“hello”", "发送「帮助」"},
 			[]string{`I don't know "hello"`, "Send /help"},
 			[]string{`I don't know "hello". Send 帮助 (/help) for the commands.`}},
 		{"mistyped word", "staus",
@@ -104,7 +104,7 @@ func TestRouterSpeaksTheTransportsLanguage(t *testing.T) {
 			[]string{`I don't know "staus". Did you mean /status?`},
 			[]string{`I don't know "staus". Did you mean 状态 (/status)? Send 帮助 (/help) for the commands.`}},
 		{"refused parameter", "开始 demo steps=abc",
-			[]string{"没有开始：steps=abc：不是整数", "发送 任务 查看参数"},
+			[]string{"未启动：steps=abc：不是整数", "发送「任务」查看参数"},
 			[]string{`Not started: steps: "abc" is not an integer`, "Send /jobs for the parameters."},
 			[]string{`Not started: steps: "abc" is not an integer`, "Send 任务 (/jobs) for the parameters."}},
 		{"below the minimum", "开始 demo steps=0",
@@ -116,7 +116,7 @@ func TestRouterSpeaksTheTransportsLanguage(t *testing.T) {
 			[]string{"I could not read steps", "e.g. /train batch_size=32"},
 			[]string{"I could not read steps", "e.g. 开始 batch_size=32"}},
 		{"help", "帮助",
-			[]string{"trainbot 命令", "开始 [job] [k=v…]（/train）— 开始训练", "停止 [run]（/stop）— 停止正在进行的训练", "例如：开始 batch_size=32"},
+			[]string{"trainbot 命令", "开始 [任务] [参数=值…]（/train）— 开始训练", "停止 [编号]（/stop）— 停止正在运行的训练", "例如：「开始 batch_size=32"},
 			[]string{"trainbot commands", "/train [job] [k=v…] — start a run", "/stop [run] — stop the active run", "Example: /train batch_size=32"},
 			[]string{"trainbot commands (中文 or English, with or without /):", "开始 [job] [k=v…]  /train — start a run", "Example: 开始 batch_size=32"}},
 		{"audit", "审计",
@@ -124,11 +124,11 @@ func TestRouterSpeaksTheTransportsLanguage(t *testing.T) {
 			[]string{"command(s), newest first:", "englishlike chat 100", "allowed"},
 			[]string{"command(s), newest first:", "telegram chat 100", "allowed"}},
 		{"fit", "适配",
-			[]string{"适配 · demo", "❔ 算不出来"},
+			[]string{"适配 · demo", "❔ 估算不了"},
 			[]string{"fit · demo", "❔ no answer"},
 			[]string{"适配 fit · demo", "❔ no answer"}},
 		{"no run yet", "历史",
-			[]string{"还没有训练。发送 开始 开始一次。"},
+			[]string{"还没有训练。发送「开始」开始训练。"},
 			[]string{"No run yet. Send /train to start one."},
 			[]string{"No run yet. Send 开始 to start one."}},
 	}
@@ -153,7 +153,7 @@ func TestRouterSpeaksTheTransportsLanguage(t *testing.T) {
 	mustContain(t, r, "▶️ 训练 #1 已开始：demo")
 	mustContain(t, say("englishlike", "开始 demo"), "Not started: run #1 (demo) is already running", "Send /stop to stop it first")
 	st := say("wecomlike", "状态")
-	mustContain(t, st, "训练 #1 · demo · 运行中，已 ")
+	mustContain(t, st, "训练 #1 · demo · 运行中，已运行 ")
 	if _, err := e.sup.Stop(1, "test"); err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ func TestNotifyFreeReplies(t *testing.T) {
 	mustContain(t, sayTo(freeRouter(f, i18n.En), operator, "/notifyfree 2 20GiB"),
 		"🔔 I'll tell this chat once, when this host has 2 free GPUs with ≥ 20 GiB of free memory each (watching until "+when+"; send it again to renew, /notifyfree off to cancel).")
 	mustContain(t, sayTo(freeRouter(f, i18n.Zh), operator, "通知空闲"),
-		"🔔 这台主机一有 1 块空闲显卡，就在这个聊天里通知一次（等到 "+when+"；再发一次可续期，发送 通知空闲 关 取消）。")
+		"🔔 这台主机一有 1 块空闲显卡，就在这个聊天里通知一次（等到 "+when+"；再发一次可续期，发送「通知空闲 关」取消）。")
 	f.watch = func(chat.ChatKey, string, int, uint64) (time.Time, bool, error) { return exp, true, nil }
 	mustContain(t, sayTo(freeRouter(f, i18n.En), operator, "/notifyfree 1"), "🔔 Renewed: I'll tell this chat once, when this host has 1 free GPU (watching until "+when+" now; /notifyfree off cancels).")
 
@@ -198,7 +198,7 @@ func TestNotifyFreeWho(t *testing.T) {
 func TestHelpListsNotifyFree(t *testing.T) {
 	for l, want := range map[i18n.Lang]string{
 		i18n.En: "/notifyfree [n] [memory] — one message when n GPUs (default 1) with that much free memory each are free here",
-		i18n.Zh: "通知空闲 [n] [memory]（/notifyfree）— 这台主机空出 n 块",
+		i18n.Zh: "通知空闲 [块数] [显存]（/notifyfree）— 这台主机空出 n 块",
 	} {
 		if got := command.HelpText(l); !strings.Contains(got, want) {
 			t.Errorf("%v help lacks %q:\n%s", l, want, got)

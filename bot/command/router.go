@@ -411,7 +411,10 @@ func HelpText(l i18n.Lang) string {
 		if l == i18n.En {
 			usage = "/" + c.Name
 		}
-		if c.Args != "" {
+		switch {
+		case l == i18n.Zh && c.ArgsZH != "":
+			usage += " " + c.ArgsZH
+		case c.Args != "":
 			usage += " " + c.Args
 		}
 		switch l {
@@ -593,7 +596,7 @@ func (r *Router) train(ctx context.Context, m chat.Message, l i18n.Lang, p chat.
 		}
 		if busy.Active != nil {
 			return chat.Reply{
-				Text:    l.T(i18n.BusyRun, busy.Active.Run.ID, busy.Active.Run.Job, busy.Active.Brief()) + hint,
+				Text:    l.T(i18n.BusyRun, busy.Active.Run.ID, busy.Active.Run.Job, render.StatusBrief(l, *busy.Active)) + hint,
 				Buttons: append(buttons, render.StartButtons(l)...), RunID: busy.Active.Run.ID,
 			}
 		}
@@ -728,7 +731,7 @@ func (r *Router) stop(ctx context.Context, m chat.Message, l i18n.Lang, args []s
 	}
 	if r.ConfirmStop[m.Transport] && !confirmed {
 		return chat.Reply{
-			Text:  l.T(i18n.ConfirmStop, st.Run.ID, st.Run.Job, st.Brief()),
+			Text:  l.T(i18n.ConfirmStop, st.Run.ID, st.Run.Job, render.StatusBrief(l, st)),
 			RunID: st.Run.ID,
 			Buttons: [][]chat.Button{{
 				{Label: l.Button(i18n.BtnYes), Data: fmt.Sprintf("/stop %d confirm", st.Run.ID)},

@@ -31,7 +31,7 @@ func ScheduledStart(ctx context.Context, t Trainer, name, job string, params map
 		r := chat.Reply{Kind: chat.KindAlert, Alert: chat.AlertSchedule, Key: fmt.Sprintf("schedule:%s:%d", name, at.Unix())}
 		switch {
 		case errors.As(err, &busy) && busy.Active != nil:
-			r.Text = l.T(i18n.SchedBusy, name, what, busy.Active.Run.ID, busy.Active.Run.Job, busy.Active.Brief())
+			r.Text = l.T(i18n.SchedBusy, name, what, busy.Active.Run.ID, busy.Active.Run.Job, render.StatusBrief(l, *busy.Active))
 			r.RunID = busy.Active.Run.ID
 		case errors.Is(err, trainer.ErrBadParam):
 			r.Text = l.T(i18n.SchedRefused, name, what, paramErrors(l, err))

@@ -344,7 +344,7 @@ func TestPersistsAcrossNew(t *testing.T) {
 		t.Fatalf("got %v, want one post to %v", p, chatZ)
 	}
 	// The chat's language: wecom speaks Chinese here.
-	if want := "🟢 现在有 1 块显卡空闲（7 号）：发送 开始 使用。"; !strings.HasPrefix(p[0].r.Text, want) {
+	if want := "🟢 现在有 1 块显卡空闲（7 号）：发送「开始」使用。"; !strings.HasPrefix(p[0].r.Text, want) {
 		t.Errorf("got %q, want it to start with %q", p[0].r.Text, want)
 	}
 	if c := r3.met.takeCalls(); len(c) != 2 {
@@ -492,7 +492,7 @@ func TestTexts(t *testing.T) {
 			t.Errorf("Command(%v) = %q, want %q", l, got, want)
 		}
 	}
-	if got, want := FreeNow(i18n.Zh, 2, 20*gib, []int{0, 3}).Text, "🟢 现在有 2 块显卡空闲（0、3 号），每块空闲显存 ≥ 20 GiB：发送 开始 使用。不会为你预留，先到先得。"; got != want {
+	if got, want := FreeNow(i18n.Zh, 2, 20*gib, []int{0, 3}).Text, "🟢 现在有 2 块显卡空闲（0、3 号），每块空闲显存 ≥ 20 GiB：发送「开始」使用。不会为你预留，先到先得。"; got != want {
 		t.Errorf("zh: got %q, want %q", got, want)
 	}
 	if got, want := FreeNow(i18n.ZhEn, 1, 0, []int{4}).Text, "🟢 1 GPU free now (4): send 开始 to use it. It is not held for you: first come, first served."; got != want {

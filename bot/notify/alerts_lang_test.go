@@ -25,7 +25,7 @@ func TestNaNAndStallAlertsInTheChatsLanguage(t *testing.T) {
 		lang i18n.Lang
 		want string
 	}{
-		{nan, i18n.Zh, "⚠️ 训练 #7（bert）的损失是 NaN：loss 为 NaN，已连续 3 个点（第 400 步）"},
+		{nan, i18n.Zh, "⚠️ 训练 #7（bert）的 loss 出现 NaN：loss 为 NaN，已连续 3 个点（第 400 步）"},
 		{nan, i18n.ZhEn, "⚠️ run #7 (bert) has a NaN loss: loss is NaN for 3 points in a row (step 400)"},
 		{nan, i18n.En, "⚠️ run #7 (bert) has a NaN loss: loss is NaN for 3 points in a row (step 400)"},
 		{stall, i18n.Zh, "⏸ 训练 #7（bert）好像卡住了：已经 " + i18n.Zh.Duration(10*time.Minute) + " 没有输出也没有指标（stall_after " + i18n.Zh.Duration(10*time.Minute) + "）；进程仍在运行"},

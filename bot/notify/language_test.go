@@ -36,8 +36,8 @@ func TestEventsAreWordedPerDestination(t *testing.T) {
 
 	want := map[chat.ChatKey][]string{
 		console: {"💥 run #3 (mnist) hit out-of-memory", "peak before the crash: GPU 78.00 GiB", "What to try:", "a smaller batch: 开始 mnist batch_size=32"},
-		wecom:   {"💥 训练 #3（mnist）显存不足：CUDA 显存不足（GPU 0）：尝试分配 2.00 GiB", "崩溃前的峰值：显存 78.00 GiB", "可以试试：", "减小 batch：开始 mnist batch_size=32", "梯度累积：2 步、每步 32，保持等效 batch 64", "混合精度：precision=bf16"},
-		lab:     {"💥 训练 #3（mnist）显存不足", "可以试试："},
+		wecom:   {"💥 训练 #3（mnist）OOM 了：CUDA 显存不足（GPU 0）：尝试分配 2.00 GiB", "崩溃前的峰值：显存 78.00 GiB", "可以试试：", "减小 batch：「开始 mnist batch_size=32", "梯度累积：2 步、每步 32，保持等效 batch 64", "混合精度：precision=bf16"},
+		lab:     {"💥 训练 #3（mnist）OOM 了：CUDA 显存不足", "可以试试："},
 		hook:    {"💥 run #3 (mnist) hit out-of-memory", "What to try:", "gradient accumulation: 2 steps of 32 keep the effective batch of 64"},
 	}
 	for to, subs := range want {
@@ -87,7 +87,7 @@ func TestProgressIsWordedPerDestination(t *testing.T) {
 	if got := p.to(tg1)[0]; !strings.Contains(got, "▶️ run #1 · demo · running for 1m30s") || !strings.Contains(got, "step 10/100") || !strings.Contains(got, "12.5 steps/s · ETA 2m") {
 		t.Errorf("zh+en progress %q", got)
 	}
-	if got := p.to(wc)[0]; !strings.Contains(got, "▶️ 训练 #1 · demo · 运行中，已 1分30秒") || !strings.Contains(got, "第 10/100 步") || !strings.Contains(got, "12.5 步/秒 · 预计还要 2分钟") {
+	if got := p.to(wc)[0]; !strings.Contains(got, "▶️ 训练 #1 · demo · 运行中，已运行 1 分 30 秒") || !strings.Contains(got, "第 10/100 步") || !strings.Contains(got, "12.5 步/秒 · 预计还要 2 分钟") {
 		t.Errorf("zh progress %q", got)
 	}
 }

@@ -345,7 +345,10 @@ func (c *Charts) Memory(ctx context.Context, run *trainer.Run) (chat.Image, erro
 	}
 	if peakHost >= 0 {
 		s := c.Lang.T(i18n.ChartPeakHost, FormatBytes(peakHost))
-		if hostNote != "" {
+		switch {
+		case hostNote != "" && c.Lang == i18n.Zh:
+			s += c.Lang.T(i18n.DetailParen, PeakHowText(c.Lang, run.PeakHostHow))
+		case hostNote != "":
 			s += " (" + hostNote + ")"
 		}
 		parts = append(parts, s)

@@ -260,8 +260,16 @@ func TestPercent(t *testing.T) {
 		v, ref float64
 		want   string
 	}{{124, 100, "+24 %"}, {42, 100, "−58 %"}, {100.2, 100, "±0 %"}, {1, 0, ""}, {math.NaN(), 1, ""}, {-2, -1, "−100 %"}} {
-		if got := percent(c.v, c.ref); got != c.want {
+		if got := percent(i18n.En, c.v, c.ref); got != c.want {
 			t.Errorf("percent(%g, %g) = %q, want %q", c.v, c.ref, got, c.want)
+		}
+		// Chinese: no space before the sign, full-width brackets around it.
+		zh := strings.ReplaceAll(c.want, " %", "%")
+		if got := percent(i18n.Zh, c.v, c.ref); got != zh {
+			t.Errorf("zh percent(%g, %g) = %q, want %q", c.v, c.ref, got, zh)
+		}
+		if zh != "" && ratio(i18n.Zh, c.v, c.ref) != "（"+zh+"）" {
+			t.Errorf("zh ratio(%g, %g) = %q", c.v, c.ref, ratio(i18n.Zh, c.v, c.ref))
 		}
 	}
 }
@@ -285,7 +293,7 @@ func TestChartsInChinese(t *testing.T) {
 	if want := "训练 #1 demo · loss · 200 个点"; img.Caption != want {
 		t.Errorf("caption %q, want %q", img.Caption, want)
 	}
-	if _, err := c.Memory(ctx, r); !errors.Is(err, ErrNoSamples) || !strings.Contains(err.Error(), "画不了显存图") {
+	if _, err := c.Memory(ctx, r); !errors.Is(err, ErrNoSamples) || !strings.Contains(err.Error(), "画不了内存图") {
 		t.Errorf("no samples: %v", err)
 	}
 }
@@ -305,7 +313,7 @@ func TestComparisonTextInBothLanguages(t *testing.T) {
 		}
 	}
 	zh := c.Text(i18n.Zh)
-	for _, want := range []string{"对比 · loss · 以训练 #12 为基准", "✅ #12 mnist · 已完成 · batch_size=32", "用时 10分钟 · 1000 步", "loss 最终 0.1000", "峰值 显存 8.00 GiB", "#13 对比 #12：显存峰值 +50 %，用时 −20 %"} {
+	for _, want := range []string{"对比 · loss · 以训练 #12 为基准", "✅ #12 mnist · 已完成 · batch_size=32", "用时 10 分钟 · 1000 步", "loss：最终 0.1000", "峰值：显存 8.00 GiB", "#13 对比 #12：显存峰值 +50%，用时 −20%"} {
 		if !strings.Contains(zh, want) {
 			t.Errorf("zh lacks %q:\n%s", want, zh)
 		}

@@ -423,7 +423,7 @@ func (c Comparison) Text(l i18n.Lang) string {
 			if i == 0 {
 				return ""
 			}
-			return ratio(v, ref)
+			return ratio(l, v, ref)
 		}
 		// A whole time is set against a whole (or projected) one only.
 		var line []string
@@ -467,21 +467,21 @@ func (c Comparison) Text(l i18n.Lang) string {
 		var v []string
 		switch {
 		case s.PeakGPU >= 0 && base.PeakGPU > 0:
-			v = append(v, l.T(i18n.CmpVsGPU, percent(known(s.PeakGPU), known(base.PeakGPU))))
+			v = append(v, l.T(i18n.CmpVsGPU, percent(l, known(s.PeakGPU), known(base.PeakGPU))))
 		case s.PeakHost >= 0 && base.PeakHost > 0:
-			v = append(v, l.T(i18n.CmpVsHost, percent(known(s.PeakHost), known(base.PeakHost))))
+			v = append(v, l.T(i18n.CmpVsHost, percent(l, known(s.PeakHost), known(base.PeakHost))))
 		}
 		both := s.finished() && base.finished()
 		if both && base.Duration > 0 {
-			v = append(v, l.T(i18n.CmpVsTime, percent(s.Duration.Seconds(), base.Duration.Seconds())))
+			v = append(v, l.T(i18n.CmpVsTime, percent(l, s.Duration.Seconds(), base.Duration.Seconds())))
 		}
-		if p := percent(s.secPerStep(), base.secPerStep()); p != "" && (!both || s.Steps != base.Steps) {
+		if p := percent(l, s.secPerStep(), base.secPerStep()); p != "" && (!both || s.Steps != base.Steps) {
 			v = append(v, l.T(i18n.CmpVsPerStep, p))
 		}
-		if p := percent(wholeSecs(s), wholeSecs(base)); p != "" && !both {
+		if p := percent(l, wholeSecs(s), wholeSecs(base)); p != "" && !both {
 			v = append(v, l.T(i18n.CmpVsProjected, p))
 		}
-		if p := percent(s.Final, base.Final); s.HasMetric && base.HasMetric && p != "" {
+		if p := percent(l, s.Final, base.Final); s.HasMetric && base.HasMetric && p != "" {
 			final := i18n.CmpVsFinal
 			if !both {
 				final = i18n.CmpVsLatest
@@ -507,11 +507,15 @@ func wholeSecs(s RunSummary) float64 {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// ratio is " (+24 %)" or "" when there is no reference.
-func ratio(v, ref float64) string {
-	p := percent(v, ref)
-	if p == "" {
+// ratio is " (+24 %)" ("（+24%）" in Chinese) or "" when there is no
+// reference.
+func ratio(l i18n.Lang, v, ref float64) string {
+	p := percent(l, v, ref)
+	switch {
+	case p == "":
 		return ""
+	case l == i18n.Zh:
+		return "（" + p + "）"
 	}
 	return " (" + p + ")"
 }
@@ -524,18 +528,20 @@ func known(n int64) float64 {
 	return float64(n)
 }
 
-// percent is the change from ref to v: "+24 %", "−58 %", "±0 %"; "" when
-// either is unknown or ref is 0.
-func percent(v, ref float64) string {
+// percent is the change from ref to v: "+24 %", "−58 %", "±0 %" (in
+// Chinese without the space: "+24%"); "" when either is unknown or ref
+// is 0.
+func percent(l i18n.Lang, v, ref float64) string {
 	if !finite(v) || !finite(ref) || ref == 0 {
 		return ""
 	}
+	sign := l.Pick("%", " %")
 	d := (v - ref) / math.Abs(ref) * 100
 	switch {
 	case math.Abs(d) < 0.5:
-		return "±0 %"
+		return "±0" + sign
 	case d < 0:
-		return fmt.Sprintf("−%.0f %%", -d)
+		return fmt.Sprintf("−%.0f", -d) + sign
 	}
-	return fmt.Sprintf("+%.0f %%", d)
+	return fmt.Sprintf("+%.0f", d) + sign
 }

@@ -102,7 +102,7 @@ func TestCompareMarksUnfinishedRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	ztext := zh.Text(i18n.Zh)
-	for _, want := range []string{"未跑完（第 100 步，共 1000 步）", "已用时 21秒", "预计总用时 3分21秒", "每步 0.2 秒", "#2 对比 #1：每步用时 +100 %，预计总用时 +101 %"} {
+	for _, want := range []string{"未跑完（第 100 步，共 1000 步）", "已用时 21 秒", "预计总用时 3 分 21 秒", "每步 0.2 秒", "#2 对比 #1：每步用时 +100%，预计总用时 +101%"} {
 		if !strings.Contains(ztext, want) {
 			t.Errorf("zh lacks %q:\n%s", want, ztext)
 		}

@@ -42,6 +42,42 @@ const (
 	limitHost  = "host MemAvailable now"
 )
 
+// FitProblemText says why a fit has no answer in l: trainer's English
+// (Problem) unless l is Chinese and the reason is one it words.
+func FitProblemText(l i18n.Lang, f *trainer.MemoryFit) string {
+	if l != i18n.Zh {
+		return f.Problem
+	}
+	switch f.Why {
+	case trainer.FitNoParam:
+		return l.T(i18n.FitWhyNoParam)
+	case trainer.FitTooFew:
+		return l.T(i18n.FitWhyTooFew, f.Job, f.Param, f.Distinct)
+	case trainer.FitPoorLine:
+		return l.T(i18n.FitWhyPoor, f.R2, trainer.MinFitR2, f.Param)
+	case trainer.FitNoGrowth:
+		return l.T(i18n.FitWhyNoGrowth, f.Param)
+	case trainer.FitNoLimit:
+		return l.T(i18n.FitWhyNoLimit)
+	case trainer.FitTooFar:
+		return l.T(i18n.FitWhyTooFar, f.Param, trimFloat(f.Least), trimFloat(trainer.MaxExtrapolation), trimFloat(f.Largest))
+	case trainer.FitNothingFit:
+		return l.T(i18n.FitWhyNothing, f.Param, trimFloat(f.Least), FormatBytes(f.Predict(f.Least)),
+			FormatBytes(int64((1-trainer.FitMargin)*float64(f.Limit))), FormatBytes(f.Limit))
+	}
+	return f.Problem
+}
+
+// limitSourceText words where a fit's limit came from in l (the CLI
+// prints the source as it is).
+func limitSourceText(l i18n.Lang, source string) string {
+	m, ok := map[string]i18n.Msg{limitGiven: i18n.FitLimitGiven, limitGPU: i18n.FitLimitGPU, limitHost: i18n.FitLimitHost}[source]
+	if !ok || l != i18n.Zh {
+		return source
+	}
+	return l.T(m)
+}
+
 // MemoryFit fits the peak memory of a job's runs against a parameter and
 // finds the largest value that fits (trainer.FitMemory) under the limit o
 // gives or, without one, the device's. It also says where the limit came
@@ -125,14 +161,14 @@ func FitText(l i18n.Lang, f trainer.MemoryFit, limitSource string) string {
 		b.WriteString(l.T(i18n.FitLine, FormatBytes(int64(f.A)), FormatBytes(int64(f.B)), f.Param, f.R2, len(f.Runs)))
 	}
 	if f.Limit > 0 {
-		b.WriteString(l.T(i18n.FitLimit, FormatBytes(f.Limit), limitSource, trainer.FitMargin*100,
+		b.WriteString(l.T(i18n.FitLimit, FormatBytes(f.Limit), limitSourceText(l, limitSource), trainer.FitMargin*100,
 			FormatBytes(int64((1-trainer.FitMargin)*float64(f.Limit)))))
 	}
 	if f.OK() {
 		b.WriteString(fitReach(l, &f))
 		b.WriteString("✅ " + FitAdvice(l, &f))
 	} else {
-		b.WriteString(l.T(i18n.FitNoAnswer, f.Problem))
+		b.WriteString(l.T(i18n.FitNoAnswer, FitProblemText(l, &f)))
 	}
 	return b.String()
 }

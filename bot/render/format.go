@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +23,7 @@ func StatusText(l i18n.Lang, st trainer.Status) string {
 	case pr.Step == 0:
 		b.WriteString(l.T(i18n.StatusNoMetric))
 	case pr.TotalSteps > 0:
-		fmt.Fprintf(&b, "%s %s (%.1f%%)", ProgressBar(float64(pr.Step)/float64(pr.TotalSteps), 10), l.T(i18n.StepOf, pr.Step, pr.TotalSteps), 100*float64(pr.Step)/float64(pr.TotalSteps))
+		fmt.Fprintf(&b, "%s %s%s", ProgressBar(float64(pr.Step)/float64(pr.TotalSteps), 10), l.T(i18n.StepOf, pr.Step, pr.TotalSteps), l.Percent("%.1f", 100*float64(pr.Step)/float64(pr.TotalSteps)))
 	default:
 		b.WriteString(l.T(i18n.Step, pr.Step))
 	}
@@ -57,6 +58,29 @@ func StatusText(l i18n.Lang, st trainer.Status) string {
 		b.WriteString(strings.TrimPrefix(l.T(i18n.GPULine, GPUsText(r.GPUs)), "\n") + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// StatusBrief is a one-line summary of an active run in l: in English
+// trainer.Status.Brief's "step 400/1500, loss 0.4123, running for 1m20s";
+// in Chinese "第 400/1500 步，loss 0.4123，已运行 1 分 20 秒".
+func StatusBrief(l i18n.Lang, s trainer.Status) string {
+	if l != i18n.Zh || s.Waiting != "" || s.Unsupervised != nil {
+		return s.Brief()
+	}
+	var parts []string
+	switch {
+	case s.Progress.Step > 0 && s.Progress.TotalSteps > 0:
+		parts = append(parts, l.T(i18n.StepOf, s.Progress.Step, s.Progress.TotalSteps))
+	case s.Progress.Step > 0:
+		parts = append(parts, l.T(i18n.Step, s.Progress.Step))
+	default:
+		parts = append(parts, l.T(i18n.BriefNoStep))
+	}
+	if m, ok := s.Loss(); ok {
+		parts = append(parts, m.Name+" "+FormatValue(m.Value))
+	}
+	parts = append(parts, l.T(i18n.BriefElapsed, l.Duration(s.Elapsed)))
+	return strings.Join(parts, l.T(i18n.ListSep))
 }
 
 // stateText is "running", "stopping", "running on node01 (Slurm job 42)" or
@@ -94,6 +118,33 @@ func OutcomeWord(l i18n.Lang, o trainer.Outcome) string {
 	return l.T(m)
 }
 
+// RunOutcomeWord is a run's outcome in l, as OutcomeWord, except that an
+// out-of-memory end says which memory ran out when the run's end facts
+// tell: 显存不足 for a GPU's, 内存不足 for the host's.
+func RunOutcomeWord(l i18n.Lang, r *trainer.Run) string {
+	if r.Outcome == trainer.OutcomeOOM {
+		var o *trainer.OOM
+		if r.End != nil {
+			o = r.End.OOM
+		}
+		return l.T(oomMsg(o, i18n.OutcomeOOM, i18n.OutcomeOOMGPU, i18n.OutcomeOOMHost))
+	}
+	return OutcomeWord(l, r.Outcome)
+}
+
+// oomMsg picks the message for an out-of-memory error by the memory it
+// ran out of: unknown (o nil), a GPU's, or the host's.
+func oomMsg(o *trainer.OOM, unknown, gpuMem, host i18n.Msg) i18n.Msg {
+	if o == nil {
+		return unknown
+	}
+	switch o.Kind {
+	case "cuda", "tensorflow", "jax", "cublas", "cudnn":
+		return gpuMem
+	}
+	return host
+}
+
 var outcomeWords = map[trainer.Outcome]i18n.Msg{
 	trainer.OutcomeRunning: i18n.OutcomeRunning, trainer.OutcomeFinished: i18n.OutcomeFinished, trainer.OutcomeStopped: i18n.OutcomeStopped,
 	trainer.OutcomeFailed: i18n.OutcomeFailed, trainer.OutcomeOOM: i18n.OutcomeOOM, trainer.OutcomeNaN: i18n.OutcomeNaN,
@@ -116,13 +167,13 @@ func ParamErrorText(l i18n.Lang, e *trainer.ParamError) string {
 		}
 		return l.T(i18n.ParamUnknown, e.Param, e.Value, e.Job, e.Limit)
 	case trainer.ParamRequired:
-		return l.T(i18n.ParamRequired, e.Param, e.Spec)
+		return l.T(i18n.ParamRequired, e.Param, specOf(l, e))
 	case trainer.ParamBelowMin:
-		return l.T(i18n.ParamBelowMin, e.Param, e.Value, e.Limit, e.Spec)
+		return l.T(i18n.ParamBelowMin, e.Param, e.Value, e.Limit, specOf(l, e))
 	case trainer.ParamAboveMax:
-		return l.T(i18n.ParamAboveMax, e.Param, e.Value, e.Limit, e.Spec)
+		return l.T(i18n.ParamAboveMax, e.Param, e.Value, e.Limit, specOf(l, e))
 	case trainer.ParamNotChoice:
-		return l.T(i18n.ParamNotChoice, e.Param, e.Value, e.Limit, e.Spec)
+		return l.T(i18n.ParamNotChoice, e.Param, e.Value, e.Limit, specOf(l, e))
 	case trainer.ParamNotInt:
 		m = i18n.ParamNotInt
 	case trainer.ParamIntRange:
@@ -140,7 +191,60 @@ func ParamErrorText(l i18n.Lang, e *trainer.ParamError) string {
 	default:
 		return e.Error()
 	}
-	return l.T(m, e.Param, e.Value, e.Spec)
+	return l.T(m, e.Param, e.Value, specOf(l, e))
+}
+
+// specOf is the description of a refused parameter's declaration in l.
+func specOf(l i18n.Lang, e *trainer.ParamError) string {
+	if e.Declared.Type == "" {
+		return e.Spec
+	}
+	return ParamSpecText(l, e.Declared)
+}
+
+// ParamSpecText describes a parameter's declaration in l: in English
+// trainer.ParamSpec.Describe's "int 1..4096, default 64"; in Chinese
+// "整数 1..4096，默认 64", with integer bounds as integers.
+func ParamSpecText(l i18n.Lang, p trainer.ParamSpec) string {
+	if l != i18n.Zh {
+		return p.Describe()
+	}
+	num := func(v float64) string {
+		if p.Type == trainer.ParamInt && v == math.Trunc(v) && math.Abs(v) < 1e18 {
+			return strconv.FormatInt(int64(v), 10)
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	var b strings.Builder
+	switch p.Type {
+	case trainer.ParamInt:
+		b.WriteString(l.T(i18n.ParamTypeInt))
+	case trainer.ParamFloat:
+		b.WriteString(l.T(i18n.ParamTypeFloat))
+	case trainer.ParamBool:
+		b.WriteString(l.T(i18n.ParamTypeBool))
+	case trainer.ParamString:
+		b.WriteString(l.T(i18n.ParamTypeString))
+	default:
+		b.WriteString(string(p.Type))
+	}
+	switch {
+	case p.Min != nil && p.Max != nil:
+		b.WriteString(" " + num(*p.Min) + ".." + num(*p.Max))
+	case p.Min != nil:
+		b.WriteString(" ≥ " + num(*p.Min))
+	case p.Max != nil:
+		b.WriteString(" ≤ " + num(*p.Max))
+	}
+	if len(p.Choices) > 0 {
+		b.WriteString(l.T(i18n.ParamChoices, strings.Join(p.Choices, "|")))
+	}
+	if p.HasDefault {
+		b.WriteString(l.T(i18n.ParamDefault, p.Default))
+	} else {
+		b.WriteString(l.T(i18n.ParamNoDefault))
+	}
+	return b.String()
 }
 
 // metricsText prints up to n metrics, losses first: "loss 0.4123 · acc 0.83".
@@ -233,7 +337,7 @@ func OutcomeIcon(o trainer.Outcome) string {
 // EndedText describes a run from the history.
 func EndedText(l i18n.Lang, r *trainer.Run, last map[string]float64) string {
 	var b strings.Builder
-	b.WriteString(l.T(i18n.EndedHead, OutcomeIcon(r.Outcome), r.ID, r.Job, OutcomeWord(l, r.Outcome), l.Duration(r.Duration(time.Now()))))
+	b.WriteString(l.T(i18n.EndedHead, OutcomeIcon(r.Outcome), r.ID, r.Job, RunOutcomeWord(l, r), l.Duration(r.Duration(time.Now()))))
 	if r.Note != "" {
 		b.WriteString("\n📝 " + r.Note)
 	}
@@ -261,7 +365,7 @@ func EndedText(l i18n.Lang, r *trainer.Run, last map[string]float64) string {
 // The start is shown in now's time zone: "12-01 09:30" (with the year when
 // it is not now's).
 func RunLine(l i18n.Lang, r *trainer.Run, last map[string]float64, now time.Time) string {
-	s := fmt.Sprintf("%s #%d %s %s %s · %s", OutcomeIcon(r.Outcome), r.ID, r.Job, OutcomeWord(l, r.Outcome), l.Duration(r.Duration(now)), StartedText(r.StartedAt, now))
+	s := fmt.Sprintf("%s #%d %s %s %s · %s", OutcomeIcon(r.Outcome), r.ID, r.Job, RunOutcomeWord(l, r), l.Duration(r.Duration(now)), StartedText(r.StartedAt, now))
 	if r.Steps > 0 {
 		s += " · " + l.T(i18n.Steps, r.Steps)
 	}
@@ -316,7 +420,7 @@ func JobsText(l i18n.Lang, jobs []*trainer.Job) string {
 		b.WriteString("\n")
 		for _, name := range j.ParamNames() {
 			spec := j.Params[name]
-			fmt.Fprintf(&b, "    %s: %s", name, spec.Describe())
+			fmt.Fprintf(&b, "    %s: %s", name, ParamSpecText(l, spec))
 			if spec.Help != "" {
 				b.WriteString(" — " + spec.Help)
 			}

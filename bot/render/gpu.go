@@ -281,6 +281,18 @@ type GPURun struct {
 // phone's line or two.
 const tableCommand = 60
 
+// GPUWhyText says why there are no device figures in l: reason (the
+// backend's English) unless l is Chinese and why is a fact it words.
+func GPUWhyText(l i18n.Lang, why gpu.Why, reason string) string {
+	m, ok := map[gpu.Why]i18n.Msg{gpu.WhyNoDriver: i18n.GPUWhyNoDriver, gpu.WhyDriverNotLoad: i18n.GPUWhyNotLoaded,
+		gpu.WhyNoPermission: i18n.GPUWhyPermission, gpu.WhyDriverMismatch: i18n.GPUWhyMismatch, gpu.WhyNoGPU: i18n.GPUWhyNoGPU,
+		gpu.WhyNoNVML: i18n.GPUWhyNoNVML}[why]
+	if !ok || l != i18n.Zh {
+		return reason
+	}
+	return l.T(m)
+}
+
 // GPUTable renders a snapshot, worded in l, compactly for a phone: one
 // line per device (index, name, memory used/total, utilisation,
 // temperature, power), then one line per holder: a trainbot run (#id, its
@@ -291,7 +303,7 @@ const tableCommand = 60
 func GPUTable(l i18n.Lang, s gpu.Snapshot, runs map[int64]GPURun) string {
 	var b strings.Builder
 	if !s.Available {
-		reason := s.Reason
+		reason := GPUWhyText(l, s.Why, s.Reason)
 		if reason == "" {
 			reason = l.T(i18n.GPUTableNoTelem)
 		}

@@ -152,8 +152,8 @@ func TestGPUTableHolders(t *testing.T) {
 	want = "[0] A100-SXM4-40GB · 30.00/40.00 GiB · 97% · 64°C · 250/400 W\n" +
 		"  训练 #3（llama-ft，alice 启动）：29.00 GiB，2 个进程\n" +
 		"[1] A100-SXM4-40GB · 12.50/40.00 GiB · 0% · 35°C · 250/400 W\n" +
-		"  bob，进程 5121：/home/bob/.conda/envs/llm/bin/python -m jupyter lab --no-br… · 12.00 GiB · 0% · 已占用 3小时12分\n" +
-		"  54321，进程 777：python -c import torch · 512.00 MiB · 0% · 已占用 5分钟\n" +
+		"  bob，进程 5121：/home/bob/.conda/envs/llm/bin/python -m jupyter lab --no-br… · 12.00 GiB · 0% · 已占用 3 小时 12 分\n" +
+		"  54321，进程 777：python -c import torch · 512.00 MiB · 0% · 已占用 5 分钟\n" +
 		"[2] A100-SXM4-40GB · 0 B/40.00 GiB · 0% · 31°C · 250/400 W\n" +
 		"主机内存已用 42.00 GiB，共 512.00 GiB（可用 470.00 GiB）\n" +
 		"训练 #3（进程 41230）：显存 29.00 GiB（GPU 0） · 内存 11.00 GiB，9 个进程"
@@ -188,7 +188,7 @@ func TestGPUAlertIdleHeld(t *testing.T) {
 	}
 	a.Holder = s.Processes[0]
 	a.RunID = 3
-	want = "💤 GPU 1 (NVIDIA A100-SXM4-40GB) 利用率为 0% 已有 45分钟，训练 #3 的进程 41231 却在上面占着 28.00 GiB（idle_held：0% 下占用 1.00 GiB 以上达 30分钟）。如果没有在用，请让它释放。"
+	want = "💤 GPU 1 (NVIDIA A100-SXM4-40GB) 利用率为 0% 已有 45 分钟，训练 #3 的进程 41231 却在上面占着 28.00 GiB（idle_held：0% 下占用 1.00 GiB 以上达 30 分钟）。如果没有在用，请让它释放。"
 	if got := GPUAlert(i18n.Zh, a); got != want {
 		t.Errorf("zh got  %q\nwant %q", got, want)
 	}
@@ -213,7 +213,7 @@ func TestGPURefusal(t *testing.T) {
 	want = "⏳ 现在的空闲显卡（0 块）不够 2 块显卡（每块空闲 20.00 GiB）：\n" +
 		"显卡 0：被训练 #3（llama-ft，alice 启动）占用\n" +
 		"显卡 1：bob 的进程 5121（/home/bob/.conda/envs/llm/bin/python -m jupyter lab --no-br…）占着 12.00 GiB\n" +
-		"显卡 2：已空闲 40秒，需要 1分钟"
+		"显卡 2：已空闲 40 秒，需要 1 分钟"
 	if got := GPURefusal(i18n.Zh, err, runs); got != want {
 		t.Errorf("zh got:\n%s\nwant:\n%s", got, want)
 	}
@@ -241,9 +241,9 @@ func TestGPURefusal(t *testing.T) {
 	}{
 		{gpu.Request{Count: 1}, gpu.Snapshot{Reason: "no NVIDIA driver (libnvidia-ml.so.1 not found)"},
 			"🚫 No GPUs for 1 GPU on this host: no NVIDIA driver (libnvidia-ml.so.1 not found).",
-			"🚫 这台主机给不了 1 块显卡：no NVIDIA driver (libnvidia-ml.so.1 not found)。"},
-		{gpu.Request{Count: 6}, sharedHost(), "🚫 No GPUs for 6 GPUs: this host has only 3.", "🚫 给不了 6 块显卡：这台主机只有 3 块。"},
-		{gpu.Request{Indices: []int{3}}, sharedHost(), "🚫 No GPUs for GPU 3: this host has no GPU 3 (it has 3).", "🚫 给不了 显卡 3：这台主机没有显卡 3（它有 3 块）。"},
+			"🚫 这台主机满足不了 1 块显卡：no NVIDIA driver (libnvidia-ml.so.1 not found)。"},
+		{gpu.Request{Count: 6}, sharedHost(), "🚫 No GPUs for 6 GPUs: this host has only 3.", "🚫 满足不了 6 块显卡：这台主机只有 3 块。"},
+		{gpu.Request{Indices: []int{3}}, sharedHost(), "🚫 No GPUs for GPU 3: this host has no GPU 3 (it has 3).", "🚫 满足不了 显卡 3：这台主机没有显卡 3（它有 3 块）。"},
 		{gpu.Request{Count: 1, Memory: 48 * gb}, sharedHost(), "🚫 No GPUs for 1 GPU with 48.00 GiB free each: this host has 3 GPUs, 0 of them with that much memory.", ""},
 		{gpu.Request{Indices: []int{0}, Memory: 48 * gb}, sharedHost(), "🚫 No GPUs for GPU 0 with 48.00 GiB free each: GPU 0 has less memory than that in all.", ""},
 	} {

@@ -76,7 +76,11 @@ func EndReport(l i18n.Lang, e trainer.Event, best string, advise bool) string {
 	verb := OutcomeWord(l, r.Outcome)
 	switch r.Outcome {
 	case trainer.OutcomeOOM:
-		verb = l.T(i18n.EndVerbOOM)
+		o := e.OOM
+		if r.End != nil && r.End.OOM != nil {
+			o = r.End.OOM
+		}
+		verb = l.T(oomMsg(o, i18n.EndVerbOOM, i18n.EndVerbOOMGPU, i18n.EndVerbOOMHost))
 	case trainer.OutcomeNaN:
 		verb = l.T(i18n.EndVerbNaN)
 	case trainer.OutcomeStopped:

@@ -89,6 +89,21 @@ func waitFor(t *testing.T, out *syncBuffer, from int, re string) (string, int) {
 	return "", 0
 }
 
+// endOfInput closes the terminal's input and waits for the demo to exit
+// with 0.
+func endOfInput(t *testing.T, pw *io.PipeWriter, done <-chan int, errOut *syncBuffer) {
+	t.Helper()
+	pw.Close()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("demo exited %d; stderr:\n%s", code, errOut.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("demo did not exit after the end of input")
+	}
+}
+
 // TestDemoAcceptance is the Foundation issue's acceptance scenario:
 // 开始, 状态, 画图, a second 开始, 停止, end of input; then runs --json.
 func TestDemoAcceptance(t *testing.T) {
@@ -138,15 +153,7 @@ func TestDemoAcceptance(t *testing.T) {
 	_, pos = waitFor(t, out, pos, `already running`)
 	say("停止")
 	_, pos = waitFor(t, out, pos, `stopping run #1`)
-	pw.Close()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("demo exited %d; stderr:\n%s", code, errOut.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("demo did not exit after the end of input")
-	}
+	endOfInput(t, pw, done, errOut)
 	waitFor(t, out, pos, `run #1 \(demo\) stopped by`)
 	t.Logf("first metric shown %s after 开始", firstMetric.Round(time.Millisecond))
 
