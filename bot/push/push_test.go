@@ -614,7 +614,7 @@ func TestChannelNotesInItsLanguage(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := string(f.got()[0].body)
-	for _, want := range []string{"↪ 用一半 batch 重试：向机器人发送「开始 mnist batch_size=32」", "（这里显示不了 2 张图：飞书自定义机器人不能上传图片；向机器人发送 画图）"} {
+	for _, want := range []string{"↪ 用一半 batch 重试：向机器人发送「开始 mnist batch_size=32」", "（这里显示不了 2 张图：飞书自定义机器人不能上传图片；向机器人发送「画图」查看）"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body lacks %q: %s", want, body)
 		}

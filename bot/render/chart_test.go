@@ -160,7 +160,7 @@ func TestChartsMemoryAndDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "训练 #2 demo · 内存 · 内存峰值 140.00 MiB (VmHWM，精确值)"; img.Caption != want {
+	if want := "训练 #2 demo · 内存 · 内存峰值 140.00 MiB（其进程的 VmHWM，精确值）"; img.Caption != want {
 		t.Errorf("zh caption %q, want %q", img.Caption, want)
 	}
 
