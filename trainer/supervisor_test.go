@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -724,8 +725,15 @@ func TestFloodLongLineAndBinaryOutput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fi.Size() < c.minLog {
-				t.Fatalf("log has %d bytes, want at least %d", fi.Size(), c.minLog)
+			// What the disk could not take as fast as the child wrote is
+			// dropped by design (the child never waits for the disk), and
+			// counted in a marker line: nothing is lost silently.
+			dropped := droppedBytes(t, got.LogPath)
+			if fi.Size()+dropped < c.minLog {
+				t.Fatalf("log has %d bytes and its markers count %d dropped, want at least %d in all", fi.Size(), dropped, c.minLog)
+			}
+			if dropped > 0 {
+				t.Logf("%d bytes written, %d dropped while the disk lagged (marked in the log)", fi.Size(), dropped)
 			}
 			if c.metrics != "" {
 				pts, _ := h.st.Series(context.Background(), r.ID, c.metrics)
@@ -1167,4 +1175,20 @@ func TestDescriptorExhaustionDoesNotEndARun(t *testing.T) {
 	if got.Outcome != trainer.OutcomeFinished || got.Steps != n {
 		t.Fatalf("got %s at step %d (%s), want finished at step %d", got.Outcome, got.Steps, got.Detail, n)
 	}
+}
+
+// droppedBytes sums the "N bytes of output were dropped" markers the shim
+// writes into a log where output was dropped.
+func droppedBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, m := range regexp.MustCompile(`([0-9]+) bytes of output were dropped`).FindAllSubmatch(data, -1) {
+		v, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		n += v
+	}
+	return n
 }
