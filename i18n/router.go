@@ -14,6 +14,13 @@ var (
 		EN:  "I don't know %q. Send /help for the commands.",
 		Mix: "I don't know %q. Send 帮助 (/help) for the commands.",
 		ZH:  "我不认识“%s”。发送「帮助」查看命令。"})
+	CutNote = Def(Msg{Key: "chat.cut_note",
+		EN:  "\n… (%d more bytes not sent: see /log or the run log)",
+		Mix: "\n… (%d more bytes not sent: see 日志 or the run log)",
+		ZH:  "\n…（还有 %d 字节没有发出：发送「日志」查看，或看训练的日志文件）"})
+	ChartNotSentNote = Def(Msg{Key: "chat.chart_not_sent",
+		EN: "(chart %s not sent: %d bytes; on the host: %s)",
+		ZH: "（图表 %s 没有发出：%d 字节；在主机上运行：%s）"})
 	UnknownWordNear = Def(Msg{Key: "router.unknown_word_near",
 		EN:  "I don't know %q. Did you mean %s? Send /help for the commands.",
 		Mix: "I don't know %q. Did you mean %s? Send 帮助 (/help) for the commands.",

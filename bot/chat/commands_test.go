@@ -2,7 +2,10 @@ package chat
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/trainbot/trainbot/i18n"
 )
 
 func TestParseCommands(t *testing.T) {
@@ -118,5 +121,22 @@ func TestNearest(t *testing.T) {
 		if got != want {
 			t.Errorf("Nearest(%q) = %q, want %q", word, got, want)
 		}
+	}
+}
+
+// The note of a reply cut short is in the chat's language: a zh chat
+// read "(N more bytes not sent: see 日志 or the run log)".
+func TestCutNoteInTheChatsLanguage(t *testing.T) {
+	long := strings.Repeat("一行输出\n", 2000)
+	zh := SplitText(long, 1000, 2, i18n.Zh)
+	if last := zh[len(zh)-1]; !strings.Contains(last, "字节没有发出：发送「日志」查看") || strings.Contains(last, "not sent") {
+		t.Errorf("zh note: %q", last[max(0, len(last)-120):])
+	}
+	en := SplitText(long, 1000, 2, i18n.En)
+	if last := en[len(en)-1]; !strings.Contains(last, "more bytes not sent: see /log") {
+		t.Errorf("en note: %q", last[max(0, len(last)-120):])
+	}
+	if len(zh) != 2 || len(zh[1]) > 1000 {
+		t.Errorf("%d parts, the last %d bytes", len(zh), len(zh[1]))
 	}
 }

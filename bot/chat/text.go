@@ -1,16 +1,17 @@
 package chat
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // SplitText cuts s into parts of at most limit bytes, at line ends where it
 // can, at rune boundaries where it must. More than maxParts parts are cut
 // to maxParts, the last ending with a note of what was left out.
-func SplitText(s string, limit, maxParts int) []string {
+func SplitText(s string, limit, maxParts int, l i18n.Lang) []string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	var parts []string
 	for len(s) > 0 {
@@ -32,7 +33,7 @@ func SplitText(s string, limit, maxParts int) []string {
 	for _, p := range parts[maxParts-1:] {
 		left += len(p)
 	}
-	note := fmt.Sprintf("\n… (%d more bytes not sent: see 日志 or the run log)", left)
+	note := l.T(i18n.CutNote, left)
 	last := parts[maxParts-1]
 	last = last[:RuneCut(last, limit-len(note))] + note
 	return append(parts[:maxParts-1], last)

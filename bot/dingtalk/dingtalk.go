@@ -43,6 +43,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/inbound"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // Name is the transport's name.
@@ -59,7 +60,10 @@ const topicBot = "/v1.0/im/bot/messages/get"
 
 // Options configure a Transport.
 type Options struct {
-	ClientID     string
+	ClientID string
+	// Lang is the language of what the transport adds to a reply (the
+	// note of a reply cut short, of a chart not sent): its chats'.
+	Lang         i18n.Lang
 	ClientSecret string
 	// RobotCode is the robot's code for OpenAPI sends (default ClientID).
 	RobotCode string

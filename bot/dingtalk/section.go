@@ -69,5 +69,5 @@ func (s *Section) Setup() string {
 // Open makes the DingTalk transport.
 func (s *Section) Open(d transport.Deps) (transport.Transport, error) {
 	return New(Options{ClientID: s.ClientID, ClientSecret: s.ClientSecret, RobotCode: s.RobotCode,
-		APIURL: s.APIURL, OAPIURL: s.OAPIURL, State: d.State, Logger: d.Logger})
+		APIURL: s.APIURL, OAPIURL: s.OAPIURL, State: d.State, Logger: d.Logger, Lang: d.Lang})
 }

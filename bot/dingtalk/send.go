@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // DingTalk's limits.
@@ -29,7 +30,7 @@ func (t *Transport) Send(ctx context.Context, to int64, r chat.Reply, skip int) 
 	}
 	var steps []func(context.Context) error
 	text := strings.TrimSpace(r.Text)
-	parts := chat.SplitText(text, maxText-len(links(r)), maxParts)
+	parts := chat.SplitText(text, maxText-len(links(r)), maxParts, t.opts.Lang)
 	for i, part := range parts {
 		if i == len(parts)-1 {
 			part += links(r)
@@ -39,7 +40,7 @@ func (t *Transport) Send(ctx context.Context, to int64, r chat.Reply, skip int) 
 	for _, im := range r.Images {
 		steps = append(steps, func(ctx context.Context) error {
 			if len(im.PNG) == 0 || len(im.PNG) > maxImage {
-				return t.markdown(ctx, to, ref, fmt.Sprintf("(chart %s not sent: %d bytes; on the host: %s)", im.Name, len(im.PNG), im.Command))
+				return t.markdown(ctx, to, ref, t.opts.Lang.T(i18n.ChartNotSentNote, im.Name, len(im.PNG), im.Command))
 			}
 			id, err := t.api.upload(ctx, im.Name, im.PNG)
 			if err != nil {

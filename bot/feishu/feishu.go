@@ -49,6 +49,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/inbound"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // Name is the transport's name.
@@ -57,6 +58,9 @@ const Name = "feishu"
 // Options configure a Transport.
 type Options struct {
 	AppID, AppSecret string
+	// Lang is the language of what the transport adds to a reply (the
+	// note of a reply cut short, of a chart not sent): its chats'.
+	Lang i18n.Lang
 	// Domain is "feishu" (default), "lark", or a base URL for both the
 	// long connection's discovery and the REST API.
 	Domain string

@@ -59,5 +59,5 @@ func (s *Section) Setup() string {
 
 // Open makes the Feishu transport.
 func (s *Section) Open(d transport.Deps) (transport.Transport, error) {
-	return New(Options{AppID: s.AppID, AppSecret: s.AppSecret, Domain: s.Domain, State: d.State, Logger: d.Logger})
+	return New(Options{AppID: s.AppID, AppSecret: s.AppSecret, Domain: s.Domain, State: d.State, Logger: d.Logger, Lang: d.Lang})
 }

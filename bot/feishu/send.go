@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // Feishu's limits.
@@ -45,7 +46,7 @@ func (t *Transport) Send(ctx context.Context, to int64, r chat.Reply, skip int) 
 			return err
 		})
 	} else {
-		for i, part := range chat.SplitText(text, maxText, maxParts) {
+		for i, part := range chat.SplitText(text, maxText, maxParts, t.opts.Lang) {
 			content, _ := json.Marshal(map[string]string{"text": part})
 			steps = append(steps, func(ctx context.Context) error {
 				_, err := t.create(ctx, chatID, "text", string(content), uuid(chatID, r.Key, "text"+strconv.Itoa(i)))
@@ -56,7 +57,7 @@ func (t *Transport) Send(ctx context.Context, to int64, r chat.Reply, skip int) 
 	for i, im := range r.Images {
 		steps = append(steps, func(ctx context.Context) error {
 			if len(im.PNG) == 0 || len(im.PNG) > maxImage {
-				content, _ := json.Marshal(map[string]string{"text": fmt.Sprintf("(chart %s not sent: %d bytes; on the host: %s)", im.Name, len(im.PNG), im.Command)})
+				content, _ := json.Marshal(map[string]string{"text": t.opts.Lang.T(i18n.ChartNotSentNote, im.Name, len(im.PNG), im.Command)})
 				_, err := t.create(ctx, chatID, "text", string(content), "")
 				return err
 			}

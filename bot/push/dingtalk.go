@@ -43,7 +43,7 @@ func (d *dingtalk) messages(r chat.Reply) ([]any, error) {
 	// Markdown joins lines without two trailing spaces: they count against
 	// the limit too, so the text is split with them.
 	var out []any
-	for _, part := range splitText(strings.ReplaceAll(text, "\n", "  \n"), dingtalkTextMax) {
+	for _, part := range splitText(strings.ReplaceAll(text, "\n", "  \n"), dingtalkTextMax, d.lang) {
 		plain := strings.ReplaceAll(part, "  \n", "\n")
 		plain = strings.TrimSuffix(plain, "  ") // a line break the split took
 		md := strings.ReplaceAll(plain, "\n", "  \n")

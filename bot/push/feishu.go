@@ -59,7 +59,7 @@ func (f *feishu) messages(r chat.Reply) ([]any, error) {
 	for limit := 12000; ; limit /= 2 {
 		var out []any
 		fits := true
-		for _, part := range splitText(text, limit) {
+		for _, part := range splitText(text, limit, f.lang) {
 			m := feishuMessage(part)
 			b, err := encodeJSON(m)
 			if err != nil {

@@ -585,12 +585,12 @@ func TestSplitText(t *testing.T) {
 		{"一二三四", 7, []string{"一二", "三四"}}, // 3 bytes a rune: never split one
 	}
 	for _, c := range cases {
-		got := splitText(c.in, c.limit)
+		got := splitText(c.in, c.limit, i18n.ZhEn)
 		if strings.Join(got, "|") != strings.Join(c.want, "|") {
 			t.Errorf("splitText(%q, %d) = %q, want %q", c.in, c.limit, got, c.want)
 		}
 	}
-	parts := splitText(strings.Repeat("line of text\n", 1000), 100)
+	parts := splitText(strings.Repeat("line of text\n", 1000), 100, i18n.ZhEn)
 	if len(parts) != maxParts || !strings.Contains(parts[maxParts-1], "more bytes not sent") {
 		t.Errorf("%d parts, want %d with a note at the end", len(parts), maxParts)
 	}

@@ -15,7 +15,9 @@ const maxParts = 4
 
 // splitText cuts s into parts of at most limit bytes, at most maxParts
 // of them (chat.SplitText).
-func splitText(s string, limit int) []string { return chat.SplitText(s, limit, maxParts) }
+func splitText(s string, limit int, l i18n.Lang) []string {
+	return chat.SplitText(s, limit, maxParts, l)
+}
 
 // runeCut is chat.RuneCut.
 func runeCut(s string, n int) int { return chat.RuneCut(s, n) }

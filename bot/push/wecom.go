@@ -62,7 +62,7 @@ func (w *wecom) messages(r chat.Reply) ([]any, error) {
 		}
 	}
 	var out []any
-	for _, part := range splitText(wecomColor(r, textOf(w.lang, r, notes)), wecomMarkdownMax) {
+	for _, part := range splitText(wecomColor(r, textOf(w.lang, r, notes)), wecomMarkdownMax, w.lang) {
 		out = append(out, wecomMsg{MsgType: "markdown", Markdown: &wecomText{Content: part}})
 	}
 	return append(out, images...), nil

@@ -55,5 +55,5 @@ func (s *Section) Setup() string {
 
 // Open makes the WeCom transport.
 func (s *Section) Open(d transport.Deps) (transport.Transport, error) {
-	return New(Options{BotID: s.BotID, Secret: s.Secret, URL: s.URL, State: d.State, Logger: d.Logger})
+	return New(Options{BotID: s.BotID, Secret: s.Secret, URL: s.URL, State: d.State, Logger: d.Logger, Lang: d.Lang})
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // WeCom's limits.
@@ -58,7 +59,7 @@ func (t *Transport) plan(c *conn, to int64, ref string, r chat.Reply) []func(con
 	var images [][]byte
 	for _, im := range r.Images {
 		if len(im.PNG) == 0 || len(im.PNG) > maxImage {
-			notes = append(notes, fmt.Sprintf("(chart %s not sent: %d bytes; on the host: %s)", im.Name, len(im.PNG), im.Command))
+			notes = append(notes, t.opts.Lang.T(i18n.ChartNotSentNote, im.Name, len(im.PNG), im.Command))
 			continue
 		}
 		images = append(images, im.PNG)
@@ -66,7 +67,7 @@ func (t *Transport) plan(c *conn, to int64, ref string, r chat.Reply) []func(con
 	if len(notes) > 0 {
 		text = strings.TrimSpace(text + "\n" + strings.Join(notes, "\n"))
 	}
-	parts := chat.SplitText(text, maxContent, maxParts)
+	parts := chat.SplitText(text, maxContent, maxParts, t.opts.Lang)
 	var steps []func(context.Context) error
 	p, stream := t.streamTo(to, r)
 	if stream {

@@ -41,6 +41,7 @@ import (
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/inbound"
+	"github.com/trainbot/trainbot/i18n"
 )
 
 // Name is the transport's name.
@@ -51,7 +52,10 @@ const DefaultURL = "wss://openws.work.weixin.qq.com"
 
 // Options configure a Transport.
 type Options struct {
-	BotID  string
+	BotID string
+	// Lang is the language of what the transport adds to a reply (the
+	// note of a reply cut short, of a chart not sent): its chats'.
+	Lang   i18n.Lang
 	Secret string
 	// URL is the WebSocket endpoint (DefaultURL).
 	URL string

@@ -110,11 +110,9 @@ var (
 )
 
 // skipLine is a line a zh chat may show in English: the script's output,
-// the job's own words, a chart's path, the terminal's [buttons] row, and
-// the compare charts' captions (chart texts: bot/render's compare charts,
-// reworded under issue #31's chart item).
+// the job's own words, a chart's path and the terminal's [buttons] row.
+// (The compare charts' captions are Chinese now and checked too.)
 func skipLine(line string) bool {
 	t := strings.TrimSpace(line)
-	return scriptOutput.MatchString(line) || strings.HasPrefix(t, "[image]") || strings.HasPrefix(t, "[buttons]") ||
-		strings.HasPrefix(t, "loss of runs") || strings.HasPrefix(t, "memory of runs")
+	return scriptOutput.MatchString(line) || strings.HasPrefix(t, "[image]") || strings.HasPrefix(t, "[buttons]")
 }
