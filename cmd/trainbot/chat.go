@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -55,6 +56,11 @@ func (c *configFlags) load(e env) (*config.Config, *botConfig, int) {
 	cfg, bc, err := parseConfig(c.config, e.environ, func(cfg *config.Config) {
 		if c.data != "" {
 			cfg.DataDir = c.data
+			// A relative --data is the shell's: made absolute here, as a
+			// run's directory must be (demo --data data failed every start).
+			if abs, err := filepath.Abs(config.ExpandHome(c.data)); err == nil {
+				cfg.DataDir = abs
+			}
 		}
 		if c.logLevel != "" {
 			cfg.LogLevel = c.logLevel

@@ -213,3 +213,18 @@ func TestCheckNamesTheEnvironmentForItsValues(t *testing.T) {
 		t.Errorf("check: %d %q", code, errOut)
 	}
 }
+
+// A relative --data is taken from where the command runs: the demo with
+// --data data failed every start ("run_dir \"data/runs/1\" is not absolute").
+func TestRelativeDataDir(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	_, environ := newcomer(t)
+	code, out, errOut := in(t, environ, "开始 steps=20 pace_ms=0\n", "demo", "--data", "data")
+	if code != 0 || !strings.Contains(out, "finished") {
+		t.Fatalf("demo --data data: %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "runs", "1", "output.log")); err != nil {
+		t.Errorf("the run is not under ./data: %v", err)
+	}
+}
