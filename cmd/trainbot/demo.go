@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trainbot/trainbot/bot/console"
+	"github.com/trainbot/trainbot/i18n"
 	"github.com/trainbot/trainbot/trainer"
 	"github.com/trainbot/trainbot/trainer/demo"
 )
@@ -41,7 +43,35 @@ func cmdDemo(ctx context.Context, args []string, e env) int {
 		return code
 	}
 	o := botOptions{cfg: cfg, bc: bc, console: true, exitAtEOF: true, cli: cliFlags(cf, cfg.DataDir, e.environ)}
-	return startBot(ctx, e, o, []*trainer.Job{DemoJob(e.exe, *steps, *pace)})
+	job := DemoJob(e.exe, *steps, *pace)
+	if bc.langs.For(console.Name) == i18n.Zh {
+		localizeDemo(job)
+	}
+	return startBot(ctx, e, o, []*trainer.Job{job})
+}
+
+// demoWordsZH are the demo job's own words in Chinese, for a terminal that
+// speaks zh (任务 showed its English description and help).
+var demoWordsZH = map[string]string{
+	"":           "内置演示：用 Go 写的两层 MLP，学习三臂螺旋的分类",
+	"steps":      "训练步数",
+	"lr":         "Adam 学习率",
+	"hidden":     "隐藏层单元数",
+	"batch_size": "每步的样本数",
+	"seed":       "数据和初始化的随机种子",
+	"pace_ms":    "每步最少的毫秒数",
+}
+
+// localizeDemo words the demo job's description and parameter help in
+// Chinese.
+func localizeDemo(j *trainer.Job) {
+	j.Description = demoWordsZH[""]
+	for name, p := range j.Params {
+		if h, ok := demoWordsZH[name]; ok {
+			p.Help = h
+			j.Params[name] = p
+		}
+	}
 }
 
 func f64(v float64) *float64 { return &v }

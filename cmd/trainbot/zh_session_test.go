@@ -106,7 +106,7 @@ var (
 	typed = regexp.MustCompile(`“[^”]*”`)
 	// scriptOutput is the demo script's own output (日志) and the job's own
 	// description and parameter help, written in the config.
-	scriptOutput = regexp.MustCompile(`^(Epoch \[|demo: |\[trainbot\] |• demo — |    \S+: .* — )`)
+	scriptOutput = regexp.MustCompile(`^(Epoch \[|demo: |\[trainbot\] )`)
 )
 
 // skipLine is a line a zh chat may show in English: the script's output,
