@@ -343,12 +343,20 @@ func DefaultConfig() *Config {
 }
 
 // DefaultDataDir is $XDG_STATE_HOME/trainbot, or ~/.local/state/trainbot.
-func DefaultDataDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+func DefaultDataDir() string { return DefaultDataDirIn(os.Getenv) }
+
+// DefaultDataDirIn is DefaultDataDir for the environment getenv reads
+// (XDG_STATE_HOME, HOME): a command given its environment (trainbot init)
+// finds the directory that environment's trainbot uses.
+func DefaultDataDirIn(getenv func(string) string) string {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "trainbot")
 	}
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if home == "" {
 		return filepath.Join(os.TempDir(), "trainbot-state")
 	}
 	return filepath.Join(home, ".local", "state", "trainbot")

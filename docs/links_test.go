@@ -38,6 +38,8 @@ var (
 	heading  = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
 	htmlID   = regexp.MustCompile(`<a id="([^"]+)"></a>`)
 	external = regexp.MustCompile(`^[a-z][a-z0-9+.-]*:`)
+	// linkText is a link's text with its target, for a heading's slug.
+	linkText = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
 )
 
 // prose is a page without its code: fenced blocks and inline code can show
@@ -67,10 +69,10 @@ func anchors(md string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
 	for _, m := range heading.FindAllStringSubmatch(fence.ReplaceAllString(md, ""), -1) {
-		text := regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`).ReplaceAllString(m[1], "$1")
+		text := linkText.ReplaceAllString(m[1], "$1")
 		s := slug(strings.ReplaceAll(text, "`", ""))
 		if n := seen[s]; n > 0 {
-			out[s+"-"+itoa(n)] = true
+			out[s+"-"+strconv.Itoa(n)] = true
 		} else {
 			out[s] = true
 		}
@@ -81,8 +83,6 @@ func anchors(md string) map[string]bool {
 	}
 	return out
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // Every relative link of every page names a file of the repository, and
 // every #fragment a heading or <a id> of the page it points into.
@@ -226,7 +226,7 @@ func TestChineseGuidesAreChinese(t *testing.T) {
 			}
 		}
 		han, latin := 0, 0
-		for _, r := range regexp.MustCompile(`\]\([^)]*\)`).ReplaceAllString(text, "") {
+		for _, r := range linkText.ReplaceAllString(text, "$1") {
 			switch {
 			case unicode.Is(unicode.Han, r):
 				han++

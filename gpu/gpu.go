@@ -20,16 +20,12 @@
 package gpu
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"github.com/trainbot/trainbot/internal/procfs"
 	"io"
-	"os"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/trainbot/trainbot/internal/procfs"
 )
 
 // ErrUnavailable is returned by a backend that cannot sample on this host
@@ -274,45 +270,11 @@ func (n noDevices) Close() error                             { return nil }
 
 // HostMemory reads the host's memory from /proc/meminfo.
 func HostMemory() (Host, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return Host{}, fmt.Errorf("host memory: %w", err)
-	}
-	defer f.Close()
-	return parseMeminfo(f)
+	m, err := procfs.Meminfo()
+	return Host{MemTotal: m.Total, MemAvailable: m.Available}, err
 }
 
 func parseMeminfo(r io.Reader) (Host, error) {
-	var h Host
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseUint(fields[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		if len(fields) > 1 && fields[1] == "kB" {
-			v *= 1024
-		}
-		switch name {
-		case "MemTotal":
-			h.MemTotal = v
-		case "MemAvailable":
-			h.MemAvailable = v
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return Host{}, err
-	}
-	if h.MemTotal == 0 {
-		return Host{}, errors.New("host memory: no MemTotal in /proc/meminfo")
-	}
-	return h, nil
+	m, err := procfs.ParseMeminfo(r)
+	return Host{MemTotal: m.Total, MemAvailable: m.Available}, err
 }

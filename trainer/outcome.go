@@ -2,12 +2,12 @@ package trainer
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/trainbot/trainbot/internal/procfs"
 	"github.com/trainbot/trainbot/internal/units"
 	"golang.org/x/sys/unix"
 )
@@ -438,20 +438,9 @@ func signalName(s syscall.Signal) string {
 // the memory a host OOM ran out of, for the advice to tell whether halving
 // the batch could help.
 func hostMemTotal() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
+	m, err := procfs.Meminfo()
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 && f[1] == "kB" {
-				kb, err := strconv.ParseInt(f[0], 10, 64)
-				if err == nil {
-					return kb << 10
-				}
-			}
-		}
-	}
-	return 0
+	return int64(m.Total)
 }

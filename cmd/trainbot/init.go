@@ -60,7 +60,7 @@ func cmdInit(ctx context.Context, args []string, e env) int {
 		dataDir = getenv(e.environ, "TRAINBOT_DATA_DIR")
 	}
 	if dataDir == "" {
-		dataDir = defaultDataDir(e.environ)
+		dataDir = config.DefaultDataDirIn(func(k string) string { return getenv(e.environ, k) })
 	}
 	var job *initJob
 	if *script != "" {
@@ -113,17 +113,6 @@ func cmdInit(ctx context.Context, args []string, e env) int {
 	return exitOK
 }
 
-// defaultDataDir is config.DefaultDataDir for environ.
-func defaultDataDir(environ []string) string {
-	if x := getenv(environ, "XDG_STATE_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "trainbot")
-	}
-	if home := getenv(environ, "HOME"); home != "" {
-		return filepath.Join(home, ".local", "state", "trainbot")
-	}
-	return config.DefaultDataDir()
-}
-
 // initJob is the job init writes for a script.
 type initJob struct {
 	name, dir, script string
@@ -138,6 +127,7 @@ type initParam struct {
 
 var (
 	jobNameChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+	jobName      = regexp.MustCompile(`^[A-Za-z0-9._-]+$`) // trainer's rule for a job's name
 	// addArgument finds argparse's add_argument("--lr", type=float,
 	// default=1e-3, help="…") with a literal number as its default.
 	addArgument = regexp.MustCompile(`add_argument\(\s*['"](--[A-Za-z][\w-]*)['"]([^)]*)\)`)
@@ -186,7 +176,7 @@ func newInitJob(script, name string, environ []string) (*initJob, error) {
 			j.name = "train"
 		}
 	}
-	if !regexp.MustCompile(`^[A-Za-z0-9._-]+$`).MatchString(j.name) {
+	if !jobName.MatchString(j.name) {
 		return nil, fmt.Errorf("--name %q: want letters, digits, '-', '_' or '.'", j.name)
 	}
 	for _, p := range j.params {
