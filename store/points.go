@@ -119,25 +119,23 @@ func (s *Store) DroppedPoints() int64 {
 	return s.dropped
 }
 
-// Flush waits until every point queued before the call is written.
+// Flush waits until every point queued before the call is written. It
+// writes them itself, on the caller's thread: the background writer runs
+// niced, and on a host whose every core the training holds it would keep
+// a chart, or a run's final report, waiting behind it. The background
+// writer yields to it between batches; a batch in flight is waited for.
 func (s *Store) Flush(ctx context.Context) error {
-	done := make(chan error, 1)
 	select {
-	case s.flushes <- done:
 	case <-s.stopped:
 		return errors.New("flush: store is closed")
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
 	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	s.flushing.Add(1)
+	defer s.flushing.Add(-1)
+	return s.writeQueued(ctx, false)
 }
 
-// writer owns point writing: on a timer, when the queue grows, and on Flush.
+// writer writes the queued points on a timer and when the queue grows.
 // Its thread runs at nice.Background: a burst of points (inserts, and the
 // deletes of thinning) must not take CPU time from the training that
 // printed them.
@@ -152,74 +150,114 @@ func (s *Store) writer(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.writeQueued()
+			s.writeQueued(ctx, true)
 		case <-s.kick:
-			s.writeQueued()
-		case done := <-s.flushes:
-			done <- s.writeQueued()
+			s.writeQueued(ctx, true)
 		}
 	}
 }
 
-// writeQueued writes everything queued, in batches, and does each thinning
-// in the transaction of the batch that holds the last point queued before
-// it. A batch that failed because the disk is full or failing, the
-// database is busy or its file was replaced goes back to the head of the
-// queue (with its thinnings), to be tried again on the next tick; any
+// writeQueued writes what was queued when it began, in batches, and does
+// each thinning in the transaction of the batch that holds the last point
+// queued before it. Points queued while it writes wait for the next call:
+// under a stream faster than the writer it still ends (a loop until the
+// queue was empty never did, and a chart asked for under load waited for
+// ever). The background writer (yield) stops between batches while a
+// Flush waits. A batch that failed because the disk is full or failing,
+// the database is busy or its file was replaced goes back to the head of
+// the queue (with its thinnings), to be tried again on the next tick; any
 // other failing batch is logged and dropped, so that one bad write never
-// wedges the queue.
-func (s *Store) writeQueued() error {
+// wedges the queue. ctx bounds the wait for a batch in flight, not a
+// batch begun.
+func (s *Store) writeQueued(ctx context.Context, yield bool) error {
 	var firstErr error
-	fail := func(err error) {
-		if firstErr == nil {
+	s.pmu.Lock()
+	// The entries of this call: taken+pending counts every entry queued
+	// so far whoever holds it (a batch cut short or failed goes back to
+	// the head and out of taken).
+	target := s.taken + int64(len(s.pending))
+	s.pmu.Unlock()
+	for {
+		if yield && s.flushing.Load() > 0 {
+			return nil // the Flush writes them
+		}
+		select {
+		case s.writing <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		more, err := s.writeOne(target, yield)
+		<-s.writing
+		if err != nil && firstErr == nil {
 			firstErr = err
 		}
-	}
-	for {
-		s.pmu.Lock()
-		batch := s.pending
-		if len(batch) > s.batchSize {
-			batch = batch[:s.batchSize:s.batchSize]
-			s.pending = append([]pendingPoint(nil), s.pending[s.batchSize:]...)
-		} else {
-			s.pending = nil
-		}
-		s.taken += int64(len(batch))
-		recovered := len(batch) == 0 && s.dropping
-		s.dropping = s.dropping && !recovered
-		dropped := s.dropped
-		// The thinnings due once this batch is written are done with it.
-		var thins []pendingThin
-		s.thins = slices.DeleteFunc(s.thins, func(th pendingThin) bool {
-			if th.after <= s.taken {
-				thins = append(thins, th)
-				return true
-			}
-			return false
-		})
-		s.pmu.Unlock()
-		if recovered {
-			s.log.Warn("metric points are queued again", "dropped", dropped)
-		}
-		if len(batch) > 0 || len(thins) > 0 {
-			err := s.writeBatch(batch, thins)
-			s.health.note(err)
-			if err != nil && retryable(err) {
-				s.requeue(batch, thins, err)
-				return fmt.Errorf("write metric points: %w", err)
-			}
-			if err != nil {
-				s.log.Error("write metric points", "points", len(batch), "thinnings", len(thins), "err", err)
-				fail(err)
-			} else if s.retrying {
-				s.retrying = false
-				s.log.Info("metric points written again")
-			}
-		}
-		if len(batch) == 0 {
+		var rq *requeuedError
+		if !more || errors.As(err, &rq) {
 			return firstErr
 		}
 	}
+}
+
+// requeuedError is the failure of a batch that went back to the queue.
+type requeuedError struct{ err error }
+
+func (e *requeuedError) Error() string { return "write metric points: " + e.err.Error() }
+func (e *requeuedError) Unwrap() error { return e.err }
+
+// writeOne takes the next batch of the entries up to the target-th and
+// writes it, with the thinnings due with it; more: there may be more to
+// write. The caller holds s.writing.
+func (s *Store) writeOne(target int64, yield bool) (more bool, err error) {
+	s.pmu.Lock()
+	n := int(min(int64(len(s.pending)), int64(s.batchSize), max(target-s.taken, 0)))
+	batch := s.pending[:n:n]
+	if n < len(s.pending) {
+		s.pending = append([]pendingPoint(nil), s.pending[n:]...)
+	} else {
+		s.pending = nil
+	}
+	s.taken += int64(len(batch))
+	more = len(batch) > 0 && s.taken < target
+	recovered := len(s.pending) == 0 && s.dropping // drained: room again
+	s.dropping = s.dropping && !recovered
+	dropped := s.dropped
+	// The thinnings due once this batch is written are done with it.
+	var thins []pendingThin
+	s.thins = slices.DeleteFunc(s.thins, func(th pendingThin) bool {
+		if th.after <= s.taken {
+			thins = append(thins, th)
+			return true
+		}
+		return false
+	})
+	s.pmu.Unlock()
+	if recovered {
+		s.log.Warn("metric points are queued again", "dropped", dropped)
+	}
+	if len(batch) == 0 && len(thins) == 0 {
+		return more, nil
+	}
+	rest, err := s.writeBatch(batch, thins, yield)
+	s.health.note(err)
+	if len(rest) > 0 {
+		s.pmu.Lock()
+		s.taken -= int64(len(rest))
+		s.pending = append(rest, s.pending...)
+		s.pmu.Unlock()
+		return true, nil // after the write that waited: the connection is handed to it
+	}
+	switch {
+	case err != nil && retryable(err):
+		s.requeue(batch, thins, err)
+		return false, &requeuedError{err}
+	case err != nil:
+		s.log.Error("write metric points", "points", len(batch), "thinnings", len(thins), "err", err)
+		return more, err
+	case s.retrying:
+		s.retrying = false
+		s.log.Info("metric points written again")
+	}
+	return more, nil
 }
 
 // requeue puts a batch that could not be written back at the head of the
@@ -280,8 +318,13 @@ func (s *Store) ThinPoints(runID int64, name string, width int64) {
 }
 
 // writeBatch writes a batch of points and offsets, and does the thinnings
-// due with it, in one transaction.
-func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin) (err error) {
+// due with it, in one transaction. With yield, it stops inserting between
+// two statements once another write waits for the one write connection
+// (an answer's outbox row, a memory sample) or a Flush waits: the writer
+// runs niced, and a long batch on a host whose cores the training holds
+// kept those waiting for minutes. What it wrote is committed; rest is the
+// points and read offsets not written, for the head of the queue.
+func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin, yield bool) (rest []pendingPoint, err error) {
 	ctx := context.Background()
 	// Name ids first, outside the points transaction (one connection).
 	var offsets []pendingPoint
@@ -298,7 +341,7 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin) (err error
 	for i, pp := range batch {
 		id, err := s.nameID(ctx, pp.p.Name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ids[i] = id
 	}
@@ -306,18 +349,26 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin) (err error
 	for _, th := range thins {
 		id, err := s.nameID(ctx, th.name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		k := [2]int64{th.run, id}
 		widths[k] = max(widths[k], th.width)
 	}
+	var stop func() bool
+	if yield {
+		// Counted from before the transaction: a write that came while
+		// it began waits too (the writer's own wait for the connection,
+		// counted as well, costs a transaction more at most).
+		waits := s.w.Stats().WaitCount
+		stop = func() bool { return s.w.Stats().WaitCount > waits || s.flushing.Load() > 0 }
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tx.Rollback()
 	if batch, ids, err = mergeSources(ctx, tx, batch, ids); err != nil {
-		return err
+		return nil, err
 	}
 	// The seqs in arrival order, then the thinnings (which may drop points
 	// of the batch): what stays is written with the seq it had.
@@ -336,7 +387,7 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin) (err error
 		drop := make([]bool, len(batch))
 		for k, w := range widths {
 			if err := thinInTx(ctx, tx, k[0], k[1], w, batch, seqs, idx[k], drop); err != nil {
-				return fmt.Errorf("thin metric points: %w", err)
+				return nil, fmt.Errorf("thin metric points: %w", err)
 			}
 		}
 		keep := 0
@@ -354,7 +405,7 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin) (err error
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO run_metric_names(run_id, name_id) VALUES(?, ?)`, pp.run, ids[i]); err != nil {
-			return fmt.Errorf("record metric name: %w", err)
+			return nil, fmt.Errorf("record metric name: %w", err)
 		}
 		defer func() { // only once the transaction commits
 			if err == nil {
@@ -364,7 +415,7 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin) (err error
 	}
 	// Many rows per statement: the per-statement cost dominates otherwise.
 	args := make([]any, 0, rowsPerInsert*8)
-	err = execInChunks(ctx, tx, len(batch), rowsPerInsert, insertMetrics, func(start, end int) []any {
+	done, err := execInChunks(ctx, tx, len(batch), rowsPerInsert, insertMetrics, stop, func(start, end int) []any {
 		args = args[:0]
 		for i := start; i < end; i++ {
 			pp := batch[i]
@@ -384,36 +435,46 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin) (err error
 		return args
 	})
 	if err != nil {
-		return fmt.Errorf("insert points: %w", err)
+		return nil, fmt.Errorf("insert points: %w", err)
+	}
+	if done < len(batch) {
+		// Cut short: the read offsets wait for the points before them.
+		rest = append(slices.Clip(batch[done:]), offsets...)
+		offsets = nil
 	}
 	for _, o := range offsets {
 		if o.eventFile != "" {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO event_files(run_id, path, offset) VALUES(?, ?, ?)
 				ON CONFLICT(run_id, path) DO UPDATE SET offset = excluded.offset`, o.run, o.eventFile, o.logOff); err != nil {
-				return fmt.Errorf("record event file offset: %w", err)
+				return nil, fmt.Errorf("record event file offset: %w", err)
 			}
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET log_offset = ?, metrics_offset = ? WHERE id = ?`, o.logOff, o.t, o.run); err != nil {
-			return fmt.Errorf("record read offsets: %w", err)
+			return nil, fmt.Errorf("record read offsets: %w", err)
 		}
 	}
-	err = tx.Commit()
-	return err
+	if err = tx.Commit(); err != nil {
+		return nil, err
+	}
+	return rest, nil
 }
 
 // execInChunks runs the statement stmt(rows) for rows [0, n) in chunks of
 // per rows, each with the arguments args(start, end); the statement of a
-// whole chunk is prepared once.
-func execInChunks(ctx context.Context, tx *sql.Tx, n, per int, stmt func(rows int) string, args func(start, end int) []any) error {
+// whole chunk is prepared once. It stops early, between two chunks, once
+// stop (nil: never) says so; done is how many rows it did.
+func execInChunks(ctx context.Context, tx *sql.Tx, n, per int, stmt func(rows int) string, stop func() bool, args func(start, end int) []any) (done int, err error) {
 	var full *sql.Stmt
 	for start := 0; start < n; start += per {
+		if start > 0 && stop != nil && stop() {
+			return start, nil
+		}
 		end := min(start+per, n)
-		var err error
 		if end-start == per {
 			if full == nil {
 				if full, err = tx.PrepareContext(ctx, stmt(per)); err != nil {
-					return err
+					return start, err
 				}
 				defer full.Close()
 			}
@@ -422,10 +483,10 @@ func execInChunks(ctx context.Context, tx *sql.Tx, n, per int, stmt func(rows in
 			_, err = tx.ExecContext(ctx, stmt(end-start), args(start, end)...)
 		}
 		if err != nil {
-			return err
+			return start, err
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // rowsPerInsert is how many points one INSERT statement carries.

@@ -74,7 +74,8 @@ type Store struct {
 	seq       int64
 	batchSize int // batchSize, smaller in tests
 	kick      chan struct{}
-	flushes   chan chan error
+	writing   chan struct{} // held while a batch of points is written (the writer's, or a Flush's)
+	flushing  atomic.Int32  // Flushes waiting or writing: the writer yields
 	stopped   chan struct{} // closed when the writer has returned
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -213,7 +214,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{w: writeDB{DB: w, h: h}, r: r, log: opts.Logger, health: h, maxPending: opts.MaxPending, batchSize: batchSize, runNames: map[[2]int64]bool{},
 		sampleBuckets: int64(opts.SampleBuckets), seq: time.Now().UnixNano(), keepSamples: opts.KeepSamples, keepAudit: opts.KeepAudit, maxRefused: int64(opts.MaxRefused),
-		kick: make(chan struct{}, 1), flushes: make(chan chan error), stopped: make(chan struct{}), cancel: cancel}
+		kick: make(chan struct{}, 1), writing: make(chan struct{}, 1), stopped: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)
 	go s.writer(ctx, opts.FlushEvery)
 	if opts.KeepSamples > 0 || opts.KeepAudit > 0 || opts.MaxRefused > 0 {

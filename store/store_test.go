@@ -506,3 +506,106 @@ func TestParamRangesKept(t *testing.T) {
 		t.Errorf("after an update without ranges: %+v %v", got.ParamRanges, err)
 	}
 }
+
+// Flush returns once the points queued before it are written, while a
+// training goes on printing faster than the writer writes (it waited for
+// an empty queue, which under a steady stream never came: a chart asked
+// for on a loaded host never came either).
+func TestFlushUnderAStreamThatOutrunsTheWriter(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{FlushEvery: time.Hour, MaxPending: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := make([]logparse.Point, 500)
+	for i := range before {
+		before[i] = logparse.Point{Name: "loss", Step: int64(i), Epoch: math.NaN(), Value: 1}
+	}
+	s.AddPoints(1, timed(time.Now(), before...))
+	stop := make(chan struct{})
+	streamed := make(chan struct{})
+	go func() { // bounded: until Flush returns, or 30 s
+		defer close(streamed)
+		deadline := time.Now().Add(30 * time.Second)
+		for step := int64(len(before)); time.Now().Before(deadline); step += 50 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pts := make([]logparse.Point, 50)
+			for i := range pts {
+				pts[i] = logparse.Point{Name: "loss", Step: step + int64(i), Epoch: math.NaN(), Value: 1}
+			}
+			s.AddPoints(1, timed(time.Now(), pts...))
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = s.Flush(ctx)
+	close(stop)
+	<-streamed
+	if err != nil {
+		t.Fatalf("Flush under a stream: %v", err)
+	}
+	got, err := s.Series(context.Background(), 1, "loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < len(before) {
+		t.Errorf("%d points written after Flush, want the %d queued before it at least", len(got), len(before))
+	}
+}
+
+// Another write (an answer's outbox row, a memory sample) waits for the
+// one write connection at most one INSERT statement of the niced point
+// writer, not its whole batch; the batch is written all the same.
+func TestPointWriterYieldsTheConnection(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{FlushEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 10_000 // one batch, 50 statements
+	pts := make([]logparse.Point, n)
+	for i := range pts {
+		pts[i] = logparse.Point{Name: "loss", Step: int64(i), Epoch: math.NaN(), Value: 1}
+	}
+	// The metric's name is known first: the batch's only use of the
+	// connection is then its transaction.
+	s.AddPoints(1, timed(time.Now(), pts[0]))
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.AddPoints(1, timed(time.Now(), pts[1:]...))
+	wrote := make(chan error, 1)
+	go func() { wrote <- s.writeQueued(context.Background(), true) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for inTx := false; !inTx; {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never began the batch")
+		}
+		time.Sleep(time.Millisecond)
+		s.pmu.Lock()
+		inTx = s.taken > 1 && s.w.Stats().InUse == 1
+		s.pmu.Unlock()
+	}
+	if _, err := s.w.ExecContext(context.Background(), `DELETE FROM metrics WHERE run_id = -1`); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (c int) {
+		if err := s.r.QueryRow(`SELECT COUNT(*) FROM metrics`).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := count(); c >= n {
+		t.Errorf("the other write waited for the whole batch (%d points written before it)", c)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if c := count(); c != n {
+		t.Errorf("%d points written, want %d", c, n)
+	}
+}

@@ -155,7 +155,7 @@ const rowsPerDelete = 200
 // deleteRows deletes a metric's rows by key, many per statement.
 func deleteRows(ctx context.Context, tx *sql.Tx, run, nameID int64, keys [][2]int64) error {
 	args := make([]any, 0, 2+2*rowsPerDelete)
-	err := execInChunks(ctx, tx, len(keys), rowsPerDelete, deleteMetrics, func(start, end int) []any {
+	_, err := execInChunks(ctx, tx, len(keys), rowsPerDelete, deleteMetrics, nil, func(start, end int) []any {
 		args = append(args[:0], run, nameID)
 		for _, k := range keys[start:end] {
 			args = append(args, k[0], k[1])

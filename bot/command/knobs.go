@@ -75,7 +75,7 @@ func (r *Router) checkpoint(ctx context.Context, m chat.Message, l i18n.Lang, p 
 		}
 		return chat.Reply{Text: l.T(i18n.CheckpointSaved, run.ID, run.Job, sig, filepath.Base(res.Path), render.FormatBytes(res.Size), took(res.Took)), RunID: run.ID}
 	}
-	if r.Later.Go(m, found) {
+	if r.Later.Go(ctx, m, found) {
 		return chat.Reply{Text: l.T(i18n.CheckpointSent, run.ID, run.Job, sig, ask.Pattern, render.FormatDuration(wait)), RunID: run.ID}
 	}
 	return found(ctx)

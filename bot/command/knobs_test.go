@@ -2,14 +2,18 @@ package command_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/command"
+	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/trainer"
 )
 
@@ -64,6 +68,70 @@ func TestKnobRefusalsSayWhy(t *testing.T) {
 	}
 	if got := e.say(operator, "调参 lr").Text; !strings.Contains(got, "lr") || !strings.Contains(got, "takes name=value") {
 		t.Errorf("调参 lr: got %q, want the usage", got)
+	}
+}
+
+// inOrder records the texts a chat is sent, in order.
+type inOrder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *inOrder) Name() string { return "telegram" }
+func (s *inOrder) Send(_ context.Context, _ int64, r chat.Reply, skip int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, r.Text)
+	return 1, nil
+}
+func (s *inOrder) texts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got)
+}
+
+// The second answer of 存档 never comes before the first, even when the
+// file is there at once and the first answer is slow to be posted (it
+// came first in CI under load, and the user read "new checkpoint
+// ckpt-1.pt" before "I will say which file appears").
+func TestCheckpointSecondAnswerFollowsTheFirst(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	e.r.Knobs = &fakeKnobs{checkpoint: func(int64, string) (*trainer.CheckpointAsk, error) {
+		// The file is there before the first answer is out.
+		if err := os.WriteFile(filepath.Join(dir, "ckpt-1.pt"), []byte("w"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return &trainer.CheckpointAsk{Run: &trainer.Run{ID: 7, Job: "train"}, Signal: syscall.SIGUSR1, Pattern: filepath.Join(dir, "*.pt")}, nil
+	}}
+	s := &inOrder{}
+	p := deliver.New(deliver.Options{Senders: []chat.Sender{s}})
+	p.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Close(ctx)
+	})
+	later := command.NewLater(func(m chat.Message, r chat.Reply) {
+		p.Post(deliver.Envelope{To: m.ChatKey(), Reply: r, Durable: true})
+	}, nil)
+	t.Cleanup(func() { later.Close() })
+	e.r.Later = later
+	// The router's answer reaches the pipeline 200 ms after the second
+	// answer is ready.
+	slow := chat.HandlerFunc(func(ctx context.Context, m chat.Message) chat.Reply {
+		r := e.r.Handle(ctx, m)
+		time.Sleep(200 * time.Millisecond)
+		return r
+	})
+	p.Answer(slow)(context.Background(), chat.Message{Transport: "telegram", Chat: operator, User: chat.User{ID: operator, Name: "u"}, Text: "存档"})
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.texts()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := s.texts()
+	if len(got) != 2 || !strings.Contains(got[0], "I will say which file") || !strings.Contains(got[1], "new checkpoint ckpt-1.pt") {
+		t.Fatalf("the chat got, in order: %q", got)
 	}
 }
 

@@ -35,9 +35,10 @@ func NewLater(post func(to chat.Message, r chat.Reply), log *slog.Logger) *Later
 	return &Later{post: post, log: log, ctx: ctx, cancel: cancel}
 }
 
-// Go runs work for message m and posts its reply; false when Later is
-// closed (the caller answers inline then).
-func (l *Later) Go(m chat.Message, work func(ctx context.Context) chat.Reply) bool {
+// Go runs work for message m and posts its reply, once the answer to m
+// handled in ctx is posted (chat.Answered): the chat gets the two in
+// order. False when Later is closed (the caller answers inline then).
+func (l *Later) Go(ctx context.Context, m chat.Message, work func(ctx context.Context) chat.Reply) bool {
 	if l == nil {
 		return false
 	}
@@ -46,6 +47,7 @@ func (l *Later) Go(m chat.Message, work func(ctx context.Context) chat.Reply) bo
 	if l.closed {
 		return false
 	}
+	answered := chat.Answered(ctx)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -55,6 +57,12 @@ func (l *Later) Go(m chat.Message, work func(ctx context.Context) chat.Reply) bo
 			}
 		}()
 		r := work(l.ctx)
+		if answered != nil {
+			select {
+			case <-answered:
+			case <-l.ctx.Done():
+			}
+		}
 		if l.ctx.Err() != nil || r.Empty() {
 			return
 		}

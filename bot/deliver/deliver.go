@@ -271,6 +271,8 @@ func (p *Pipeline) Post(e Envelope) {
 // transport can answer (chat.Press), else to the chat, seldom.
 func (p *Pipeline) Answer(h chat.Handler) func(context.Context, chat.Message) {
 	return func(ctx context.Context, m chat.Message) {
+		ctx, answered := chat.WithAnswer(ctx)
+		defer answered() // what the handler left for later follows this answer
 		r := h.Handle(ctx, m)
 		if r.Empty() {
 			return

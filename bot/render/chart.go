@@ -206,10 +206,32 @@ func (c *Charts) changeMarkers(ctx context.Context, run *trainer.Run, xTime bool
 	return out
 }
 
+// flushWait bounds how long a chart waits for the points queued before it
+// to be written: the store's writer runs niced, and on a host whose every
+// core the training holds it can be minutes behind; the chart is drawn
+// from what is written then, a few seconds short at its end, rather than
+// not at all.
+var flushWait = 5 * time.Second
+
+// flush writes the points queued so far, for up to flushWait; only a
+// failure other than that wait's end is an error.
+func (c *Charts) flush(ctx context.Context) error {
+	fctx, cancel := context.WithTimeout(ctx, flushWait)
+	defer cancel()
+	err := c.Data.Flush(fctx)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("flush points: %w", err)
+	}
+	return nil
+}
+
 // Loss draws the loss chart of a run.
 func (c *Charts) Loss(ctx context.Context, run *trainer.Run, o LossOptions) (chat.Image, error) {
-	if err := c.Data.Flush(ctx); err != nil {
-		return chat.Image{}, fmt.Errorf("flush points: %w", err)
+	if err := c.flush(ctx); err != nil {
+		return chat.Image{}, err
 	}
 	names, err := c.Data.MetricNames(ctx, run.ID)
 	if err != nil {

@@ -319,3 +319,38 @@ func TestComparisonTextInBothLanguages(t *testing.T) {
 		}
 	}
 }
+
+// stuckFlush is a history whose point writer never catches up.
+type stuckFlush struct{ ChartData }
+
+func (stuckFlush) Flush(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A chart asked for while the point writer is behind (niced, on a host
+// whose cores the training holds) is drawn from what is written once the
+// wait is over; a caller's own end is still an error.
+func TestChartsDrawWhatIsWrittenWhenTheWriterIsBehind(t *testing.T) {
+	defer func(w time.Duration) { flushWait = w }(flushWait)
+	flushWait = 50 * time.Millisecond
+	st := openHistory(t)
+	r := addRun(t, st, nil, 10*time.Minute, 2000)
+	addLoss(st, r, "loss", 200, 10, decay)
+	if err := st.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := &Charts{Data: stuckFlush{st}, Painter: englishPainter(t)}
+	img, err := c.Loss(context.Background(), r, LossOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "run #1 demo · loss · 200 points"; img.Caption != want {
+		t.Errorf("caption %q, want %q", img.Caption, want)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Loss(ctx, r, LossOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("with the caller's context ended: %v, want context.Canceled", err)
+	}
+}

@@ -140,8 +140,8 @@ func (c *Charts) comparison(ctx context.Context, runs []*trainer.Run, metric str
 	if len(runs) < 2 {
 		return Comparison{}, nil, errors.New("compare: want two or more runs")
 	}
-	if err := c.Data.Flush(ctx); err != nil {
-		return Comparison{}, nil, fmt.Errorf("flush points: %w", err)
+	if err := c.flush(ctx); err != nil {
+		return Comparison{}, nil, err
 	}
 	names := make([][]string, len(runs))
 	for i, r := range runs {
