@@ -8,8 +8,8 @@ import (
 
 // pruneBatch is how many rows one delete takes: the writer connection is
 // held for one batch at a time, so points and samples are written between
-// two batches.
-const pruneBatch = 5000
+// two batches. A variable so that a test can cut it.
+var pruneBatch = 5000
 
 // Pruned counts the rows one Prune deleted.
 type Pruned struct {
@@ -63,7 +63,8 @@ func (s *Store) pruneTable(ctx context.Context, table, column string, cut int64)
 // get the connection.
 func (s *Store) pruneWhere(ctx context.Context, table, where string, args ...any) (int64, error) {
 	var total int64
-	q := fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE %s LIMIT %d)`, table, table, where, pruneBatch)
+	batch := pruneBatch
+	q := fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE %s LIMIT %d)`, table, table, where, batch)
 	for {
 		res, err := s.w.ExecContext(ctx, q, args...)
 		if err != nil {
@@ -71,7 +72,7 @@ func (s *Store) pruneWhere(ctx context.Context, table, where string, args ...any
 		}
 		n, _ := res.RowsAffected()
 		total += n
-		if n < pruneBatch {
+		if n < int64(batch) {
 			return total, nil
 		}
 		select {

@@ -29,7 +29,11 @@ func TestPruneKeepsRecentRowsAndRunPeaks(t *testing.T) {
 	}
 	var dev []history.DeviceSample
 	var mem []history.RunMemory
-	const n = 12000 // more than two delete batches of each
+	// More than two delete batches of each, with batches cut to 500 rows:
+	// SQLite under -race runs about 40 times slower than without.
+	defer func(b int) { pruneBatch = b }(pruneBatch)
+	pruneBatch = 500
+	const n = 1200
 	for i := 0; i < n; i++ {
 		at := old.Add(time.Duration(i) * time.Second)
 		if i >= n-100 {
@@ -39,21 +43,31 @@ func TestPruneKeepsRecentRowsAndRunPeaks(t *testing.T) {
 		h := int64(i)
 		mem = append(mem, history.RunMemory{RunID: id, T: at, HostBytes: &h})
 	}
-	// Stored directly: AddDeviceSamples would thin them first.
+	// Stored directly, in one transaction: AddDeviceSamples would thin
+	// them first. (24,000 statements one by one took over 30 s under
+	// -race in CI, and the background pruner's first pass, 30 s after
+	// Open, deleted them before the Prune under test.)
+	tx, err := s.w.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, d := range dev {
-		if _, err := s.w.Exec(`INSERT INTO device_samples(t, device, mem_used, mem_total) VALUES(?,0,?,?)`, ms(d.T), d.MemUsed, d.MemTotal); err != nil {
+		if _, err := tx.Exec(`INSERT INTO device_samples(t, device, mem_used, mem_total) VALUES(?,0,?,?)`, ms(d.T), d.MemUsed, d.MemTotal); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, m := range mem {
-		if _, err := s.w.Exec(`INSERT INTO run_memory(run_id, t, host_bytes) VALUES(?,?,?)`, m.RunID, ms(m.T), *m.HostBytes); err != nil {
+		if _, err := tx.Exec(`INSERT INTO run_memory(run_id, t, host_bytes) VALUES(?,?,?)`, m.RunID, ms(m.T), *m.HostBytes); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, at := range []time.Time{now.Add(-400 * 24 * time.Hour), now.Add(-time.Hour)} {
-		if _, err := s.w.Exec(`INSERT INTO audit(t, transport, chat_id, user_id, text, allowed) VALUES(?, 'tg', '1', '2', '开始', 1)`, ms(at)); err != nil {
+		if _, err := tx.Exec(`INSERT INTO audit(t, transport, chat_id, user_id, text, allowed) VALUES(?, 'tg', '1', '2', '开始', 1)`, ms(at)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
 	}
 	start := time.Now()
 	p, err := s.Prune(ctx, now)
