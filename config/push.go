@@ -12,14 +12,19 @@ import (
 // PushConfig is one [[push]] entry: a group robot or webhook that gets
 // alerts (and, with progress, reports).
 type PushConfig struct {
-	// Kind is wecom, feishu, dingtalk or webhook.
+	// Kind is one of push.Kinds: wecom, feishu, dingtalk, webhook, slack,
+	// discord, email, ntfy, bark, serverchan, pushplus.
 	Kind string `toml:"kind"`
 	// Name tells entries of one kind apart ("lab" → channel "wecom:lab");
 	// default: the kind.
 	Name string `toml:"name"`
 	// URL is the webhook URL; or Key, the robot's key (WeCom), access_token
 	// (DingTalk) or hook token (Feishu), from which the URL is made. Either
-	// may come from an environment variable instead: URLEnv, KeyEnv.
+	// may come from an environment variable instead: URLEnv, KeyEnv. A
+	// service reached through its API (ntfy, Bark, ServerChan, PushPlus)
+	// takes its key (ntfy: an access token) and optionally URL, the API
+	// base of a self-hosted or test server. What each kind takes is
+	// checked in cmd/trainbot, from push.Specs.
 	URL    string `toml:"url"`
 	URLEnv string `toml:"url_env"`
 	Key    string `toml:"key"`
@@ -28,6 +33,20 @@ type PushConfig struct {
 	// webhook HMAC); SecretEnv names a variable that holds it.
 	Secret    string `toml:"secret"`
 	SecretEnv string `toml:"secret_env"`
+	// Topic is an ntfy topic; Template a PushPlus template (html,
+	// markdown, txt; default markdown).
+	Topic    string `toml:"topic"`
+	Template string `toml:"template"`
+	// Email: SMTP is the server ("host:port"), From the sender, To the
+	// recipients; Username and Password (or PasswordEnv) authenticate;
+	// TLS is "starttls" (default), "tls" (implicit) or "none".
+	SMTP        string   `toml:"smtp"`
+	From        string   `toml:"from"`
+	To          []string `toml:"to"`
+	Username    string   `toml:"username"`
+	Password    string   `toml:"password"`
+	PasswordEnv string   `toml:"password_env"`
+	TLS         string   `toml:"tls"`
 	// Alerts are the alert kinds pushed here (default: all of them).
 	Alerts []string `toml:"alerts"`
 	// Progress also pushes started notices and scheduled reports.
@@ -70,10 +89,11 @@ func (p PushConfig) ChannelName() string {
 // where the entry says so: a whole URL, or a key that the channel's kind
 // turns into one; and the signing secret. It holds secrets: never print it.
 type PushEndpoint struct {
-	URL, Key, Secret string
-	// Field is the key it came from ("url", "url_env", "key", "key_env"),
-	// for errors about it.
-	Field string
+	URL, Key, Secret, Password string
+	// URLField and KeyField are the keys they came from ("url",
+	// "url_env"; "key", "key_env"), for errors about them; "" when not
+	// given.
+	URLField, KeyField string
 }
 
 var pushName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$`)
@@ -145,47 +165,46 @@ func (c *Config) PushEndpoint(i int) (PushEndpoint, Errors) {
 		errs = append(errs, c.EntryErrorAt("push", i, p.Name, sub, format, args...))
 	}
 	var ep PushEndpoint
-	// Exactly one of url, url_env, key, key_env.
-	var from []string
-	for _, f := range []struct{ name, v string }{{"url", p.URL}, {"url_env", p.URLEnv}, {"key", p.Key}, {"key_env", p.KeyEnv}} {
-		if f.v != "" {
-			from = append(from, f.name)
+	// At most one of url and url_env, one of key and key_env: which a kind
+	// needs is checked in cmd/trainbot, from push.Specs.
+	read := func(field, v, envField, env string) (string, string) {
+		switch {
+		case v != "" && env != "":
+			add("."+envField, "give only one of %s, %s", field, envField)
+			return "", ""
+		case v != "":
+			return v, field
+		case env != "":
+			val, ok := lookupEnv(env)
+			if !ok || strings.TrimSpace(val) == "" {
+				add("."+envField, "%s: the environment variable %s is not set", envField, env)
+				return "", ""
+			}
+			return strings.TrimSpace(val), envField
+		}
+		return "", ""
+	}
+	ep.URL, ep.URLField = read("url", p.URL, "url_env", p.URLEnv)
+	ep.Key, ep.KeyField = read("key", p.Key, "key_env", p.KeyEnv)
+	if ep.URLField != "" {
+		u, err := url.Parse(ep.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			add("."+ep.URLField, "%s: want an http(s):// webhook URL (the value is not shown: it is a secret)", ep.URLField)
 		}
 	}
-	switch {
-	case len(from) == 0:
-		add("", "give the webhook as url, url_env, key or key_env")
-	case len(from) > 1:
-		add("."+from[1], "give only one of %s", strings.Join(from, ", "))
-	default:
-		ep.Field = from[0]
-		v := ""
-		switch ep.Field {
-		case "url":
-			v = p.URL
-		case "key":
-			v = p.Key
-		default:
-			name := p.URLEnv + p.KeyEnv
-			val, ok := lookupEnv(name)
-			if !ok || strings.TrimSpace(val) == "" {
-				add("."+ep.Field, "%s: the environment variable %s is not set", ep.Field, name)
-				return ep, errs
-			}
-			v = strings.TrimSpace(val)
+	if ep.KeyField != "" && strings.ContainsAny(ep.Key, "/?&# ") {
+		add("."+ep.KeyField, "%s: a key has no '/', '?', '&', '#' or space; give a whole URL as url", ep.KeyField)
+	}
+	if p.Password != "" && p.PasswordEnv != "" {
+		add(".password_env", "give only one of password, password_env")
+	}
+	ep.Password = p.Password
+	if p.PasswordEnv != "" {
+		val, ok := lookupEnv(p.PasswordEnv)
+		if !ok || val == "" {
+			add(".password_env", "password_env: the environment variable %s is not set", p.PasswordEnv)
 		}
-		if ep.Field == "url" || ep.Field == "url_env" {
-			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				add("."+ep.Field, "%s: want an http(s):// webhook URL (the value is not shown: it is a secret)", ep.Field)
-			}
-			ep.URL = v
-		} else {
-			if strings.ContainsAny(v, "/?&# ") {
-				add("."+ep.Field, "%s: a key has no '/', '?', '&', '#' or space; give a whole URL as url", ep.Field)
-			}
-			ep.Key = v
-		}
+		ep.Password = val
 	}
 	if p.Secret != "" && p.SecretEnv != "" {
 		add(".secret_env", "give only one of secret, secret_env")

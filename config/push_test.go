@@ -52,7 +52,7 @@ quiet_hours = "22:30-07:00"
 		}
 		eps = append(eps, ep)
 	}
-	if ep := eps[0]; ep.Key != "693a91f6-7xxx" || ep.Field != "key" || ep.URL != "" || c.Push[0].ChannelName() != "wecom:lab" {
+	if ep := eps[0]; ep.Key != "693a91f6-7xxx" || ep.KeyField != "key" || ep.URL != "" || c.Push[0].ChannelName() != "wecom:lab" {
 		t.Errorf("wecom %+v", ep)
 	}
 	if ep := eps[1]; ep.URL != "https://open.feishu.cn/open-apis/bot/v2/hook/tok-123" || ep.Secret != "s3cret" || c.Push[1].ChannelName() != "feishu:feishu" {
@@ -113,7 +113,6 @@ quiet_hours = "late"
 	// What kinds, alert kinds, rate limits and quiet hours mean is checked
 	// in cmd/trainbot (fromconfig_test.go).
 	for _, want := range []string{
-		`test.toml:9: push[1] (lab): give only one of url, key`,
 		`test.toml:13: push[2]: url_env: the environment variable NOT_SET_URL is not set`,
 		`push[4]: url: want an http(s):// webhook URL (the value is not shown: it is a secret)`,
 		`push[6]: channel dingtalk:dingtalk is already defined by push[5]`,

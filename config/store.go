@@ -110,8 +110,8 @@ func (c *Config) SecretEnv() []string {
 var secretName = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(^|_)KEY$)`)
 
 // SecretsInFile returns the keys of the config file that hold a secret
-// written in the file itself: telegram.token, a push entry's url, key or
-// secret (a robot's URL carries its key), and a job's env entry that looks
+// written in the file itself: telegram.token, a push entry's url, key,
+// secret or password (a robot's URL carries its key), and a job's env entry that looks
 // like a credential (jobs[0].env.WANDB_API_KEY) or is one of SecretEnv's.
 // Secrets from the environment do not count: the file does not hold them.
 func (c *Config) SecretsInFile() []string {
@@ -119,7 +119,7 @@ func (c *Config) SecretsInFile() []string {
 	has := func(k string) bool { _, ok := c.lines[k]; return ok }
 	keys = append(keys, c.sectionSecretsInFile()...)
 	for i := range c.Push {
-		for _, f := range []string{"url", "key", "secret"} {
+		for _, f := range []string{"url", "key", "secret", "password"} {
 			if k := fmt.Sprintf("push[%d].%s", i, f); has(k) {
 				keys = append(keys, k)
 			}

@@ -29,6 +29,7 @@ package push
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,58 +55,127 @@ const (
 	Webhook  = "webhook"
 )
 
-// Kinds lists the channel kinds.
-var Kinds = []string{WeCom, Feishu, DingTalk, Webhook}
+// Spec is what one channel kind is: its rate limit, where its messages
+// go, what it takes. Specs is the one list of them.
+type Spec struct {
+	Kind string
+	// PerMinute is the service's documented rate limit, in messages a
+	// minute (a generic webhook's is ours); MaxPerMinute the most
+	// Options.PerMinute may ask: a service's limit can only be lowered,
+	// where it is ours it may be raised.
+	PerMinute, MaxPerMinute int
+	// PerSecond is a second window of the service's, 0 when none.
+	PerSecond int
+	// KeyBase is where a robot's key alone becomes its webhook URL (key
+	// or url is given); "" when the kind has no such key.
+	KeyBase string
+	// API is the service's API base for a kind whose key (or topic)
+	// names the destination: url is optional and replaces it (a
+	// self-hosted server, a test server).
+	API string
+	// Key is what the service calls its key (SendKey, token, device key,
+	// access token), when the kind takes one with an API base; KeyRequired
+	// says it must be given.
+	Key         string
+	KeyRequired bool
+	// Signs: the kind takes a signing secret.
+	Signs bool
+	// Chinese: the kind is read in Chinese first (its language default is
+	// "zh", else "zh+en").
+	Chinese bool
+	// Mail: the kind sends over SMTP (smtp, from, to; no url or key).
+	Mail bool
+	// Takes are the kind's own keys beyond the common ones ("topic",
+	// "template"); a kind refuses another kind's.
+	Takes []string
+	// Hints are other names users give the kind ("lark", "钉钉").
+	Hints []string
+	// What describes the kind in messages: "WeCom group robots".
+	What string
+	new  func(o Options) (dialect, error)
+}
 
-// DefaultPerMinute is each kind's documented rate limit, in messages a
-// minute (the generic webhook's is ours).
-var DefaultPerMinute = map[string]int{WeCom: 20, Feishu: 100, DingTalk: 20, Webhook: 60}
+// Specs lists the channel kinds, in the order they are documented.
+var Specs = []Spec{
+	{Kind: WeCom, What: "WeCom group robots", PerMinute: 20, MaxPerMinute: 20, KeyBase: "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=",
+		Chinese: true, Hints: []string{"wechat", "weixin", "wxwork", "qywx", "企业微信"},
+		new: func(o Options) (dialect, error) { return &wecom{url: o.URL, lang: o.Lang}, nil }},
+	{Kind: Feishu, What: "Feishu custom bots", PerMinute: 100, MaxPerMinute: 100, PerSecond: 5, KeyBase: "https://open.feishu.cn/open-apis/bot/v2/hook/",
+		Signs: true, Chinese: true, Hints: []string{"lark", "飞书"},
+		new: func(o Options) (dialect, error) { return &feishu{url: o.URL, secret: o.Secret, lang: o.Lang}, nil }},
+	{Kind: DingTalk, What: "DingTalk custom robots", PerMinute: 20, MaxPerMinute: 20, KeyBase: "https://oapi.dingtalk.com/robot/send?access_token=",
+		Signs: true, Chinese: true, Hints: []string{"dingding", "钉钉"},
+		new: func(o Options) (dialect, error) { return &dingtalk{url: o.URL, secret: o.Secret, lang: o.Lang}, nil }},
+	{Kind: Webhook, What: "webhooks", PerMinute: 60, MaxPerMinute: 600, Signs: true,
+		new: func(o Options) (dialect, error) { return &webhook{url: o.URL, secret: o.Secret}, nil }},
+}
 
-// MaxPerMinute is the most Options.PerMinute may ask: a robot's limit can
-// only be lowered; a webhook's is ours to raise.
-var MaxPerMinute = map[string]int{WeCom: 20, Feishu: 100, DingTalk: 20, Webhook: 600}
+// Kinds lists the channel kinds (of Specs).
+var Kinds = func() []string {
+	var out []string
+	for _, s := range Specs {
+		out = append(out, s.Kind)
+	}
+	return out
+}()
 
-// keyURL is where a robot's key alone becomes its webhook URL.
-var keyURL = map[string]string{
-	WeCom:    "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=",
-	DingTalk: "https://oapi.dingtalk.com/robot/send?access_token=",
-	Feishu:   "https://open.feishu.cn/open-apis/bot/v2/hook/",
+// SpecOf is a kind's Spec.
+func SpecOf(kind string) (Spec, bool) {
+	for _, s := range Specs {
+		if s.Kind == kind {
+			return s, true
+		}
+	}
+	return Spec{}, false
 }
 
 // KeyURL makes a kind's webhook URL from a robot's key (WeCom's key,
-// DingTalk's access_token, Feishu's hook token); false for a webhook,
-// which has no key.
+// DingTalk's access_token, Feishu's hook token); false for a kind that
+// takes no such key.
 func KeyURL(kind, key string) (string, bool) {
-	base, ok := keyURL[kind]
-	return base + key, ok
+	s, _ := SpecOf(kind)
+	return s.KeyBase + key, s.KeyBase != ""
 }
-
-// Signs reports whether a kind takes a signing secret: WeCom group robots
-// do not sign messages.
-func Signs(kind string) bool { return kind != WeCom }
 
 // KindHint says which kind was probably meant, for an unknown one:
 // "wechat" → `WeCom is "wecom"`; "" when it has no guess.
 func KindHint(kind string) string {
-	switch strings.ToLower(kind) {
-	case "wechat", "weixin", "wxwork", "qywx", "企业微信":
-		return `WeCom is "wecom"`
-	case "lark", "飞书":
-		return `Lark is "feishu"`
-	case "dingding", "钉钉":
-		return `DingTalk is "dingtalk"`
+	k := strings.ToLower(kind)
+	for _, s := range Specs {
+		if slices.Contains(s.Hints, k) {
+			return fmt.Sprintf("%s is %q", s.hintName(), s.Kind)
+		}
 	}
 	return ""
 }
 
+// hintName is the service's name in a hint: "WeCom" of "WeCom group
+// robots".
+func (s Spec) hintName() string {
+	if name, _, ok := strings.Cut(s.What, " "); ok {
+		return name
+	}
+	return s.What
+}
+
 // Options configure a Channel.
 type Options struct {
-	Kind   string // WeCom, Feishu, DingTalk or Webhook
-	Name   string // the channel's name in the config, e.g. "lab"
-	URL    string // the webhook URL, key included (a secret)
+	Kind string // one of Kinds
+	Name string // the channel's name in the config, e.g. "lab"
+	// URL is the webhook URL, key included (a secret); for a kind with an
+	// API base (Spec.API), that base, "" for the service's own.
+	URL string
+	// Key is the service's key for a kind with an API base (a SendKey, a
+	// token, a device key, ntfy's access token); a secret.
+	Key    string
 	Secret string // the signing secret; "" when the bot does not sign
-	// PerMinute lowers the kind's rate limit, or sets a webhook's (0:
-	// DefaultPerMinute).
+	// Topic is an ntfy channel's topic; Template a PushPlus channel's
+	// template (default "markdown").
+	Topic, Template string
+	// Mail configures an email channel.
+	Mail Mail
+	// PerMinute lowers the kind's rate limit, or raises it where the
+	// limit is ours, up to Spec.MaxPerMinute (0: Spec.PerMinute).
 	PerMinute int
 	// Timeout bounds one HTTP request (default 10 s).
 	Timeout time.Duration
@@ -118,6 +188,35 @@ type Options struct {
 	// Now is the clock of signatures (default time.Now).
 	Now func() time.Time
 }
+
+// Mail configures an email channel.
+type Mail struct {
+	SMTP string   // the server, "host:port"
+	From string   // the sender address
+	To   []string // the recipients
+	// Username and Password authenticate (AUTH PLAIN); "" sends without.
+	Username, Password string
+	// TLS is MailSTARTTLS (default), MailTLS (implicit, port 465) or
+	// MailNoTLS (plain text: refused with a password).
+	TLS string
+	// TLSConfig replaces the TLS settings (a server's own CA); its
+	// ServerName defaults to SMTP's host.
+	TLSConfig *tls.Config
+}
+
+// PushPlusTemplates are PushPlus's message templates (its "template"
+// field).
+var PushPlusTemplates = []string{"html", "markdown", "txt", "json"}
+
+// Email TLS modes.
+const (
+	MailSTARTTLS = "starttls"
+	MailTLS      = "tls"
+	MailNoTLS    = "none"
+)
+
+// MailTLSModes lists the email TLS modes.
+var MailTLSModes = []string{MailSTARTTLS, MailTLS, MailNoTLS}
 
 // Channel is one configured push channel; it implements chat.Sender.
 type Channel struct {
@@ -138,16 +237,31 @@ var (
 
 // New returns a channel. Its errors never contain the URL or the secret.
 func New(o Options) (*Channel, error) {
-	if !slices.Contains(Kinds, o.Kind) {
+	spec, ok := SpecOf(o.Kind)
+	if !ok {
 		return nil, fmt.Errorf("push: unknown kind %q (want %s)", o.Kind, strings.Join(Kinds, ", "))
 	}
 	name := o.Kind
 	if o.Name != "" {
 		name += ":" + o.Name
 	}
-	u, err := url.Parse(o.URL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("push %s: the webhook URL is not an http(s) URL", name)
+	if o.URL == "" && spec.API != "" {
+		o.URL = spec.API
+	}
+	var u *url.URL
+	if !spec.Mail {
+		var err error
+		u, err = url.Parse(o.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("push %s: the webhook URL is not an http(s) URL", name)
+		}
+		o.URL = strings.TrimRight(o.URL, "/")
+	}
+	if spec.KeyRequired && o.Key == "" {
+		return nil, fmt.Errorf("push %s: no %s", name, spec.Key)
+	}
+	if o.Secret != "" && !spec.Signs {
+		return nil, fmt.Errorf("push %s: %s do not sign messages", name, spec.What)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -167,37 +281,35 @@ func New(o Options) (*Channel, error) {
 	}
 	// A redirect would carry the signed body elsewhere: take it as an answer.
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	c := &Channel{name: name, kind: o.Kind, client: client, log: o.Logger.With("channel", name), now: o.Now}
-	c.secrets = secretsOf(u, o.URL, o.Secret)
-	per := DefaultPerMinute[o.Kind]
-	if o.PerMinute > 0 && (o.PerMinute < per || o.Kind == Webhook) {
-		per = o.PerMinute // a webhook's limit is ours to set; the robots' only to lower
+	o.Client = client
+	d, err := spec.new(o)
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", name, err)
 	}
-	windows := []chat.Window{{N: per, Per: time.Minute}}
-	switch o.Kind {
-	case WeCom:
-		c.d = &wecom{url: o.URL, lang: o.Lang}
-	case Feishu:
-		c.d = &feishu{url: o.URL, secret: o.Secret, lang: o.Lang}
-		windows = append(windows, chat.Window{N: 5, Per: time.Second})
-	case DingTalk:
-		c.d = &dingtalk{url: o.URL, secret: o.Secret, lang: o.Lang}
-	case Webhook:
-		c.d = &webhook{url: o.URL, secret: o.Secret}
+	c := &Channel{name: name, kind: o.Kind, d: d, client: client, log: o.Logger.With("channel", name), now: o.Now}
+	c.secrets = secretsOf(u, o.URL, o.Secret, o.Key, o.Topic, o.Mail.Password)
+	per := spec.PerMinute
+	if o.PerMinute > 0 && o.PerMinute <= spec.MaxPerMinute {
+		per = o.PerMinute
 	}
-	c.pace = windows
+	c.pace = []chat.Window{{N: per, Per: time.Minute}}
+	if spec.PerSecond > 0 {
+		c.pace = append(c.pace, chat.Window{N: spec.PerSecond, Per: time.Second})
+	}
 	return c, nil
 }
 
-// secretsOf lists what must never be printed: the URL, the secret, every
-// query value (key=, access_token=) and the last path segment (Feishu's
-// hook token).
-func secretsOf(u *url.URL, raw, secret string) []string {
-	out := []string{raw, u.String(), u.RawQuery, secret}
-	for _, vs := range u.Query() {
-		out = append(out, vs...)
+// secretsOf lists what must never be printed: the URL, the secrets (a
+// signing secret, a key, a topic, a password), every query value (key=,
+// access_token=) and the last path segment (Feishu's hook token).
+func secretsOf(u *url.URL, raw string, secrets ...string) []string {
+	out := append([]string{raw}, secrets...)
+	if u != nil {
+		out = append(out, u.String(), u.RawQuery, path.Base(u.Path))
+		for _, vs := range u.Query() {
+			out = append(out, vs...)
+		}
 	}
-	out = append(out, path.Base(u.Path))
 	var keep []string
 	for _, s := range out {
 		if len(s) >= 4 && !slices.Contains(keep, s) && s != "send" && s != "hook" {
@@ -260,7 +372,14 @@ func sendError(err error) error {
 
 // post sends one message and reads the channel's answer.
 func (c *Channel) post(ctx context.Context, msg any) error {
-	req, err := c.d.request(ctx, msg, c.now())
+	if m, ok := c.d.(mailer); ok {
+		if e := m.deliver(ctx, msg, c.now()); e != nil {
+			return c.fail(e)
+		}
+		return nil
+	}
+	d := c.d.(poster)
+	req, err := d.request(ctx, msg, c.now())
 	if err != nil {
 		return c.fail(&Error{Op: "build request", Msg: err.Error()})
 	}
@@ -277,7 +396,7 @@ func (c *Channel) post(ctx context.Context, msg any) error {
 	if err != nil {
 		return c.fail(&Error{Op: "read reply", Status: resp.StatusCode, Msg: err.Error(), Temporary: true})
 	}
-	if e := c.d.result(resp.StatusCode, resp.Header, body); e != nil {
+	if e := d.result(resp.StatusCode, resp.Header, body); e != nil {
 		return c.fail(e)
 	}
 	return nil
@@ -318,14 +437,25 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// dialect is one channel kind's webhook API.
+// dialect is one channel kind's API: a poster (HTTP) or a mailer.
 type dialect interface {
-	// messages turns a reply into the bodies to post, in order.
+	// messages turns a reply into the messages to send, in order.
 	messages(r chat.Reply) ([]any, error)
-	// request builds the (signed) POST of one message.
+}
+
+// poster is a dialect of an HTTP API.
+type poster interface {
+	dialect
+	// request builds the (signed) request of one message.
 	request(ctx context.Context, msg any, now time.Time) (*http.Request, error)
 	// result reads the answer: nil when the message was taken.
 	result(status int, h http.Header, body []byte) *Error
+}
+
+// mailer is a dialect that delivers a message itself (email over SMTP).
+type mailer interface {
+	dialect
+	deliver(ctx context.Context, msg any, now time.Time) *Error
 }
 
 // encodeJSON marshals without HTML escaping (Chinese and "<font>" as is).

@@ -505,8 +505,20 @@ func TestSecretsNeverInErrorsOrLogs(t *testing.T) {
 			if kind == Feishu {
 				u = base + "/open-apis/bot/v2/hook/" + key
 			}
-			c := newChannel(t, Options{Kind: kind, Name: "x", URL: u, Secret: secret, Timeout: 200 * time.Millisecond, Logger: logger})
-			err := send(c, chat.Reply{Text: "alert " + secret, Kind: chat.KindAlert, Key: "k"})
+			o := Options{Kind: kind, Name: "x", URL: u, Timeout: 200 * time.Millisecond, Logger: logger}
+			spec, _ := SpecOf(kind)
+			if spec.Signs {
+				o.Secret = secret
+			}
+			if spec.API != "" {
+				o.URL, o.Key = base, key
+			}
+			c := newChannel(t, o)
+			text := "alert " + key // echoed in the error
+			if spec.Signs {
+				text = "alert " + secret
+			}
+			err := send(c, chat.Reply{Text: text, Kind: chat.KindAlert, Key: "k"})
 			if err == nil {
 				t.Fatalf("%s against %s: no error", kind, base)
 			}

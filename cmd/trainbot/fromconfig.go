@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/mail"
 	"slices"
 	"strings"
 	"time"
@@ -265,7 +267,8 @@ func pushFromConfig(c *config.Config, i int) (pushChannel, config.Errors) {
 	if ch.opts.Timeout == 0 {
 		ch.opts.Timeout = 10 * time.Second
 	}
-	if !slices.Contains(push.Kinds, p.Kind) {
+	spec, known := push.SpecOf(p.Kind)
+	if !known {
 		hint := ""
 		if h := push.KindHint(p.Kind); h != "" {
 			hint = " (" + h + ")"
@@ -275,15 +278,9 @@ func pushFromConfig(c *config.Config, i int) (pushChannel, config.Errors) {
 	}
 	ep, _ := c.PushEndpoint(i) // its errors are config.Validate's
 	ch.opts.URL, ch.opts.Secret = ep.URL, ep.Secret
-	if ep.Key != "" {
-		u, ok := push.KeyURL(p.Kind, ep.Key)
-		if !ok {
-			add("."+ep.Field, "%s: a webhook has no key: give its url", ep.Field)
-		}
-		ch.opts.URL = u
-	}
-	if ep.Secret != "" && !push.Signs(p.Kind) {
-		add(".secret", "WeCom group robots do not sign messages: remove the secret")
+	errs = append(errs, pushWhere(c, i, spec, ep, &ch.opts)...)
+	if ep.Secret != "" && !spec.Signs {
+		add(".secret", "%s do not sign messages: remove the secret", spec.What)
 	}
 	if p.Alerts != nil {
 		ch.alerts = []string{}
@@ -300,10 +297,132 @@ func pushFromConfig(c *config.Config, i int) (pushChannel, config.Errors) {
 		add(".quiet_hours", "%v", err)
 	}
 	ch.quiet = q
-	if most := push.MaxPerMinute[p.Kind]; p.PerMinute < 0 || p.PerMinute > most {
+	if most := spec.MaxPerMinute; p.PerMinute < 0 || p.PerMinute > most {
 		add(".per_minute", "per_minute: want 1..%d for %s (0: the default), got %d", most, p.Kind, p.PerMinute)
 	}
 	return ch, errs
+}
+
+// pushWhere checks and sets where push entry i sends, by its kind: a
+// robot's or a webhook's url (or a robot's key, from which its URL is
+// made); a service's key (or ntfy's topic) and optionally its API base;
+// email's server and addresses. A key one kind takes is refused by the
+// others, naming it.
+func pushWhere(c *config.Config, i int, spec push.Spec, ep config.PushEndpoint, o *push.Options) config.Errors {
+	p := c.Push[i]
+	var errs config.Errors
+	add := func(sub, format string, args ...any) {
+		errs = append(errs, c.EntryErrorAt("push", i, p.Name, sub, format, args...))
+	}
+	own := map[string]string{"topic": p.Topic, "template": p.Template}
+	for _, k := range []string{"topic", "template"} {
+		if own[k] != "" && !slices.Contains(spec.Takes, k) {
+			add("."+k, "%s: %s take no %s", k, spec.What, k)
+		}
+	}
+	mail := map[string]bool{"smtp": p.SMTP != "", "from": p.From != "", "to": p.To != nil, "username": p.Username != "",
+		"password": p.Password != "", "password_env": p.PasswordEnv != "", "tls": p.TLS != ""}
+	if !spec.Mail {
+		for _, k := range []string{"smtp", "from", "to", "username", "password", "password_env", "tls"} {
+			if mail[k] {
+				add("."+k, "%s: only email takes %s", k, k)
+			}
+		}
+	}
+	switch {
+	case spec.Mail:
+		for _, f := range []string{ep.URLField, ep.KeyField} {
+			if f != "" {
+				add("."+f, "%s: email sends over SMTP: give smtp = \"host:port\", from and to", f)
+			}
+		}
+		o.Mail = push.Mail{SMTP: p.SMTP, From: p.From, To: p.To, Username: p.Username, Password: ep.Password, TLS: p.TLS}
+		errs = append(errs, mailErrors(c, i, o.Mail)...)
+		if o.Mail.TLS == "" {
+			o.Mail.TLS = push.MailSTARTTLS
+		}
+	case spec.API != "":
+		o.Key = ep.Key
+		if spec.KeyRequired && ep.Key == "" {
+			add("", "give the %s as key or key_env", spec.Key)
+		}
+		if ep.KeyField != "" && spec.Key == "" {
+			add("."+ep.KeyField, "%s: %s take no key", ep.KeyField, spec.What)
+		}
+		if slices.Contains(spec.Takes, "topic") {
+			o.Topic = p.Topic
+			if p.Topic == "" {
+				add("", "give the topic, e.g. topic = \"trainbot-lab-x7q2\" (anyone who knows a topic on a public server can read it: make it hard to guess)")
+			} else if strings.ContainsAny(p.Topic, "/?&# ") {
+				add(".topic", "topic: want letters, digits, '-' or '_', got a value with '/', '?', '&', '#' or space")
+			}
+		}
+		if slices.Contains(spec.Takes, "template") {
+			o.Template = p.Template
+			if t := p.Template; t != "" && !slices.Contains(push.PushPlusTemplates, t) {
+				add(".template", "template: want %s, got %q", strings.Join(push.PushPlusTemplates, ", "), t)
+			}
+		}
+	default:
+		switch {
+		case ep.URLField != "" && ep.KeyField != "":
+			add("."+ep.KeyField, "give only one of %s, %s", ep.URLField, ep.KeyField)
+		case ep.KeyField != "":
+			u, ok := push.KeyURL(p.Kind, ep.Key)
+			if !ok {
+				add("."+ep.KeyField, "%s: %s have no key: give the url", ep.KeyField, spec.What)
+			}
+			o.URL = u
+		case ep.URLField == "":
+			if spec.KeyBase != "" {
+				add("", "give the webhook as url, url_env, key or key_env")
+			} else {
+				add("", "give the webhook as url or url_env")
+			}
+		}
+	}
+	return errs
+}
+
+// mailErrors checks an email channel's server, addresses and TLS.
+func mailErrors(c *config.Config, i int, m push.Mail) config.Errors {
+	p := c.Push[i]
+	var errs config.Errors
+	add := func(sub, format string, args ...any) {
+		errs = append(errs, c.EntryErrorAt("push", i, p.Name, sub, format, args...))
+	}
+	if m.SMTP == "" {
+		add("", "give the mail server as smtp = \"host:port\", e.g. \"smtp.gmail.com:587\"")
+	} else if host, port, err := net.SplitHostPort(m.SMTP); err != nil || host == "" || port == "" {
+		add(".smtp", "smtp: want \"host:port\", e.g. \"smtp.gmail.com:587\", got %q", m.SMTP)
+	}
+	if m.From == "" {
+		add("", "give the sender as from = \"trainbot@example.org\"")
+	} else if _, err := mail.ParseAddress(m.From); err != nil {
+		add(".from", "from: %q is not an email address: %v", m.From, err)
+	}
+	if len(m.To) == 0 {
+		add("", "give the recipients as to = [\"you@example.org\"]")
+	}
+	for j, to := range m.To {
+		if _, err := mail.ParseAddress(to); err != nil {
+			add(fmt.Sprintf(".to[%d]", j), "to: %q is not an email address: %v", to, err)
+		}
+	}
+	if m.TLS != "" && !slices.Contains(push.MailTLSModes, m.TLS) {
+		add(".tls", "tls: want %s, got %q", strings.Join(push.MailTLSModes, ", "), m.TLS)
+	}
+	if m.TLS == push.MailNoTLS && m.Password != "" {
+		add(".tls", "tls = \"none\" would send the password in plain text: use \"starttls\" or \"tls\"")
+	}
+	if (m.Username == "") != (m.Password == "") {
+		if m.Username == "" {
+			add(".password", "a password without a username: give username too")
+		} else {
+			add(".username", "a username without a password: give password_env too")
+		}
+	}
+	return errs
 }
 
 // quietHours reads quiet_hours and quiet_min_severity (default warning).

@@ -249,6 +249,12 @@ key = "tok"
 quiet_hours = "23:00-08:00"
 quiet_min_severity = "loud"
 
+[[push]]
+kind = "wecom"
+name = "lab"
+url = "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=SECRETKEY1"
+key = "SECRETKEY1"
+
 [[quiet]]
 chat = "telegram"
 quiet_hours = "late"
@@ -257,10 +263,11 @@ quiet_hours = "late"
 	for _, want := range []string{
 		`test.toml:3: push[0]: kind: want wecom, feishu, dingtalk or webhook, got "wechat" (WeCom is "wecom")`,
 		`test.toml:9: push[1] (ops): WeCom group robots do not sign messages`,
+		`test.toml:28: push[4] (lab): give only one of url, key`,
 		`push[1] (ops): alerts: unknown kind "explosion"`,
 		`push[1] (ops): "23:00-23:00": the span starts and ends at the same time`,
 		`push[1] (ops): per_minute: want 1..20 for wecom`,
-		`push[2]: key: a webhook has no key: give its url`,
+		`push[2]: key: webhooks have no key: give the url`,
 		`push[3]: quiet_min_severity: want info, warning or critical, got "loud"`,
 		`quiet[0] (telegram): chat: want "transport:id"`,
 		`quiet[0] (telegram): want a span of local time such as "23:00-08:00", got "late"`,
@@ -269,7 +276,7 @@ quiet_hours = "late"
 			t.Errorf("errors lack %q:\n%s", want, text)
 		}
 	}
-	for _, secret := range []string{"SECRETKEY2", "SECRETKEY3", "SECRETSECRET"} {
+	for _, secret := range []string{"SECRETKEY1", "SECRETKEY2", "SECRETKEY3", "SECRETSECRET"} {
 		if strings.Contains(text, secret) {
 			t.Errorf("errors show %s:\n%s", secret, text)
 		}

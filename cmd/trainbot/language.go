@@ -2,23 +2,17 @@ package main
 
 import (
 	"github.com/trainbot/trainbot/bot/console"
-	"github.com/trainbot/trainbot/bot/dingtalk"
-	"github.com/trainbot/trainbot/bot/feishu"
+	"github.com/trainbot/trainbot/bot/push"
 	"github.com/trainbot/trainbot/bot/transport"
-	"github.com/trainbot/trainbot/bot/wecom"
 	"github.com/trainbot/trainbot/config"
 	"github.com/trainbot/trainbot/i18n"
 )
 
-// chineseFirst are the push kinds whose chats default to Chinese: the
-// robots of the messengers of teams in mainland China (a transport says
-// so itself: transport.Kind.Chinese).
-var chineseFirst = map[string]bool{wecom.Name: true, feishu.Name: true, dingtalk.Name: true}
-
 // languagesFromConfig reads [chat] language and each transport's own
 // language key into the language of every transport and push channel:
 // its own key, else [chat] language, else its default ("zh" for WeCom,
-// Feishu and DingTalk, "zh+en" for Telegram, the terminal and webhooks).
+// Feishu and DingTalk and the push kinds of push.Spec.Chinese, "zh+en"
+// for Telegram, the terminal and the other push kinds).
 // Errors name the key and its line.
 func languagesFromConfig(c *config.Config) (i18n.Languages, config.Errors) {
 	var errs config.Errors
@@ -65,7 +59,8 @@ func languagesFromConfig(c *config.Config) (i18n.Languages, config.Errors) {
 		bad := func(err error) *config.FieldError {
 			return c.EntryErrorAt("push", i, p.Name, ".language", "language: %v", err)
 		}
-		out.ByTransport[p.ChannelName()] = pick(chineseFirst[p.Kind], bad, p.Language)
+		spec, _ := push.SpecOf(p.Kind)
+		out.ByTransport[p.ChannelName()] = pick(spec.Chinese, bad, p.Language)
 	}
 	return out, errs
 }
