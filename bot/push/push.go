@@ -1,7 +1,7 @@
 // Package push delivers trainbot's alerts and reports to push-only channels:
 // a WeCom (企业微信) group robot, a Feishu (飞书) custom bot, a DingTalk (钉钉)
 // custom robot, any HTTP endpoint that takes JSON (a generic webhook), or
-// one's own WeChat through ServerChan (Server酱).
+// one's own WeChat through ServerChan (Server酱) or PushPlus (推送加).
 // Each Channel is a chat.Sender whose Send speaks the channel's documented
 // webhook API:
 //
@@ -22,6 +22,10 @@
 //     https://UID.push.ft07.com/send/sctpUIDt….send (Server酱³); with an
 //     API base, to BASE/KEY.send or BASE/send/KEY.send. 5 a minute
 //     (ours: the service documents none); no images.
+//   - PushPlus: POST https://www.pushplus.plus/send with the token, a
+//     title (100 characters) and the content (20,000) in the channel's
+//     template: markdown (default), html, txt or json (the webhook's
+//     object); 5 a minute and 200 a day for a verified user; no images.
 //
 // Send makes one attempt and never waits: the channel's rate limit is
 // told to bot/deliver (Pace), which keeps it and owns the retries. These
@@ -63,6 +67,8 @@ const (
 	Webhook  = "webhook"
 	// ServerChan is Server酱 (Turbo, and Server酱³ by its sctp… keys).
 	ServerChan = "serverchan"
+	// PushPlus is PushPlus (推送加).
+	PushPlus = "pushplus"
 )
 
 // Spec is what one channel kind is: its rate limit, where its messages
@@ -120,6 +126,8 @@ var Specs = []Spec{
 		new: func(o Options) (dialect, error) { return &webhook{url: o.URL, secret: o.Secret}, nil }},
 	{Kind: ServerChan, What: "ServerChan keys", PerMinute: 5, MaxPerMinute: 60, API: serverchanAPI, Key: "SendKey", KeyRequired: true,
 		Chinese: true, Hints: []string{"server酱", "serverchan3", "sct", "ftqq", "方糖"}, new: newServerChan},
+	{Kind: PushPlus, What: "PushPlus tokens", PerMinute: 5, MaxPerMinute: 30, API: pushplusAPI, Key: "token", KeyRequired: true,
+		Takes: []string{"template"}, Chinese: true, Hints: []string{"推送加", "push+", "pushplus+"}, new: newPushPlus},
 }
 
 // Kinds lists the channel kinds (of Specs).
