@@ -26,7 +26,7 @@ func TestPushPlusRequest(t *testing.T) {
 		t.Fatalf("%d requests, want 1", len(reqs))
 	}
 	q := reqs[0]
-	t.Logf("POST %s\nContent-Type: %s\n%s", q.path, q.hdr.Get("Content-Type"), strings.ReplaceAll(string(q.body), pushplusToken, "TOKEN"))
+	t.Logf("POST %s\n%v\n%s", q.path, q.hdr, strings.ReplaceAll(string(q.body), pushplusToken, "TOKEN"))
 	if q.path != "/send" || q.raw != "" {
 		t.Errorf("went to %s?%s, want /send", q.path, q.raw)
 	}

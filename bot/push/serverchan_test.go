@@ -57,7 +57,7 @@ func TestServerChanRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 		q := f.got()[len(f.got())-1]
-		t.Logf("POST %s\nContent-Type: %s\n%s", strings.ReplaceAll(q.path, tc.key, "KEY"), q.hdr.Get("Content-Type"), q.body)
+		t.Logf("POST %s\n%v\n%s", strings.ReplaceAll(q.path, tc.key, "KEY"), q.hdr, q.body)
 		if q.path != tc.path || q.raw != "" {
 			t.Errorf("went to %s?%s, want %s", q.path, q.raw, tc.path)
 		}
