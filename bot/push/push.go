@@ -1,6 +1,7 @@
 // Package push delivers trainbot's alerts and reports to push-only channels:
 // a WeCom (企业微信) group robot, a Feishu (飞书) custom bot, a DingTalk (钉钉)
-// custom robot, or any HTTP endpoint that takes JSON (a generic webhook).
+// custom robot, any HTTP endpoint that takes JSON (a generic webhook), or
+// one's own WeChat through ServerChan (Server酱) or PushPlus (推送加).
 // Each Channel is a chat.Sender whose Send speaks the channel's documented
 // webhook API:
 //
@@ -15,6 +16,16 @@
 //     the query when the robot has a signing secret; 20 a minute; no images.
 //   - Webhook: one JSON object per reply, charts as base64 PNGs, and an
 //     X-Trainbot-Signature HMAC header when a secret is set.
+//   - ServerChan: a JSON title (32 bytes) and markdown desp (32 KB, one
+//     message a reply: the free tier sends 5 a day) to the SendKey's
+//     endpoint, https://sctapi.ftqq.com/SCT….send (Turbo) or
+//     https://UID.push.ft07.com/send/sctpUIDt….send (Server酱³); with an
+//     API base, to BASE/KEY.send or BASE/send/KEY.send. 5 a minute
+//     (ours: the service documents none); no images.
+//   - PushPlus: POST https://www.pushplus.plus/send with the token, a
+//     title (100 characters) and the content (20,000) in the channel's
+//     template: markdown (default), html, txt or json (the webhook's
+//     object); 5 a minute and 200 a day for a verified user; no images.
 //
 // Send makes one attempt and never waits: the channel's rate limit is
 // told to bot/deliver (Pace), which keeps it and owns the retries. These
@@ -28,6 +39,7 @@ package push
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -53,6 +65,10 @@ const (
 	Feishu   = "feishu"
 	DingTalk = "dingtalk"
 	Webhook  = "webhook"
+	// ServerChan is Server酱 (Turbo, and Server酱³ by its sctp… keys).
+	ServerChan = "serverchan"
+	// PushPlus is PushPlus (推送加).
+	PushPlus = "pushplus"
 )
 
 // Spec is what one channel kind is: its rate limit, where its messages
@@ -108,6 +124,10 @@ var Specs = []Spec{
 		new: func(o Options) (dialect, error) { return &dingtalk{url: o.URL, secret: o.Secret, lang: o.Lang}, nil }},
 	{Kind: Webhook, What: "webhooks", PerMinute: 60, MaxPerMinute: 600, Signs: true,
 		new: func(o Options) (dialect, error) { return &webhook{url: o.URL, secret: o.Secret}, nil }},
+	{Kind: ServerChan, What: "ServerChan keys", PerMinute: 5, MaxPerMinute: 60, API: serverchanAPI, Key: "SendKey", KeyRequired: true,
+		Chinese: true, Hints: []string{"server酱", "serverchan3", "sct", "ftqq", "方糖"}, new: newServerChan},
+	{Kind: PushPlus, What: "PushPlus tokens", PerMinute: 5, MaxPerMinute: 30, API: pushplusAPI, Key: "token", KeyRequired: true,
+		Takes: []string{"template"}, Chinese: true, Hints: []string{"推送加", "push+", "pushplus+"}, new: newPushPlus},
 }
 
 // Kinds lists the channel kinds (of Specs).
@@ -204,9 +224,11 @@ type Mail struct {
 	TLSConfig *tls.Config
 }
 
-// PushPlusTemplates are PushPlus's message templates (its "template"
-// field).
-var PushPlusTemplates = []string{"html", "markdown", "txt", "json"}
+// PushPlusTemplates are the PushPlus templates (its "template" field) a
+// reply can be written in. PushPlus also documents cloudMonitor, jenkins,
+// route and pay: each renders the JSON of one plug-in (Aliyun monitoring,
+// Jenkins, a router, a payment), which a reply is not.
+var PushPlusTemplates = []string{"markdown", "html", "txt", "json"}
 
 // Email TLS modes.
 const (
@@ -492,6 +514,34 @@ func httpError(status int, h http.Header, body []byte) *Error {
 	case status == http.StatusRequestTimeout || status >= 500:
 		e.Temporary = true
 	}
+	return e
+}
+
+// codeResult reads {"code":N,"message"|"msg":"…"} (ServerChan, PushPlus):
+// ok is the code of success, and retry says whether another code may be
+// tried again, after how long. A 408, 429 or 5xx status is temporary and
+// another non-2xx one permanent, whatever the code inside.
+func codeResult(status int, h http.Header, body []byte, ok int, retry func(code int, msg string) (bool, time.Duration)) *Error {
+	var res struct {
+		Code    *int   `json:"code"`
+		Message string `json:"message"`
+		Msg     string `json:"msg"`
+	}
+	readable := json.Unmarshal(body, &res) == nil && res.Code != nil
+	if e := httpError(status, h, body); e != nil {
+		if readable {
+			e.Code, e.Msg = *res.Code, cmp.Or(res.Message, res.Msg, e.Msg)
+		}
+		return e
+	}
+	if !readable {
+		return &Error{Op: "reply", Status: status, Msg: "unreadable answer: " + snippet(body), Temporary: true}
+	}
+	if *res.Code == ok {
+		return nil
+	}
+	e := &Error{Op: "reply", Status: status, Code: *res.Code, Msg: cmp.Or(res.Message, res.Msg)}
+	e.Temporary, e.After = retry(*res.Code, e.Msg)
 	return e
 }
 

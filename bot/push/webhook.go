@@ -52,7 +52,8 @@ type WebhookButton struct {
 
 var kindNames = map[chat.Kind]string{chat.KindReply: "reply", chat.KindAlert: "alert", chat.KindProgress: "progress", chat.KindNotice: "notice"}
 
-func (w *webhook) messages(r chat.Reply) ([]any, error) {
+// webhookMessageOf is the reply as a WebhookMessage, without its charts.
+func webhookMessageOf(r chat.Reply) WebhookMessage {
 	m := WebhookMessage{
 		Source: "trainbot", Kind: kindNames[r.Kind], Alert: r.Alert, Severity: chat.SeverityOf(r).String(),
 		RunID: r.RunID, Key: r.Key, Text: r.Text, Images: []WebhookImage{}, Buttons: []WebhookButton{},
@@ -62,6 +63,11 @@ func (w *webhook) messages(r chat.Reply) ([]any, error) {
 			m.Buttons = append(m.Buttons, WebhookButton{Label: b.Label, Data: b.Data})
 		}
 	}
+	return m
+}
+
+func (w *webhook) messages(r chat.Reply) ([]any, error) {
+	m := webhookMessageOf(r)
 	size := len(r.Text) + 1024
 	left := 0
 	for _, im := range r.Images {
