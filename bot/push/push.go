@@ -1,6 +1,7 @@
 // Package push delivers trainbot's alerts and reports to push-only channels:
 // a WeCom (企业微信) group robot, a Feishu (飞书) custom bot, a DingTalk (钉钉)
-// custom robot, or any HTTP endpoint that takes JSON (a generic webhook).
+// custom robot, any HTTP endpoint that takes JSON (a generic webhook), or
+// email over SMTP.
 // Each Channel is a chat.Sender whose Send speaks the channel's documented
 // webhook API:
 //
@@ -15,6 +16,11 @@
 //     the query when the robot has a signing secret; 20 a minute; no images.
 //   - Webhook: one JSON object per reply, charts as base64 PNGs, and an
 //     X-Trainbot-Signature HMAC header when a secret is set.
+//   - Email: one mail per reply over SMTP (implicit TLS, STARTTLS that the
+//     server must offer, or none without a password; AUTH PLAIN), text
+//     and HTML with the charts inline (charts past 10 MiB left out with a
+//     note); a 4xx reply is retried after a minute, a 5xx one or a TLS
+//     failure is permanent; 10 mails a minute (providers limit per day).
 //
 // Send makes one attempt and never waits: the channel's rate limit is
 // told to bot/deliver (Pace), which keeps it and owns the retries. These
@@ -53,6 +59,7 @@ const (
 	Feishu   = "feishu"
 	DingTalk = "dingtalk"
 	Webhook  = "webhook"
+	Email    = "email"
 )
 
 // Spec is what one channel kind is: its rate limit, where its messages
@@ -108,6 +115,10 @@ var Specs = []Spec{
 		new: func(o Options) (dialect, error) { return &dingtalk{url: o.URL, secret: o.Secret, lang: o.Lang}, nil }},
 	{Kind: Webhook, What: "webhooks", PerMinute: 60, MaxPerMinute: 600, Signs: true,
 		new: func(o Options) (dialect, error) { return &webhook{url: o.URL, secret: o.Secret}, nil }},
+	// Mail providers limit per day (Gmail about 500 recipients, QQ mail
+	// and 163 their own): 10 a minute is ours, to stay well under them.
+	{Kind: Email, What: "email channels", PerMinute: 10, MaxPerMinute: 60, Mail: true, Chinese: false,
+		Hints: []string{"mail", "smtp", "邮件", "邮箱"}, new: newEmail},
 }
 
 // Kinds lists the channel kinds (of Specs).
