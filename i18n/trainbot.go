@@ -20,6 +20,7 @@ var (
 	PushNotShown     = Def(Msg{Key: "push.not_shown", EN: "(%d charts not shown here: %s; send /plot to the bot)", One: "(%d chart not shown here: %s; send /plot to the bot)", Mix: "(%d charts not shown here: %s; send 画图 to the bot)", MixOne: "(%d chart not shown here: %s; send 画图 to the bot)", ZH: "（这里显示不了 %d 张图：%s；向机器人发送「画图」查看）"})
 	PushNoDingTalk   = Def(Msg{Key: "push.dingtalk_no_images", EN: "DingTalk robots cannot upload images", ZH: "钉钉机器人不能上传图片"})
 	PushNoFeishu     = Def(Msg{Key: "push.feishu_no_images", EN: "Feishu custom bots cannot upload images", ZH: "飞书自定义机器人不能上传图片"})
+	PushMailTooLarge = Def(Msg{Key: "push.email_too_large", EN: "the mail would pass %d MiB", ZH: "邮件会超过 %d MiB"})
 	PushChartNotSent = Def(Msg{Key: "push.chart_not_sent", EN: "(chart %s not sent: %v)", ZH: "（图 %s 没有发出：%v）"})
 	ChartsNotSent    = Def(Msg{Key: "deliver.charts_not_sent", EN: "📉 %d charts not sent: %s", One: "📉 chart not sent: %[2]s", ZH: "📉 %d 张图没有发出：%s"})
 	OnTheHost        = Def(Msg{Key: "deliver.on_the_host", EN: "\nOn the host: %s", ZH: "\n在主机上：%s"})

@@ -1,7 +1,8 @@
 // Package push delivers trainbot's alerts and reports to push-only channels:
 // a WeCom (企业微信) group robot, a Feishu (飞书) custom bot, a DingTalk (钉钉)
-// custom robot, any HTTP endpoint that takes JSON (a generic webhook), or
-// one's own WeChat through ServerChan (Server酱) or PushPlus (推送加).
+// custom robot, any HTTP endpoint that takes JSON (a generic webhook),
+// Slack and Discord webhooks, email over SMTP, ntfy and Bark on a phone,
+// or one's own WeChat through ServerChan (Server酱) or PushPlus (推送加).
 // Each Channel is a chat.Sender whose Send speaks the channel's documented
 // webhook API:
 //
@@ -26,6 +27,11 @@
 //     title (100 characters) and the content (20,000) in the channel's
 //     template: markdown (default), html, txt or json (the webhook's
 //     object); 5 a minute and 200 a day for a verified user; no images.
+//   - Email: one mail per reply over SMTP (implicit TLS, STARTTLS that the
+//     server must offer, or none without a password; AUTH PLAIN), text
+//     and HTML with the charts inline (charts past 10 MiB left out with a
+//     note); a 4xx reply is retried after a minute, a 5xx one or a TLS
+//     failure is permanent; 10 mails a minute (providers limit per day).
 //
 // Send makes one attempt and never waits: the channel's rate limit is
 // told to bot/deliver (Pace), which keeps it and owns the retries. These
@@ -69,6 +75,7 @@ const (
 	ServerChan = "serverchan"
 	// PushPlus is PushPlus (推送加).
 	PushPlus = "pushplus"
+	Email    = "email"
 )
 
 // Spec is what one channel kind is: its rate limit, where its messages
@@ -128,6 +135,10 @@ var Specs = []Spec{
 		Chinese: true, Hints: []string{"server酱", "serverchan3", "sct", "ftqq", "方糖"}, new: newServerChan},
 	{Kind: PushPlus, What: "PushPlus tokens", PerMinute: 5, MaxPerMinute: 30, API: pushplusAPI, Key: "token", KeyRequired: true,
 		Takes: []string{"template"}, Chinese: true, Hints: []string{"推送加", "push+", "pushplus+"}, new: newPushPlus},
+	// Mail providers limit per day (Gmail about 500 recipients, QQ mail
+	// and 163 their own): 10 a minute is ours, to stay well under them.
+	{Kind: Email, What: "email channels", PerMinute: 10, MaxPerMinute: 60, Mail: true, Chinese: false,
+		Hints: []string{"mail", "smtp", "邮件", "邮箱"}, new: newEmail},
 }
 
 // Kinds lists the channel kinds (of Specs).

@@ -499,7 +499,24 @@ func TestSecretsNeverInErrorsOrLogs(t *testing.T) {
 
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// Email: a refused port, and a server that fails AUTH.
+	authFails := newSMTP(t, smtpConfig{tls: MailSTARTTLS, user: mailUser, pass: "not-" + secret})
+	for _, addr := range []string{strings.TrimPrefix(refused, "http://"), authFails.addr} {
+		o := authFails.mailOptions(MailSTARTTLS, mailUser, secret)
+		o.Mail.SMTP, o.Logger = addr, logger
+		err := send(newChannel(t, o), chat.Reply{Text: "alert " + secret, Kind: chat.KindAlert, Key: "k"})
+		if err == nil {
+			t.Fatalf("email against %s: no error", addr)
+		}
+		if s := err.Error(); strings.Contains(s, secret) || strings.Contains(s, base64.StdEncoding.EncodeToString([]byte(secret))) {
+			t.Errorf("email: the error shows the password: %s", s)
+		}
+		logger.Error("push failed", "err", err)
+	}
 	for _, kind := range Kinds {
+		if spec, _ := SpecOf(kind); spec.Mail {
+			continue // above
+		}
 		for _, base := range []string{echo.URL, hang.URL, refused} {
 			u := base + "/cgi-bin/webhook/send?key=" + key + "&access_token=" + key
 			if kind == Feishu {

@@ -26,20 +26,28 @@ func runeCut(s string, n int) int { return chat.RuneCut(s, n) }
 // (push channels have no buttons; those of notices, 停止 状态 画图, would
 // only be noise in a group).
 func buttonLines(l i18n.Lang, r chat.Reply) string {
-	if r.Kind != chat.KindAlert {
-		return ""
-	}
 	var b strings.Builder
-	for _, row := range r.Buttons {
-		for _, btn := range row {
-			if btn.URL != "" {
-				fmt.Fprintf(&b, "\n↪ %s: %s", btn.Label, btn.URL)
-				continue
-			}
-			b.WriteString(l.T(i18n.PushButton, btn.Label, btn.Data))
+	for _, btn := range alertButtons(r) {
+		if btn.URL != "" {
+			fmt.Fprintf(&b, "\n↪ %s: %s", btn.Label, btn.URL)
+			continue
 		}
+		b.WriteString(l.T(i18n.PushButton, btn.Label, btn.Data))
 	}
 	return b.String()
+}
+
+// alertButtons are the buttons a push channel shows, in order: an
+// alert's; none of other replies.
+func alertButtons(r chat.Reply) []chat.Button {
+	if r.Kind != chat.KindAlert {
+		return nil
+	}
+	var out []chat.Button
+	for _, row := range r.Buttons {
+		out = append(out, row...)
+	}
+	return out
 }
 
 // textOf is the reply's text with its buttons as lines, and notes.
