@@ -1,6 +1,7 @@
 // Package push delivers trainbot's alerts and reports to push-only channels:
 // a WeCom (企业微信) group robot, a Feishu (飞书) custom bot, a DingTalk (钉钉)
-// custom robot, or any HTTP endpoint that takes JSON (a generic webhook).
+// custom robot, a Slack incoming webhook, or any HTTP endpoint that takes
+// JSON (a generic webhook).
 // Each Channel is a chat.Sender whose Send speaks the channel's documented
 // webhook API:
 //
@@ -15,6 +16,12 @@
 //     the query when the robot has a signing secret; 20 a minute; no images.
 //   - Webhook: one JSON object per reply, charts as base64 PNGs, and an
 //     X-Trainbot-Signature HMAC header when a secret is set.
+//   - Slack: one Block Kit message (a header, mrkdwn sections of 3000
+//     characters, link buttons, a context line for command buttons and
+//     charts) with the whole text as the notification's fallback; an
+//     incoming webhook cannot upload files, so a chart is a link to the
+//     run's page, or a note; about one message a second (bursts allowed):
+//     60 a minute.
 //
 // Send makes one attempt and never waits: the channel's rate limit is
 // told to bot/deliver (Pace), which keeps it and owns the retries. These
@@ -53,6 +60,7 @@ const (
 	Feishu   = "feishu"
 	DingTalk = "dingtalk"
 	Webhook  = "webhook"
+	Slack    = "slack"
 )
 
 // Spec is what one channel kind is: its rate limit, where its messages
@@ -108,6 +116,10 @@ var Specs = []Spec{
 		new: func(o Options) (dialect, error) { return &dingtalk{url: o.URL, secret: o.Secret, lang: o.Lang}, nil }},
 	{Kind: Webhook, What: "webhooks", PerMinute: 60, MaxPerMinute: 600, Signs: true,
 		new: func(o Options) (dialect, error) { return &webhook{url: o.URL, secret: o.Secret}, nil }},
+	// Slack: about one message a second per webhook, short bursts allowed
+	// (https://api.slack.com/apis/rate-limits#incoming-webhooks).
+	{Kind: Slack, What: "Slack webhooks", PerMinute: 60, MaxPerMinute: 60,
+		new: func(o Options) (dialect, error) { return &slack{url: o.URL, lang: o.Lang}, nil }},
 }
 
 // Kinds lists the channel kinds (of Specs).
