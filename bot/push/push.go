@@ -1,7 +1,7 @@
 // Package push delivers trainbot's alerts and reports to push-only channels:
 // a WeCom (企业微信) group robot, a Feishu (飞书) custom bot, a DingTalk (钉钉)
-// custom robot, a Slack incoming webhook, or any HTTP endpoint that takes
-// JSON (a generic webhook).
+// custom robot, a Slack incoming webhook, a Discord channel webhook, or
+// any HTTP endpoint that takes JSON (a generic webhook).
 // Each Channel is a chat.Sender whose Send speaks the channel's documented
 // webhook API:
 //
@@ -22,6 +22,11 @@
 //     incoming webhook cannot upload files, so a chart is a link to the
 //     run's page, or a note; about one message a second (bursts allowed):
 //     60 a minute.
+//   - Discord: one embed coloured by severity (title, description of 4096
+//     characters, the run's page as its link), charts attached as PNGs in
+//     a multipart/form-data request (the first as the embed's image, each
+//     at most 8 MiB); no mentions; 30 messages a minute per channel and 2
+//     a second (a webhook's bucket is 5 per 2 s).
 //
 // Send makes one attempt and never waits: the channel's rate limit is
 // told to bot/deliver (Pace), which keeps it and owns the retries. These
@@ -61,6 +66,7 @@ const (
 	DingTalk = "dingtalk"
 	Webhook  = "webhook"
 	Slack    = "slack"
+	Discord  = "discord"
 )
 
 // Spec is what one channel kind is: its rate limit, where its messages
@@ -120,6 +126,10 @@ var Specs = []Spec{
 	// (https://api.slack.com/apis/rate-limits#incoming-webhooks).
 	{Kind: Slack, What: "Slack webhooks", PerMinute: 60, MaxPerMinute: 60,
 		new: func(o Options) (dialect, error) { return &slack{url: o.URL, lang: o.Lang}, nil }},
+	// Discord: 30 messages a minute per channel, and a webhook's bucket of
+	// 5 per 2 s, kept by 2 a second.
+	{Kind: Discord, What: "Discord webhooks", PerMinute: 30, MaxPerMinute: 30, PerSecond: 2,
+		new: newDiscord},
 }
 
 // Kinds lists the channel kinds (of Specs).
@@ -313,7 +323,9 @@ func New(o Options) (*Channel, error) {
 
 // secretsOf lists what must never be printed: the URL, the secrets (a
 // signing secret, a key, a topic, a password), every query value (key=,
-// access_token=) and the last path segment (Feishu's hook token).
+// access_token=), the last path segment (Feishu's hook token, Slack's
+// and Discord's webhook token) and every path segment of 20 characters
+// or more (a token before a suffix: Discord's …/TOKEN/slack).
 func secretsOf(u *url.URL, raw string, secrets ...string) []string {
 	out := append([]string{raw}, secrets...)
 	if u != nil {
@@ -321,10 +333,15 @@ func secretsOf(u *url.URL, raw string, secrets ...string) []string {
 		for _, vs := range u.Query() {
 			out = append(out, vs...)
 		}
+		for _, seg := range strings.Split(u.Path, "/") {
+			if len(seg) >= 20 {
+				out = append(out, seg)
+			}
+		}
 	}
 	var keep []string
 	for _, s := range out {
-		if len(s) >= 4 && !slices.Contains(keep, s) && s != "send" && s != "hook" {
+		if len(s) >= 4 && !slices.Contains(keep, s) && !slices.Contains(notSecret, s) {
 			keep = append(keep, s)
 		}
 	}
@@ -332,6 +349,10 @@ func secretsOf(u *url.URL, raw string, secrets ...string) []string {
 	slices.SortFunc(keep, func(a, b string) int { return len(b) - len(a) })
 	return keep
 }
+
+// notSecret are last path segments that are no token: WeCom's …/send,
+// a generic …/hook, Discord's Slack- and GitHub-compatible suffixes.
+var notSecret = []string{"send", "hook", "slack", "github"}
 
 // redact removes the channel's secrets from s.
 func (c *Channel) redact(s string) string {
@@ -408,6 +429,10 @@ func (c *Channel) post(ctx context.Context, msg any) error {
 	if err != nil {
 		return c.fail(&Error{Op: "read reply", Status: resp.StatusCode, Msg: err.Error(), Temporary: true})
 	}
+	// Before the dialect reads it: an answer that quotes the request (the
+	// URL, its token) is cut to a snippet, which could keep only the start
+	// of a token and so escape fail's redaction.
+	body = []byte(c.redact(string(body)))
 	if e := d.result(resp.StatusCode, resp.Header, body); e != nil {
 		return c.fail(e)
 	}

@@ -85,7 +85,7 @@ func pretty(body []byte) string {
 	return b.String()
 }
 
-// oom3 is the OOM alert of run 3 the tests send: a chart,
+// oom3 is the OOM alert of run 3 the tests of both kinds send: a chart,
 // a button with a command and the run's page.
 func oom3(t *testing.T, page string) chat.Reply {
 	t.Helper()
@@ -240,13 +240,15 @@ func TestSlackErrors(t *testing.T) {
 	}
 }
 
-func TestSlackPace(t *testing.T) {
+func TestSlackAndDiscordPace(t *testing.T) {
 	for _, tc := range []struct {
 		o    Options
 		want []chat.Window
 	}{
 		{Options{Kind: Slack}, []chat.Window{{N: 60, Per: time.Minute}}},
 		{Options{Kind: Slack, PerMinute: 100}, []chat.Window{{N: 60, Per: time.Minute}}}, // only lowered
+		{Options{Kind: Discord}, []chat.Window{{N: 30, Per: time.Minute}, {N: 2, Per: time.Second}}},
+		{Options{Kind: Discord, PerMinute: 10}, []chat.Window{{N: 10, Per: time.Minute}, {N: 2, Per: time.Second}}},
 	} {
 		tc.o.URL = "https://example.com/hook/token-0123456789"
 		own, all := newChannel(t, tc.o).Pace(0)
