@@ -17,6 +17,17 @@
 //     the query when the robot has a signing secret; 20 a minute; no images.
 //   - Webhook: one JSON object per reply, charts as base64 PNGs, and an
 //     X-Trainbot-Signature HMAC header when a secret is set.
+//   - Slack: one Block Kit message (a header, mrkdwn sections of 3000
+//     characters, link buttons, a context line for command buttons and
+//     charts) with the whole text as the notification's fallback; an
+//     incoming webhook cannot upload files, so a chart is a link to the
+//     run's page, or a note; about one message a second (bursts allowed):
+//     60 a minute.
+//   - Discord: one embed coloured by severity (title, description of 4096
+//     characters, the run's page as its link), charts attached as PNGs in
+//     a multipart/form-data request (the first as the embed's image, each
+//     at most 8 MiB); no mentions; 30 messages a minute per channel and 2
+//     a second (a webhook's bucket is 5 per 2 s).
 //   - ServerChan: a JSON title (32 bytes) and markdown desp (32 KB, one
 //     message a reply: the free tier sends 5 a day) to the SendKey's
 //     endpoint, https://sctapi.ftqq.com/SCT….send (Turbo) or
@@ -71,6 +82,8 @@ const (
 	Feishu   = "feishu"
 	DingTalk = "dingtalk"
 	Webhook  = "webhook"
+	Slack    = "slack"
+	Discord  = "discord"
 	// ServerChan is Server酱 (Turbo, and Server酱³ by its sctp… keys).
 	ServerChan = "serverchan"
 	// PushPlus is PushPlus (推送加).
@@ -131,6 +144,14 @@ var Specs = []Spec{
 		new: func(o Options) (dialect, error) { return &dingtalk{url: o.URL, secret: o.Secret, lang: o.Lang}, nil }},
 	{Kind: Webhook, What: "webhooks", PerMinute: 60, MaxPerMinute: 600, Signs: true,
 		new: func(o Options) (dialect, error) { return &webhook{url: o.URL, secret: o.Secret}, nil }},
+	// Slack: about one message a second per webhook, short bursts allowed
+	// (https://api.slack.com/apis/rate-limits#incoming-webhooks).
+	{Kind: Slack, What: "Slack webhooks", PerMinute: 60, MaxPerMinute: 60,
+		new: func(o Options) (dialect, error) { return &slack{url: o.URL, lang: o.Lang}, nil }},
+	// Discord: 30 messages a minute per channel, and a webhook's bucket of
+	// 5 per 2 s, kept by 2 a second.
+	{Kind: Discord, What: "Discord webhooks", PerMinute: 30, MaxPerMinute: 30, PerSecond: 2,
+		new: newDiscord},
 	{Kind: ServerChan, What: "ServerChan keys", PerMinute: 5, MaxPerMinute: 60, API: serverchanAPI, Key: "SendKey", KeyRequired: true,
 		Chinese: true, Hints: []string{"server酱", "serverchan3", "sct", "ftqq", "方糖"}, new: newServerChan},
 	{Kind: PushPlus, What: "PushPlus tokens", PerMinute: 5, MaxPerMinute: 30, API: pushplusAPI, Key: "token", KeyRequired: true,
@@ -334,7 +355,9 @@ func New(o Options) (*Channel, error) {
 
 // secretsOf lists what must never be printed: the URL, the secrets (a
 // signing secret, a key, a topic, a password), every query value (key=,
-// access_token=) and the last path segment (Feishu's hook token).
+// access_token=), the last path segment (Feishu's hook token, Slack's
+// and Discord's webhook token) and every path segment of 20 characters
+// or more (a token before a suffix: Discord's …/TOKEN/slack).
 func secretsOf(u *url.URL, raw string, secrets ...string) []string {
 	out := append([]string{raw}, secrets...)
 	if u != nil {
@@ -342,10 +365,15 @@ func secretsOf(u *url.URL, raw string, secrets ...string) []string {
 		for _, vs := range u.Query() {
 			out = append(out, vs...)
 		}
+		for _, seg := range strings.Split(u.Path, "/") {
+			if len(seg) >= 20 {
+				out = append(out, seg)
+			}
+		}
 	}
 	var keep []string
 	for _, s := range out {
-		if len(s) >= 4 && !slices.Contains(keep, s) && s != "send" && s != "hook" {
+		if len(s) >= 4 && !slices.Contains(keep, s) && !slices.Contains(notSecret, s) {
 			keep = append(keep, s)
 		}
 	}
@@ -353,6 +381,10 @@ func secretsOf(u *url.URL, raw string, secrets ...string) []string {
 	slices.SortFunc(keep, func(a, b string) int { return len(b) - len(a) })
 	return keep
 }
+
+// notSecret are last path segments that are no token: WeCom's …/send,
+// a generic …/hook, Discord's Slack- and GitHub-compatible suffixes.
+var notSecret = []string{"send", "hook", "slack", "github"}
 
 // redact removes the channel's secrets from s.
 func (c *Channel) redact(s string) string {
@@ -429,6 +461,10 @@ func (c *Channel) post(ctx context.Context, msg any) error {
 	if err != nil {
 		return c.fail(&Error{Op: "read reply", Status: resp.StatusCode, Msg: err.Error(), Temporary: true})
 	}
+	// Before the dialect reads it: an answer that quotes the request (the
+	// URL, its token) is cut to a snippet, which could keep only the start
+	// of a token and so escape fail's redaction.
+	body = []byte(c.redact(string(body)))
 	if e := d.result(resp.StatusCode, resp.Header, body); e != nil {
 		return c.fail(e)
 	}
