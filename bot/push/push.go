@@ -1,6 +1,7 @@
 // Package push delivers trainbot's alerts and reports to push-only channels:
 // a WeCom (企业微信) group robot, a Feishu (飞书) custom bot, a DingTalk (钉钉)
-// custom robot, or any HTTP endpoint that takes JSON (a generic webhook).
+// custom robot, any HTTP endpoint that takes JSON (a generic webhook), or
+// an ntfy topic.
 // Each Channel is a chat.Sender whose Send speaks the channel's documented
 // webhook API:
 //
@@ -15,6 +16,11 @@
 //     the query when the robot has a signing secret; 20 a minute; no images.
 //   - Webhook: one JSON object per reply, charts as base64 PNGs, and an
 //     X-Trainbot-Signature HMAC header when a secret is set.
+//   - ntfy: a JSON publish to the server root (title, message of 4096
+//     bytes, priority and tags by severity, URL buttons as view actions),
+//     charts as attachments (PUT to the topic, 2 MB); an optional access
+//     token; 12 a minute (ntfy.sh: a burst of 60, then one per 5 s). A
+//     server that refuses attachments fails the reply permanently.
 //
 // Send makes one attempt and never waits: the channel's rate limit is
 // told to bot/deliver (Pace), which keeps it and owns the retries. These
@@ -53,6 +59,7 @@ const (
 	Feishu   = "feishu"
 	DingTalk = "dingtalk"
 	Webhook  = "webhook"
+	Ntfy     = "ntfy"
 )
 
 // Spec is what one channel kind is: its rate limit, where its messages
@@ -108,6 +115,8 @@ var Specs = []Spec{
 		new: func(o Options) (dialect, error) { return &dingtalk{url: o.URL, secret: o.Secret, lang: o.Lang}, nil }},
 	{Kind: Webhook, What: "webhooks", PerMinute: 60, MaxPerMinute: 600, Signs: true,
 		new: func(o Options) (dialect, error) { return &webhook{url: o.URL, secret: o.Secret}, nil }},
+	{Kind: Ntfy, What: "ntfy topics", PerMinute: 12, MaxPerMinute: 60, API: "https://ntfy.sh", Key: "access token", Takes: []string{"topic"},
+		new: newNtfy},
 }
 
 // Kinds lists the channel kinds (of Specs).
