@@ -1,7 +1,7 @@
 // Package push delivers trainbot's alerts and reports to push-only channels:
 // a WeCom (企业微信) group robot, a Feishu (飞书) custom bot, a DingTalk (钉钉)
-// custom robot, any HTTP endpoint that takes JSON (a generic webhook), or
-// an ntfy topic.
+// custom robot, any HTTP endpoint that takes JSON (a generic webhook), an
+// ntfy topic, or a Bark (iOS) device.
 // Each Channel is a chat.Sender whose Send speaks the channel's documented
 // webhook API:
 //
@@ -21,6 +21,9 @@
 //     charts as attachments (PUT to the topic, 2 MB); an optional access
 //     token; 12 a minute (ntfy.sh: a burst of 60, then one per 5 s). A
 //     server that refuses attachments fails the reply permanently.
+//   - Bark: POST /push with the device key, an iOS interruption level by
+//     severity (critical rings through silent mode), the body cut under
+//     APNs' 4 KB; no images; 60 a minute (ours).
 //
 // Send makes one attempt and never waits: the channel's rate limit is
 // told to bot/deliver (Pace), which keeps it and owns the retries. These
@@ -60,6 +63,7 @@ const (
 	DingTalk = "dingtalk"
 	Webhook  = "webhook"
 	Ntfy     = "ntfy"
+	Bark     = "bark"
 )
 
 // Spec is what one channel kind is: its rate limit, where its messages
@@ -117,6 +121,8 @@ var Specs = []Spec{
 		new: func(o Options) (dialect, error) { return &webhook{url: o.URL, secret: o.Secret}, nil }},
 	{Kind: Ntfy, What: "ntfy topics", PerMinute: 12, MaxPerMinute: 60, API: "https://ntfy.sh", Key: "access token", Takes: []string{"topic"},
 		new: newNtfy},
+	{Kind: Bark, What: "Bark devices", PerMinute: 60, MaxPerMinute: 60, API: "https://api.day.app", Key: "device key", KeyRequired: true,
+		new: func(o Options) (dialect, error) { return &bark{base: o.URL, key: o.Key, lang: o.Lang}, nil }},
 }
 
 // Kinds lists the channel kinds (of Specs).
