@@ -28,6 +28,19 @@
 //     a multipart/form-data request (the first as the embed's image, each
 //     at most 8 MiB); no mentions; 30 messages a minute per channel and 2
 //     a second (a webhook's bucket is 5 per 2 s).
+//   - Email: one mail per reply over SMTP (implicit TLS, STARTTLS that the
+//     server must offer, or none without a password; AUTH PLAIN), text
+//     and HTML with the charts inline (charts past 10 MiB left out with a
+//     note); a 4xx reply is retried after a minute, a 5xx one or a TLS
+//     failure is permanent; 10 mails a minute (providers limit per day).
+//   - ntfy: a JSON publish to the server root (title, message of 4096
+//     bytes, priority and tags by severity, URL buttons as view actions),
+//     charts as attachments (PUT to the topic, 2 MB); an optional access
+//     token; 12 a minute (ntfy.sh: a burst of 60, then one per 5 s). A
+//     server that refuses attachments fails the reply permanently.
+//   - Bark: POST /push with the device key, an iOS interruption level by
+//     severity (critical rings through silent mode), the body cut under
+//     APNs' 4 KB; no images; 60 a minute (ours).
 //   - ServerChan: a JSON title (32 bytes) and markdown desp (32 KB, one
 //     message a reply: the free tier sends 5 a day) to the SendKey's
 //     endpoint, https://sctapi.ftqq.com/SCT….send (Turbo) or
@@ -38,11 +51,6 @@
 //     title (100 characters) and the content (20,000) in the channel's
 //     template: markdown (default), html, txt or json (the webhook's
 //     object); 5 a minute and 200 a day for a verified user; no images.
-//   - Email: one mail per reply over SMTP (implicit TLS, STARTTLS that the
-//     server must offer, or none without a password; AUTH PLAIN), text
-//     and HTML with the charts inline (charts past 10 MiB left out with a
-//     note); a 4xx reply is retried after a minute, a 5xx one or a TLS
-//     failure is permanent; 10 mails a minute (providers limit per day).
 //
 // Send makes one attempt and never waits: the channel's rate limit is
 // told to bot/deliver (Pace), which keeps it and owns the retries. These
@@ -89,6 +97,8 @@ const (
 	// PushPlus is PushPlus (推送加).
 	PushPlus = "pushplus"
 	Email    = "email"
+	Ntfy     = "ntfy"
+	Bark     = "bark"
 )
 
 // Spec is what one channel kind is: its rate limit, where its messages
@@ -152,14 +162,18 @@ var Specs = []Spec{
 	// 5 per 2 s, kept by 2 a second.
 	{Kind: Discord, What: "Discord webhooks", PerMinute: 30, MaxPerMinute: 30, PerSecond: 2,
 		new: newDiscord},
-	{Kind: ServerChan, What: "ServerChan keys", PerMinute: 5, MaxPerMinute: 60, API: serverchanAPI, Key: "SendKey", KeyRequired: true,
-		Chinese: true, Hints: []string{"server酱", "serverchan3", "sct", "ftqq", "方糖"}, new: newServerChan},
-	{Kind: PushPlus, What: "PushPlus tokens", PerMinute: 5, MaxPerMinute: 30, API: pushplusAPI, Key: "token", KeyRequired: true,
-		Takes: []string{"template"}, Chinese: true, Hints: []string{"推送加", "push+", "pushplus+"}, new: newPushPlus},
 	// Mail providers limit per day (Gmail about 500 recipients, QQ mail
 	// and 163 their own): 10 a minute is ours, to stay well under them.
 	{Kind: Email, What: "email channels", PerMinute: 10, MaxPerMinute: 60, Mail: true, Chinese: false,
 		Hints: []string{"mail", "smtp", "邮件", "邮箱"}, new: newEmail},
+	{Kind: Ntfy, What: "ntfy topics", PerMinute: 12, MaxPerMinute: 60, API: "https://ntfy.sh", Key: "access token", Takes: []string{"topic"},
+		new: newNtfy},
+	{Kind: Bark, What: "Bark devices", PerMinute: 60, MaxPerMinute: 60, API: "https://api.day.app", Key: "device key", KeyRequired: true,
+		new: func(o Options) (dialect, error) { return &bark{base: o.URL, key: o.Key, lang: o.Lang}, nil }},
+	{Kind: ServerChan, What: "ServerChan keys", PerMinute: 5, MaxPerMinute: 60, API: serverchanAPI, Key: "SendKey", KeyRequired: true,
+		Chinese: true, Hints: []string{"server酱", "serverchan3", "sct", "ftqq", "方糖"}, new: newServerChan},
+	{Kind: PushPlus, What: "PushPlus tokens", PerMinute: 5, MaxPerMinute: 30, API: pushplusAPI, Key: "token", KeyRequired: true,
+		Takes: []string{"template"}, Chinese: true, Hints: []string{"推送加", "push+", "pushplus+"}, new: newPushPlus},
 }
 
 // Kinds lists the channel kinds (of Specs).

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,23 +45,32 @@ type fake struct {
 }
 
 type fakeReq struct {
-	path  string
-	query url.Values
-	raw   string // the raw query
-	hdr   http.Header
-	body  []byte
+	method string
+	path   string
+	query  url.Values
+	raw    string // the raw query
+	hdr    http.Header
+	body   []byte
 }
 
 func newFake(t *testing.T, answer func(n int, r *http.Request, body []byte) (int, string)) *fake {
+	t.Helper()
+	return newFakeOf(t, false, answer)
+}
+
+// newFakeOf is newFake, taking file uploads (a PUT of any body) too when
+// uploads is set.
+func newFakeOf(t *testing.T, uploads bool, answer func(n int, r *http.Request, body []byte) (int, string)) *fake {
 	t.Helper()
 	f := &fake{t: t, answer: answer}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
-		f.reqs = append(f.reqs, fakeReq{path: r.URL.Path, query: r.URL.Query(), raw: r.URL.RawQuery, hdr: r.Header.Clone(), body: body})
+		f.reqs = append(f.reqs, fakeReq{method: r.Method, path: r.URL.Path, query: r.URL.Query(), raw: r.URL.RawQuery, hdr: r.Header.Clone(), body: body})
 		n := len(f.reqs)
 		f.mu.Unlock()
-		if r.Method != http.MethodPost || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		upload := uploads && r.Method == http.MethodPut // a file: any body
+		if !upload && (r.Method != http.MethodPost || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")) {
 			t.Errorf("request %d: %s with Content-Type %q, want a JSON POST", n, r.Method, r.Header.Get("Content-Type"))
 		}
 		status, text := f.answer(n, r, body)
@@ -529,6 +539,9 @@ func TestSecretsNeverInErrorsOrLogs(t *testing.T) {
 			}
 			if spec.API != "" {
 				o.URL, o.Key = base, key
+			}
+			if slices.Contains(spec.Takes, "topic") {
+				o.Topic = secret // a topic is a secret too
 			}
 			c := newChannel(t, o)
 			text := "alert " + key // echoed in the error
