@@ -33,8 +33,8 @@ type PushConfig struct {
 	// webhook HMAC); SecretEnv names a variable that holds it.
 	Secret    string `toml:"secret"`
 	SecretEnv string `toml:"secret_env"`
-	// Topic is an ntfy topic; Template a PushPlus template (html,
-	// markdown, txt; default markdown).
+	// Topic is an ntfy topic; Template a PushPlus template (markdown,
+	// html, txt or json; default markdown).
 	Topic    string `toml:"topic"`
 	Template string `toml:"template"`
 	// Email: SMTP is the server ("host:port"), From the sender, To the

@@ -1,7 +1,6 @@
 package push
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,14 +74,6 @@ func sameJSON(t *testing.T, got []byte, want string) {
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("got body\n%s\nwant\n%s", pretty(got), want)
 	}
-}
-
-func pretty(body []byte) string {
-	var b bytes.Buffer
-	if err := json.Indent(&b, body, "", "  "); err != nil {
-		return string(body)
-	}
-	return b.String()
 }
 
 // oom3 is the OOM alert of run 3 the tests of both kinds send: a chart,

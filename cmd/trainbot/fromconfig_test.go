@@ -261,7 +261,7 @@ quiet_hours = "late"
 `)
 	text := errText(err)
 	for _, want := range []string{
-		`test.toml:3: push[0]: kind: want wecom, feishu, dingtalk, webhook or email, got "wechat" (WeCom is "wecom")`,
+		`test.toml:3: push[0]: kind: want wecom, feishu, dingtalk, webhook, slack, discord, email, ntfy, bark, serverchan or pushplus, got "wechat" (WeCom is "wecom")`,
 		`test.toml:9: push[1] (ops): WeCom group robots do not sign messages`,
 		`test.toml:28: push[4] (lab): give only one of url, key`,
 		`push[1] (ops): alerts: unknown kind "explosion"`,
