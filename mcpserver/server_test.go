@@ -200,3 +200,20 @@ func TestControlNeedsAllowControl(t *testing.T) {
 		t.Errorf("audit %+v", h.audit)
 	}
 }
+
+// A run whose end the trainer knows but the database does not yet have is
+// still ending: run_status must not say "ended" while list_runs (which
+// reads the database) would not list it as ended.
+func TestRunStatusEndingUntilRecorded(t *testing.T) {
+	ending := trainer.Status{Run: &trainer.Run{ID: 5, Job: "mnist", State: trainer.StateEnded, Outcome: trainer.OutcomeStopped}}
+	cs := connect(t, Options{Trainer: &fakeTrainer{active: []trainer.Status{ending}}, History: &fakeHistory{}})
+	text, isErr := callText(t, cs, "run_status", map[string]any{"run": 5})
+	var st struct {
+		State, Outcome string
+		Active         bool
+		Stopping       bool
+	}
+	if isErr || json.Unmarshal([]byte(text), &st) != nil || st.State != "running" || st.Outcome != "running" || !st.Active || !st.Stopping {
+		t.Errorf("run_status of an ending run: %v %s", isErr, text)
+	}
+}

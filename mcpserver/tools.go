@@ -215,6 +215,12 @@ func (t *tools) runStatus(ctx context.Context, in runIn) (any, error) {
 	if st, err := t.o.Trainer.Status(id); err == nil {
 		o := statusOut{runOut: runJSON(st.Run), Active: true, Epoch: num(st.Progress.Epoch), TotalEpochs: st.Progress.TotalEpochs,
 			ElapsedSec: st.Elapsed.Seconds(), ETASec: st.ETA.Seconds(), Stopping: st.Stopping, Waiting: st.Waiting, Brief: st.Brief()}
+		if st.Run.State == trainer.StateEnded {
+			// Its end is known but not yet in the database: until it is,
+			// the run is ending (list_runs, compare_runs and the charts
+			// read the database, and must agree with what this says).
+			o.State, o.Outcome, o.Stopping = string(trainer.StateRunning), string(trainer.OutcomeRunning), true
+		}
 		o.Step, o.Total = max(o.Step, st.Progress.Step), max(o.Total, st.Progress.TotalSteps)
 		if st.StepsPerSec > 0 {
 			o.StepsPerSec = num(st.StepsPerSec)
