@@ -49,12 +49,7 @@ var barkLevels = map[chat.Severity]string{
 
 // barkNoImages is why a chart is left out, in the channel's language (the
 // note around it is i18n.PushNotShown).
-func barkNoImages(l i18n.Lang) string {
-	if l == i18n.Zh {
-		return "Bark 不能显示图片"
-	}
-	return "Bark cannot show images"
-}
+func barkNoImages(l i18n.Lang) string { return l.T(i18n.PushNoBark) }
 
 func (b *bark) messages(r chat.Reply) ([]any, error) {
 	text := textOf(b.lang, r, imagesNotSent(b.lang, r, barkNoImages(b.lang)))

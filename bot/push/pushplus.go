@@ -53,7 +53,7 @@ type pushplusMsg struct {
 // messages writes the reply's text in the channel's template, split so
 // that each content stays under 20,000 characters once written.
 func (p *pushplus) messages(r chat.Reply) ([]any, error) {
-	why := p.lang.Pick("PushPlus 不能上传图片", "PushPlus cannot upload images")
+	why := p.lang.T(i18n.PushNoPushPlus)
 	notes := imagesNotSent(p.lang, r, why)
 	text := textOf(p.lang, r, notes)
 	title := firstLine(text, pushplusTitleMax)

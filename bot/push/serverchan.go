@@ -70,7 +70,7 @@ type serverchanMsg struct {
 // when the title had to be cut. Markdown joins lines without two
 // trailing spaces.
 func (s *serverchan) messages(r chat.Reply) ([]any, error) {
-	why := s.lang.Pick("Server酱不能上传图片", "ServerChan cannot upload images")
+	why := s.lang.T(i18n.PushNoServerChan)
 	text := textOf(s.lang, r, imagesNotSent(s.lang, r, why))
 	title := firstLine(text, serverchanTitleMax)
 	desp := text

@@ -110,7 +110,7 @@ func (s *slack) messages(r chat.Reply) ([]any, error) {
 
 // slackNoImages is why a Slack webhook shows no chart.
 func slackNoImages(l i18n.Lang) string {
-	return l.Pick("Slack 的传入 Webhook 不能上传图片", "Slack incoming webhooks cannot upload images")
+	return l.T(i18n.PushNoSlack)
 }
 
 // chartLines are the context lines of the reply's charts, escaped: each
@@ -124,7 +124,7 @@ func (s *slack) chartLines(r chat.Reply, page string) []string {
 		}
 		return out
 	}
-	open := s.lang.Pick("打开训练页面", "open the run's page")
+	open := s.lang.T(i18n.PushOpenPage)
 	var out []string
 	for _, im := range r.Images {
 		out = append(out, slackEscape(chartLabel(im)+": ")+slackLink(page, open))
