@@ -28,6 +28,11 @@ type pendingPoint struct {
 	// read (logOff) instead.
 	eventFile string
 	src       trainer.Source
+	// seq, once given (by a batch that was cut short before writing the
+	// point), is kept when the point is written later: the order of a
+	// step's points, and what a replay stores, do not depend on when the
+	// writer yielded.
+	seq int64
 }
 
 // droppedMsg is logged when points start to be dropped.
@@ -374,8 +379,11 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin, yield bool
 	// of the batch): what stays is written with the seq it had.
 	seqs := make([]int64, len(batch))
 	for i := range batch {
-		s.seq++
-		seqs[i] = s.seq
+		if batch[i].seq == 0 {
+			s.seq++
+			batch[i].seq = s.seq
+		}
+		seqs[i] = batch[i].seq
 	}
 	if len(widths) > 0 {
 		idx := map[[2]int64][]int{}

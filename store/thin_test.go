@@ -216,7 +216,7 @@ func TestThinPointsNaNFlood(t *testing.T) {
 
 func firstDiff(a, b []keyed) string {
 	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
+		if !sameKeyed(a[i:i+1], b[i:i+1]) {
 			return fmt.Sprint(a[i:min(i+4, len(a))], " vs ", b[i:min(i+4, len(b))])
 		}
 	}
@@ -245,6 +245,44 @@ func TestThinPointsRunsAfterThePointsBefore(t *testing.T) {
 	}
 	if got, want := stored(t, s, run, "loss"), thinned(pts, 1000); !sameKeyed(got, want) {
 		t.Fatalf("kept %d points, want %d", len(got), len(want))
+	}
+}
+
+// A batch the background writer cut short (a Flush or an answer waited
+// for the connection) keeps its points' seqs and its thinning: what is
+// stored is what an uncut write stores, whenever the writer yielded (CI
+// saw TestThinPoints keep other seqs when its Flush came mid-batch).
+func TestACutBatchStoresWhatAWholeOneDoes(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), Options{FlushEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run := newRun(t, s)
+	var pts []logparse.Point
+	for i := range int64(15 * rowsPerInsert) { // kept: more than one INSERT statement
+		pts = append(pts, logparse.Point{Step: i / 3, Epoch: math.NaN(), Name: "loss", Value: noise(i)})
+	}
+	s.AddPoints(run, timed(time.Now(), pts...))
+	s.ThinPoints(run, "loss", 10)
+	// The writer's first batch, yielding as a waiting Flush makes it.
+	s.flushing.Add(1)
+	s.writing <- struct{}{}
+	more, err := s.writeOne(s.taken+int64(len(s.pending)), true)
+	<-s.writing
+	s.flushing.Add(-1)
+	if err != nil || !more {
+		t.Fatalf("the cut batch: more %v, %v", more, err)
+	}
+	if n := len(stored(t, s, run, "loss")); n == 0 || n >= len(thinned(pts, 10)) {
+		t.Fatalf("%d points stored by the cut batch: want some, not all", n)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stored(t, s, run, "loss"), thinned(pts, 10); !sameKeyed(got, want) {
+		t.Fatalf("kept %d points, want %d; first differences: %v", len(got), len(want), firstDiff(got, want))
 	}
 }
 

@@ -141,12 +141,14 @@ func (s *Sampler) loop(ctx context.Context, i int, h *hosts.Host) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.record(i, log, began, snap, partial, err)
+		// A sample's alerts are raised before it is published, so that
+		// whoever sees the sample (Samples, Changed) has had its alerts.
 		if err == nil && s.o.Alert != nil {
 			for _, a := range alerter.Check(snap) {
 				s.o.Alert(a)
 			}
 		}
+		s.record(i, log, began, snap, partial, err)
 		t.Reset(s.o.Interval)
 	}
 }
