@@ -5,9 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/trainbot/trainbot/history"
 	"strconv"
 	"time"
+
+	"github.com/trainbot/trainbot/history"
 )
 
 // Audit records a command and returns the entry's id (for AuditRun).
@@ -15,12 +16,7 @@ func (s *Store) Audit(ctx context.Context, e history.AuditEntry) (int64, error) 
 	if e.T.IsZero() {
 		e.T = time.Now()
 	}
-	if len(e.Text) > 4096 {
-		e.Text = e.Text[:4096]
-	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO audit(t, transport, chat_id, user_id, user_name, text, command, allowed, reason, run_id)
-		VALUES(?,?,?,?,?,?,?,?,?,?)`, ms(e.T), e.Transport, strconv.FormatInt(e.Chat, 10), strconv.FormatInt(e.User, 10),
-		e.UserName, e.Text, e.Command, e.Allowed, e.Reason, nullID(e.Run))
+	res, err := s.w.ExecContext(ctx, insertAudit, auditArgs(e)...)
 	if err != nil {
 		return 0, fmt.Errorf("audit: %w", err)
 	}
@@ -29,13 +25,30 @@ func (s *Store) Audit(ctx context.Context, e history.AuditEntry) (int64, error) 
 		return 0, fmt.Errorf("audit: %w", err)
 	}
 	if !e.Allowed && s.maxRefused > 0 && s.refusedAdded.Add(1) == s.refusedTrimEvery() { // one caller reaches it: one trim
-		if n, err := s.trimRefused(ctx); err != nil {
-			s.log.Warn("trim the audit's refused entries", "err", err)
-		} else if n > 0 {
-			s.log.Debug("audit: oldest refused entries removed", "entries", n, "kept", s.maxRefused)
-		}
+		s.trimRefusedLogged(ctx)
 	}
 	return id, nil
+}
+
+const insertAudit = `INSERT INTO audit(t, transport, chat_id, user_id, user_name, text, command, allowed, reason, run_id)
+		VALUES(?,?,?,?,?,?,?,?,?,?)`
+
+// auditArgs are insertAudit's arguments for e, its text cut to 4 KiB.
+func auditArgs(e history.AuditEntry) []any {
+	if len(e.Text) > 4096 {
+		e.Text = e.Text[:4096]
+	}
+	return []any{ms(e.T), e.Transport, strconv.FormatInt(e.Chat, 10), strconv.FormatInt(e.User, 10),
+		e.UserName, e.Text, e.Command, e.Allowed, e.Reason, nullID(e.Run)}
+}
+
+// trimRefusedLogged is trimRefused, its outcome logged.
+func (s *Store) trimRefusedLogged(ctx context.Context) {
+	if n, err := s.trimRefused(ctx); err != nil {
+		s.log.Warn("trim the audit's refused entries", "err", err)
+	} else if n > 0 {
+		s.log.Debug("audit: oldest refused entries removed", "entries", n, "kept", s.maxRefused)
+	}
 }
 
 // DefaultMaxRefused is how many refused entries the audit keeps at most
@@ -79,6 +92,7 @@ func (s *Store) AuditRun(ctx context.Context, id, runID int64) error {
 
 // AuditLog returns the newest audit entries, newest first.
 func (s *Store) AuditLog(ctx context.Context, f history.AuditFilter) ([]history.AuditEntry, error) {
+	s.flushAudits(ctx) // with the entries AuditLater queued
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}

@@ -55,6 +55,9 @@ type Store struct {
 	keepSamples, keepAudit time.Duration // Options.KeepSamples, KeepAudit
 	maxRefused             int64         // Options.MaxRefused
 	refusedAdded           atomic.Int64  // refused audit entries written since the last trim
+	audits                 *auditQueue   // AuditLater's
+	amu                    sync.RWMutex  // held to queue an entry; written to close the queue
+	auditsClosed           bool
 
 	pmu        sync.Mutex
 	pending    []pendingPoint
@@ -217,6 +220,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		kick: make(chan struct{}, 1), writing: make(chan struct{}, 1), stopped: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)
 	go s.writer(ctx, opts.FlushEvery)
+	s.startAuditQueue()
 	if opts.KeepSamples > 0 || opts.KeepAudit > 0 || opts.MaxRefused > 0 {
 		if opts.PruneEvery <= 0 {
 			opts.PruneEvery = time.Hour
@@ -288,6 +292,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.pmu.Unlock()
+	s.closeAudits()
 	ferr := s.Flush(context.Background())
 	if ferr != nil {
 		s.pmu.Lock()

@@ -225,7 +225,7 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 	}
 	refuse := func(reason, reply string) chat.Reply {
 		entry.Reason = reason
-		r.audit(ctx, entry)
+		r.auditLater(ctx, entry)
 		return chat.Reply{Text: reply}
 	}
 	switch {
@@ -257,6 +257,22 @@ func (r *Router) Handle(ctx context.Context, m chat.Message) chat.Reply {
 		return refuse(ReasonViewer, l.T(i18n.ViewerRefused, l.T(p.Cmd.Help), m.User.Who(), authKey(m, "operators")))
 	}
 	entry.Allowed = true
+	if !p.Cmd.Operator {
+		// A look changes nothing: it is recorded once answered, with the
+		// run it showed, and its answer never waits for the database's
+		// write connection (busy with a long batch of points under many
+		// live runs).
+		entry.T = time.Now()
+		reply := r.dispatch(ctx, m, p, l)
+		if reply.Empty() {
+			reply.Text = l.T(i18n.OK)
+		}
+		if reply.RunID != 0 {
+			entry.Run = reply.RunID
+		}
+		r.auditLater(ctx, entry)
+		return reply
+	}
 	// Recorded before it is carried out, so a command that never returns
 	// is in the audit too; the run it touched is added after.
 	id := r.audit(ctx, entry)
@@ -311,6 +327,22 @@ func authKey(m chat.Message, list string) string {
 		return m.Transport + "_" + list
 	}
 	return list
+}
+
+// laterAuditor is a History that can record an audit entry without the
+// caller waiting for the write (the store: store.AuditLater).
+type laterAuditor interface {
+	AuditLater(e history.AuditEntry)
+}
+
+// auditLater records an entry nobody needs the id of, without waiting
+// where the History can.
+func (r *Router) auditLater(ctx context.Context, e history.AuditEntry) {
+	if h, ok := r.History.(laterAuditor); ok {
+		h.AuditLater(e)
+		return
+	}
+	r.audit(ctx, e)
 }
 
 // audit records an entry and returns its id (0 when it could not).

@@ -3,6 +3,7 @@ package command_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"image/png"
@@ -33,6 +34,7 @@ const (
 // a metric every 50 ms for a few seconds.
 type env struct {
 	t   *testing.T
+	dir string // the store's
 	st  *store.Store
 	sup *trainer.Supervisor
 	r   *command.Router
@@ -71,7 +73,7 @@ func newEnvJob(t *testing.T, name string) *env {
 	})
 	r := &command.Router{Trainer: sup, History: st, Access: command.Access{Operators: []int64{operator}, Viewers: []int64{viewer}},
 		ConfirmStop: map[string]bool{"telegram": true}}
-	return &env{t: t, st: st, sup: sup, r: r}
+	return &env{t: t, dir: dir, st: st, sup: sup, r: r}
 }
 
 func (e *env) say(user int64, text string) chat.Reply {
@@ -179,6 +181,39 @@ func TestAuditIsReadByOperatorsOnly(t *testing.T) {
 	}
 	e.sup.Stop(r.RunID, "test")
 	e.sup.WaitRun(context.Background(), r.RunID)
+}
+
+// A look (状态) is answered while another connection holds the
+// database's write lock, as the point writer does in a long batch: its
+// audit entry is written once the lock is free, and 审计 shows it.
+func TestALookNeverWaitsForTheDatabaseWrite(t *testing.T) {
+	e := newEnv(t)
+	db, err := sql.Open("sqlite", filepath.Join(e.dir, "trainbot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan chat.Reply, 1)
+	go func() { answered <- e.say(viewer, "状态") }()
+	select {
+	case r := <-answered:
+		mustContain(t, r, "No run yet")
+	case <-time.After(5 * time.Second): // the store's busy timeout is 10 s
+		t.Fatal("状态 waited for the database's write lock")
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, e.say(operator, "审计"), "telegram chat 200 · u (200) · 状态 · allowed")
 }
 
 func TestViewerLooksButCannotStart(t *testing.T) {
