@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/trainbot/trainbot/trainer/logparse"
 	"github.com/trainbot/trainbot/trainer/shimctl"
@@ -24,11 +25,14 @@ import (
 // (start, stop, drops, end): they are shown, never parsed.
 const notePrefix = "[trainbot] "
 
-// handleOutput takes one line of the log.
+// handleOutput takes one line of the log. l.text is the log tail's
+// buffer: what is kept of it is copied (the tail ring's slot, an OOM's
+// line), and the parser keeps nothing of it.
 func (a *active) handleOutput(l line, lt *lineTimes) {
-	a.tail.put(shown(l.text), l.cr)
-	if strings.HasPrefix(l.text, notePrefix) {
-		note := l.text[len(notePrefix):]
+	a.tail.put(l.text, l.cr)
+	text := unsafe.String(unsafe.SliceData(l.text), len(l.text)) // valid during this call only
+	if strings.HasPrefix(text, notePrefix) {
+		note := text[len(notePrefix):]
 		a.ending = a.ending || note == shimctl.EndNote || strings.HasPrefix(note, shimctl.EndNote+": ")
 		return
 	}
@@ -44,7 +48,7 @@ func (a *active) handleOutput(l line, lt *lineTimes) {
 		}
 	}
 	at := lt.at(l.end)
-	a.handleLine(at, l.text, false, replay)
+	a.handleLine(at, text, false, replay)
 }
 
 // storeOffsets queues the read offsets after the points they cover.
@@ -135,6 +139,7 @@ func (a *active) handleEventRecord(r tfevents.DirRecord) {
 
 // handleLine parses one line (of output, or of the metrics file) read at
 // time at. A replayed line (stored before a restart) only rebuilds state.
+// text may be the log tail's buffer: nothing of it is kept uncopied.
 func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay bool) {
 	if !fromMetricsFile {
 		// Where a traceback says the script was: the OOM that ends it
@@ -147,6 +152,7 @@ func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay b
 			a.frame = ""
 		}
 		if o, ok := DetectOOM(text); ok {
+			o.Line = strings.Clone(o.Line) // of text: the tail's buffer
 			if o.Frame == "" {
 				o.Frame = a.frame
 			}

@@ -50,7 +50,9 @@ func (t *logTail) close() {
 
 // line is one complete line of the log.
 type line struct {
-	text string
+	// text is the tail's read buffer or its partial line, valid only
+	// during the call: no string is made of every line of a burst.
+	text []byte
 	end  int64 // offset just past its line end
 	cr   bool  // it replaces the previous line (a progress bar redrawn with '\r')
 }
@@ -88,9 +90,13 @@ func (t *logTail) feed(p []byte, fn func(line)) {
 			t.off += int64(len(p))
 			return
 		}
-		t.add(p[:i])
 		t.off += int64(i + 1)
-		t.emit(p[i] == '\r', fn)
+		if len(t.partial) == 0 && !t.overlong {
+			t.emitFrom(p[:i], p[i] == '\r', fn) // out of the read buffer: no copy
+		} else {
+			t.add(p[:i])
+			t.emit(p[i] == '\r', fn)
+		}
 		p = p[i+1:]
 		if nl >= 0 {
 			if nl -= i + 1; nl < 0 {
@@ -139,17 +145,35 @@ func (t *logTail) emit(cr bool, fn func(line)) {
 		}
 		return
 	}
-	l := line{text: string(t.partial), end: t.off, cr: t.cr}
+	l := line{text: t.partial, end: t.off, cr: t.cr}
+	t.overlong = false
+	t.cr = cr
+	fn(l)
 	t.partial = t.partial[:0]
 	if cap(t.partial) > 1<<20 {
 		t.partial = nil
 	}
-	t.overlong = false
+}
+
+// emitFrom is add(p) then emit, for a line that began in p (nothing
+// partial): the line is p itself, not a copy.
+func (t *logTail) emitFrom(p []byte, cr bool, fn func(line)) {
+	p = bytes.TrimLeft(p, "\x00")
+	if len(p) > logparse.MaxLineLen {
+		p = p[:logparse.MaxLineLen]
+	}
+	if len(p) == 0 {
+		if !cr {
+			t.cr = false // "\r\n" ends the carriage-return line
+		}
+		return
+	}
+	l := line{text: p, end: t.off, cr: t.cr}
 	t.cr = cr
 	fn(l)
 }
 
-// shown is a line as the tail ring keeps it: cut, valid UTF-8.
+// shown is a line as the tail ring shows it: cut, valid UTF-8.
 func shown(text string) string {
 	if len(text) > tailLineMax {
 		text = text[:tailLineMax] + "…"
@@ -206,27 +230,31 @@ func (lt *lineTimes) at(end int64) time.Time {
 	return t
 }
 
-// ring keeps the last n lines.
+// ring keeps the last n lines. Each slot keeps its bytes (the first
+// tailLineMax+1 of its line: enough for shown to tell it was cut), reused
+// by the lines that follow: a line costs a copy, not an allocation, and
+// shown is applied to the few that are asked for.
 type ring struct {
 	mu    sync.Mutex
-	lines []string
+	lines [][]byte
 	next  int
 	full  bool
 }
 
-func newRing(n int) *ring { return &ring{lines: make([]string, max(n, 1))} }
+func newRing(n int) *ring { return &ring{lines: make([][]byte, max(n, 1))} }
 
-// put adds a line; replace overwrites the newest line instead (a progress
-// bar redrawn with '\r').
-func (r *ring) put(s string, replace bool) {
+// put adds a line (a copy of it); replace overwrites the newest line
+// instead (a progress bar redrawn with '\r').
+func (r *ring) put(b []byte, replace bool) {
+	b = b[:min(len(b), tailLineMax+1)]
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if replace && (r.next > 0 || r.full) {
 		i := (r.next - 1 + len(r.lines)) % len(r.lines)
-		r.lines[i] = s
+		r.lines[i] = append(r.lines[i][:0], b...)
 		return
 	}
-	r.lines[r.next] = s
+	r.lines[r.next] = append(r.lines[r.next][:0], b...)
 	r.next++
 	if r.next == len(r.lines) {
 		r.next, r.full = 0, true
@@ -250,7 +278,7 @@ func (r *ring) last(n int) []string {
 		if r.full {
 			j = (r.next + i) % len(r.lines)
 		}
-		out = append(out, r.lines[j])
+		out = append(out, shown(string(r.lines[j])))
 	}
 	return out
 }

@@ -31,7 +31,7 @@ func TestLogTailCutsLinesAtEveryReadSplit(t *testing.T) {
 		}
 		lt.buf = make([]byte, chunk)
 		var lines []got
-		fn := func(l line) { lines = append(lines, got(l)) }
+		fn := func(l line) { lines = append(lines, got{string(l.text), l.end, l.cr}) }
 		if _, err := lt.read(len(text)+chunk, fn); err != nil {
 			t.Fatal(err)
 		}
@@ -43,5 +43,37 @@ func TestLogTailCutsLinesAtEveryReadSplit(t *testing.T) {
 	}
 	if strings.Count(text, "\n") != 5 {
 		t.Fatal("the text changed: fix the offsets")
+	}
+}
+
+// The tail ring copies each line into a slot it reuses, and shows it as
+// shown would: a slot that held a longer line shows the shorter one
+// only, a long line is cut with "…", bytes that are not UTF-8 are
+// replaced.
+func TestRingCopiesAndShowsLines(t *testing.T) {
+	r := newRing(2)
+	buf := []byte("a longer line")
+	r.put(buf, false)
+	copy(buf, "XXXXXXXX") // the caller's buffer is reused
+	r.put([]byte("b"), false)
+	r.put([]byte("c"), false) // over the longer line's slot
+	long := strings.Repeat("é", tailLineMax) // 2 bytes each
+	r.put([]byte(long), false)
+	want := []string{"c", shown(long)}
+	if got := r.last(5); !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	r.put([]byte("ok \xff"), false)
+	if got := r.last(1); !slices.Equal(got, []string{"ok \uFFFD"}) {
+		t.Fatalf("got %q", got)
+	}
+	r2 := newRing(2)
+	r2.put(buf[:6], false)
+	copy(buf, "ZZZZZZ")
+	if got := r2.last(1); !slices.Equal(got, []string{"XXXXXX"}) {
+		t.Fatalf("the ring kept the caller's buffer: got %q", got)
+	}
+	if s := shown(long); !strings.HasSuffix(s, "…") || len(s) != tailLineMax+len("…") {
+		t.Fatalf("shown(long) = %d bytes", len(s))
 	}
 }
