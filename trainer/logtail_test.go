@@ -56,7 +56,7 @@ func TestRingCopiesAndShowsLines(t *testing.T) {
 	r.put(buf, false)
 	copy(buf, "XXXXXXXX") // the caller's buffer is reused
 	r.put([]byte("b"), false)
-	r.put([]byte("c"), false) // over the longer line's slot
+	r.put([]byte("c"), false)                // over the longer line's slot
 	long := strings.Repeat("é", tailLineMax) // 2 bytes each
 	r.put([]byte(long), false)
 	want := []string{"c", shown(long)}
