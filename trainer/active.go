@@ -46,8 +46,10 @@ type active struct {
 	adopted    bool       // attached to a run this process did not start
 	parser     *logparse.Parser
 	thin       thinner
-	names      map[string]bool // the metrics recorded
-	full       bool            // more metric names than maxMetricNames
+	pend       []TimedPoint     // points to store, gathered over lines (queuePoints)
+	lineBuf    []logparse.Point // a line's points, reused from line to line
+	names      map[string]bool  // the metrics recorded
+	full       bool             // more metric names than maxMetricNames
 	tail       *ring
 	stopCh     chan stopRequest
 	detach     chan struct{} // closed by Detach: stop observing, leave the run running
@@ -203,6 +205,7 @@ func (a *active) observe() {
 	defer poll.Stop()
 	var nextSlow, nextControl time.Time
 	for {
+		a.queuePoints() // what was read before the wait
 		select {
 		case <-a.detach:
 			a.leave()
@@ -248,6 +251,7 @@ func (a *active) observe() {
 			continue
 		}
 		nextControl = now.Add(pollEvery)
+		a.queuePoints() // before what control announces
 		end, gone := a.control(now)
 		if end != nil || gone {
 			// Everything the shim wrote is in the log: read it to the end.
@@ -320,6 +324,7 @@ func (a *active) leave() {
 	if d, ok := a.runner.(interface{ detach() }); ok {
 		d.detach() // it stops what it does for the run in this process
 	}
+	a.queuePoints()
 	if err := a.sup.opts.Recorder.Flush(context.Background()); err != nil {
 		a.log.Warn("flush metric points", "err", err)
 	}

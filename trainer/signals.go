@@ -55,6 +55,7 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 		a.publishRules(fired)
 	}
 	if nanAlert != "" && !replay {
+		a.queuePoints() // the points that raised it are in the store's queue, as the alert goes out
 		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeNaN, Text: nanAlert, NaN: streak}})
 		if a.job.StopOnNaN {
 			select {
@@ -215,6 +216,9 @@ func (a *active) caughtUpWithLog() bool { return a.stored == 0 || a.caughtUp }
 
 // publishRules raises the alerts of rules that fired.
 func (a *active) publishRules(fired []string) {
+	if len(fired) > 0 {
+		a.queuePoints() // the points that fired them are in the store's queue, as the alerts go out
+	}
 	for _, text := range fired {
 		a.log.Info("alert rule fired", "detail", text)
 		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeRule, Text: text}})
@@ -253,6 +257,7 @@ func (a *active) checkStall(now time.Time) {
 	stall := a.stall.observe(now, a.lastOutput, a.lastMetric, a.stopReq != nil)
 	a.mu.Unlock()
 	if stall != nil {
+		a.queuePoints()
 		alert := stall.text()
 		a.log.Warn("run stalled", "detail", alert)
 		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: alert, Stall: stall}})

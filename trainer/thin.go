@@ -139,11 +139,12 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // to store now, and the names of the metrics whose stored points the store
 // must thin to width(name) (after storing out).
 func (t *thinner) keep(at time.Time, pts []logparse.Point) (out []TimedPoint, thin []string) {
-	return t.keepFrom(at, pts, SourceOutput)
+	return t.appendKeep(nil, at, pts, SourceOutput)
 }
 
-// keepFrom is keep for points read from src.
-func (t *thinner) keepFrom(at time.Time, pts []logparse.Point, src Source) (out []TimedPoint, thin []string) {
+// appendKeep is keep for points read from src, appending the points to
+// store to out.
+func (t *thinner) appendKeep(out []TimedPoint, at time.Time, pts []logparse.Point, src Source) (_ []TimedPoint, thin []string) {
 	if t.metrics == nil {
 		t.metrics = map[string]*thinSeries{}
 	}
