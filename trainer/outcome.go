@@ -222,46 +222,41 @@ func DetectOOM(line string) (*OOM, bool) {
 	return o, true
 }
 
-// oomStart marks the bytes mayBeOOM's words start with.
-var oomStart = [256]bool{'e': true, 'E': true, 'O': true, 'a': true, 'A': true, 'R': true}
-
-// mayBeOOM is the cheap test that runs on every output line: one pass for
-// the words every out-of-memory message has ("memory", "OOM", "alloc",
-// "RESOURCE_EXHAUSTED", "ResourceExhausted", in their usual cases).
+// mayBeOOM is the cheap test that runs on every output line: whether it
+// has one of the words every out-of-memory message has ("memory", "OOM",
+// "alloc", "RESOURCE_EXHAUSTED", "ResourceExhausted", in their usual
+// cases). Each of them has an 'o' or an 'O' (at a known place): the line
+// is searched for those bytes (vectorised), and the words tried only
+// around them.
 func mayBeOOM(line string) bool {
-	for i := 0; i < len(line); i++ {
-		if !oomStart[line[i]] {
-			continue
+	for s, i := line, 0; ; {
+		j := strings.IndexByte(s[i:], 'o')
+		if j < 0 {
+			break
 		}
-		rest := line[i:]
-		switch line[i] {
-		case 'e':
-			if strings.HasPrefix(rest, "emory") {
-				return true
-			}
-		case 'E':
-			if strings.HasPrefix(rest, "EMORY") {
-				return true
-			}
-		case 'O':
-			if strings.HasPrefix(rest, "OOM") {
-				return true
-			}
-		case 'a':
-			if strings.HasPrefix(rest, "alloc") {
-				return true
-			}
-		case 'A':
-			if strings.HasPrefix(rest, "ALLOC") {
-				return true
-			}
-		case 'R':
-			if strings.HasPrefix(rest, "RESOURCE_EXHAUSTED") || strings.HasPrefix(rest, "ResourceExhausted") {
-				return true
-			}
+		j += i
+		if hasAt(s, j-2, "emory") || hasAt(s, j-3, "alloc") || hasAt(s, j-3, "ResourceExhausted") {
+			return true
 		}
+		i = j + 1
+	}
+	for s, i := line, 0; ; {
+		j := strings.IndexByte(s[i:], 'O')
+		if j < 0 {
+			break
+		}
+		j += i
+		if hasAt(s, j, "OOM") || hasAt(s, j-2, "EMORY") || hasAt(s, j-3, "ALLOC") || hasAt(s, j-3, "RESOURCE_EXHAUSTED") {
+			return true
+		}
+		i = j + 1
 	}
 	return false
+}
+
+// hasAt reports whether s has word at index i (which may be negative).
+func hasAt(s string, i int, word string) bool {
+	return i >= 0 && strings.HasPrefix(s[i:], word)
 }
 
 func firstSize(re *regexp.Regexp, s string) int64 {
