@@ -49,6 +49,7 @@ type active struct {
 	pend       []TimedPoint     // points to store, gathered over lines (queuePoints)
 	lineBuf    []logparse.Point // a line's points, reused from line to line
 	names      map[string]bool  // the metrics recorded
+	lastName   string           // the metric of the last point recorded (limitNames)
 	full       bool             // more metric names than maxMetricNames
 	tail       *ring
 	stopCh     chan stopRequest

@@ -269,6 +269,12 @@ const (
 func (a *active) limitNames(pts []logparse.Point, replay bool) []logparse.Point {
 	keep := pts[:0]
 	for _, p := range pts {
+		if p.Name == a.lastName {
+			// The name of the point before (the parser's copy, so
+			// mostly the same string): no lookup.
+			keep = append(keep, p)
+			continue
+		}
 		if !a.names[p.Name] {
 			n := len(a.names)
 			if n >= maxMetricNames+maxLossNames || (n >= maxMetricNames && !IsLossName(p.Name)) {
@@ -282,6 +288,7 @@ func (a *active) limitNames(pts []logparse.Point, replay bool) []logparse.Point 
 			}
 			a.names[p.Name] = true
 		}
+		a.lastName = p.Name
 		keep = append(keep, p)
 	}
 	return keep

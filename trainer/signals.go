@@ -29,10 +29,10 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 	a.run.Total = a.progress.TotalSteps
 	a.rate.add(now, step)
 	for _, p := range pts {
-		if _, seen := a.last[p.Name]; !seen {
+		n := len(a.last)
+		if a.last[p.Name] = p.Value; len(a.last) > n { // one map operation, not two
 			a.lastOrder = append(a.lastOrder, p.Name)
 		}
-		a.last[p.Name] = p.Value
 	}
 	streak := a.nanW.observe(step, pts, line, a.last)
 	var nanAlert string

@@ -89,6 +89,10 @@ func BucketOf(key, width int64) int64 {
 // thinner decides which points of a run are stored.
 type thinner struct {
 	metrics map[string]*thinSeries
+	// The series of the last point: a line's metric is mostly the one of
+	// the line before (with the parser's copy of its name).
+	lastName string
+	last     *thinSeries
 }
 
 // thinSeries is one metric's state.
@@ -149,10 +153,13 @@ func (t *thinner) appendKeep(out []TimedPoint, at time.Time, pts []logparse.Poin
 		t.metrics = map[string]*thinSeries{}
 	}
 	for _, p := range pts {
-		s := t.metrics[p.Name]
-		if s == nil {
-			s = &thinSeries{width: 1, lo: p.Step, hi: p.Step}
-			t.metrics[p.Name] = s
+		s := t.last
+		if s == nil || p.Name != t.lastName {
+			if s = t.metrics[p.Name]; s == nil {
+				s = &thinSeries{width: 1, lo: p.Step, hi: p.Step}
+				t.metrics[p.Name] = s
+			}
+			t.lastName, t.last = p.Name, s
 		}
 		tp := TimedPoint{Point: p, At: at, Source: src}
 		var mustThin bool
