@@ -229,6 +229,7 @@ func (a *active) observe() {
 			if n, err = tl.read(readBudget, func(l line) { a.handleOutput(l, lt) }); err != nil {
 				a.log.Warn("read run log", "err", err)
 			}
+			a.tail.publish()
 			if n > 0 {
 				a.storeOffsets(tl.off)
 			}
@@ -259,12 +260,14 @@ func (a *active) observe() {
 			lt.refresh()
 			for tl != nil {
 				n, err := tl.read(readBudget, func(l line) { a.handleOutput(l, lt) })
+				a.tail.publish()
 				if err != nil || n == 0 {
 					break
 				}
 			}
 			if tl != nil {
 				tl.flush(func(l line) { a.handleOutput(l, lt) })
+				a.tail.publish()
 				a.storeOffsets(tl.off)
 			}
 			a.readMetricsFile()

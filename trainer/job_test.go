@@ -237,6 +237,7 @@ func TestRingReplacesCarriageReturnLines(t *testing.T) {
 	r.put([]byte("bar 2"), true)
 	r.put([]byte("b"), false)
 	r.put([]byte("c"), false)
+	r.publish()
 	got := r.last(10)
 	want := []string{"bar 2", "b", "c"}
 	if !slices.Equal(got, want) {
