@@ -90,8 +90,10 @@ type active struct {
 	mu           sync.Mutex
 	run          *Run
 	progress     logparse.Progress
-	last         map[string]float64
-	lastOrder    []string
+	last         map[string]*float64 // the latest value of each metric
+	lastOrder    []string            // last's names, in the order they came
+	lastValName  string              // the metric of the last point observed, and
+	lastValue    *float64            // its entry in last: a line's metric is mostly the line before's
 	rate         rateWindow
 	firstMetric  time.Time
 	lastMetric   time.Time
@@ -140,7 +142,7 @@ func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
 		stopCh: make(chan stopRequest, 4),
 		detach: make(chan struct{}),
 		done:   make(chan struct{}),
-		last:   map[string]float64{},
+		last:   map[string]*float64{},
 		nanW:   newNANWatch(job.NaNAfter),
 		stall:  stallWatch{after: job.StallAfter},
 		log:    s.log.With("run", run.ID, "job", job.Name),
@@ -445,7 +447,7 @@ func (a *active) status() Status {
 	}
 	st.Progress.Step = max(st.Progress.Step, a.eventStep)
 	for _, n := range a.lastOrder {
-		st.Last = append(st.Last, Metric{n, a.last[n]})
+		st.Last = append(st.Last, Metric{n, *a.last[n]})
 	}
 	if !a.firstMetric.IsZero() {
 		st.FirstMetric = a.firstMetric.Sub(a.run.StartedAt)
@@ -468,7 +470,7 @@ type rateWindow struct {
 func (w *rateWindow) add(t time.Time, step int64) {
 	if w.n > 0 {
 		prev := (w.head - 1 + len(w.t)) % len(w.t)
-		if t.Sub(w.t[prev]) < time.Second {
+		if t == w.t[prev] || t.Sub(w.t[prev]) < time.Second { // ==: the lines of one read of the shim share its time
 			w.step[prev] = step // keep one sample per second
 			return
 		}

@@ -29,12 +29,18 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 	a.run.Total = a.progress.TotalSteps
 	a.rate.add(now, step)
 	for _, p := range pts {
-		n := len(a.last)
-		if a.last[p.Name] = p.Value; len(a.last) > n { // one map operation, not two
-			a.lastOrder = append(a.lastOrder, p.Name)
+		v := a.lastValue
+		if v == nil || p.Name != a.lastValName {
+			if v = a.last[p.Name]; v == nil {
+				v = new(float64)
+				a.last[p.Name] = v
+				a.lastOrder = append(a.lastOrder, p.Name)
+			}
+			a.lastValName, a.lastValue = p.Name, v
 		}
+		*v = p.Value
 	}
-	streak := a.nanW.observe(step, pts, line, a.last)
+	streak := a.nanW.observe(step, pts, line, a.latest)
 	var nanAlert string
 	if streak != nil {
 		a.nanStreak = streak
@@ -64,6 +70,15 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 			}
 		}
 	}
+}
+
+// latest is the latest value of a metric (0 before one). The caller
+// holds a.mu.
+func (a *active) latest(name string) float64 {
+	if v := a.last[name]; v != nil {
+		return *v
+	}
+	return 0
 }
 
 // showsNaN reports whether a lower-cased line shows metric name with a NaN
@@ -116,9 +131,9 @@ func newNANWatch(after int) *nanWatch { return &nanWatch{after: after, runs: map
 func (w *nanWatch) watching() bool { return len(w.runs) > 0 }
 
 // observe takes the points of one line (the run's step now, the line as
-// printed, the latest value of every metric) and returns the streak that
+// printed, the latest value of a metric) and returns the streak that
 // raises the alert, once; nil otherwise.
-func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last map[string]float64) *NaNStreak {
+func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last func(name string) float64) *NaNStreak {
 	var streak *NaNStreak
 	count := func(name string, v float64, r *nanRun, at int64) {
 		r.n++
@@ -149,6 +164,9 @@ func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last m
 	// changes: a bar that shows a NaN loss again, at a new step, counts
 	// once more. (A line that does not show it, such as a bar without
 	// values after one NaN eval_loss, does not.)
+	if len(w.runs) == 0 {
+		return streak // no loss is NaN now (most lines)
+	}
 	var lower string
 	for name, r := range w.runs {
 		if step <= r.step || slices.ContainsFunc(pts, func(p logparse.Point) bool { return p.Name == name }) {
@@ -159,7 +177,7 @@ func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last m
 		}
 		if showsNaN(lower, name) {
 			r.step = step
-			count(name, last[name], r, step)
+			count(name, last(name), r, step)
 		}
 	}
 	return streak
