@@ -142,7 +142,7 @@ func (a *active) handleLine(at time.Time, b []byte, fromMetricsFile, replay bool
 	if !fromMetricsFile {
 		// Where a traceback says the script was: the OOM that ends it
 		// names the user's line (train.py:28).
-		if strings.Contains(text, "File \"") { // cheap: most lines are no frame
+		if strings.IndexByte(text, '"') >= 0 && strings.Contains(text, "File \"") { // most lines have no '"': one vectorised pass
 			if f, user, ok := tracebackFrame(text); ok && user {
 				a.frame = f
 			}
