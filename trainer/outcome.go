@@ -225,33 +225,46 @@ func DetectOOM(line string) (*OOM, bool) {
 // mayBeOOM is the cheap test that runs on every output line: whether it
 // has one of the words every out-of-memory message has ("memory", "OOM",
 // "alloc", "RESOURCE_EXHAUSTED", "ResourceExhausted", in their usual
-// cases). Each of them has an 'o' or an 'O' (at a known place): the line
-// is searched for those bytes (vectorised), and the words tried only
+// cases). Each of them has an 'o' or an 'O' at a known place: the line is
+// searched for those, eight bytes at a time, and the words are tried only
 // around them.
 func mayBeOOM(line string) bool {
-	for s, i := line, 0; ; {
-		j := strings.IndexByte(s[i:], 'o')
-		if j < 0 {
-			break
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+		lower = 0x2020202020202020 // 'O'|0x20 == 'o', and only 'O' and 'o' give 'o'
+		o8    = 0x6f6f6f6f6f6f6f6f
+	)
+	i := 0
+	for ; i+8 <= len(line); i += 8 {
+		w := line[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		x = (x | lower) ^ o8
+		if (x-ones)&^x&highs == 0 {
+			continue // no zero byte in x: no 'o' nor 'O' in w
 		}
-		j += i
-		if hasAt(s, j-2, "emory") || hasAt(s, j-3, "alloc") || hasAt(s, j-3, "ResourceExhausted") {
-			return true
+		for j := i; j < i+8; j++ {
+			if line[j]|0x20 == 'o' && oomWordAt(line, j) {
+				return true
+			}
 		}
-		i = j + 1
 	}
-	for s, i := line, 0; ; {
-		j := strings.IndexByte(s[i:], 'O')
-		if j < 0 {
-			break
-		}
-		j += i
-		if hasAt(s, j, "OOM") || hasAt(s, j-2, "EMORY") || hasAt(s, j-3, "ALLOC") || hasAt(s, j-3, "RESOURCE_EXHAUSTED") {
+	for j := i; j < len(line); j++ {
+		if line[j]|0x20 == 'o' && oomWordAt(line, j) {
 			return true
 		}
-		i = j + 1
 	}
 	return false
+}
+
+// oomWordAt reports whether one of mayBeOOM's words has its 'o' or 'O' at
+// line[j].
+func oomWordAt(line string, j int) bool {
+	if line[j] == 'o' {
+		return hasAt(line, j-2, "emory") || hasAt(line, j-3, "alloc") || hasAt(line, j-3, "ResourceExhausted")
+	}
+	return hasAt(line, j, "OOM") || hasAt(line, j-2, "EMORY") || hasAt(line, j-3, "ALLOC") || hasAt(line, j-3, "RESOURCE_EXHAUSTED")
 }
 
 // hasAt reports whether s has word at index i (which may be negative).
