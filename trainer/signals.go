@@ -122,6 +122,10 @@ type nanWatch struct {
 	after int                // nan_after
 	runs  map[string]*nanRun // loss metrics whose latest value is NaN or Inf
 	fired bool               // the alert was raised (once a run)
+	// The name last asked IsLossName of, and its answer: a line's metric
+	// is mostly the line before's.
+	lossName string
+	isLoss   bool
 }
 
 func newNANWatch(after int) *nanWatch { return &nanWatch{after: after, runs: map[string]*nanRun{}} }
@@ -143,7 +147,10 @@ func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last f
 		}
 	}
 	for _, p := range pts {
-		if !IsLossName(p.Name) {
+		if p.Name != w.lossName {
+			w.lossName, w.isLoss = p.Name, IsLossName(p.Name)
+		}
+		if !w.isLoss {
 			continue
 		}
 		// Each loss metric has its own streak: a finite val_loss on the
