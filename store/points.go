@@ -222,13 +222,20 @@ func (s *Store) writeOne(target int64, yield bool) (more bool, err error) {
 	n := int(min(int64(len(s.pending)), int64(s.batchSize), max(target-s.taken, 0)))
 	batch := s.pending[:n:n]
 	array := s.pending[:0] // batch's, whole: the spare once it is written
-	if n < len(s.pending) {
+	switch {
+	case n < len(s.pending):
 		s.pending = append(s.takeSpare(), s.pending[n:]...)
-	} else {
-		s.pending = nil
-	}
-	if n == 0 {
-		s.spare = nil // idle: the memory goes back
+	case n == 0:
+		s.pending, s.spare = nil, nil // idle: the memory goes back
+	default:
+		// The points queued while this batch is written go to the array
+		// of the batch before (written by now), or to one of this batch's
+		// size: a burst queues as many again, and growing to it from
+		// nothing allocates and copies every size on the way.
+		s.pending = s.takeSpare()
+		if n >= minReserve && cap(s.pending) < n {
+			s.pending = make([]pendingPoint, 0, n)
+		}
 	}
 	s.taken += int64(len(batch))
 	more = len(batch) > 0 && s.taken < target
@@ -284,6 +291,10 @@ func (s *Store) writeOne(target int64, yield bool) (more bool, err error) {
 	}
 	return more, nil
 }
+
+// minReserve is the smallest batch after which the queue is given room for
+// as many points again (below it, growing costs little).
+const minReserve = 4096
 
 // takeSpare returns the spare array, empty, for the queue (nil if none).
 // The caller holds pmu.
