@@ -48,9 +48,6 @@ func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 		return
 	}
 	s.pmu.Lock()
-	if s.pending == nil {
-		s.pending = s.takeSpare()
-	}
 	started := false
 	for _, p := range pts {
 		if len(s.pending) >= s.maxPending {
@@ -81,9 +78,6 @@ func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 // stored point. A full queue does not drop it.
 func (s *Store) SetOffsets(runID, logOffset, metricsOffset int64) {
 	s.pmu.Lock()
-	if s.pending == nil {
-		s.pending = s.takeSpare()
-	}
 	s.pending = append(s.pending, pendingPoint{run: runID, offsets: true, logOff: logOffset, t: metricsOffset})
 	s.queued++ // an entry of the queue like a point: thinnings count it
 	s.pmu.Unlock()
@@ -94,9 +88,6 @@ func (s *Store) SetOffsets(runID, logOffset, metricsOffset int64) {
 // transaction as the points queued before it, as SetOffsets.
 func (s *Store) SetEventOffset(runID int64, file string, off int64) {
 	s.pmu.Lock()
-	if s.pending == nil {
-		s.pending = s.takeSpare()
-	}
 	s.pending = append(s.pending, pendingPoint{run: runID, offsets: true, eventFile: file, logOff: off})
 	s.queued++
 	s.pmu.Unlock()
@@ -221,21 +212,10 @@ func (s *Store) writeOne(target int64, yield bool) (more bool, err error) {
 	s.pmu.Lock()
 	n := int(min(int64(len(s.pending)), int64(s.batchSize), max(target-s.taken, 0)))
 	batch := s.pending[:n:n]
-	array := s.pending[:0] // batch's, whole: the spare once it is written
-	switch {
-	case n < len(s.pending):
-		s.pending = append(s.takeSpare(), s.pending[n:]...)
-	case n == 0:
-		s.pending, s.spare = nil, nil // idle: the memory goes back
-	default:
-		// The points queued while this batch is written go to the array
-		// of the batch before (written by now), or to one of this batch's
-		// size: a burst queues as many again, and growing to it from
-		// nothing allocates and copies every size on the way.
-		s.pending = s.takeSpare()
-		if n >= minReserve && cap(s.pending) < n {
-			s.pending = make([]pendingPoint, 0, n)
-		}
+	if n < len(s.pending) {
+		s.pending = append([]pendingPoint(nil), s.pending[n:]...)
+	} else {
+		s.pending = nil
 	}
 	s.taken += int64(len(batch))
 	more = len(batch) > 0 && s.taken < target
@@ -278,30 +258,7 @@ func (s *Store) writeOne(target int64, yield bool) (more bool, err error) {
 		s.retrying = false
 		s.log.Info("metric points written again")
 	}
-	if err == nil && cap(array) > 0 {
-		// Written: nothing refers to the batch's array any more (what
-		// was cut short or failed went back to the queue as copies, or
-		// as batch itself, above). The queue fills it again instead of
-		// growing a new one (a burst queues 100,000 points a batch).
-		s.pmu.Lock()
-		if s.spare == nil {
-			s.spare = array
-		}
-		s.pmu.Unlock()
-	}
 	return more, nil
-}
-
-// minReserve is the smallest batch after which the queue is given room for
-// as many points again (below it, growing costs little).
-const minReserve = 4096
-
-// takeSpare returns the spare array, empty, for the queue (nil if none).
-// The caller holds pmu.
-func (s *Store) takeSpare() []pendingPoint {
-	sp := s.spare
-	s.spare = nil
-	return sp[:0]
 }
 
 // requeue puts a batch that could not be written back at the head of the

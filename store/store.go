@@ -58,10 +58,9 @@ type Store struct {
 
 	pmu        sync.Mutex
 	pending    []pendingPoint
-	spare      []pendingPoint // the array of the last batch written, for the queue to fill again (nil once idle)
-	queued     int64          // points ever queued
-	taken      int64          // points ever taken for writing
-	thins      []pendingThin  // at most one per (run, metric)
+	queued     int64         // points ever queued
+	taken      int64         // points ever taken for writing
+	thins      []pendingThin // at most one per (run, metric)
 	dropped    int64
 	dropping   bool // points were dropped since the queue last emptied
 	maxPending int
