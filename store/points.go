@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -333,7 +334,7 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin, yield bool
 	ctx := context.Background()
 	// Name ids first, outside the points transaction (one connection).
 	var offsets []pendingPoint
-	points := batch[:0:0]
+	points := make([]pendingPoint, 0, len(batch)) // a copy: a batch requeued must stay whole
 	for _, pp := range batch {
 		if pp.offsets {
 			offsets = append(offsets, pp)
@@ -407,17 +408,27 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin, yield bool
 		}
 		batch, ids, seqs = batch[:keep], ids[:keep], seqs[:keep]
 	}
+	// Each new (run, name) once per transaction: s.runNames learns them
+	// only once it commits, and a first batch holds thousands of points of
+	// the same few names.
+	var named map[[2]int64]bool
 	for i, pp := range batch {
 		key := [2]int64{pp.run, ids[i]}
-		if s.runNames[key] {
+		if s.runNames[key] || named[key] {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO run_metric_names(run_id, name_id) VALUES(?, ?)`, pp.run, ids[i]); err != nil {
 			return nil, fmt.Errorf("record metric name: %w", err)
 		}
+		if named == nil {
+			named = map[[2]int64]bool{}
+		}
+		named[key] = true
+	}
+	if len(named) > 0 {
 		defer func() { // only once the transaction commits
 			if err == nil {
-				s.runNames[key] = true
+				maps.Copy(s.runNames, named)
 			}
 		}()
 	}

@@ -609,3 +609,54 @@ func TestPointWriterYieldsTheConnection(t *testing.T) {
 		t.Errorf("%d points written, want %d", c, n)
 	}
 }
+
+// Points queued in rounds, some cut into several batches, some queued
+// while nothing was written, are all stored, each once, with its value,
+// and the read offsets with the last of them.
+func TestPointsQueuedInRoundsAreStoredOnce(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), Options{FlushEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.batchSize = 7
+	run := newRun(t, s)
+	step := int64(0)
+	for round, n := range []int{20, 3, 7, 1, 30, 0, 12} {
+		var pts []logparse.Point
+		for range n {
+			step++
+			pts = append(pts, logparse.Point{Step: step, Epoch: math.NaN(), Name: "loss", Value: float64(step) / 10})
+		}
+		s.AddPoints(run, timed(time.Now(), pts...))
+		s.SetOffsets(run, step*100, step)
+		if round%2 == 0 {
+			if err := s.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Series(ctx, run, "loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != int(step) {
+		t.Fatalf("stored %d points, want %d", len(got), step)
+	}
+	for i, p := range got {
+		if p.Step != int64(i+1) || p.Value != float64(i+1)/10 {
+			t.Fatalf("point %d is step %d = %g, want step %d = %g", i, p.Step, p.Value, i+1, float64(i+1)/10)
+		}
+	}
+	r, err := s.Run(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LogOffset != step*100 || r.MetricsOffset != step {
+		t.Fatalf("offsets %d, %d; want %d, %d", r.LogOffset, r.MetricsOffset, step*100, step)
+	}
+}

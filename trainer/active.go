@@ -46,8 +46,11 @@ type active struct {
 	adopted    bool       // attached to a run this process did not start
 	parser     *logparse.Parser
 	thin       thinner
-	names      map[string]bool // the metrics recorded
-	full       bool            // more metric names than maxMetricNames
+	pend       []TimedPoint     // points to store, gathered over lines (queuePoints)
+	lineBuf    []logparse.Point // a line's points, reused from line to line
+	names      map[string]bool  // the metrics recorded
+	lastName   string           // the metric of the last point recorded (limitNames)
+	full       bool             // more metric names than maxMetricNames
 	tail       *ring
 	stopCh     chan stopRequest
 	detach     chan struct{} // closed by Detach: stop observing, leave the run running
@@ -87,8 +90,10 @@ type active struct {
 	mu           sync.Mutex
 	run          *Run
 	progress     logparse.Progress
-	last         map[string]float64
-	lastOrder    []string
+	last         map[string]*float64 // the latest value of each metric
+	lastOrder    []string            // last's names, in the order they came
+	lastValName  string              // the metric of the last point observed, and
+	lastValue    *float64            // its entry in last: a line's metric is mostly the line before's
 	rate         rateWindow
 	firstMetric  time.Time
 	lastMetric   time.Time
@@ -137,7 +142,7 @@ func newActive(s *Supervisor, job *Job, run *Run, runDir string) *active {
 		stopCh: make(chan stopRequest, 4),
 		detach: make(chan struct{}),
 		done:   make(chan struct{}),
-		last:   map[string]float64{},
+		last:   map[string]*float64{},
 		nanW:   newNANWatch(job.NaNAfter),
 		stall:  stallWatch{after: job.StallAfter},
 		log:    s.log.With("run", run.ID, "job", job.Name),
@@ -203,6 +208,7 @@ func (a *active) observe() {
 	defer poll.Stop()
 	var nextSlow, nextControl time.Time
 	for {
+		a.queuePoints() // what was read before the wait
 		select {
 		case <-a.detach:
 			a.leave()
@@ -225,6 +231,7 @@ func (a *active) observe() {
 			if n, err = tl.read(readBudget, func(l line) { a.handleOutput(l, lt) }); err != nil {
 				a.log.Warn("read run log", "err", err)
 			}
+			a.tail.publish()
 			if n > 0 {
 				a.storeOffsets(tl.off)
 			}
@@ -248,18 +255,21 @@ func (a *active) observe() {
 			continue
 		}
 		nextControl = now.Add(pollEvery)
+		a.queuePoints() // before what control announces
 		end, gone := a.control(now)
 		if end != nil || gone {
 			// Everything the shim wrote is in the log: read it to the end.
 			lt.refresh()
 			for tl != nil {
 				n, err := tl.read(readBudget, func(l line) { a.handleOutput(l, lt) })
+				a.tail.publish()
 				if err != nil || n == 0 {
 					break
 				}
 			}
 			if tl != nil {
 				tl.flush(func(l line) { a.handleOutput(l, lt) })
+				a.tail.publish()
 				a.storeOffsets(tl.off)
 			}
 			a.readMetricsFile()
@@ -320,6 +330,7 @@ func (a *active) leave() {
 	if d, ok := a.runner.(interface{ detach() }); ok {
 		d.detach() // it stops what it does for the run in this process
 	}
+	a.queuePoints()
 	if err := a.sup.opts.Recorder.Flush(context.Background()); err != nil {
 		a.log.Warn("flush metric points", "err", err)
 	}
@@ -436,7 +447,7 @@ func (a *active) status() Status {
 	}
 	st.Progress.Step = max(st.Progress.Step, a.eventStep)
 	for _, n := range a.lastOrder {
-		st.Last = append(st.Last, Metric{n, a.last[n]})
+		st.Last = append(st.Last, Metric{n, *a.last[n]})
 	}
 	if !a.firstMetric.IsZero() {
 		st.FirstMetric = a.firstMetric.Sub(a.run.StartedAt)
@@ -459,7 +470,7 @@ type rateWindow struct {
 func (w *rateWindow) add(t time.Time, step int64) {
 	if w.n > 0 {
 		prev := (w.head - 1 + len(w.t)) % len(w.t)
-		if t.Sub(w.t[prev]) < time.Second {
+		if t == w.t[prev] || t.Sub(w.t[prev]) < time.Second { // ==: the lines of one read of the shim share its time
 			w.step[prev] = step // keep one sample per second
 			return
 		}

@@ -175,6 +175,7 @@ func (a *active) finish(end *runEnd) {
 	if rest := a.thin.flush(); len(rest) > 0 {
 		a.addPoints(rest)
 	}
+	a.queuePoints()
 	if err := a.sup.opts.Recorder.Flush(ctx); err != nil {
 		a.log.Error("flush metric points", "err", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/trainbot/trainbot/trainer/logparse"
 	"github.com/trainbot/trainbot/trainer/shimctl"
@@ -24,11 +25,14 @@ import (
 // (start, stop, drops, end): they are shown, never parsed.
 const notePrefix = "[trainbot] "
 
-// handleOutput takes one line of the log.
+// handleOutput takes one line of the log. l.text is the log tail's
+// buffer: what is kept of it is copied (the tail ring's slot, an OOM's
+// line), and the parser keeps nothing of it.
 func (a *active) handleOutput(l line, lt *lineTimes) {
-	a.tail.put(shown(l.text), l.cr)
-	if strings.HasPrefix(l.text, notePrefix) {
-		note := l.text[len(notePrefix):]
+	a.tail.put(l.text, l.cr)
+	text := unsafe.String(unsafe.SliceData(l.text), len(l.text)) // valid during this call only
+	if strings.HasPrefix(text, notePrefix) {
+		note := text[len(notePrefix):]
 		a.ending = a.ending || note == shimctl.EndNote || strings.HasPrefix(note, shimctl.EndNote+": ")
 		return
 	}
@@ -39,7 +43,7 @@ func (a *active) handleOutput(l line, lt *lineTimes) {
 		a.caughtUp = true
 		for name := range a.names {
 			if w := a.thin.width(name); w > 1 {
-				a.sup.opts.Recorder.ThinPoints(a.run.ID, name, w)
+				a.thinPoints(name, w)
 			}
 		}
 	}
@@ -54,6 +58,7 @@ func (a *active) storeOffsets(logOff int64) {
 	}
 	a.stored = max(a.stored, logOff)
 	a.metrics.stored = max(a.metrics.stored, a.metrics.off)
+	a.queuePoints()
 	a.sup.opts.Recorder.SetOffsets(a.run.ID, a.stored, a.metrics.stored)
 }
 
@@ -81,6 +86,7 @@ func (a *active) readEvents(final bool) {
 		for rel, f := range a.events.Files {
 			if f.Off > a.eventOff[rel] {
 				a.eventOff[rel] = f.Off
+				a.queuePoints()
 				a.sup.opts.Recorder.SetEventOffset(a.run.ID, rel, f.Off)
 			}
 		}
@@ -123,23 +129,20 @@ func (a *active) handleEventRecord(r tfevents.DirRecord) {
 	a.mu.Lock()
 	a.eventStep = max(a.eventStep, step)
 	a.mu.Unlock()
-	keep, thin := a.thin.keepFrom(at, pts, SourceEvents)
-	if !r.Replay {
-		a.addPoints(keep)
-		for _, name := range thin {
-			a.sup.opts.Recorder.ThinPoints(a.run.ID, name, a.thin.width(name))
-		}
-	}
+	a.keepPoints(at, pts, SourceEvents, r.Replay)
 	a.observePoints(at, pts, "", r.Replay)
 }
 
 // handleLine parses one line (of output, or of the metrics file) read at
 // time at. A replayed line (stored before a restart) only rebuilds state.
-func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay bool) {
+// b is the caller's buffer (the log tail's): nothing of it is kept
+// uncopied.
+func (a *active) handleLine(at time.Time, b []byte, fromMetricsFile, replay bool) {
+	text := unsafe.String(unsafe.SliceData(b), len(b)) // valid during this call only
 	if !fromMetricsFile {
 		// Where a traceback says the script was: the OOM that ends it
 		// names the user's line (train.py:28).
-		if strings.Contains(text, "File \"") { // cheap: most lines are no frame
+		if strings.IndexByte(text, '"') >= 0 && strings.Contains(text, "File \"") { // most lines have no '"': one vectorised pass
 			if f, user, ok := tracebackFrame(text); ok && user {
 				a.frame = f
 			}
@@ -147,6 +150,7 @@ func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay b
 			a.frame = ""
 		}
 		if o, ok := DetectOOM(text); ok {
+			o.Line = strings.Clone(o.Line) // of text: the tail's buffer
 			if o.Frame == "" {
 				o.Frame = a.frame
 			}
@@ -160,32 +164,54 @@ func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay b
 			}
 			a.mu.Unlock()
 			if first && !replay {
+				a.queuePoints() // the points read before it are in the store's queue, as the alert goes out
 				a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeOOM, Text: o.Summary(), OOM: o},
 					Fit: a.sup.MemoryFit(a.job, a.snapshot(), o)})
 			}
 		}
 	}
-	pts := a.limitNames(a.parser.Line(text), replay)
+	pts := a.limitNames(a.parser.AppendLine(a.lineBuf[:0], b), replay)
+	a.lineBuf = pts[:0] // the next line's: nothing below keeps pts
 	if len(pts) == 0 {
 		if a.nanW.watching() {
 			a.observePoints(at, nil, text, replay) // a progress bar may show the NaN loss again
 		}
 		return
 	}
-	keep, thin := a.thin.keep(at, pts)
-	if !replay {
-		a.addPoints(keep)
-		for _, name := range thin {
-			a.sup.opts.Recorder.ThinPoints(a.run.ID, name, a.thin.width(name))
-		}
-	}
+	a.keepPoints(at, pts, SourceOutput, replay)
 	a.observePoints(at, pts, text, replay)
 }
 
-// addPoints queues points for the store. Output points of a metric the
-// event files report too yield to theirs (SourceOutputBehindEvents).
-func (a *active) addPoints(pts []TimedPoint) {
-	if len(pts) == 0 {
+// pendMax is how many points wait in active.pend, at most, before they
+// are queued for the store.
+const pendMax = 4096
+
+// keepPoints passes the points of one line or record, read from src at
+// time at, through the thinner, and gathers those to store in a.pend
+// (none for a replayed line), and asks the store for the thinnings they
+// need after them.
+func (a *active) keepPoints(at time.Time, pts []logparse.Point, src Source, replay bool) {
+	n := len(a.pend)
+	var thin []string
+	a.pend, thin = a.thin.appendKeep(a.pend, at, pts, src)
+	if replay {
+		a.pend = a.pend[:n]
+		return
+	}
+	a.markBehindEvents(a.pend[n:])
+	for _, name := range thin {
+		a.thinPoints(name, a.thin.width(name))
+	}
+	if len(a.pend) >= pendMax {
+		a.queuePoints()
+	}
+}
+
+// markBehindEvents marks the output points of a metric the event files
+// report too: they yield to theirs (SourceOutputBehindEvents). It is
+// decided when they are read (the event files may name the metric later).
+func (a *active) markBehindEvents(pts []TimedPoint) {
+	if len(a.eventNames) == 0 {
 		return
 	}
 	for i := range pts {
@@ -193,7 +219,39 @@ func (a *active) addPoints(pts []TimedPoint) {
 			pts[i].Source = SourceOutputBehindEvents
 		}
 	}
-	a.sup.opts.Recorder.AddPoints(a.run.ID, pts)
+}
+
+// addPoints gathers points to store, as keepPoints does.
+func (a *active) addPoints(pts []TimedPoint) {
+	n := len(a.pend)
+	a.pend = append(a.pend, pts...)
+	a.markBehindEvents(a.pend[n:])
+	if len(a.pend) >= pendMax {
+		a.queuePoints()
+	}
+}
+
+// queuePoints queues the gathered points for the store, at once: one
+// AddPoints (one take of the store's lock) for many lines. Whatever else
+// is asked of the store (a thinning, read offsets, a flush) is asked after
+// it, so that it comes after the points read before it, as it would have
+// had every line queued its points itself.
+func (a *active) queuePoints() {
+	if len(a.pend) == 0 {
+		return
+	}
+	a.sup.opts.Recorder.AddPoints(a.run.ID, a.pend)
+	a.pend = a.pend[:0]
+	if cap(a.pend) > 4*pendMax {
+		a.pend = nil
+	}
+}
+
+// thinPoints asks the store to thin a metric's points to width, after the
+// points read so far.
+func (a *active) thinPoints(name string, width int64) {
+	a.queuePoints()
+	a.sup.opts.Recorder.ThinPoints(a.run.ID, name, width)
 }
 
 // Bounds on the metric names a run records. A script that prints a name
@@ -211,6 +269,12 @@ const (
 func (a *active) limitNames(pts []logparse.Point, replay bool) []logparse.Point {
 	keep := pts[:0]
 	for _, p := range pts {
+		if p.Name == a.lastName {
+			// The name of the point before (the parser's copy, so
+			// mostly the same string): no lookup.
+			keep = append(keep, p)
+			continue
+		}
 		if !a.names[p.Name] {
 			n := len(a.names)
 			if n >= maxMetricNames+maxLossNames || (n >= maxMetricNames && !IsLossName(p.Name)) {
@@ -224,6 +288,7 @@ func (a *active) limitNames(pts []logparse.Point, replay bool) []logparse.Point 
 			}
 			a.names[p.Name] = true
 		}
+		a.lastName = p.Name
 		keep = append(keep, p)
 	}
 	return keep
@@ -255,7 +320,7 @@ func (a *active) readMetricsFile() {
 				m.part = append(m.part, p[:i]...)
 			}
 			m.off += int64(i + 1)
-			a.handleLine(time.Now(), string(m.part), true, m.off <= m.stored)
+			a.handleLine(time.Now(), m.part, true, m.off <= m.stored)
 			m.part = m.part[:0]
 			p = p[i+1:]
 		}
@@ -272,7 +337,7 @@ func (a *active) readMetricsFile() {
 // ended (the run is over).
 func (a *active) finishMetricsFile() {
 	if m := &a.metrics; len(m.part) > 0 {
-		a.handleLine(time.Now(), string(m.part), true, false)
+		a.handleLine(time.Now(), m.part, true, false)
 		m.part = nil
 	}
 }

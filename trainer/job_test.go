@@ -232,11 +232,12 @@ func TestClassify(t *testing.T) {
 
 func TestRingReplacesCarriageReturnLines(t *testing.T) {
 	r := newRing(3)
-	r.put("a", false)
-	r.put("bar 1", false)
-	r.put("bar 2", true)
-	r.put("b", false)
-	r.put("c", false)
+	r.put([]byte("a"), false)
+	r.put([]byte("bar 1"), false)
+	r.put([]byte("bar 2"), true)
+	r.put([]byte("b"), false)
+	r.put([]byte("c"), false)
+	r.publish()
 	got := r.last(10)
 	want := []string{"bar 2", "b", "c"}
 	if !slices.Equal(got, want) {

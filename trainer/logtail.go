@@ -50,7 +50,9 @@ func (t *logTail) close() {
 
 // line is one complete line of the log.
 type line struct {
-	text string
+	// text is the tail's read buffer or its partial line, valid only
+	// during the call: no string is made of every line of a burst.
+	text []byte
 	end  int64 // offset just past its line end
 	cr   bool  // it replaces the previous line (a progress bar redrawn with '\r')
 }
@@ -88,9 +90,13 @@ func (t *logTail) feed(p []byte, fn func(line)) {
 			t.off += int64(len(p))
 			return
 		}
-		t.add(p[:i])
 		t.off += int64(i + 1)
-		t.emit(p[i] == '\r', fn)
+		if len(t.partial) == 0 && !t.overlong {
+			t.emitFrom(p[:i], p[i] == '\r', fn) // out of the read buffer: no copy
+		} else {
+			t.add(p[:i])
+			t.emit(p[i] == '\r', fn)
+		}
 		p = p[i+1:]
 		if nl >= 0 {
 			if nl -= i + 1; nl < 0 {
@@ -139,17 +145,35 @@ func (t *logTail) emit(cr bool, fn func(line)) {
 		}
 		return
 	}
-	l := line{text: string(t.partial), end: t.off, cr: t.cr}
+	l := line{text: t.partial, end: t.off, cr: t.cr}
+	t.overlong = false
+	t.cr = cr
+	fn(l)
 	t.partial = t.partial[:0]
 	if cap(t.partial) > 1<<20 {
 		t.partial = nil
 	}
-	t.overlong = false
+}
+
+// emitFrom is add(p) then emit, for a line that began in p (nothing
+// partial): the line is p itself, not a copy.
+func (t *logTail) emitFrom(p []byte, cr bool, fn func(line)) {
+	p = bytes.TrimLeft(p, "\x00")
+	if len(p) > logparse.MaxLineLen {
+		p = p[:logparse.MaxLineLen]
+	}
+	if len(p) == 0 {
+		if !cr {
+			t.cr = false // "\r\n" ends the carriage-return line
+		}
+		return
+	}
+	l := line{text: p, end: t.off, cr: t.cr}
 	t.cr = cr
 	fn(l)
 }
 
-// shown is a line as the tail ring keeps it: cut, valid UTF-8.
+// shown is a line as the tail ring shows it: cut, valid UTF-8.
 func shown(text string) string {
 	if len(text) > tailLineMax {
 		text = text[:tailLineMax] + "…"
@@ -206,40 +230,81 @@ func (lt *lineTimes) at(end int64) time.Time {
 	return t
 }
 
-// ring keeps the last n lines.
+// ring keeps the last n lines. Each slot keeps its bytes (the first
+// tailLineMax+1 of its line: enough for shown to tell it was cut), reused
+// by the lines that follow: a line costs a copy, not an allocation, and
+// shown is applied to the few that are asked for. The observer puts lines
+// into its own copy, without the lock, and publishes what changed after
+// each read of the log (a lock per read, not per line); last reads what
+// was published.
 type ring struct {
+	stage   ringLines // the observer's: put, publish
+	changed int       // the newest slots of stage changed since publish
+
 	mu    sync.Mutex
-	lines []string
+	lines ringLines // what last reads
+}
+
+// ringLines is the slots of a ring: next is the next to fill, full says
+// that every slot was filled once.
+type ringLines struct {
+	slots [][]byte
 	next  int
 	full  bool
 }
 
-func newRing(n int) *ring { return &ring{lines: make([]string, max(n, 1))} }
-
-// put adds a line; replace overwrites the newest line instead (a progress
-// bar redrawn with '\r').
-func (r *ring) put(s string, replace bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if replace && (r.next > 0 || r.full) {
-		i := (r.next - 1 + len(r.lines)) % len(r.lines)
-		r.lines[i] = s
-		return
-	}
-	r.lines[r.next] = s
-	r.next++
-	if r.next == len(r.lines) {
-		r.next, r.full = 0, true
-	}
+func newRing(n int) *ring {
+	n = max(n, 1)
+	return &ring{stage: ringLines{slots: make([][]byte, n)}, lines: ringLines{slots: make([][]byte, n)}}
 }
 
-// last returns up to n of the newest lines, oldest first.
+// put adds a line (a copy of it); replace overwrites the newest line
+// instead (a progress bar redrawn with '\r'). Only the observer calls it;
+// last shows it after the next publish.
+func (r *ring) put(b []byte, replace bool) {
+	b = b[:min(len(b), tailLineMax+1)]
+	st := &r.stage
+	if replace && (st.next > 0 || st.full) {
+		i := (st.next - 1 + len(st.slots)) % len(st.slots)
+		st.slots[i] = append(st.slots[i][:0], b...)
+		r.changed = max(r.changed, 1)
+		return
+	}
+	st.slots[st.next] = append(st.slots[st.next][:0], b...)
+	st.next++
+	if st.next == len(st.slots) {
+		st.next, st.full = 0, true
+	}
+	r.changed = min(r.changed+1, len(st.slots))
+}
+
+// publish makes the lines put so far those last returns: it copies the
+// slots that changed (every changed slot is among the newest changed
+// ones: a line fills the next slot, a replace the newest).
+func (r *ring) publish() {
+	if r.changed == 0 {
+		return
+	}
+	st := &r.stage
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(st.slots)
+	for k := range r.changed {
+		i := (st.next - 1 - k + 2*n) % n
+		r.lines.slots[i] = append(r.lines.slots[i][:0], st.slots[i]...)
+	}
+	r.lines.next, r.lines.full = st.next, st.full
+	r.changed = 0
+}
+
+// last returns up to n of the newest lines published, oldest first.
 func (r *ring) last(n int) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	size := r.next
-	if r.full {
-		size = len(r.lines)
+	l := &r.lines
+	size := l.next
+	if l.full {
+		size = len(l.slots)
 	}
 	if n <= 0 || n > size {
 		n = size
@@ -247,10 +312,10 @@ func (r *ring) last(n int) []string {
 	out := make([]string, 0, n)
 	for i := size - n; i < size; i++ {
 		j := i
-		if r.full {
-			j = (r.next + i) % len(r.lines)
+		if l.full {
+			j = (l.next + i) % len(l.slots)
 		}
-		out = append(out, r.lines[j])
+		out = append(out, shown(string(l.slots[j])))
 	}
 	return out
 }

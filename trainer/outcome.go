@@ -222,46 +222,54 @@ func DetectOOM(line string) (*OOM, bool) {
 	return o, true
 }
 
-// oomStart marks the bytes mayBeOOM's words start with.
-var oomStart = [256]bool{'e': true, 'E': true, 'O': true, 'a': true, 'A': true, 'R': true}
-
-// mayBeOOM is the cheap test that runs on every output line: one pass for
-// the words every out-of-memory message has ("memory", "OOM", "alloc",
-// "RESOURCE_EXHAUSTED", "ResourceExhausted", in their usual cases).
+// mayBeOOM is the cheap test that runs on every output line: whether it
+// has one of the words every out-of-memory message has ("memory", "OOM",
+// "alloc", "RESOURCE_EXHAUSTED", "ResourceExhausted", in their usual
+// cases). Each of them has an 'o' or an 'O' at a known place: the line is
+// searched for those, eight bytes at a time, and the words are tried only
+// around them.
 func mayBeOOM(line string) bool {
-	for i := 0; i < len(line); i++ {
-		if !oomStart[line[i]] {
-			continue
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+		lower = 0x2020202020202020 // 'O'|0x20 == 'o', and only 'O' and 'o' give 'o'
+		o8    = 0x6f6f6f6f6f6f6f6f
+	)
+	i := 0
+	for ; i+8 <= len(line); i += 8 {
+		w := line[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		x = (x | lower) ^ o8
+		if (x-ones)&^x&highs == 0 {
+			continue // no zero byte in x: no 'o' nor 'O' in w
 		}
-		rest := line[i:]
-		switch line[i] {
-		case 'e':
-			if strings.HasPrefix(rest, "emory") {
-				return true
-			}
-		case 'E':
-			if strings.HasPrefix(rest, "EMORY") {
-				return true
-			}
-		case 'O':
-			if strings.HasPrefix(rest, "OOM") {
-				return true
-			}
-		case 'a':
-			if strings.HasPrefix(rest, "alloc") {
-				return true
-			}
-		case 'A':
-			if strings.HasPrefix(rest, "ALLOC") {
-				return true
-			}
-		case 'R':
-			if strings.HasPrefix(rest, "RESOURCE_EXHAUSTED") || strings.HasPrefix(rest, "ResourceExhausted") {
+		for j := i; j < i+8; j++ {
+			if line[j]|0x20 == 'o' && oomWordAt(line, j) {
 				return true
 			}
 		}
 	}
+	for j := i; j < len(line); j++ {
+		if line[j]|0x20 == 'o' && oomWordAt(line, j) {
+			return true
+		}
+	}
 	return false
+}
+
+// oomWordAt reports whether one of mayBeOOM's words has its 'o' or 'O' at
+// line[j].
+func oomWordAt(line string, j int) bool {
+	if line[j] == 'o' {
+		return hasAt(line, j-2, "emory") || hasAt(line, j-3, "alloc") || hasAt(line, j-3, "ResourceExhausted")
+	}
+	return hasAt(line, j, "OOM") || hasAt(line, j-2, "EMORY") || hasAt(line, j-3, "ALLOC") || hasAt(line, j-3, "RESOURCE_EXHAUSTED")
+}
+
+// hasAt reports whether s has word at index i (which may be negative).
+func hasAt(s string, i int, word string) bool {
+	return i >= 0 && strings.HasPrefix(s[i:], word)
 }
 
 func firstSize(re *regexp.Regexp, s string) int64 {

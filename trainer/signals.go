@@ -29,12 +29,18 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 	a.run.Total = a.progress.TotalSteps
 	a.rate.add(now, step)
 	for _, p := range pts {
-		if _, seen := a.last[p.Name]; !seen {
-			a.lastOrder = append(a.lastOrder, p.Name)
+		v := a.lastValue
+		if v == nil || p.Name != a.lastValName {
+			if v = a.last[p.Name]; v == nil {
+				v = new(float64)
+				a.last[p.Name] = v
+				a.lastOrder = append(a.lastOrder, p.Name)
+			}
+			a.lastValName, a.lastValue = p.Name, v
 		}
-		a.last[p.Name] = p.Value
+		*v = p.Value
 	}
-	streak := a.nanW.observe(step, pts, line, a.last)
+	streak := a.nanW.observe(step, pts, line, a.latest)
 	var nanAlert string
 	if streak != nil {
 		a.nanStreak = streak
@@ -55,6 +61,7 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 		a.publishRules(fired)
 	}
 	if nanAlert != "" && !replay {
+		a.queuePoints() // the points that raised it are in the store's queue, as the alert goes out
 		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeNaN, Text: nanAlert, NaN: streak}})
 		if a.job.StopOnNaN {
 			select {
@@ -63,6 +70,15 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 			}
 		}
 	}
+}
+
+// latest is the latest value of a metric (0 before one). The caller
+// holds a.mu.
+func (a *active) latest(name string) float64 {
+	if v := a.last[name]; v != nil {
+		return *v
+	}
+	return 0
 }
 
 // showsNaN reports whether a lower-cased line shows metric name with a NaN
@@ -106,6 +122,10 @@ type nanWatch struct {
 	after int                // nan_after
 	runs  map[string]*nanRun // loss metrics whose latest value is NaN or Inf
 	fired bool               // the alert was raised (once a run)
+	// The name last asked IsLossName of, and its answer: a line's metric
+	// is mostly the line before's.
+	lossName string
+	isLoss   bool
 }
 
 func newNANWatch(after int) *nanWatch { return &nanWatch{after: after, runs: map[string]*nanRun{}} }
@@ -115,9 +135,9 @@ func newNANWatch(after int) *nanWatch { return &nanWatch{after: after, runs: map
 func (w *nanWatch) watching() bool { return len(w.runs) > 0 }
 
 // observe takes the points of one line (the run's step now, the line as
-// printed, the latest value of every metric) and returns the streak that
+// printed, the latest value of a metric) and returns the streak that
 // raises the alert, once; nil otherwise.
-func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last map[string]float64) *NaNStreak {
+func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last func(name string) float64) *NaNStreak {
 	var streak *NaNStreak
 	count := func(name string, v float64, r *nanRun, at int64) {
 		r.n++
@@ -127,7 +147,10 @@ func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last m
 		}
 	}
 	for _, p := range pts {
-		if !IsLossName(p.Name) {
+		if p.Name != w.lossName {
+			w.lossName, w.isLoss = p.Name, IsLossName(p.Name)
+		}
+		if !w.isLoss {
 			continue
 		}
 		// Each loss metric has its own streak: a finite val_loss on the
@@ -148,6 +171,9 @@ func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last m
 	// changes: a bar that shows a NaN loss again, at a new step, counts
 	// once more. (A line that does not show it, such as a bar without
 	// values after one NaN eval_loss, does not.)
+	if len(w.runs) == 0 {
+		return streak // no loss is NaN now (most lines)
+	}
 	var lower string
 	for name, r := range w.runs {
 		if step <= r.step || slices.ContainsFunc(pts, func(p logparse.Point) bool { return p.Name == name }) {
@@ -158,7 +184,7 @@ func (w *nanWatch) observe(step int64, pts []logparse.Point, line string, last m
 		}
 		if showsNaN(lower, name) {
 			r.step = step
-			count(name, last[name], r, step)
+			count(name, last(name), r, step)
 		}
 	}
 	return streak
@@ -215,6 +241,9 @@ func (a *active) caughtUpWithLog() bool { return a.stored == 0 || a.caughtUp }
 
 // publishRules raises the alerts of rules that fired.
 func (a *active) publishRules(fired []string) {
+	if len(fired) > 0 {
+		a.queuePoints() // the points that fired them are in the store's queue, as the alerts go out
+	}
 	for _, text := range fired {
 		a.log.Info("alert rule fired", "detail", text)
 		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeRule, Text: text}})
@@ -253,6 +282,7 @@ func (a *active) checkStall(now time.Time) {
 	stall := a.stall.observe(now, a.lastOutput, a.lastMetric, a.stopReq != nil)
 	a.mu.Unlock()
 	if stall != nil {
+		a.queuePoints()
 		alert := stall.text()
 		a.log.Warn("run stalled", "detail", alert)
 		a.publish(Event{Kind: EventAlert, Run: a.snapshot(), Alert: &Alert{Kind: OutcomeStalled, Text: alert, Stall: stall}})

@@ -66,7 +66,7 @@ func TestNaNWatch(t *testing.T) {
 				for _, p := range l.pts {
 					last[p.Name] = p.Value
 				}
-				if s := w.observe(l.step, l.pts, l.text, last); s != nil {
+				if s := w.observe(l.step, l.pts, l.text, func(n string) float64 { return last[n] }); s != nil {
 					if got != nil {
 						t.Fatalf("line %d raised a second alert %+v after %+v", i, s, got)
 					}

@@ -89,6 +89,10 @@ func BucketOf(key, width int64) int64 {
 // thinner decides which points of a run are stored.
 type thinner struct {
 	metrics map[string]*thinSeries
+	// The series of the last point: a line's metric is mostly the one of
+	// the line before (with the parser's copy of its name).
+	lastName string
+	last     *thinSeries
 }
 
 // thinSeries is one metric's state.
@@ -139,19 +143,23 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // to store now, and the names of the metrics whose stored points the store
 // must thin to width(name) (after storing out).
 func (t *thinner) keep(at time.Time, pts []logparse.Point) (out []TimedPoint, thin []string) {
-	return t.keepFrom(at, pts, SourceOutput)
+	return t.appendKeep(nil, at, pts, SourceOutput)
 }
 
-// keepFrom is keep for points read from src.
-func (t *thinner) keepFrom(at time.Time, pts []logparse.Point, src Source) (out []TimedPoint, thin []string) {
+// appendKeep is keep for points read from src, appending the points to
+// store to out.
+func (t *thinner) appendKeep(out []TimedPoint, at time.Time, pts []logparse.Point, src Source) (_ []TimedPoint, thin []string) {
 	if t.metrics == nil {
 		t.metrics = map[string]*thinSeries{}
 	}
 	for _, p := range pts {
-		s := t.metrics[p.Name]
-		if s == nil {
-			s = &thinSeries{width: 1, lo: p.Step, hi: p.Step}
-			t.metrics[p.Name] = s
+		s := t.last
+		if s == nil || p.Name != t.lastName {
+			if s = t.metrics[p.Name]; s == nil {
+				s = &thinSeries{width: 1, lo: p.Step, hi: p.Step}
+				t.metrics[p.Name] = s
+			}
+			t.lastName, t.last = p.Name, s
 		}
 		tp := TimedPoint{Point: p, At: at, Source: src}
 		var mustThin bool
