@@ -403,10 +403,14 @@ func (p *Parser) appendLine(out []Point, line string) []Point {
 	if len(line) > MaxLineLen {
 		line = line[:MaxLineLen]
 	}
+	if li := p.shapes.direct(&p.li, line, &p.track); li != nil {
+		return p.fold(&p.track, 0, li, out)
+	}
 	if !hasControl(line) {
 		// One segment, with no control characters to strip ('\r' and '\n'
 		// are control characters): one pass over the line instead of four.
-		return p.parseSegment(strings.TrimSpace(line), out)
+		s := strings.TrimSpace(line)
+		return p.parseSegment(s, out, len(s) == len(line))
 	}
 	if strings.IndexByte(line, '\r') < 0 && strings.IndexByte(line, '\n') < 0 {
 		return p.segment(line, out)
@@ -424,11 +428,12 @@ func (p *Parser) appendLine(out []Point, line string) []Point {
 
 // segment parses one segment and appends its points to out.
 func (p *Parser) segment(raw string, out []Point) []Point {
-	return p.parseSegment(cleanSegment(raw), out)
+	return p.parseSegment(cleanSegment(raw), out, false)
 }
 
-// parseSegment parses a segment already cleaned and trimmed.
-func (p *Parser) parseSegment(s string, out []Point) []Point {
+// parseSegment parses a segment already cleaned and trimmed; whole says
+// it is the whole raw line, which shapes.direct has tried.
+func (p *Parser) parseSegment(s string, out []Point, whole bool) []Point {
 	if s == "" {
 		return out
 	}
@@ -437,13 +442,12 @@ func (p *Parser) parseSegment(s string, out []Point) []Point {
 		if t = p.rankTrack(r); t == nil {
 			return out // more ranks than are followed
 		}
-		rank, s = r, rest
+		rank, s, whole = r, rest, false
 		if s == "" {
 			return out
 		}
 	}
-	li := &p.li
-	p.scanLine(li, s, t) // resets li
+	li := p.scanLine(&p.li, s, t, whole)
 	return p.fold(t, rank, li, out)
 }
 
