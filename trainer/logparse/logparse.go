@@ -197,7 +197,8 @@ type Parser struct {
 	owners   []int32 // per interned name: the rank its values are read from
 	pending  []int32 // per interned name: a rank that reported it once
 
-	shapes shapes // learned line shapes (fast.go)
+	shapes shapes  // learned line shapes (fast.go)
+	slab   []Point // room for the points of the next lines (points)
 }
 
 // track is where one rank's output stands: its step, epoch, totals, the
@@ -711,7 +712,7 @@ func (p *Parser) fold(t *track, rank int32, li *lineInfo, out []Point) []Point {
 		epoch = t.epoch
 	}
 	if out == nil {
-		out = make([]Point, 0, len(metrics))
+		out = p.points(len(metrics))
 	}
 	for _, m := range metrics {
 		name := m.name
@@ -722,6 +723,25 @@ func (p *Parser) fold(t *track, rank int32, li *lineInfo, out []Point) []Point {
 		}
 		out = append(out, Point{Step: t.step, Epoch: epoch, Name: name, Value: m.value})
 	}
+	return out
+}
+
+// pointSlab is how many points Line's results are cut from at a time.
+const pointSlab = 32
+
+// points returns an empty slice with room for n points, for Line to
+// return: cut from p.slab, which saves an allocation per line. Its capacity
+// is n, so that what the caller does with it cannot reach another line's
+// points; a caller that keeps it keeps the slab's memory (pointSlab points).
+func (p *Parser) points(n int) []Point {
+	if n > len(p.slab) {
+		if n > pointSlab/2 {
+			return make([]Point, 0, n)
+		}
+		p.slab = make([]Point, pointSlab)
+	}
+	out := p.slab[:0:n]
+	p.slab = p.slab[n:]
 	return out
 }
 
