@@ -871,6 +871,11 @@ func (t *track) counter(li *lineInfo) bool {
 const maxStep = 1 << 53
 
 func satMul(a, b int64) int64 {
+	if uint64(a)|uint64(b) < 1<<31 {
+		// No overflow, and for a, b > 0, a > maxStep/b is a*b > maxStep:
+		// the same without a division.
+		return min(a*b, maxStep)
+	}
 	if a == 0 || b == 0 {
 		return 0
 	}
