@@ -79,6 +79,39 @@ type template struct {
 	raw   bool       // a whole raw line of the shape is one clean segment
 	sets  []fieldSet // the fields that come from a number
 	work  lineInfo   // li with the numbers of the latest line (fill)
+	// A shape whose numbers have fixed forms of at most eight digits a
+	// part has a layout: every line of it is size bytes long, with its
+	// text, signs and points at the same places (words) and its digits
+	// at the same places too (nums).
+	size  int
+	words []layoutWord
+	nums  []layoutNum
+}
+
+// layoutWord is eight bytes of a layout, at off (the last word of a line
+// overlaps the one before it): lit masks the bytes of text, sign or point,
+// which are text; dig masks the digits.
+type layoutWord struct {
+	off            int
+	lit, text, dig uint64
+	digHi, digLow6 uint64 // 0x30 and 0x06 in the digits' bytes
+}
+
+// layoutNum is where a number of a layout is and what its class is.
+type layoutNum struct {
+	intOff, intLen, fracOff, fracLen int
+	neg                              bool
+	base, cls                        numClass
+	intAt, fracAt                    digitsAt
+}
+
+// digitsAt is where digits8 finds n digits in a line of a layout: in the
+// eight bytes at off, shifted right by shr bits and left by shl.
+type digitsAt struct{ off, shr, shl uint }
+
+func digitsAtOf(i, n, size int) digitsAt {
+	off := min(i, size-8)
+	return digitsAt{uint(off), uint(8 * (i - off)), uint(8 * (8 - n))}
 }
 
 // numStep is a number of a shape and the text before it. When its class
@@ -95,8 +128,13 @@ type numStep struct {
 }
 
 // fieldSet is a field of lineInfo set from a number of the line: fixed
-// field field when below fixedFields, else metric field-fixedFields.
-type fieldSet struct{ field, src int8 }
+// field field when below fixedFields, else metric field-fixedFields; i or
+// f is that field of the template's work.
+type fieldSet struct {
+	field, src int8
+	i          *int64
+	f          *float64
+}
 
 // compile makes steps, sets and work of a learned template.
 func (tp *template) compile() {
@@ -128,19 +166,98 @@ func (tp *template) compile() {
 	first, last := tp.lits[0], tp.lits[len(tp.lits)-1]
 	tp.raw = first != "" && plainByte(first[0]) && first[0] != '[' && !isDigit(first[0]) &&
 		(last == "" || plainByte(last[len(last)-1]))
+	tp.work = tp.li
+	tp.work.metrics = append([]kv(nil), tp.li.metrics...)
 	tp.sets = tp.sets[:0]
 	for f, src := range tp.src {
 		if src >= 0 {
-			tp.sets = append(tp.sets, fieldSet{int8(f), src})
+			i, x := tp.work.fixedField(f)
+			tp.sets = append(tp.sets, fieldSet{int8(f), src, i, x})
 		}
 	}
 	for i, src := range tp.metricSrc {
 		if src >= 0 {
-			tp.sets = append(tp.sets, fieldSet{int8(fixedFields + i), src})
+			tp.sets = append(tp.sets, fieldSet{int8(fixedFields + i), src, nil, &tp.work.metrics[i].value})
 		}
 	}
-	tp.work = tp.li
-	tp.work.metrics = append([]kv(nil), tp.li.metrics...)
+	tp.makeLayout()
+}
+
+// makeLayout sets size, words and nums when the shape has a layout.
+func (tp *template) makeLayout() {
+	if !tp.fixed {
+		return
+	}
+	var line []byte // the shape's text, with 0 for digits
+	var isDig []bool
+	var nums []layoutNum
+	for _, st := range tp.steps {
+		if st.intLen > 8 || st.fracLen > 8 {
+			return
+		}
+		line = append(line, st.lit...)
+		for range len(st.lit) {
+			isDig = append(isDig, false)
+		}
+		if st.neg {
+			line, isDig = append(line, '-'), append(isDig, false)
+		}
+		nm := layoutNum{intOff: len(line), intLen: st.intLen, fracLen: st.fracLen, neg: st.neg,
+			base: st.base | clsLE1e9, cls: st.cls} // at most eight digits: < 1e9, not a Unix time
+		for range st.intLen {
+			line, isDig = append(line, 0), append(isDig, true)
+		}
+		if st.fracLen > 0 {
+			line, isDig = append(line, '.'), append(isDig, false)
+			nm.fracOff = len(line)
+			for range st.fracLen {
+				line, isDig = append(line, 0), append(isDig, true)
+			}
+		}
+		nums = append(nums, nm)
+	}
+	tail := tp.lits[len(tp.steps)]
+	line = append(line, tail...)
+	for range len(tail) {
+		isDig = append(isDig, false)
+	}
+	if len(line) < 8 {
+		return
+	}
+	// What follows each number is the shape's: a digit, a point or a
+	// letter there, and no line matches (matchDirect's check).
+	for _, nm := range nums {
+		end := nm.intOff + nm.intLen
+		if nm.fracLen > 0 {
+			end = nm.fracOff + nm.fracLen
+		}
+		if end < len(line) && (isDig[end] || isWordChar(line[end]) || line[end] == '.') {
+			return
+		}
+	}
+	var words []layoutWord
+	for off := 0; off < len(line); off += 8 {
+		w := layoutWord{off: min(off, len(line)-8)}
+		for i := range 8 {
+			b := uint64(0xff) << (8 * i)
+			if c := line[w.off+i]; isDig[w.off+i] {
+				w.dig |= b
+				w.digHi |= 0x30 << (8 * i)
+				w.digLow6 |= 0x06 << (8 * i)
+			} else {
+				w.lit |= b
+				w.text |= uint64(c) << (8 * i)
+			}
+		}
+		words = append(words, w)
+	}
+	for i := range nums {
+		nums[i].intAt = digitsAtOf(nums[i].intOff, nums[i].intLen, len(line))
+		if nums[i].fracLen > 0 {
+			nums[i].fracAt = digitsAtOf(nums[i].fracOff, nums[i].fracLen, len(line))
+		}
+	}
+	tp.size, tp.words, tp.nums = len(line), words, nums
 }
 
 // plainByte reports whether c is a printable ASCII byte other than a space.
@@ -408,6 +525,9 @@ func (sh *shapes) match(s string, key uint64) *template {
 // sh.vals as it goes; no hash. It finds what shapeOf would: the text
 // around tp's numbers is the same, so is what precedes and follows each.
 func (sh *shapes) matchDirect(s string, tp *template) bool {
+	if tp.words != nil {
+		return sh.matchLayout(s, tp)
+	}
 	if !tp.fixed {
 		return sh.matchLex(s, tp)
 	}
@@ -507,6 +627,73 @@ func (sh *shapes) matchDirect(s string, tp *template) bool {
 	return s[pos:] == tp.lits[len(steps)]
 }
 
+// matchLayout is matchDirect for a shape with a layout: the line's text
+// is checked eight bytes at a time, then its numbers read eight digits at
+// a time; the value and the class of each are what lexNumber makes.
+func (sh *shapes) matchLayout(s string, tp *template) bool {
+	nums := tp.nums
+	if len(s) != tp.size || len(nums) > len(sh.vals) {
+		return false
+	}
+	const hi4 = 0xf0f0f0f0f0f0f0f0
+	for i := range tp.words {
+		w := &tp.words[i]
+		x := load8(s, w.off)
+		// A digit is 0x30 to 0x39: its high half 3, and still 3 plus 6.
+		// Digits do not carry into the next byte, and a byte that does
+		// (0xfa or more) fails the first test.
+		if x&w.lit != w.text || x&hi4&w.dig != w.digHi || ((x&w.dig)+w.digLow6)&hi4&w.dig != w.digHi {
+			return false
+		}
+	}
+	vals := sh.vals[:len(nums)]
+	for i := range nums {
+		nm := &nums[i]
+		intPart := digits8(s, nm.intAt)
+		m, fracZero := intPart, true
+		var v float64
+		if nm.fracLen > 0 {
+			frac := digits8(s, nm.fracAt)
+			m = m*pow10i[nm.fracLen&15] + frac
+			fracZero = frac == 0
+			v = float64(m) / pow10[nm.fracLen&15]
+		} else {
+			v = float64(m)
+		}
+		cls := nm.base
+		if nm.neg {
+			v = -v
+		}
+		if nm.intLen > 1 && s[nm.intOff] == '0' {
+			cls |= clsLead0
+		}
+		if fracZero {
+			cls |= clsWhole | clsInt64OK
+		}
+		switch {
+		case intPart == 0 && fracZero:
+			cls |= clsZero
+		case intPart >= 1 && !nm.neg:
+			cls |= clsGE1
+		}
+		if cls != nm.cls {
+			return false
+		}
+		vals[i] = v
+	}
+	return true
+}
+
+// digits8 is the value of the digits (one to eight) at a of s: they are
+// loaded at once, moved to the top of the word (the bytes below are
+// leading zeros), and summed in three multiplications.
+func digits8(s string, a digitsAt) uint64 {
+	x := load8(s, int(a.off)) >> (a.shr & 63) << (a.shl & 63)
+	x = (x & 0x0f0f0f0f0f0f0f0f) * 2561 >> 8
+	x = (x & 0x00ff00ff00ff00ff) * 6553601 >> 16
+	return (x & 0x0000ffff0000ffff) * 42949672960001 >> 32
+}
+
 // load8 is the eight bytes of s at i, the first the lowest.
 func load8(s string, i int) uint64 {
 	b := s[i : i+8]
@@ -549,22 +736,29 @@ func (sh *shapes) slotVals() {
 // vals: tp.work, or li for a progress bar (fold filters its metrics in
 // place).
 func (tp *template) fill(li *lineInfo, vals *[maxSlots]float64) *lineInfo {
-	w := &tp.work
 	if tp.li.bar {
 		m := li.metrics[:0]
 		*li = tp.li
 		li.metrics = append(m, tp.li.metrics...)
-		w = li
+		for _, fs := range tp.sets {
+			v := vals[fs.src]
+			if fs.field >= fixedFields {
+				li.metrics[fs.field-fixedFields].value = v
+			} else {
+				li.setField(int(fs.field), v)
+			}
+		}
+		return li
 	}
 	for _, fs := range tp.sets {
-		v := vals[fs.src]
-		if fs.field >= fixedFields {
-			w.metrics[fs.field-fixedFields].value = v
+		v := vals[fs.src&(maxSlots-1)]
+		if fs.i != nil {
+			*fs.i = int64(v) // as setField
 		} else {
-			w.setField(int(fs.field), v)
+			*fs.f = v
 		}
 	}
-	return w
+	return &tp.work
 }
 
 // direct reads a whole raw line from one of the last templates, when it
