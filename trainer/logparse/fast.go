@@ -103,6 +103,7 @@ type layoutNum struct {
 	neg                              bool
 	base, cls                        numClass
 	intAt, fracAt                    digitsAt
+	lead0Below                       uint64 // a value below it has a leading zero: 10^(intLen-1), 0 for one digit
 }
 
 // digitsAt is where digits8 finds n digits in a line of a layout: in the
@@ -253,6 +254,9 @@ func (tp *template) makeLayout() {
 	}
 	for i := range nums {
 		nums[i].intAt = digitsAtOf(nums[i].intOff, nums[i].intLen, len(line))
+		if nums[i].intLen > 1 {
+			nums[i].lead0Below = pow10i[nums[i].intLen-1]
+		}
 		if nums[i].fracLen > 0 {
 			nums[i].fracAt = digitsAtOf(nums[i].fracOff, nums[i].fracLen, len(line))
 		}
@@ -664,16 +668,16 @@ func (sh *shapes) matchLayout(s string, tp *template) bool {
 		if nm.neg {
 			v = -v
 		}
-		if nm.intLen > 1 && s[nm.intOff] == '0' {
-			cls |= clsLead0
+		if intPart < nm.lead0Below {
+			cls |= clsLead0 // intLen digits, the first a 0
 		}
 		if fracZero {
 			cls |= clsWhole | clsInt64OK
+			if intPart == 0 {
+				cls |= clsZero
+			}
 		}
-		switch {
-		case intPart == 0 && fracZero:
-			cls |= clsZero
-		case intPart >= 1 && !nm.neg:
+		if intPart >= 1 && !nm.neg {
 			cls |= clsGE1
 		}
 		if cls != nm.cls {
