@@ -197,8 +197,9 @@ type Parser struct {
 	owners   []int32 // per interned name: the rank its values are read from
 	pending  []int32 // per interned name: a rank that reported it once
 
-	shapes shapes  // learned line shapes (fast.go)
-	slab   []Point // room for the points of the next lines (points)
+	shapes   shapes  // learned line shapes (fast.go)
+	slab     []Point // room for the points of lines (points), used up to slabUsed
+	slabUsed int
 }
 
 // track is where one rank's output stands: its step, epoch, totals, the
@@ -734,15 +735,15 @@ const pointSlab = 32
 // is n, so that what the caller does with it cannot reach another line's
 // points; a caller that keeps it keeps the slab's memory (pointSlab points).
 func (p *Parser) points(n int) []Point {
-	if n > len(p.slab) {
+	if n > len(p.slab)-p.slabUsed {
 		if n > pointSlab/2 {
 			return make([]Point, 0, n)
 		}
-		p.slab = make([]Point, pointSlab)
+		p.slab, p.slabUsed = make([]Point, pointSlab), 0
 	}
-	out := p.slab[:0:n]
-	p.slab = p.slab[n:]
-	return out
+	i := p.slabUsed
+	p.slabUsed += n // an index, not a slice: no write barrier per line
+	return p.slab[i:i:p.slabUsed]
 }
 
 // epochStep places "epoch E step S" (no total): S counts within the epoch
