@@ -104,6 +104,11 @@ type layoutNum struct {
 	base, cls                        numClass
 	intAt, fracAt                    digitsAt
 	lead0Below                       uint64 // a value below it has a leading zero: 10^(intLen-1), 0 for one digit
+	// The digits (as loaded and shifted) of the last line read with this
+	// number in its class, and its value then: seen says they are set.
+	lastInt, lastFrac uint64
+	lastV             float64
+	seen              bool
 }
 
 // digitsAt is where digits8 finds n digits in a line of a layout: in the
@@ -653,11 +658,30 @@ func (sh *shapes) matchLayout(s string, tp *template) bool {
 	vals := sh.vals[:len(nums)]
 	for i := range nums {
 		nm := &nums[i]
-		intPart := digits8(s, nm.intAt)
+		// digits8, by hand: the compiler does not inline it.
+		a := &nm.intAt
+		x := load8(s, int(a.off)) >> (a.shr & 63) << (a.shl & 63)
+		var y uint64
+		if nm.fracLen > 0 {
+			y = load8(s, int(nm.fracAt.off)) >> (nm.fracAt.shr & 63) << (nm.fracAt.shl & 63)
+		}
+		if nm.seen && x == nm.lastInt && y == nm.lastFrac {
+			// The digits of the last line that had this number: its value,
+			// and its class matched.
+			vals[i] = nm.lastV
+			continue
+		}
+		nm.lastInt, nm.lastFrac = x, y
+		x = (x & 0x0f0f0f0f0f0f0f0f) * 2561 >> 8
+		x = (x & 0x00ff00ff00ff00ff) * 6553601 >> 16
+		intPart := (x & 0x0000ffff0000ffff) * 42949672960001 >> 32
 		m, fracZero := intPart, true
 		var v float64
 		if nm.fracLen > 0 {
-			frac := digits8(s, nm.fracAt)
+			x := y
+			x = (x & 0x0f0f0f0f0f0f0f0f) * 2561 >> 8
+			x = (x & 0x00ff00ff00ff00ff) * 6553601 >> 16
+			frac := (x & 0x0000ffff0000ffff) * 42949672960001 >> 32
 			m = m*pow10i[nm.fracLen&15] + frac
 			fracZero = frac == 0
 			v = float64(m) / pow10[nm.fracLen&15]
@@ -681,9 +705,11 @@ func (sh *shapes) matchLayout(s string, tp *template) bool {
 			cls |= clsGE1
 		}
 		if cls != nm.cls {
+			nm.seen = false
 			return false
 		}
 		vals[i] = v
+		nm.lastV, nm.seen = v, true
 	}
 	return true
 }
