@@ -3,6 +3,7 @@ package logparse
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -79,6 +80,27 @@ func TestLayoutUsed(t *testing.T) {
 	} {
 		if p.shapes.matchDirect(l, tp) {
 			t.Errorf("%q: matched", l)
+		}
+	}
+}
+
+// TestAppendSameAsLine parses every testdata log with Line, AppendLine and
+// AppendString (each reusing its slice, as the supervisor does): the same
+// points and progress after every line.
+func TestAppendSameAsLine(t *testing.T) {
+	for _, tc := range allFileCases() {
+		a, b, c := newParser(t, tc.patterns...), newParser(t, tc.patterns...), newParser(t, tc.patterns...)
+		var bp, cp []Point
+		for i, line := range strings.Split(readTestdata(t, tc.file), "\n") {
+			want := a.Line(line)
+			bp = b.AppendLine(bp[:0], []byte(line))
+			cp = c.AppendString(cp[:0], line)
+			if !samePoints(bp, want) || !samePoints(cp, want) {
+				t.Fatalf("%s:%d %q: AppendLine %v, AppendString %v, Line %v", tc.file, i+1, line, bp, cp, want)
+			}
+			if !sameProgress(b.Progress(), a.Progress()) || !sameProgress(c.Progress(), a.Progress()) {
+				t.Fatalf("%s:%d %q: progress differs", tc.file, i+1, line)
+			}
 		}
 	}
 }

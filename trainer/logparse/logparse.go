@@ -399,6 +399,12 @@ func (p *Parser) AppendLine(dst []Point, line []byte) []Point {
 	return p.appendLine(dst, unsafe.String(unsafe.SliceData(line), len(line)))
 }
 
+// AppendString is AppendLine for a line that is a string already: a
+// caller that reuses dst parses without allocating.
+func (p *Parser) AppendString(dst []Point, line string) []Point {
+	return p.appendLine(dst, line)
+}
+
 func (p *Parser) appendLine(out []Point, line string) []Point {
 	p.mu.Lock()
 	defer p.mu.Unlock()
