@@ -45,6 +45,7 @@ type active struct {
 	obs        *fileLock  // the observer lock: one trainbot observes a run at a time
 	adopted    bool       // attached to a run this process did not start
 	parser     *logparse.Parser
+	pts        []logparse.Point // handleLine's points, reused line after line
 	thin       thinner
 	names      map[string]bool // the metrics recorded
 	full       bool            // more metric names than maxMetricNames

@@ -165,7 +165,10 @@ func (a *active) handleLine(at time.Time, text string, fromMetricsFile, replay b
 			}
 		}
 	}
-	pts := a.limitNames(a.parser.Line(text), replay)
+	// The points are this line's only: nothing below keeps the slice
+	// (thin.keep copies them), so the next line reuses it.
+	a.pts = a.parser.AppendString(a.pts[:0], text)
+	pts := a.limitNames(a.pts, replay)
 	if len(pts) == 0 {
 		if a.nanW.watching() {
 			a.observePoints(at, nil, text, replay) // a progress bar may show the NaN loss again
