@@ -72,7 +72,205 @@ type template struct {
 	// fields (see fieldsOf), then the metrics.
 	src       [fixedFields]int8
 	metricSrc []int8
+
+	// Made from the above by compile, for reading lines of the shape:
+	steps []numStep  // per number: the text before it, how it is written
+	fixed bool       // every number's class says how it is written
+	raw   bool       // a whole raw line of the shape is one clean segment
+	sets  []fieldSet // the fields that come from a number
+	work  lineInfo   // li with the numbers of the latest line (fill)
+	// A shape whose numbers have fixed forms of at most eight digits a
+	// part has a layout: every line of it is size bytes long, with its
+	// text, signs and points at the same places (words) and its digits
+	// at the same places too (nums).
+	size  int
+	words []layoutWord
+	nums  []layoutNum
 }
+
+// layoutWord is eight bytes of a layout, at off (the last word of a line
+// overlaps the one before it): lit masks the bytes of text, sign or point,
+// which are text; dig masks the digits.
+type layoutWord struct {
+	off            int
+	lit, text, dig uint64
+	digHi, digLow6 uint64 // 0x30 and 0x06 in the digits' bytes
+}
+
+// layoutNum is where a number of a layout is and what its class is.
+type layoutNum struct {
+	intOff, intLen, fracOff, fracLen int
+	neg                              bool
+	base, cls                        numClass
+	intAt, fracAt                    digitsAt
+	lead0Below                       uint64 // a value below it has a leading zero: 10^(intLen-1), 0 for one digit
+	// The digits (as loaded and shifted) of the last line read with this
+	// number in its class, and its value then: seen says they are set.
+	lastInt, lastFrac uint64
+	lastV             float64
+	seen              bool
+}
+
+// digitsAt is where digits8 finds n digits in a line of a layout: in the
+// eight bytes at off, shifted right by shr bits and left by shl.
+type digitsAt struct{ off, shr, shl uint }
+
+func digitsAtOf(i, n, size int) digitsAt {
+	off := min(i, size-8)
+	return digitsAt{uint(off), uint(8 * (i - off)), uint(8 * (8 - n))}
+}
+
+// numStep is a number of a shape and the text before it. When its class
+// fixes how it is written (no exponent, at most maxNumDigits digits) it is
+// n bytes: '-' when neg, intLen digits and, when fracLen > 0, a point and
+// fracLen digits.
+type numStep struct {
+	lit             string
+	word, mask      uint64   // lit's first eight bytes (load8), and which are lit's
+	cls, base       numClass // base: the bits of cls the digits do not set
+	n               int
+	intLen, fracLen int
+	neg             bool
+}
+
+// fieldSet is a field of lineInfo set from a number of the line: fixed
+// field field when below fixedFields, else metric field-fixedFields; i or
+// f is that field of the template's work.
+type fieldSet struct {
+	field, src int8
+	i          *int64
+	f          *float64
+}
+
+// compile makes steps, sets and work of a learned template.
+func (tp *template) compile() {
+	tp.steps = make([]numStep, len(tp.classes))
+	tp.fixed = true
+	for k, cls := range tp.classes {
+		st := numStep{lit: tp.lits[k], cls: cls, intLen: int(cls & 0xff), fracLen: int(cls >> 8 & 0xff), neg: cls&clsNeg != 0}
+		st.base = numClass(st.intLen) | numClass(st.fracLen)<<8 | cls&clsNeg
+		for i := 0; i < len(st.lit) && i < 8; i++ {
+			st.word |= uint64(st.lit[i]) << (8 * i)
+			st.mask |= 0xff << (8 * i)
+		}
+		if cls&clsExp == 0 && st.intLen > 0 && st.intLen+st.fracLen <= maxNumDigits {
+			st.n = st.intLen
+			if st.fracLen > 0 {
+				st.n += 1 + st.fracLen
+			}
+			if st.neg {
+				st.n++
+			}
+		} else {
+			tp.fixed = false
+		}
+		tp.steps[k] = st
+	}
+	// A raw line that starts and ends as the shape's text does has no
+	// spaces to trim, no rank prefix (which starts with '[' or a digit) and
+	// no control characters: it is the segment parseSegment would read.
+	first, last := tp.lits[0], tp.lits[len(tp.lits)-1]
+	tp.raw = first != "" && plainByte(first[0]) && first[0] != '[' && !isDigit(first[0]) &&
+		(last == "" || plainByte(last[len(last)-1]))
+	tp.work = tp.li
+	tp.work.metrics = append([]kv(nil), tp.li.metrics...)
+	tp.sets = tp.sets[:0]
+	for f, src := range tp.src {
+		if src >= 0 {
+			i, x := tp.work.fixedField(f)
+			tp.sets = append(tp.sets, fieldSet{int8(f), src, i, x})
+		}
+	}
+	for i, src := range tp.metricSrc {
+		if src >= 0 {
+			tp.sets = append(tp.sets, fieldSet{int8(fixedFields + i), src, nil, &tp.work.metrics[i].value})
+		}
+	}
+	tp.makeLayout()
+}
+
+// makeLayout sets size, words and nums when the shape has a layout.
+func (tp *template) makeLayout() {
+	if !tp.fixed {
+		return
+	}
+	var line []byte // the shape's text, with 0 for digits
+	var isDig []bool
+	var nums []layoutNum
+	for _, st := range tp.steps {
+		if st.intLen > 8 || st.fracLen > 8 {
+			return
+		}
+		line = append(line, st.lit...)
+		for range len(st.lit) {
+			isDig = append(isDig, false)
+		}
+		if st.neg {
+			line, isDig = append(line, '-'), append(isDig, false)
+		}
+		nm := layoutNum{intOff: len(line), intLen: st.intLen, fracLen: st.fracLen, neg: st.neg,
+			base: st.base | clsLE1e9, cls: st.cls} // at most eight digits: < 1e9, not a Unix time
+		for range st.intLen {
+			line, isDig = append(line, 0), append(isDig, true)
+		}
+		if st.fracLen > 0 {
+			line, isDig = append(line, '.'), append(isDig, false)
+			nm.fracOff = len(line)
+			for range st.fracLen {
+				line, isDig = append(line, 0), append(isDig, true)
+			}
+		}
+		nums = append(nums, nm)
+	}
+	tail := tp.lits[len(tp.steps)]
+	line = append(line, tail...)
+	for range len(tail) {
+		isDig = append(isDig, false)
+	}
+	if len(line) < 8 {
+		return
+	}
+	// What follows each number is the shape's: a digit, a point or a
+	// letter there, and no line matches (matchDirect's check).
+	for _, nm := range nums {
+		end := nm.intOff + nm.intLen
+		if nm.fracLen > 0 {
+			end = nm.fracOff + nm.fracLen
+		}
+		if end < len(line) && (isDig[end] || isWordChar(line[end]) || line[end] == '.') {
+			return
+		}
+	}
+	var words []layoutWord
+	for off := 0; off < len(line); off += 8 {
+		w := layoutWord{off: min(off, len(line)-8)}
+		for i := range 8 {
+			b := uint64(0xff) << (8 * i)
+			if c := line[w.off+i]; isDig[w.off+i] {
+				w.dig |= b
+				w.digHi |= 0x30 << (8 * i)
+				w.digLow6 |= 0x06 << (8 * i)
+			} else {
+				w.lit |= b
+				w.text |= uint64(c) << (8 * i)
+			}
+		}
+		words = append(words, w)
+	}
+	for i := range nums {
+		nums[i].intAt = digitsAtOf(nums[i].intOff, nums[i].intLen, len(line))
+		if nums[i].intLen > 1 {
+			nums[i].lead0Below = pow10i[nums[i].intLen-1]
+		}
+		if nums[i].fracLen > 0 {
+			nums[i].fracAt = digitsAtOf(nums[i].fracOff, nums[i].fracLen, len(line))
+		}
+	}
+	tp.size, tp.words, tp.nums = len(line), words, nums
+}
+
+// plainByte reports whether c is a printable ASCII byte other than a space.
+func plainByte(c byte) bool { return c > ' ' && c < 0x7f }
 
 // shapes is a parser's learned shapes.
 type shapes struct {
@@ -80,6 +278,7 @@ type shapes struct {
 	templates map[uint64]*template
 	seen      map[uint64]struct{} // shapes seen once
 	slots     []slot
+	vals      [maxSlots]float64 // the numbers of a line read from a template
 	spare     lineInfo
 	noFast    bool         // tests: always scan
 	hits      int          // lines read from a template (tests and benchmarks)
@@ -332,9 +531,208 @@ func (sh *shapes) match(s string, key uint64) *template {
 }
 
 // matchDirect reports whether s has tp's shape, reading its numbers into
-// sh.slots as it goes; no hash. It finds what shapeOf would: the text
+// sh.vals as it goes; no hash. It finds what shapeOf would: the text
 // around tp's numbers is the same, so is what precedes and follows each.
 func (sh *shapes) matchDirect(s string, tp *template) bool {
+	if tp.words != nil {
+		return sh.matchLayout(s, tp)
+	}
+	if !tp.fixed {
+		return sh.matchLex(s, tp)
+	}
+	pos := 0
+	steps := tp.steps
+	if len(steps) > maxSlots {
+		return false
+	}
+	for i := range steps {
+		st := &steps[i]
+		start := pos + len(st.lit)
+		end := start + st.n
+		if end > len(s) {
+			return false
+		}
+		// The text before the number: its first eight bytes at once.
+		if pos+8 <= len(s) {
+			if load8(s, pos)&st.mask != st.word || len(st.lit) > 8 && s[pos+8:start] != st.lit[8:] {
+				return false
+			}
+		} else if s[pos:start] != st.lit {
+			return false
+		}
+		if end < len(s) && (isWordChar(s[end]) || s[end] == '.') {
+			return false // a digit, a point or a letter after it: another number
+		}
+		// The number, as lexNumber reads it.
+		b := s[start:end]
+		j := 0
+		if st.neg {
+			if b[0] != '-' {
+				return false
+			}
+			j = 1
+		}
+		lead := b[j]
+		var m uint64
+		for e := j + st.intLen; j < e; j++ {
+			d := b[j] - '0'
+			if d > 9 {
+				return false
+			}
+			m = m*10 + uint64(d)
+		}
+		intPart, fracZero := m, true
+		var v float64
+		if st.fracLen > 0 {
+			if b[j] != '.' {
+				return false
+			}
+			var frac uint64
+			for j++; j < len(b); j++ {
+				d := b[j] - '0'
+				if d > 9 {
+					return false
+				}
+				frac = frac*10 + uint64(d)
+			}
+			m = m*pow10i[st.fracLen] + frac
+			fracZero = frac == 0
+			v = float64(m) / pow10[st.fracLen]
+		} else {
+			v = float64(m)
+		}
+		cls := st.base
+		if st.neg {
+			v = -v
+		}
+		if st.intLen > 1 && lead == '0' {
+			cls |= clsLead0
+		}
+		if fracZero {
+			cls |= clsWhole | clsInt64OK
+		}
+		switch {
+		case intPart == 0 && fracZero:
+			cls |= clsZero
+		case intPart >= 1 && !st.neg:
+			cls |= clsGE1
+		}
+		if st.intLen < 10 {
+			cls |= clsLE1e9 // and not clsUnix: intPart < 1e9
+		} else {
+			if st.neg || intPart < 1e9 || intPart == 1e9 && fracZero {
+				cls |= clsLE1e9
+			}
+			if !st.neg && (intPart >= 1e9 && intPart < 1e10 || intPart >= 1e12 && intPart < 1e13) {
+				cls |= clsUnix
+			}
+		}
+		if cls != st.cls {
+			return false
+		}
+		sh.vals[i] = v
+		pos = end
+	}
+	return s[pos:] == tp.lits[len(steps)]
+}
+
+// matchLayout is matchDirect for a shape with a layout: the line's text
+// is checked eight bytes at a time, then its numbers read eight digits at
+// a time; the value and the class of each are what lexNumber makes.
+func (sh *shapes) matchLayout(s string, tp *template) bool {
+	nums := tp.nums
+	if len(s) != tp.size || len(nums) > len(sh.vals) {
+		return false
+	}
+	const hi4 = 0xf0f0f0f0f0f0f0f0
+	for i := range tp.words {
+		w := &tp.words[i]
+		x := load8(s, w.off)
+		// A digit is 0x30 to 0x39: its high half 3, and still 3 plus 6.
+		// Digits do not carry into the next byte, and a byte that does
+		// (0xfa or more) fails the first test.
+		if x&w.lit != w.text || x&hi4&w.dig != w.digHi || ((x&w.dig)+w.digLow6)&hi4&w.dig != w.digHi {
+			return false
+		}
+	}
+	vals := sh.vals[:len(nums)]
+	for i := range nums {
+		nm := &nums[i]
+		// digits8, by hand: the compiler does not inline it.
+		a := &nm.intAt
+		x := load8(s, int(a.off)) >> (a.shr & 63) << (a.shl & 63)
+		var y uint64
+		if nm.fracLen > 0 {
+			y = load8(s, int(nm.fracAt.off)) >> (nm.fracAt.shr & 63) << (nm.fracAt.shl & 63)
+		}
+		if nm.seen && x == nm.lastInt && y == nm.lastFrac {
+			// The digits of the last line that had this number: its value,
+			// and its class matched.
+			vals[i] = nm.lastV
+			continue
+		}
+		nm.lastInt, nm.lastFrac = x, y
+		x = (x & 0x0f0f0f0f0f0f0f0f) * 2561 >> 8
+		x = (x & 0x00ff00ff00ff00ff) * 6553601 >> 16
+		intPart := (x & 0x0000ffff0000ffff) * 42949672960001 >> 32
+		m, fracZero := intPart, true
+		var v float64
+		if nm.fracLen > 0 {
+			x := y
+			x = (x & 0x0f0f0f0f0f0f0f0f) * 2561 >> 8
+			x = (x & 0x00ff00ff00ff00ff) * 6553601 >> 16
+			frac := (x & 0x0000ffff0000ffff) * 42949672960001 >> 32
+			m = m*pow10i[nm.fracLen&15] + frac
+			fracZero = frac == 0
+			v = float64(m) / pow10[nm.fracLen&15]
+		} else {
+			v = float64(m)
+		}
+		cls := nm.base
+		if nm.neg {
+			v = -v
+		}
+		if intPart < nm.lead0Below {
+			cls |= clsLead0 // intLen digits, the first a 0
+		}
+		if fracZero {
+			cls |= clsWhole | clsInt64OK
+			if intPart == 0 {
+				cls |= clsZero
+			}
+		}
+		if intPart >= 1 && !nm.neg {
+			cls |= clsGE1
+		}
+		if cls != nm.cls {
+			nm.seen = false
+			return false
+		}
+		vals[i] = v
+		nm.lastV, nm.seen = v, true
+	}
+	return true
+}
+
+// digits8 is the value of the digits (one to eight) at a of s: they are
+// loaded at once, moved to the top of the word (the bytes below are
+// leading zeros), and summed in three multiplications.
+func digits8(s string, a digitsAt) uint64 {
+	x := load8(s, int(a.off)) >> (a.shr & 63) << (a.shl & 63)
+	x = (x & 0x0f0f0f0f0f0f0f0f) * 2561 >> 8
+	x = (x & 0x00ff00ff00ff00ff) * 6553601 >> 16
+	return (x & 0x0000ffff0000ffff) * 42949672960001 >> 32
+}
+
+// load8 is the eight bytes of s at i, the first the lowest.
+func load8(s string, i int) uint64 {
+	b := s[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// matchLex is matchDirect for shapes with numbers lexNumber must read.
+func (sh *shapes) matchLex(s string, tp *template) bool {
 	slots := sh.slots[:0]
 	pos := 0
 	for k, lit := range tp.lits[:len(tp.classes)] {
@@ -353,74 +751,114 @@ func (sh *shapes) matchDirect(s string, tp *template) bool {
 		pos = end
 	}
 	sh.slots = slots
+	sh.slotVals()
 	return s[pos:] == tp.lits[len(tp.classes)]
 }
 
-// fill sets li from a template and the numbers of a line of its shape.
-func (tp *template) fill(li *lineInfo, slots []slot) {
-	m := li.metrics[:0]
-	*li = tp.li
-	li.metrics = append(m, tp.li.metrics...)
-	for f, src := range tp.src {
-		if src >= 0 {
-			li.setField(f, slots[src].v)
-		}
-	}
-	for i, src := range tp.metricSrc {
-		if src >= 0 {
-			li.metrics[i].value = slots[src].v
-		}
+// slotVals copies the values of sh.slots to sh.vals.
+func (sh *shapes) slotVals() {
+	for i, sl := range sh.slots[:min(len(sh.slots), maxSlots)] {
+		sh.vals[i] = sl.v
 	}
 }
 
-// scanLine fills li for s, from a template when s's shape has one, else by
-// scan, learning the shape when it is seen the second time.
-func (p *Parser) scanLine(li *lineInfo, s string, t *track) {
+// fill returns the lineInfo of a line of tp's shape whose numbers are
+// vals: tp.work, or li for a progress bar (fold filters its metrics in
+// place).
+func (tp *template) fill(li *lineInfo, vals *[maxSlots]float64) *lineInfo {
+	if tp.li.bar {
+		m := li.metrics[:0]
+		*li = tp.li
+		li.metrics = append(m, tp.li.metrics...)
+		for _, fs := range tp.sets {
+			v := vals[fs.src]
+			if fs.field >= fixedFields {
+				li.metrics[fs.field-fixedFields].value = v
+			} else {
+				li.setField(int(fs.field), v)
+			}
+		}
+		return li
+	}
+	for _, fs := range tp.sets {
+		v := vals[fs.src&(maxSlots-1)]
+		if fs.i != nil {
+			*fs.i = int64(v) // as setField
+		} else {
+			*fs.f = v
+		}
+	}
+	return &tp.work
+}
+
+// direct reads a whole raw line from one of the last templates, when it
+// has the shape of one that raw lines can have: the line is then the one
+// clean segment of rank 0 that scanLine would read from it. It returns nil
+// when the line is not read so.
+func (sh *shapes) direct(li *lineInfo, s string, t *track) *lineInfo {
+	if sh.off || sh.noFast || !neutral(t) {
+		return nil
+	}
+	for i, tp := range sh.recent {
+		if tp != nil && tp.raw && sh.matchDirect(s, tp) {
+			sh.recent[0], sh.recent[i] = tp, sh.recent[0]
+			sh.hits++
+			return tp.fill(li, &sh.vals)
+		}
+	}
+	return nil
+}
+
+// scanLine returns what s says: from a template when s's shape has one,
+// else scanned into li, learning the shape when it is seen the second
+// time. rawTried says s is a raw line direct did not read: the templates
+// it tried need not be tried again.
+func (p *Parser) scanLine(li *lineInfo, s string, t *track, rawTried bool) *lineInfo {
 	sh := &p.shapes
 	if sh.off || sh.noFast || !neutral(t) {
 		li.reset()
 		p.scan(li, s, t)
-		return
+		return li
 	}
 	for i, tp := range sh.recent {
-		if tp != nil && sh.matchDirect(s, tp) {
+		if tp != nil && !(rawTried && tp.raw) && sh.matchDirect(s, tp) {
 			sh.recent[0], sh.recent[i] = tp, sh.recent[0]
-			tp.fill(li, sh.slots)
 			sh.hits++
-			return
+			return tp.fill(li, &sh.vals)
 		}
 	}
 	key, ok := sh.shapeOf(s)
 	li.reset()
 	if !ok {
 		p.scan(li, s, t)
-		return
+		return li
 	}
 	if tp := sh.match(s, key); tp != nil {
 		sh.recent[0], sh.recent[1] = tp, sh.recent[0]
-		tp.fill(li, sh.slots)
 		sh.hits++
-		return
+		sh.slotVals()
+		return tp.fill(li, &sh.vals)
 	}
 	p.scan(li, s, t)
 	if !neutral(t) {
-		return
+		return li
 	}
 	if _, known := sh.templates[key]; known {
-		return // a shape that failed to learn, or a hash collision
+		return li // a shape that failed to learn, or a hash collision
 	}
 	if _, again := sh.seen[key]; !again {
 		if sh.seen == nil || len(sh.seen) >= maxTemplates {
 			sh.seen = make(map[uint64]struct{})
 		}
 		sh.seen[key] = struct{}{}
-		return
+		return li
 	}
 	delete(sh.seen, key)
 	if sh.templates == nil || len(sh.templates) >= maxTemplates {
 		sh.templates = make(map[uint64]*template)
 	}
 	sh.templates[key] = p.learn(li, s)
+	return li
 }
 
 // learn builds the template of s's shape from li, what scan made of s:
@@ -483,6 +921,7 @@ func (p *Parser) learn(li *lineInfo, s string) *template {
 	}
 	copy(tp.src[:], srcs)
 	copy(tp.metricSrc, srcs[fixedFields:])
+	tp.compile()
 	tp.ok = true
 	return tp
 }

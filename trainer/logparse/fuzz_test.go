@@ -268,3 +268,37 @@ func FuzzHasControl(f *testing.F) {
 		}
 	})
 }
+
+// TestFastPathRawLines holds the fast path's reading of whole raw lines
+// (shapes.direct) to scan on lines that are almost a learned shape's: with
+// spaces around, a rank prefix, a control character, a longer number, a
+// number run on into a word or a point.
+func TestFastPathRawLines(t *testing.T) {
+	shape := "Epoch [1/10], Step [100/600], Loss: 0.2300"
+	for _, l := range []string{
+		" " + shape, shape + " ", "\t" + shape, shape + "\t", "\u00a0" + shape, shape + "\u00a0", shape + "\r",
+		"[rank1]: " + shape, "[1,0]<stdout>: " + shape, "0: " + shape, shape + "\x1b[0m",
+		"Epoch [1/10], Step [1000/600], Loss: 0.2300", "Epoch [1/10], Step [100/600], Loss: 0.23001",
+		"Epoch [1/10], Step [100/600], Loss: 0.2300x", "Epoch [1/10], Step [100/600], Loss: 0.2300.",
+		"Epoch [1/10], Step [100/600], Loss: 1.2300", "Epoch [1/10], Step [100/600], Loss: -0.2300",
+		"Epoch [1/10], Step [100/600], Loss: 0.2300e3", "Epoch [01/10], Step [100/600], Loss: 0.2300",
+		"Epoch [1/10], Step [100/600], Loss: 0.0000", "Epoch [1/10], Step [100/600], Loss: 0.230",
+		"Epoch [1/10], Step [100/600], Loss: 0.2300 ", "Epoch [1/10], Step [100/600], Loss: ",
+		"Epoch [1/10], Step [100/600]", "Epoch [1/10], Step [1a0/600], Loss: 0.2300",
+		"Epoch [1/10], Step [100/600], Loss: 1234567890.2300", "Epoch [1/10], Step [100/600], Loss: 9999999999",
+		"loss: 1", "loss: 12", "  loss: 12", "loss: 1000000000", "loss: 1000000001", "loss: 1700000000",
+		"loss: -1700000000", "loss: 1000000000.5", "loss: 0999999999", "x 1.5 y -2 z 3.25e-2",
+	} {
+		var s strings.Builder
+		for range 3 {
+			s.WriteString(shape + "\n" + l + "\n")
+		}
+		differential(t, s.String())
+		differential(t, strings.Repeat(l+"\n", 4)+shape)
+	}
+	// Shapes learned from what follows a rank prefix, which a raw line can
+	// have too: "[rank1]: loss 0.7" is rank 1's, " loss 0.7" is "loss 0.7".
+	differential(t, strings.Repeat("[rank0]: [rank1]: loss 0.5\n", 3)+strings.Repeat("[rank1]: loss 0.7\n", 3))
+	differential(t, "1: a\n0: a\n1: a\n0: a\n1: a\n0: a\n"+strings.Repeat("0:  loss 0.5\n", 3)+strings.Repeat(" loss 0.7\n", 3)+
+		strings.Repeat("1: loss 0.5 \u00a0\n", 3)+strings.Repeat("loss 0.7 \u00a0\n", 3))
+}

@@ -197,7 +197,9 @@ type Parser struct {
 	owners   []int32 // per interned name: the rank its values are read from
 	pending  []int32 // per interned name: a rank that reported it once
 
-	shapes shapes // learned line shapes (fast.go)
+	shapes   shapes  // learned line shapes (fast.go)
+	slab     []Point // room for the points of lines (points), used up to slabUsed
+	slabUsed int
 }
 
 // track is where one rank's output stands: its step, epoch, totals, the
@@ -397,16 +399,26 @@ func (p *Parser) AppendLine(dst []Point, line []byte) []Point {
 	return p.appendLine(dst, unsafe.String(unsafe.SliceData(line), len(line)))
 }
 
+// AppendString is AppendLine for a line that is a string already: a
+// caller that reuses dst parses without allocating.
+func (p *Parser) AppendString(dst []Point, line string) []Point {
+	return p.appendLine(dst, line)
+}
+
 func (p *Parser) appendLine(out []Point, line string) []Point {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(line) > MaxLineLen {
 		line = line[:MaxLineLen]
 	}
+	if li := p.shapes.direct(&p.li, line, &p.track); li != nil {
+		return p.fold(&p.track, 0, li, out)
+	}
 	if !hasControl(line) {
 		// One segment, with no control characters to strip ('\r' and '\n'
 		// are control characters): one pass over the line instead of four.
-		return p.parseSegment(strings.TrimSpace(line), out)
+		s := strings.TrimSpace(line)
+		return p.parseSegment(s, out, len(s) == len(line))
 	}
 	if strings.IndexByte(line, '\r') < 0 && strings.IndexByte(line, '\n') < 0 {
 		return p.segment(line, out)
@@ -424,11 +436,12 @@ func (p *Parser) appendLine(out []Point, line string) []Point {
 
 // segment parses one segment and appends its points to out.
 func (p *Parser) segment(raw string, out []Point) []Point {
-	return p.parseSegment(cleanSegment(raw), out)
+	return p.parseSegment(cleanSegment(raw), out, false)
 }
 
-// parseSegment parses a segment already cleaned and trimmed.
-func (p *Parser) parseSegment(s string, out []Point) []Point {
+// parseSegment parses a segment already cleaned and trimmed; whole says
+// it is the whole raw line, which shapes.direct has tried.
+func (p *Parser) parseSegment(s string, out []Point, whole bool) []Point {
 	if s == "" {
 		return out
 	}
@@ -437,13 +450,12 @@ func (p *Parser) parseSegment(s string, out []Point) []Point {
 		if t = p.rankTrack(r); t == nil {
 			return out // more ranks than are followed
 		}
-		rank, s = r, rest
+		rank, s, whole = r, rest, false
 		if s == "" {
 			return out
 		}
 	}
-	li := &p.li
-	p.scanLine(li, s, t) // resets li
+	li := p.scanLine(&p.li, s, t, whole)
 	return p.fold(t, rank, li, out)
 }
 
@@ -707,7 +719,7 @@ func (p *Parser) fold(t *track, rank int32, li *lineInfo, out []Point) []Point {
 		epoch = t.epoch
 	}
 	if out == nil {
-		out = make([]Point, 0, len(metrics))
+		out = p.points(len(metrics))
 	}
 	for _, m := range metrics {
 		name := m.name
@@ -719,6 +731,25 @@ func (p *Parser) fold(t *track, rank int32, li *lineInfo, out []Point) []Point {
 		out = append(out, Point{Step: t.step, Epoch: epoch, Name: name, Value: m.value})
 	}
 	return out
+}
+
+// pointSlab is how many points Line's results are cut from at a time.
+const pointSlab = 32
+
+// points returns an empty slice with room for n points, for Line to
+// return: cut from p.slab, which saves an allocation per line. Its capacity
+// is n, so that what the caller does with it cannot reach another line's
+// points; a caller that keeps it keeps the slab's memory (pointSlab points).
+func (p *Parser) points(n int) []Point {
+	if n > len(p.slab)-p.slabUsed {
+		if n > pointSlab/2 {
+			return make([]Point, 0, n)
+		}
+		p.slab, p.slabUsed = make([]Point, pointSlab), 0
+	}
+	i := p.slabUsed
+	p.slabUsed += n // an index, not a slice: no write barrier per line
+	return p.slab[i:i:p.slabUsed]
 }
 
 // epochStep places "epoch E step S" (no total): S counts within the epoch
@@ -847,6 +878,11 @@ func (t *track) counter(li *lineInfo) bool {
 const maxStep = 1 << 53
 
 func satMul(a, b int64) int64 {
+	if uint64(a)|uint64(b) < 1<<31 {
+		// No overflow, and for a, b > 0, a > maxStep/b is a*b > maxStep:
+		// the same without a division.
+		return min(a*b, maxStep)
+	}
 	if a == 0 || b == 0 {
 		return 0
 	}

@@ -1,0 +1,106 @@
+package logparse
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestDigits8 reads every length of digits at every place of a line,
+// the last eight bytes included (where digits8 loads before them).
+func TestDigits8(t *testing.T) {
+	line := "x=12345678;y=90123456.0"
+	for i := range len(line) {
+		for n := 1; n <= 8 && i+n <= len(line); n++ {
+			d := line[i : i+n]
+			want, err := strconv.ParseUint(d, 10, 64)
+			if err != nil {
+				continue
+			}
+			if got := digits8(line, digitsAtOf(i, n, len(line))); got != want {
+				t.Errorf("digits8 of %q at %d: %d, want %d", d, i, got, want)
+			}
+		}
+	}
+	for _, d := range []string{"0", "00000000", "99999999", "10000000", "09", "1"} {
+		s := "ab" + d + "cdefgh"
+		want, _ := strconv.ParseUint(d, 10, 64)
+		if got := digits8(s, digitsAtOf(2, len(d), len(s))); got != want {
+			t.Errorf("digits8 of %q: %d, want %d", d, got, want)
+		}
+	}
+}
+
+// TestSatMul holds satMul's fast case to the division it replaces.
+func TestSatMul(t *testing.T) {
+	slow := func(a, b int64) int64 {
+		if a == 0 || b == 0 {
+			return 0
+		}
+		if a > maxStep/b {
+			return maxStep
+		}
+		return a * b
+	}
+	vals := []int64{0, 1, 2, 3, 9, 10, 600, 20000, 1<<26 - 1, 1 << 26, 1<<27 + 1, 94906265, 94906266, 1<<31 - 1, 1 << 31, 1 << 40, maxStep - 1, maxStep, math.MaxInt64, -1, -20000, math.MinInt64}
+	for _, a := range vals {
+		for _, b := range vals {
+			if got, want := satMul(a, b), slow(a, b); got != want {
+				t.Errorf("satMul(%d, %d) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}
+
+// TestLayoutUsed checks that the classic line's shape is read by its
+// layout, and that lines of its length that are not of it are not.
+func TestLayoutUsed(t *testing.T) {
+	p := &Parser{}
+	for range 3 {
+		p.Line("Epoch [1/10], Step [100/600], Loss: 0.2300")
+	}
+	tp := p.shapes.recent[0]
+	if tp == nil || tp.words == nil || !tp.raw {
+		t.Fatalf("classic line: template %+v, want a raw one with a layout", tp)
+	}
+	for _, l := range []string{
+		"Epoch [1/10], Step [100/600], Loss: 0.2301", "Epoch [2/10], Step [999/600], Loss: 0.9999",
+	} {
+		if !p.shapes.matchDirect(l, tp) {
+			t.Errorf("%q: not matched", l)
+		}
+	}
+	for _, l := range []string{
+		"Epoch [1/10], Step [100/600], Loss: 1.2300", "Epoch [1/10], Step [100/600], Loss: 0,2300",
+		"Epoch [1/10], Step [1x0/600], Loss: 0.2300", "Epoch [1/10], Step [100/600], Loss: 0.230\xff",
+		"Epoch [1/10], Step [100/600], Loss: 0.230:", "Epoch [1/10], Step [100/600], Loss: 0.230/",
+		"Epoch [1/10], Step [100/600], Loss: 0.23000", "Epoch [1/10], Step [100/600], loss: 0.2300",
+		"Epoch [0/10], Step [100/600], Loss: 0.2300", "Epoch [1/10], Step [100/600], Loss: 0.0000", "Epoch [1/01], Step [100/600], Loss: 0.2300",
+	} {
+		if p.shapes.matchDirect(l, tp) {
+			t.Errorf("%q: matched", l)
+		}
+	}
+}
+
+// TestAppendSameAsLine parses every testdata log with Line, AppendLine and
+// AppendString (each reusing its slice, as the supervisor does): the same
+// points and progress after every line.
+func TestAppendSameAsLine(t *testing.T) {
+	for _, tc := range allFileCases() {
+		a, b, c := newParser(t, tc.patterns...), newParser(t, tc.patterns...), newParser(t, tc.patterns...)
+		var bp, cp []Point
+		for i, line := range strings.Split(readTestdata(t, tc.file), "\n") {
+			want := a.Line(line)
+			bp = b.AppendLine(bp[:0], []byte(line))
+			cp = c.AppendString(cp[:0], line)
+			if !samePoints(bp, want) || !samePoints(cp, want) {
+				t.Fatalf("%s:%d %q: AppendLine %v, AppendString %v, Line %v", tc.file, i+1, line, bp, cp, want)
+			}
+			if !sameProgress(b.Progress(), a.Progress()) || !sameProgress(c.Progress(), a.Progress()) {
+				t.Fatalf("%s:%d %q: progress differs", tc.file, i+1, line)
+			}
+		}
+	}
+}
