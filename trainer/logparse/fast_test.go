@@ -104,3 +104,29 @@ func TestAppendSameAsLine(t *testing.T) {
 		}
 	}
 }
+
+// AppendLine keeps nothing of its line: the supervisor parses out of the
+// log tail's buffer, which the next read overwrites. Names (the metrics
+// map's keys downstream) and the progress must not change when the bytes
+// they came from do.
+func TestAppendLineKeepsNothingOfItsBuffer(t *testing.T) {
+	for _, tc := range allFileCases() {
+		a, b := newParser(t, tc.patterns...), newParser(t, tc.patterns...)
+		var want, got []Point
+		buf := make([]byte, 0, 1<<16)
+		for _, line := range strings.Split(readTestdata(t, tc.file), "\n") {
+			want = append(want, a.Line(line)...)
+			buf = append(buf[:0], line...)
+			got = b.AppendLine(got, buf)
+			for i := range buf {
+				buf[i] = 'X' // the next read
+			}
+		}
+		if !samePoints(got, want) {
+			t.Errorf("%s: %d points from an overwritten buffer differ from Line's %d", tc.file, len(got), len(want))
+		}
+		if !sameProgress(b.Progress(), a.Progress()) {
+			t.Errorf("%s: the progress differs once the buffer was overwritten", tc.file)
+		}
+	}
+}
