@@ -314,13 +314,20 @@ func (s *Store) ThinPoints(runID int64, name string, width int64) {
 	}
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
+	s.queueThinLocked(runID, name, width, s.queued)
+}
+
+// queueThinLocked queues a thinning due once after points were taken for
+// writing, merged into one of the same metric still queued (the wider,
+// the later). Call with s.pmu held.
+func (s *Store) queueThinLocked(runID int64, name string, width, after int64) {
 	for i := range s.thins {
 		if th := &s.thins[i]; th.run == runID && th.name == name {
-			th.width, th.after = max(th.width, width), s.queued
+			th.width, th.after = max(th.width, width), max(th.after, after)
 			return
 		}
 	}
-	s.thins = append(s.thins, pendingThin{run: runID, name: name, width: width, after: s.queued})
+	s.thins = append(s.thins, pendingThin{run: runID, name: name, width: width, after: after})
 }
 
 // writeBatch writes a batch of points and offsets, and does the thinnings
@@ -352,14 +359,16 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin, yield bool
 		ids[i] = id
 	}
 	widths := map[[2]int64]int64{} // the thinnings by (run, name id): merged, the widest
+	thinNames := map[[2]int64]string{}
 	for _, th := range thins {
 		id, err := s.nameID(ctx, th.name)
 		if err != nil {
 			return nil, err
 		}
 		k := [2]int64{th.run, id}
-		widths[k] = max(widths[k], th.width)
+		widths[k], thinNames[k] = max(widths[k], th.width), th.name
 	}
+	var unfinished []pendingThin // thinnings whose deletes yielded: again with the next batch
 	var stop func() bool
 	if yield {
 		// Counted from before the transaction: a write that came while
@@ -368,35 +377,71 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin, yield bool
 		waits := s.w.Stats().WaitCount
 		stop = func() bool { return s.w.Stats().WaitCount > waits || s.flushing.Load() > 0 }
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	if batch, ids, err = mergeSources(ctx, tx, batch, ids); err != nil {
-		return nil, err
-	}
 	// The seqs in arrival order, then the thinnings (which may drop points
-	// of the batch): what stays is written with the seq it had.
-	seqs := make([]int64, len(batch))
-	for i := range batch {
-		if batch[i].seq == 0 {
-			s.seq++
-			batch[i].seq = s.seq
+	// of the batch): what stays is written with the seq it had. A thinning
+	// is decided before the transaction, over the rows the read pool sees
+	// (only this writer changes a run's points), so that the write lock is
+	// held for its deletes alone, which yield as the inserts do; a batch
+	// whose sources are merged (mergeSources deletes rows) decides in the
+	// transaction, after the merge.
+	var seqs []int64
+	var drop []bool
+	dels := map[[2]int64][][2]int64{}
+	plan := func(q querier) error {
+		seqs = make([]int64, len(batch))
+		for i := range batch {
+			if batch[i].seq == 0 {
+				s.seq++
+				batch[i].seq = s.seq
+			}
+			seqs[i] = batch[i].seq
 		}
-		seqs[i] = batch[i].seq
-	}
-	if len(widths) > 0 {
+		if len(widths) == 0 {
+			return nil
+		}
 		idx := map[[2]int64][]int{}
 		for i, pp := range batch {
 			if k := [2]int64{pp.run, ids[i]}; widths[k] > 0 {
 				idx[k] = append(idx[k], i)
 			}
 		}
-		drop := make([]bool, len(batch))
+		drop = make([]bool, len(batch))
 		for k, w := range widths {
-			if err := thinInTx(ctx, tx, k[0], k[1], w, batch, seqs, idx[k], drop); err != nil {
+			del, err := thinPlan(ctx, q, k[0], k[1], w, batch, seqs, idx[k], drop)
+			if err != nil {
+				return fmt.Errorf("thin metric points: %w", err)
+			}
+			dels[k] = del
+		}
+		return nil
+	}
+	merge := needsMerge(batch)
+	if !merge {
+		if err := plan(s.r); err != nil {
+			return nil, err
+		}
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if merge {
+		if batch, ids, err = mergeSources(ctx, tx, batch, ids); err != nil {
+			return nil, err
+		}
+		if err := plan(tx); err != nil {
+			return nil, err
+		}
+	}
+	if len(widths) > 0 {
+		for k, del := range dels {
+			done, err := deleteRows(ctx, tx, k[0], k[1], del, stop)
+			if err != nil {
 				return nil, fmt.Errorf("thin metric points: %w", err)
+			}
+			if done < len(del) {
+				unfinished = append(unfinished, pendingThin{run: k[0], name: thinNames[k], width: widths[k]})
 			}
 		}
 		keep := 0
@@ -476,6 +521,16 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin, yield bool
 	if err = tx.Commit(); err != nil {
 		return nil, err
 	}
+	if len(unfinished) > 0 {
+		// What they did is committed (rows the rule drops, deleted); the
+		// rest of each is done by the same rule over what is stored then,
+		// which keeps the same rows.
+		s.pmu.Lock()
+		for _, th := range unfinished {
+			s.queueThinLocked(th.run, th.name, th.width, s.taken)
+		}
+		s.pmu.Unlock()
+	}
 	return rest, nil
 }
 
@@ -530,7 +585,7 @@ type pointKey struct{ run, name, step int64 }
 // where an event file's point of its step is stored or in the batch.
 // Output points of metrics without event files cost nothing here.
 func mergeSources(ctx context.Context, tx *sql.Tx, batch []pendingPoint, ids []int64) ([]pendingPoint, []int64, error) {
-	if !slices.ContainsFunc(batch, func(pp pendingPoint) bool { return pp.src != trainer.SourceOutput }) {
+	if !needsMerge(batch) {
 		return batch, ids, nil
 	}
 	events := map[pointKey]bool{}
@@ -577,6 +632,12 @@ func mergeSources(ctx context.Context, tx *sql.Tx, batch []pendingPoint, ids []i
 		}
 	}
 	return keepP, keepIDs, nil
+}
+
+// needsMerge reports whether a batch holds points of another source than
+// the output (mergeSources has work).
+func needsMerge(batch []pendingPoint) bool {
+	return slices.ContainsFunc(batch, func(pp pendingPoint) bool { return pp.src != trainer.SourceOutput })
 }
 
 // nameID returns the id of a metric name, creating it.

@@ -100,15 +100,22 @@ func byStepSeq(a, b thinRow) int {
 	return cmp.Or(cmp.Compare(a.step, b.step), cmp.Compare(a.seq, b.seq))
 }
 
-// thinInTx thins one metric of a run to width, in the batch's transaction:
-// the rows stored and the batch's points of the metric (batch[i] for i in
-// idx, whose seqs are seqs[i]) together. It returns the batch's points
-// that are not to be written (drop[i]) after deleting the stored rows that
-// thinning drops.
-func thinInTx(ctx context.Context, tx *sql.Tx, run, nameID, width int64, batch []pendingPoint, seqs []int64, idx []int, drop []bool) error {
-	rows, err := storedRows(ctx, tx, run, nameID)
+// querier is what storedRows reads through: the read pool (outside the
+// write transaction, which then holds the write lock only to delete) or
+// the transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// thinPlan decides the thinning of one metric of a run to width: over the
+// rows stored (read through q) and the batch's points of the metric
+// (batch[i] for i in idx, whose seqs are seqs[i]) together. It marks the
+// batch's points not to write (drop[i]) and returns the keys of the stored
+// rows to delete (deleteRows).
+func thinPlan(ctx context.Context, q querier, run, nameID, width int64, batch []pendingPoint, seqs []int64, idx []int, drop []bool) ([][2]int64, error) {
+	rows, err := storedRows(ctx, q, run, nameID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, i := range idx {
 		rows = append(rows, thinRow{step: batch[i].p.Step, seq: seqs[i], value: batch[i].p.Value, batch: i})
@@ -122,13 +129,13 @@ func thinInTx(ctx context.Context, tx *sql.Tx, run, nameID, width int64, batch [
 			del = append(del, [2]int64{r.step, r.seq})
 		}
 	}
-	return deleteRows(ctx, tx, run, nameID, del)
+	return del, nil
 }
 
 // storedRows reads a metric's stored rows in (step, seq) order (the
 // table's key order: no sort).
-func storedRows(ctx context.Context, tx *sql.Tx, run, nameID int64) ([]thinRow, error) {
-	rs, err := tx.QueryContext(ctx, `SELECT step, seq, value FROM metrics WHERE run_id = ? AND name_id = ? ORDER BY step, seq`, run, nameID)
+func storedRows(ctx context.Context, q querier, run, nameID int64) ([]thinRow, error) {
+	rs, err := q.QueryContext(ctx, `SELECT step, seq, value FROM metrics WHERE run_id = ? AND name_id = ? ORDER BY step, seq`, run, nameID)
 	if err != nil {
 		return nil, fmt.Errorf("read points to thin: %w", err)
 	}
@@ -152,10 +159,12 @@ func storedRows(ctx context.Context, tx *sql.Tx, run, nameID int64) ([]thinRow, 
 // rowsPerDelete is how many (step, seq) keys one DELETE carries.
 const rowsPerDelete = 200
 
-// deleteRows deletes a metric's rows by key, many per statement.
-func deleteRows(ctx context.Context, tx *sql.Tx, run, nameID int64, keys [][2]int64) error {
+// deleteRows deletes a metric's rows by key, many per statement, until
+// stop (nil: never) says so between two statements; done is how many keys
+// it deleted.
+func deleteRows(ctx context.Context, tx *sql.Tx, run, nameID int64, keys [][2]int64, stop func() bool) (done int, err error) {
 	args := make([]any, 0, 2+2*rowsPerDelete)
-	_, err := execInChunks(ctx, tx, len(keys), rowsPerDelete, deleteMetrics, nil, func(start, end int) []any {
+	done, err = execInChunks(ctx, tx, len(keys), rowsPerDelete, deleteMetrics, stop, func(start, end int) []any {
 		args = append(args[:0], run, nameID)
 		for _, k := range keys[start:end] {
 			args = append(args, k[0], k[1])
@@ -163,9 +172,9 @@ func deleteRows(ctx context.Context, tx *sql.Tx, run, nameID int64, keys [][2]in
 		return args
 	})
 	if err != nil {
-		return fmt.Errorf("delete thinned points: %w", err)
+		return done, fmt.Errorf("delete thinned points: %w", err)
 	}
-	return nil
+	return done, nil
 }
 
 func deleteMetrics(rows int) string {

@@ -286,6 +286,53 @@ func TestACutBatchStoresWhatAWholeOneDoes(t *testing.T) {
 	}
 }
 
+// A thinning whose deletes the writer cut short (another write waited for
+// the connection) keeps what it deleted and finishes with a later batch:
+// the rows stored in the end are the thinning's, and the waiting write got
+// the connection after one DELETE, not after all of them.
+func TestACutThinningFinishesLater(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), Options{FlushEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run := newRun(t, s)
+	var pts []logparse.Point
+	for i := range int64(20 * rowsPerDelete) {
+		pts = append(pts, logparse.Point{Step: i, Epoch: math.NaN(), Name: "loss", Value: noise(i)})
+	}
+	s.AddPoints(run, timed(time.Now(), pts...))
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.ThinPoints(run, "loss", 100)
+	s.flushing.Add(1) // as a waiting Flush makes the background writer yield
+	s.writing <- struct{}{}
+	_, err = s.writeOne(s.taken+int64(len(s.pending)), true)
+	<-s.writing
+	s.flushing.Add(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := thinned(pts, 100)
+	if n := len(stored(t, s, run, "loss")); n != len(pts)-rowsPerDelete {
+		t.Fatalf("%d rows after the cut thinning: want one DELETE's worth (%d) gone of %d", n, rowsPerDelete, len(pts))
+	}
+	s.pmu.Lock()
+	queued := len(s.thins)
+	s.pmu.Unlock()
+	if queued != 1 {
+		t.Fatalf("%d thinnings queued after the cut one, want it again", queued)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored(t, s, run, "loss"); !sameKeyed(got, want) {
+		t.Fatalf("kept %d points, want %d; first differences: %v", len(got), len(want), firstDiff(got, want))
+	}
+}
+
 // BenchmarkThinPoints times one thinning of 40,000 points (about the most
 // a metric holds) to buckets five times wider, keeping about 16,000.
 func BenchmarkThinPoints(b *testing.B) {
