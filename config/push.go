@@ -167,7 +167,9 @@ func (c *Config) PushEndpoint(i int) (PushEndpoint, Errors) {
 	var ep PushEndpoint
 	// At most one of url and url_env, one of key and key_env: which a kind
 	// needs is checked in cmd/trainbot, from push.Specs.
-	read := func(field, v, envField, env string) (string, string) {
+	// A URL or key from the environment is trimmed; a password or a
+	// secret is taken as it is.
+	read := func(field, v, envField, env string, trim bool) (string, string) {
 		switch {
 		case v != "" && env != "":
 			add("."+envField, "give only one of %s, %s", field, envField)
@@ -176,16 +178,19 @@ func (c *Config) PushEndpoint(i int) (PushEndpoint, Errors) {
 			return v, field
 		case env != "":
 			val, ok := lookupEnv(env)
+			if trim {
+				val = strings.TrimSpace(val)
+			}
 			if !ok || strings.TrimSpace(val) == "" {
 				add("."+envField, "%s: the environment variable %s is not set", envField, env)
 				return "", ""
 			}
-			return strings.TrimSpace(val), envField
+			return val, envField
 		}
 		return "", ""
 	}
-	ep.URL, ep.URLField = read("url", p.URL, "url_env", p.URLEnv)
-	ep.Key, ep.KeyField = read("key", p.Key, "key_env", p.KeyEnv)
+	ep.URL, ep.URLField = read("url", p.URL, "url_env", p.URLEnv, true)
+	ep.Key, ep.KeyField = read("key", p.Key, "key_env", p.KeyEnv, true)
 	if ep.URLField != "" {
 		u, err := url.Parse(ep.URL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -195,27 +200,7 @@ func (c *Config) PushEndpoint(i int) (PushEndpoint, Errors) {
 	if ep.KeyField != "" && strings.ContainsAny(ep.Key, "/?&# ") {
 		add("."+ep.KeyField, "%s: a key has no '/', '?', '&', '#' or space; give a whole URL as url", ep.KeyField)
 	}
-	if p.Password != "" && p.PasswordEnv != "" {
-		add(".password_env", "give only one of password, password_env")
-	}
-	ep.Password = p.Password
-	if p.PasswordEnv != "" {
-		val, ok := lookupEnv(p.PasswordEnv)
-		if !ok || val == "" {
-			add(".password_env", "password_env: the environment variable %s is not set", p.PasswordEnv)
-		}
-		ep.Password = val
-	}
-	if p.Secret != "" && p.SecretEnv != "" {
-		add(".secret_env", "give only one of secret, secret_env")
-	}
-	ep.Secret = p.Secret
-	if p.SecretEnv != "" {
-		val, ok := lookupEnv(p.SecretEnv)
-		if !ok || val == "" {
-			add(".secret_env", "secret_env: the environment variable %s is not set", p.SecretEnv)
-		}
-		ep.Secret = val
-	}
+	ep.Password, _ = read("password", p.Password, "password_env", p.PasswordEnv, false)
+	ep.Secret, _ = read("secret", p.Secret, "secret_env", p.SecretEnv, false)
 	return ep, errs
 }

@@ -248,6 +248,16 @@ func TestThinPointsRunsAfterThePointsBefore(t *testing.T) {
 	}
 }
 
+// yieldingBatch is the background writer's next batch, cut short after
+// one statement as a waiting Flush makes it.
+func yieldingBatch(s *Store) (more bool, err error) {
+	s.flushing.Add(1)
+	defer s.flushing.Add(-1)
+	s.writing <- struct{}{}
+	defer func() { <-s.writing }()
+	return s.writeOne(s.taken+int64(len(s.pending)), true)
+}
+
 // A batch the background writer cut short (a Flush or an answer waited
 // for the connection) keeps its points' seqs and its thinning: what is
 // stored is what an uncut write stores, whenever the writer yielded (CI
@@ -266,12 +276,7 @@ func TestACutBatchStoresWhatAWholeOneDoes(t *testing.T) {
 	}
 	s.AddPoints(run, timed(time.Now(), pts...))
 	s.ThinPoints(run, "loss", 10)
-	// The writer's first batch, yielding as a waiting Flush makes it.
-	s.flushing.Add(1)
-	s.writing <- struct{}{}
-	more, err := s.writeOne(s.taken+int64(len(s.pending)), true)
-	<-s.writing
-	s.flushing.Add(-1)
+	more, err := yieldingBatch(s)
 	if err != nil || !more {
 		t.Fatalf("the cut batch: more %v, %v", more, err)
 	}
@@ -307,12 +312,7 @@ func TestACutThinningFinishesLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.ThinPoints(run, "loss", 100)
-	s.flushing.Add(1) // as a waiting Flush makes the background writer yield
-	s.writing <- struct{}{}
-	_, err = s.writeOne(s.taken+int64(len(s.pending)), true)
-	<-s.writing
-	s.flushing.Add(-1)
-	if err != nil {
+	if _, err := yieldingBatch(s); err != nil {
 		t.Fatal(err)
 	}
 	want := thinned(pts, 100)

@@ -74,11 +74,7 @@ func (b *bark) messages(r chat.Reply) ([]any, error) {
 }
 
 func (b *bark) request(ctx context.Context, msg any, _ time.Time) (*http.Request, error) {
-	body, err := encodeJSON(msg)
-	if err != nil {
-		return nil, err
-	}
-	return jsonRequest(ctx, b.base+"/push", body)
+	return postJSON(ctx, b.base+"/push", msg)
 }
 
 // APNs reasons (in a 500's message) that say the device key will never

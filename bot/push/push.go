@@ -562,6 +562,16 @@ func jsonRequest(ctx context.Context, u string, body []byte) (*http.Request, err
 	return req, nil
 }
 
+// postJSON is a JSON POST of msg to u: the request of the services that
+// take one JSON object a message, unsigned.
+func postJSON(ctx context.Context, u string, msg any) (*http.Request, error) {
+	body, err := encodeJSON(msg)
+	if err != nil {
+		return nil, err
+	}
+	return jsonRequest(ctx, u, body)
+}
+
 // httpError maps an HTTP status that carries no readable error code: 429,
 // 408 and 5xx are temporary, other non-2xx statuses permanent; nil for 2xx.
 func httpError(status int, h http.Header, body []byte) *Error {

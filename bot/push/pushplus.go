@@ -94,11 +94,7 @@ func (p *pushplus) content(r chat.Reply, part string) (string, error) {
 }
 
 func (p *pushplus) request(ctx context.Context, msg any, _ time.Time) (*http.Request, error) {
-	body, err := encodeJSON(msg)
-	if err != nil {
-		return nil, err
-	}
-	return jsonRequest(ctx, p.url, body)
+	return postJSON(ctx, p.url, msg)
 }
 
 // result reads the documented codes

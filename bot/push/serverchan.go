@@ -88,11 +88,7 @@ func (s *serverchan) messages(r chat.Reply) ([]any, error) {
 }
 
 func (s *serverchan) request(ctx context.Context, msg any, _ time.Time) (*http.Request, error) {
-	body, err := encodeJSON(msg)
-	if err != nil {
-		return nil, err
-	}
-	return jsonRequest(ctx, s.url, body)
+	return postJSON(ctx, s.url, msg)
 }
 
 // result: code 0 is success. ServerChan documents no list of codes: the

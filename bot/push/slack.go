@@ -228,11 +228,7 @@ func cutRunes(s string, n int) string {
 }
 
 func (s *slack) request(ctx context.Context, msg any, _ time.Time) (*http.Request, error) {
-	body, err := encodeJSON(msg)
-	if err != nil {
-		return nil, err
-	}
-	return jsonRequest(ctx, s.url, body)
+	return postJSON(ctx, s.url, msg)
 }
 
 // result: 2xx ("ok") is success; the error words come as the body of a

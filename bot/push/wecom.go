@@ -90,11 +90,7 @@ func wecomColor(r chat.Reply, text string) string {
 }
 
 func (w *wecom) request(ctx context.Context, msg any, _ time.Time) (*http.Request, error) {
-	body, err := encodeJSON(msg)
-	if err != nil {
-		return nil, err
-	}
-	return jsonRequest(ctx, w.url, body)
+	return postJSON(ctx, w.url, msg)
 }
 
 func (w *wecom) result(status int, h http.Header, body []byte) *Error {
