@@ -260,10 +260,12 @@ func (s *Supervisor) register(a *active) *Run {
 	s.mu.Lock()
 	s.active[a.job.Lock] = a
 	s.mu.Unlock()
-	s.wg.Add(1)
-	go a.observe()
+	// Announced before it is observed: a run that ends at once (a retry
+	// that fits in no time) must not have its end told before its start.
 	st := a.status()
 	s.publish(Event{Kind: EventStarted, Run: st.Run.Clone(), Status: &st, Queued: a.queued})
+	s.wg.Add(1)
+	go a.observe()
 	return st.Run
 }
 
