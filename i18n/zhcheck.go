@@ -21,7 +21,9 @@ var LatinKept = map[string]bool{
 	"NaN": true, "Inf": true, "EMA": true, "R": true, "bug": true, "kernel": true, "worker": true, "live": true,
 	"CUDA": true, "NVML": true, "NVIDIA": true, "NVLink": true, "ECC": true, "Xid": true, "GSP": true, "RPC": true,
 	"PyTorch": true, "TensorFlow": true, "JAX": true, "Go": true, "Adam": true, "XLA": true, "DataLoader": true, "GradScaler": true,
-	"Hugging": true, "Face": true, "Slurm": true, "MaxRSS": true, "MemAvailable": true, "MinJobAge": true,
+	"Hugging": true, "Face": true, "Slurm": true,
+	"Slack": true, "Webhook": true, "Discord": true, "ntfy": true, "Bark": true, "Server": true, "PushPlus": true, // push services (Server酱)
+	"MaxRSS": true, "MemAvailable": true, "MinJobAge": true,
 	"VmHWM": true, "cgroup": true, "sstat": true, "stderr": true, "trainbot": true, "nvidia": true, "smi": true,
 	"pid": true, "boot": true, "id": true, "ID": true, "killer": true, "kill": true, "env": true, "dtype": true,
 	"true": true, "false": true, "True": true, "fp16": true, "bf16": true, "cuda": true,
