@@ -14,7 +14,6 @@ import (
 	"github.com/trainbot/trainbot/bot/chat"
 	"github.com/trainbot/trainbot/bot/deliver"
 	"github.com/trainbot/trainbot/bot/push"
-	"github.com/trainbot/trainbot/store"
 )
 
 // answer is one reply of a fake service.
@@ -94,14 +93,7 @@ func TestEveryServiceKindThroughTheOnePolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := store.Open(t.TempDir(), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			p := deliver.New(deliver.Options{Senders: []chat.Sender{ch}, Store: st, Policy: fastRetries, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			p.Start()
-			defer p.Close(context.Background())
+			st, p := startPipeline(t, ch, o.Logger)
 			to := chat.ChatKey{Transport: ch.Name()}
 
 			// A bad key: one request, failed for good, logged once.

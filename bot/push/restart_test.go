@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -130,6 +131,22 @@ func (p *trainbotProcess) stop(t *testing.T) {
 	}
 }
 
+// startPipeline is a delivery pipeline over a store of its own with ch as
+// its only sender, retrying by fastRetries; both are closed when the test
+// ends. logger nil: the default.
+func startPipeline(t *testing.T, ch chat.Sender, logger *slog.Logger) (*store.Store, *deliver.Pipeline) {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p := deliver.New(deliver.Options{Senders: []chat.Sender{ch}, Store: st, Policy: fastRetries, Logger: logger})
+	p.Start()
+	t.Cleanup(func() { p.Close(context.Background()) })
+	return st, p
+}
+
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -211,14 +228,7 @@ func TestPermanentRefusalHoldsNothingBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	p := deliver.New(deliver.Options{Senders: []chat.Sender{ch}, Store: st, Policy: fastRetries})
-	p.Start()
-	defer p.Close(context.Background())
+	st, p := startPipeline(t, ch, nil)
 	lab := chat.ChatKey{Transport: ch.Name()}
 	p.Post(deliver.Envelope{To: lab, Durable: true, Reply: chat.Reply{Kind: chat.KindAlert, Key: "a", Text: "first"}})
 	waitUntil(t, "the first alert was given up", func() bool {
