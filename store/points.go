@@ -53,6 +53,14 @@ func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 		return
 	}
 	s.pmu.Lock()
+	if need := len(s.pending) + len(pts); need > cap(s.pending) && len(pts) >= burstChunk {
+		// A burst's chunk: room for a whole batch and what comes while it
+		// is written, at once, not by doubling (which allocates and
+		// faults in twice the queue on the way).
+		grown := make([]pendingPoint, len(s.pending), max(need, 2*cap(s.pending), min(s.batchSize+s.batchSize/4, s.maxPending)))
+		copy(grown, s.pending)
+		s.pending = grown
+	}
 	started := false
 	for _, p := range pts {
 		if len(s.pending) >= s.maxPending {
@@ -76,6 +84,10 @@ func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 		}
 	}
 }
+
+// burstChunk is the size of an AddPoints that marks a burst: the queue
+// grows to a whole batch at once.
+const burstChunk = 256
 
 // SetOffsets queues how far the run's log and metrics file have been read:
 // it is written in the same transaction as the points queued before it, so
@@ -217,11 +229,10 @@ func (s *Store) writeOne(target int64, yield bool) (more bool, err error) {
 	s.pmu.Lock()
 	n := int(min(int64(len(s.pending)), int64(s.batchSize), max(target-s.taken, 0)))
 	batch := s.pending[:n:n]
-	if n < len(s.pending) {
-		s.pending = append([]pendingPoint(nil), s.pending[n:]...)
-	} else {
-		s.pending = nil
-	}
+	// The rest (points queued during a write) goes to the spare array;
+	// the batch's array becomes the spare once written (keepSpare).
+	s.pending = append(s.spare[:0], s.pending[n:]...)
+	s.spare = nil
 	s.taken += int64(len(batch))
 	more = len(batch) > 0 && s.taken < target
 	recovered := len(s.pending) == 0 && s.dropping // drained: room again
@@ -252,6 +263,9 @@ func (s *Store) writeOne(target int64, yield bool) (more bool, err error) {
 		s.pmu.Unlock()
 		return true, nil // after the write that waited: the connection is handed to it
 	}
+	if err == nil {
+		s.keepSpare(batch)
+	}
 	switch {
 	case err != nil && retryable(err):
 		s.requeue(batch, thins, err)
@@ -264,6 +278,23 @@ func (s *Store) writeOne(target int64, yield bool) (more bool, err error) {
 		s.log.Info("metric points written again")
 	}
 	return more, nil
+}
+
+// keepSpare keeps the array of a whole batch written, cleared (its names
+// would pin strings), for the queue to fill next, when it was a burst's
+// (at least a quarter of batchSize): a trickle's small batches are left
+// to the collector, and an idle bot holds no 10 MB array for nothing.
+func (s *Store) keepSpare(batch []pendingPoint) {
+	if len(batch) < s.batchSize/4 {
+		return
+	}
+	all := batch[:cap(batch)]
+	clear(all)
+	s.pmu.Lock()
+	if s.spare == nil && cap(s.pending) < cap(all) {
+		s.spare = all[:0]
+	}
+	s.pmu.Unlock()
 }
 
 // requeue puts a batch that could not be written back at the head of the
