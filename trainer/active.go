@@ -48,6 +48,7 @@ type active struct {
 	thin       thinner
 	pend       []TimedPoint     // points to store, gathered over lines (queuePoints)
 	lineBuf    []logparse.Point // a line's points, reused from line to line
+	oomFree    map[uint64]bool  // the parser's layouts whose lines are no OOM error (detectOOM)
 	names      map[string]bool  // the metrics recorded
 	lastName   string           // the metric of the last point recorded (limitNames)
 	full       bool             // more metric names than maxMetricNames

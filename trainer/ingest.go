@@ -130,7 +130,7 @@ func (a *active) handleEventRecord(r tfevents.DirRecord) {
 	a.eventStep = max(a.eventStep, step)
 	a.mu.Unlock()
 	a.keepPoints(at, pts, SourceEvents, r.Replay)
-	a.observePoints(at, pts, "", r.Replay)
+	a.observePoints(at, pts, "", r.Replay, a.parser.Progress())
 }
 
 // handleLine parses one line (of output, or of the metrics file) read at
@@ -139,6 +139,7 @@ func (a *active) handleEventRecord(r tfevents.DirRecord) {
 // uncopied.
 func (a *active) handleLine(at time.Time, b []byte, fromMetricsFile, replay bool) {
 	text := unsafe.String(unsafe.SliceData(b), len(b)) // valid during this call only
+	pts, rd := a.parser.AppendRead(a.lineBuf[:0], b)
 	if !fromMetricsFile {
 		// Where a traceback says the script was: the OOM that ends it
 		// names the user's line (train.py:28).
@@ -149,7 +150,7 @@ func (a *active) handleLine(at time.Time, b []byte, fromMetricsFile, replay bool
 		} else if strings.HasPrefix(text, "Traceback (most recent call last)") {
 			a.frame = ""
 		}
-		if o, ok := DetectOOM(text); ok {
+		if o, ok := a.detectOOM(text, rd.Layout); ok {
 			o.Line = strings.Clone(o.Line) // of text: the tail's buffer
 			if o.Frame == "" {
 				o.Frame = a.frame
@@ -170,16 +171,38 @@ func (a *active) handleLine(at time.Time, b []byte, fromMetricsFile, replay bool
 			}
 		}
 	}
-	pts := a.limitNames(a.parser.AppendLine(a.lineBuf[:0], b), replay)
+	pts = a.limitNames(pts, replay)
 	a.lineBuf = pts[:0] // the next line's: nothing below keeps pts
 	if len(pts) == 0 {
 		if a.nanW.watching() {
-			a.observePoints(at, nil, text, replay) // a progress bar may show the NaN loss again
+			a.observePoints(at, nil, text, replay, rd.Progress) // a progress bar may show the NaN loss again
 		}
 		return
 	}
 	a.keepPoints(at, pts, SourceOutput, replay)
-	a.observePoints(at, pts, text, replay)
+	a.observePoints(at, pts, text, replay, rd.Progress)
+}
+
+// maxOOMFree bounds active.oomFree: a script prints a few layouts.
+const maxOOMFree = 64
+
+// detectOOM is DetectOOM(line), decided once for the lines of a layout
+// the parser read line by (LineRead.Layout, 0 for none) that are no
+// out-of-memory error: they differ from each other only in digits, which
+// none of the words DetectOOM looks for has (the lines of
+// "step=N loss=X" never say "memory" however their numbers read).
+func (a *active) detectOOM(line string, layout uint64) (*OOM, bool) {
+	if layout != 0 && a.oomFree[layout] {
+		return nil, false
+	}
+	o, ok := DetectOOM(line)
+	if !ok && layout != 0 {
+		if a.oomFree == nil || len(a.oomFree) >= maxOOMFree {
+			a.oomFree = make(map[uint64]bool)
+		}
+		a.oomFree[layout] = true
+	}
+	return o, ok
 }
 
 // pendMax is how many points wait in active.pend, at most, before they

@@ -14,10 +14,11 @@ import (
 // (nan_after points in a row), a stall (no output for stall_after), and
 // the user's alert rules. Only the observer goroutine calls these.
 
-// observePoints updates progress, latest values and the NaN watch.
-func (a *active) observePoints(now time.Time, pts []logparse.Point, line string, replay bool) {
+// observePoints updates progress (to pr, the parser's after the points),
+// latest values and the NaN watch.
+func (a *active) observePoints(now time.Time, pts []logparse.Point, line string, replay bool, pr logparse.Progress) {
 	a.mu.Lock()
-	a.progress = a.parser.Progress()
+	a.progress = pr
 	if len(pts) > 0 {
 		if a.firstMetric.IsZero() {
 			a.firstMetric = now

@@ -86,6 +86,8 @@ type template struct {
 	size  int
 	words []layoutWord
 	nums  []layoutNum
+	// layout is the layout's number, unique in the parser (LineRead.Layout).
+	layout uint64
 }
 
 // layoutWord is eight bytes of a layout, at off (the last word of a line
@@ -283,6 +285,8 @@ type shapes struct {
 	noFast    bool         // tests: always scan
 	hits      int          // lines read from a template (tests and benchmarks)
 	recent    [2]*template // the templates of the last lines, tried first
+	layouts   uint64       // layouts numbered so far
+	lastShape uint64       // the layout the last whole line was read by, 0 when none
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -803,10 +807,21 @@ func (sh *shapes) direct(li *lineInfo, s string, t *track) *lineInfo {
 		if tp != nil && tp.raw && sh.matchDirect(s, tp) {
 			sh.recent[0], sh.recent[i] = tp, sh.recent[0]
 			sh.hits++
+			sh.lastShape = tp.layout // the whole raw line: its text is the layout's
 			return tp.fill(li, &sh.vals)
 		}
 	}
 	return nil
+}
+
+// readWhole notes the layout of tp as the line's (LineRead.Layout) when
+// s, the text tp matched, is the whole raw line. A match of a shape with a
+// layout has its text and the classes of its numbers, which fix where the
+// digits are.
+func (sh *shapes) readWhole(tp *template, whole bool) {
+	if whole {
+		sh.lastShape = tp.layout
+	}
 }
 
 // scanLine returns what s says: from a template when s's shape has one,
@@ -824,6 +839,7 @@ func (p *Parser) scanLine(li *lineInfo, s string, t *track, rawTried bool) *line
 		if tp != nil && !(rawTried && tp.raw) && sh.matchDirect(s, tp) {
 			sh.recent[0], sh.recent[i] = tp, sh.recent[0]
 			sh.hits++
+			sh.readWhole(tp, rawTried)
 			return tp.fill(li, &sh.vals)
 		}
 	}
@@ -836,6 +852,7 @@ func (p *Parser) scanLine(li *lineInfo, s string, t *track, rawTried bool) *line
 	if tp := sh.match(s, key); tp != nil {
 		sh.recent[0], sh.recent[1] = tp, sh.recent[0]
 		sh.hits++
+		sh.readWhole(tp, rawTried)
 		sh.slotVals()
 		return tp.fill(li, &sh.vals)
 	}
@@ -922,6 +939,10 @@ func (p *Parser) learn(li *lineInfo, s string) *template {
 	copy(tp.src[:], srcs)
 	copy(tp.metricSrc, srcs[fixedFields:])
 	tp.compile()
+	if tp.words != nil {
+		p.shapes.layouts++
+		tp.layout = p.shapes.layouts
+	}
 	tp.ok = true
 	return tp
 }

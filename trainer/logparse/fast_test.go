@@ -130,3 +130,75 @@ func TestAppendLineKeepsNothingOfItsBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendRead holds AppendRead to AppendLine and Progress, and its
+// Layout to what it promises: lines read with one layout differ only in
+// their digits, a layout is numbered once, and a line no layout read has
+// none.
+func TestAppendRead(t *testing.T) {
+	lines := []string{
+		"Epoch [1/10], Step [5/600], Loss: 0.2345",
+		"step=12 loss=0.5 lr=0.001",
+		`{"step": 3, "loss": 0.25}`,
+		"step=1e3 loss=0.5", // an exponent: no layout
+		"\rtrain:  50%|█████     | 50/100 [00:05<00:05, 9.50it/s, loss=0.31]",
+		"Epoch [1/10], Step [15/600], Loss: 0.2345", // another width of step: another layout
+		"step=12 loss=-0.5 lr=0.001",                // a sign: another layout
+		"step=12 loss=0.5",
+		"   step=12 loss=0.5",      // spaces around: not the layout's whole line
+		"\x1b[32mstep=12 loss=0.5", // a colour: neither
+	}
+	vary := func(s string, i int) string { // the same text, other digits
+		b := []byte(s)
+		for k := range b {
+			if isDigit(b[k]) && k > 0 && isDigit(b[k-1]) {
+				b[k] = byte('0' + (int(b[k]-'0')+i*7+k)%10)
+			}
+		}
+		return string(b)
+	}
+	ref, p := &Parser{}, &Parser{}
+	byLayout := map[uint64]string{}
+	layoutOf := map[string]uint64{}
+	for i := range 40 {
+		for _, l := range lines {
+			line := vary(l, i)
+			want := ref.Line(line)
+			got, rd := p.AppendRead(nil, []byte(line))
+			if !samePoints(got, want) {
+				t.Fatalf("AppendRead(%q): %v, AppendLine %v", line, got, want)
+			}
+			if pr := ref.Progress(); !sameProgress(rd.Progress, pr) {
+				t.Fatalf("AppendRead(%q): progress %+v, Progress %+v", line, rd.Progress, pr)
+			}
+			if rd.Layout == 0 {
+				continue
+			}
+			if prev, ok := byLayout[rd.Layout]; ok {
+				if len(prev) != len(line) {
+					t.Fatalf("layout %d read %q and %q", rd.Layout, prev, line)
+				}
+				for k := range line {
+					if line[k] != prev[k] && !(isDigit(line[k]) && isDigit(prev[k])) {
+						t.Fatalf("layout %d read %q and %q: they differ at byte %d", rd.Layout, prev, line, k)
+					}
+				}
+			}
+			byLayout[rd.Layout] = line
+			layoutOf[l] = rd.Layout
+		}
+	}
+	for _, l := range []string{lines[0], lines[1], lines[2], lines[5], lines[6]} {
+		if layoutOf[l] == 0 {
+			t.Errorf("%q never read with a layout", l)
+		}
+	}
+	for _, l := range []string{lines[3]} {
+		if layoutOf[l] != 0 {
+			t.Errorf("%q read with layout %d, want none", l, layoutOf[l])
+		}
+	}
+	if len(byLayout) < 4 {
+		t.Errorf("%d layouts, want one per shape: %v", len(byLayout), byLayout)
+	}
+}

@@ -317,6 +317,11 @@ const errNoNamedGroup = parseError("pattern has no named group such as (?P<loss>
 func (p *Parser) Progress() Progress {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.progressLocked()
+}
+
+// progressLocked is Progress; the caller holds p.mu.
+func (p *Parser) progressLocked() Progress {
 	t := p.progressTrack()
 	pr := Progress{Step: t.step, TotalSteps: t.derivedTotal, Epoch: math.NaN(), TotalEpochs: t.totalEpochs}
 	if t.keyTotal > 0 {
@@ -405,9 +410,38 @@ func (p *Parser) AppendString(dst []Point, line string) []Point {
 	return p.appendLine(dst, line)
 }
 
+// LineRead is what AppendRead tells of a line besides its points.
+type LineRead struct {
+	// Progress is where the run stands after the line (Progress).
+	Progress Progress
+	// Layout, when not 0, is the learned layout the whole line was read
+	// by: the lines of one layout differ only in their digits (their
+	// text, signs and points are the same bytes at the same places), so
+	// what depends only on a line's other bytes (the words of an
+	// out-of-memory error) can be decided once per layout. A parser
+	// numbers its layouts from 1 and never gives a number twice.
+	Layout uint64
+}
+
+// AppendRead is AppendLine that also returns the progress after the line
+// and its layout, under the one lock: the supervisor, which needs both
+// for every line, locks once.
+func (p *Parser) AppendRead(dst []Point, line []byte) ([]Point, LineRead) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	dst = p.appendLocked(dst, unsafe.String(unsafe.SliceData(line), len(line)))
+	return dst, LineRead{Progress: p.progressLocked(), Layout: p.shapes.lastShape}
+}
+
 func (p *Parser) appendLine(out []Point, line string) []Point {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.appendLocked(out, line)
+}
+
+// appendLocked is appendLine; the caller holds p.mu.
+func (p *Parser) appendLocked(out []Point, line string) []Point {
+	p.shapes.lastShape = 0
 	if len(line) > MaxLineLen {
 		line = line[:MaxLineLen]
 	}
