@@ -20,20 +20,26 @@ type pendingPoint struct {
 	run int64
 	t   int64
 	p   logparse.Point
-	// offsets marks a read position instead of a point: the run's log
-	// (logOff) and metrics-file (t) offsets, written in the transaction of
-	// the points queued before it.
-	offsets bool
-	logOff  int64
-	// eventFile, with offsets, marks how far an event file of the run is
-	// read (logOff) instead.
-	eventFile string
-	src       trainer.Source
 	// seq, once given (by a batch that was cut short before writing the
 	// point), is kept when the point is written later: the order of a
 	// step's points, and what a replay stores, do not depend on when the
 	// writer yielded.
 	seq int64
+	// mark makes the entry a read position instead of a point: the run's
+	// log (mark.logOff) and metrics-file (t) offsets, or how far an event
+	// file is read; written in the transaction of the points queued
+	// before it. A pointer, rare and apart: a burst queues 10⁵ points,
+	// and each byte of an entry is 100 kB of the bot's memory then.
+	mark *readMark
+	src  trainer.Source
+}
+
+// readMark is the read position a queue entry marks.
+type readMark struct {
+	logOff int64
+	// eventFile, when set, makes it how far that event file of the run
+	// is read (logOff) instead.
+	eventFile string
 }
 
 // droppedMsg is logged when points start to be dropped.
@@ -95,7 +101,7 @@ const burstChunk = 256
 // stored point. A full queue does not drop it.
 func (s *Store) SetOffsets(runID, logOffset, metricsOffset int64) {
 	s.pmu.Lock()
-	s.pending = append(s.pending, pendingPoint{run: runID, offsets: true, logOff: logOffset, t: metricsOffset})
+	s.pending = append(s.pending, pendingPoint{run: runID, mark: &readMark{logOff: logOffset}, t: metricsOffset})
 	s.queued++ // an entry of the queue like a point: thinnings count it
 	s.pmu.Unlock()
 }
@@ -105,7 +111,7 @@ func (s *Store) SetOffsets(runID, logOffset, metricsOffset int64) {
 // transaction as the points queued before it, as SetOffsets.
 func (s *Store) SetEventOffset(runID int64, file string, off int64) {
 	s.pmu.Lock()
-	s.pending = append(s.pending, pendingPoint{run: runID, offsets: true, eventFile: file, logOff: off})
+	s.pending = append(s.pending, pendingPoint{run: runID, mark: &readMark{eventFile: file, logOff: off}})
 	s.queued++
 	s.pmu.Unlock()
 }
@@ -374,7 +380,7 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin, yield bool
 	var offsets []pendingPoint
 	points := make([]pendingPoint, 0, len(batch)) // a copy: a batch requeued must stay whole
 	for _, pp := range batch {
-		if pp.offsets {
+		if pp.mark != nil {
 			offsets = append(offsets, pp)
 		} else {
 			points = append(points, pp)
@@ -437,8 +443,9 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin, yield bool
 			}
 		}
 		drop = make([]bool, len(batch))
+		var scratch []thinRow
 		for k, w := range widths {
-			del, err := thinPlan(ctx, q, k[0], k[1], w, batch, seqs, idx[k], drop)
+			del, err := thinPlan(ctx, q, k[0], k[1], w, batch, seqs, idx[k], drop, &scratch)
 			if err != nil {
 				return fmt.Errorf("thin metric points: %w", err)
 			}
@@ -538,14 +545,14 @@ func (s *Store) writeBatch(batch []pendingPoint, thins []pendingThin, yield bool
 		offsets = nil
 	}
 	for _, o := range offsets {
-		if o.eventFile != "" {
+		if m := o.mark; m.eventFile != "" {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO event_files(run_id, path, offset) VALUES(?, ?, ?)
-				ON CONFLICT(run_id, path) DO UPDATE SET offset = excluded.offset`, o.run, o.eventFile, o.logOff); err != nil {
+				ON CONFLICT(run_id, path) DO UPDATE SET offset = excluded.offset`, o.run, m.eventFile, m.logOff); err != nil {
 				return nil, fmt.Errorf("record event file offset: %w", err)
 			}
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET log_offset = ?, metrics_offset = ? WHERE id = ?`, o.logOff, o.t, o.run); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET log_offset = ?, metrics_offset = ? WHERE id = ?`, o.mark.logOff, o.t, o.run); err != nil {
 			return nil, fmt.Errorf("record read offsets: %w", err)
 		}
 	}

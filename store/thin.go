@@ -37,7 +37,14 @@ type thinRow struct {
 // both keep the same rows).
 func thinDrops(rows []thinRow, width int64) []thinRow {
 	var drops []thinRow
-	keep := make([]bool, 0, 64)
+	eachDrop(rows, width, func(r thinRow) { drops = append(drops, r) })
+	return drops
+}
+
+// eachDrop calls drop with each row thinDrops returns, in order, without
+// collecting them: a burst's batch drops ~10⁵ of its points.
+func eachDrop(rows []thinRow, width int64, drop func(thinRow)) {
+	var keep []bool
 	for i := 0; i < len(rows); {
 		b := trainer.BucketOf(rows[i].step, width)
 		j := i + 1
@@ -76,23 +83,20 @@ func thinDrops(rows []thinRow, width int64) []thinRow {
 				hi = k
 			}
 		}
-		keep = keep[:0]
-		for range j - i {
-			keep = append(keep, false)
-		}
-		for _, k := range append([]int{first, last, lo, hi}, append(nfFirst[:], nfLast[:]...)...) {
+		keep = slices.Grow(keep[:0], j-i)[:j-i]
+		clear(keep)
+		for _, k := range [...]int{first, last, lo, hi, nfFirst[0], nfFirst[1], nfFirst[2], nfLast[0], nfLast[1], nfLast[2]} {
 			if k >= 0 {
 				keep[k-i] = true
 			}
 		}
 		for k := i; k < j; k++ {
 			if !keep[k-i] {
-				drops = append(drops, rows[k])
+				drop(rows[k])
 			}
 		}
 		i = j
 	}
-	return drops
 }
 
 // byStepSeq orders rows by (step, seq).
@@ -111,36 +115,38 @@ type querier interface {
 // rows stored (read through q) and the batch's points of the metric
 // (batch[i] for i in idx, whose seqs are seqs[i]) together. It marks the
 // batch's points not to write (drop[i]) and returns the keys of the stored
-// rows to delete (deleteRows).
-func thinPlan(ctx context.Context, q querier, run, nameID, width int64, batch []pendingPoint, seqs []int64, idx []int, drop []bool) ([][2]int64, error) {
-	rows, err := storedRows(ctx, q, run, nameID)
+// rows to delete (deleteRows). scratch is the rows' array, kept for the
+// next call.
+func thinPlan(ctx context.Context, q querier, run, nameID, width int64, batch []pendingPoint, seqs []int64, idx []int, drop []bool, scratch *[]thinRow) ([][2]int64, error) {
+	rows, err := storedRows(ctx, q, run, nameID, (*scratch)[:0])
 	if err != nil {
 		return nil, err
 	}
+	rows = slices.Grow(rows, len(idx))
 	for _, i := range idx {
 		rows = append(rows, thinRow{step: batch[i].p.Step, seq: seqs[i], value: batch[i].p.Value, batch: i})
 	}
+	*scratch = rows
 	slices.SortFunc(rows, byStepSeq) // the batch's seqs are past the stored ones
 	var del [][2]int64
-	for _, r := range thinDrops(rows, width) {
+	eachDrop(rows, width, func(r thinRow) {
 		if r.batch >= 0 {
 			drop[r.batch] = true
 		} else {
 			del = append(del, [2]int64{r.step, r.seq})
 		}
-	}
+	})
 	return del, nil
 }
 
-// storedRows reads a metric's stored rows in (step, seq) order (the
-// table's key order: no sort).
-func storedRows(ctx context.Context, q querier, run, nameID int64) ([]thinRow, error) {
+// storedRows appends a metric's stored rows to rows, in (step, seq) order
+// (the table's key order: no sort).
+func storedRows(ctx context.Context, q querier, run, nameID int64, rows []thinRow) ([]thinRow, error) {
 	rs, err := q.QueryContext(ctx, `SELECT step, seq, value FROM metrics WHERE run_id = ? AND name_id = ? ORDER BY step, seq`, run, nameID)
 	if err != nil {
 		return nil, fmt.Errorf("read points to thin: %w", err)
 	}
 	defer rs.Close()
-	var rows []thinRow
 	for rs.Next() {
 		r := thinRow{batch: -1}
 		var v sql.NullFloat64
