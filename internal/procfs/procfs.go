@@ -24,6 +24,10 @@ type Stat struct {
 	State byte   // 'R', 'S', 'Z', …
 	Start uint64 // clock ticks after boot
 	RSS   int64  // pages
+	// UTime and STime are the CPU time spent in user and kernel mode,
+	// in clock ticks (ClockTicks a second).
+	UTime, STime uint64
+	VSize        uint64 // virtual memory, bytes
 }
 
 // Procs is the host's process table read from /proc at one instant: enough
@@ -123,7 +127,7 @@ func ParseStat(b []byte) (Stat, error) {
 	}
 	b = b[i+2:]
 	// Field 3 is the state; counting from it: ppid is 1, pgrp 2,
-	// starttime 19, rss 21.
+	// utime 11, stime 12, starttime 19, vsize 20, rss 21.
 	var p Stat
 	for f := 0; f <= 21; f++ {
 		j := bytes.IndexByte(b, ' ')
@@ -143,8 +147,14 @@ func ParseStat(b []byte) (Stat, error) {
 			p.PPID = atoi(tok)
 		case 2:
 			p.PGID = atoi(tok)
+		case 11:
+			p.UTime = atou(tok)
+		case 12:
+			p.STime = atou(tok)
 		case 19:
-			p.Start = uint64(atoi(tok))
+			p.Start = atou(tok)
+		case 20:
+			p.VSize = atou(tok)
 		case 21:
 			p.RSS = int64(atoi(tok))
 		}
@@ -170,6 +180,18 @@ func atoi(b []byte) int {
 	}
 	if neg {
 		return -n
+	}
+	return n
+}
+
+// atou reads an unsigned decimal integer; junk reads as 0.
+func atou(b []byte) uint64 {
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + uint64(c-'0')
 	}
 	return n
 }

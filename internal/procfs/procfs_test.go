@@ -19,12 +19,12 @@ func TestParseStat(t *testing.T) {
 		{
 			name: "python",
 			line: "4242 (python3) S 4200 4200 4100 0 -1 4194560 1234 0 0 0 500 20 0 0 20 0 12 0 987654 8000000000 51200 18446744073709551615 1 1 0 0 0 0 0 16781312 2 0 0 0 17 3 0 0 0 0 0\n",
-			want: Stat{State: 'S', PPID: 4200, PGID: 4200, Start: 987654, RSS: 51200},
+			want: Stat{State: 'S', PPID: 4200, PGID: 4200, Start: 987654, RSS: 51200, UTime: 500, STime: 20, VSize: 8000000000},
 		},
 		{
 			name: "command name with spaces and parentheses",
 			line: "77 (a) b (c)) R 1 77 77 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 42 1000 9 0",
-			want: Stat{State: 'R', PPID: 1, PGID: 77, Start: 42, RSS: 9},
+			want: Stat{State: 'R', PPID: 1, PGID: 77, Start: 42, RSS: 9, VSize: 1000},
 		},
 		{
 			name: "zombie",
