@@ -5,6 +5,8 @@ import (
 	"os"
 	"regexp"
 	"testing"
+
+	"github.com/trainbot/trainbot/web/webtest"
 )
 
 // TestGrafanaDashboard: contrib/grafana-dashboard.json is JSON whose
@@ -26,13 +28,13 @@ func TestGrafanaDashboard(t *testing.T) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
-	fams, err := NewMetrics(testSources()).Gatherer().Gather()
+	text, err := NewMetrics(testSources()).text(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	served := map[string]bool{}
-	for _, f := range fams {
-		served[f.GetName()] = true
+	for name := range webtest.Parse(t, string(text)) {
+		served[name] = true
 	}
 	name := regexp.MustCompile(`trainbot_[a-z_]+`)
 	titles := map[string]bool{}

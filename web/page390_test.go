@@ -19,7 +19,7 @@ import (
 	"github.com/trainbot/trainbot/trainer"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden screenshots in testdata/")
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ (the screenshots, the scrape)")
 
 // Issue 31 item 6: the page of a live CPU run at 320–430 px. The memory
 // chart's y axis is as wide as its labels ("248 MiB" was cut), its x axis

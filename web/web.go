@@ -1,6 +1,7 @@
 // Package web serves trainbot's HTTP endpoints on [http] listen:
-// /metrics for Prometheus (client_golang's registry over the runs, the
-// GPUs, the history and the outbox), /healthz (200 when the store and
+// /metrics for Prometheus (the runs, the GPUs, the history, the outbox,
+// and Go's and the process's series, in the text exposition format that
+// exposition.go writes), /healthz (200 when the store and
 // the chat transports are up, 503 with the reasons otherwise), and the
 // token-guarded run pages (/, /runs/ID, /compare and their /api/…): charts
 // drawn in the browser from downsampled JSON, live over Server-Sent
@@ -27,8 +28,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Check is one part of /healthz: its name ("store", "telegram") and a
@@ -80,11 +79,7 @@ func New(o Options) *Server {
 	}
 	mux := http.NewServeMux()
 	if o.Metrics != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Metrics.reg, promhttp.HandlerOpts{
-			ErrorLog:      slogPrinter{o.Logger},
-			ErrorHandling: promhttp.ContinueOnError, // a bad series never hides the others
-			Timeout:       30 * time.Second,
-		}))
+		mux.Handle("GET /metrics", o.Metrics.handler(o.Logger))
 	}
 	s := &Server{opts: o, stop: make(chan struct{})}
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -159,11 +154,4 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ok")
-}
-
-// slogPrinter is promhttp's error log on slog.
-type slogPrinter struct{ log *slog.Logger }
-
-func (p slogPrinter) Println(v ...any) {
-	p.log.Warn("metrics: " + strings.TrimSpace(fmt.Sprintln(v...)))
 }

@@ -68,17 +68,24 @@ next:
 	return 0, false
 }
 
+// Problems are promlint's problems of a scrape (the rules of `promtool
+// check metrics`).
+func Problems(t testing.TB, body string) []promlint.Problem {
+	t.Helper()
+	problems, err := promlint.New(strings.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatalf("promlint refuses the scrape: %v", err)
+	}
+	return problems
+}
+
 // Lint fails the test on every promlint problem of a scrape but one: the
 // GPU series carry dcgm-exporter's label modelName, which promlint would
 // have in snake_case. It is kept as dcgm-exporter spells it, so that a
 // dashboard joins both on the same labels.
 func Lint(t testing.TB, body string) {
 	t.Helper()
-	problems, err := promlint.New(strings.NewReader(body)).Lint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
+	for _, p := range Problems(t, body) {
 		if strings.HasPrefix(p.Metric, "trainbot_gpu_") && strings.Contains(p.Text, "snake_case") {
 			continue
 		}
