@@ -37,28 +37,29 @@ type stopRequest struct {
 // from the shim's state file. The bot can leave (Detach) at any time; the
 // run goes on, and the next trainbot re-attaches.
 type active struct {
-	sup        *Supervisor
-	job        *Job
-	runDir     string
-	runner     runner     // what owns the run's processes: its shim (or Slurm)
-	knobMu     sync.Mutex // one 调参 at a time writes the control file
-	obs        *fileLock  // the observer lock: one trainbot observes a run at a time
-	adopted    bool       // attached to a run this process did not start
-	parser     *logparse.Parser
-	thin       thinner
-	pend       []TimedPoint     // points to store, gathered over lines (queuePoints)
-	lineBuf    []logparse.Point // a line's points, reused from line to line
-	oomFree    map[uint64]bool  // the parser's layouts whose lines are no OOM error (detectOOM)
-	names      map[string]bool  // the metrics recorded
-	lastName   string           // the metric of the last point recorded (limitNames)
-	full       bool             // more metric names than maxMetricNames
-	tail       *ring
-	stopCh     chan stopRequest
-	detach     chan struct{} // closed by Detach: stop observing, leave the run running
-	detachOnce sync.Once
-	done       chan struct{} // closed when the run has ended (or the bot detached)
-	log        *slog.Logger
-	attempt    int // on_oom: this run is the attempt-th retry (0: not a retry)
+	sup         *Supervisor
+	job         *Job
+	runDir      string
+	runner      runner     // what owns the run's processes: its shim (or Slurm)
+	knobMu      sync.Mutex // one 调参 at a time writes the control file
+	obs         *fileLock  // the observer lock: one trainbot observes a run at a time
+	adopted     bool       // attached to a run this process did not start
+	parser      *logparse.Parser
+	thin        thinner
+	pend        []TimedPoint     // points to store, gathered over lines (queuePoints)
+	lineBuf     []logparse.Point // a line's points, reused from line to line
+	oomFree     map[uint64]bool  // the parser's layouts whose lines are no OOM error (detectOOM)
+	lastOOMFree uint64           // the last line's layout, when in oomFree
+	names       map[string]bool  // the metrics recorded
+	lastName    string           // the metric of the last point recorded (limitNames)
+	full        bool             // more metric names than maxMetricNames
+	tail        *ring
+	stopCh      chan stopRequest
+	detach      chan struct{} // closed by Detach: stop observing, leave the run running
+	detachOnce  sync.Once
+	done        chan struct{} // closed when the run has ended (or the bot detached)
+	log         *slog.Logger
+	attempt     int // on_oom: this run is the attempt-th retry (0: not a retry)
 	// on_failure: this run is the resumeAttempt-th resume (0: not one),
 	// of a run that ended at resumedAtStep, from checkpoint resumedFrom.
 	resumeAttempt int

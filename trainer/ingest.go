@@ -192,7 +192,8 @@ const maxOOMFree = 64
 // none of the words DetectOOM looks for has (the lines of
 // "step=N loss=X" never say "memory" however their numbers read).
 func (a *active) detectOOM(line string, layout uint64) (*OOM, bool) {
-	if layout != 0 && a.oomFree[layout] {
+	if layout != 0 && (layout == a.lastOOMFree || a.oomFree[layout]) {
+		a.lastOOMFree = layout // most lines are of the layout before them: no map lookup
 		return nil, false
 	}
 	o, ok := DetectOOM(line)
@@ -201,6 +202,7 @@ func (a *active) detectOOM(line string, layout uint64) (*OOM, bool) {
 			a.oomFree = make(map[uint64]bool)
 		}
 		a.oomFree[layout] = true
+		a.lastOOMFree = layout
 	}
 	return o, ok
 }
