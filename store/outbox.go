@@ -5,9 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/trainbot/trainbot/history"
 	"strconv"
 	"time"
+
+	"github.com/trainbot/trainbot/history"
 )
 
 const outboxColumns = `id, transport, chat_id, key, payload, created_at, attempts, next_at, last_error, sent_at, not_before, failed`

@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
-	"github.com/trainbot/trainbot/history"
 	"testing"
 	"time"
+
+	"github.com/trainbot/trainbot/history"
 )
 
 func TestOutboxQueue(t *testing.T) {
