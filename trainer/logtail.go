@@ -194,11 +194,22 @@ type lineTimes struct {
 	recs []shimctl.IndexEntry // records not yet passed, in offset order
 	last time.Time            // the time given last: times never go back
 	read bool                 // the index was read to its end since the last refresh
+	// now is the clock read for lines the index does not cover yet, given
+	// to nowLeft more of them: a live burst (the bot keeping up with the
+	// shim) is 10⁶ such lines a second, and a clock reading per line was
+	// 13 % of the bot's CPU on a VM (~60 ns each); 256 lines are parsed in
+	// under 0.1 ms.
+	now     time.Time
+	nowLeft int
 }
 
+// nowLines is how many uncovered lines share one clock reading.
+const nowLines = 256
+
 // refresh lets at read the index again (once per read of the log: lines
-// at the end of a log the index does not cover yet do not each reopen it).
-func (lt *lineTimes) refresh() { lt.read = false }
+// at the end of a log the index does not cover yet do not each reopen it),
+// and the clock.
+func (lt *lineTimes) refresh() { lt.read, lt.nowLeft = false, 0 }
 
 // at returns the time the line ending at offset end was read. A line the
 // index does not cover yet was read just now.
@@ -221,7 +232,11 @@ func (lt *lineTimes) at(end int64) time.Time {
 	if len(lt.recs) > 0 {
 		t = lt.recs[0].Time
 	} else {
-		t = time.Now() // not once per line of a log the index covers
+		if lt.nowLeft == 0 { // not once per line, nor for lines the index covers
+			lt.now, lt.nowLeft = time.Now(), nowLines
+		}
+		lt.nowLeft--
+		t = lt.now
 	}
 	if t.Before(lt.last) {
 		t = lt.last
