@@ -59,11 +59,12 @@ func (s *Store) AddPoints(runID int64, pts []trainer.TimedPoint) {
 		return
 	}
 	s.pmu.Lock()
-	if need := len(s.pending) + len(pts); need > cap(s.pending) && len(pts) >= burstChunk {
+	if need := min(len(s.pending)+len(pts), s.maxPending); need > cap(s.pending) && len(pts) >= burstChunk {
 		// A burst's chunk: room for a whole batch and what comes while it
 		// is written, at once, not by doubling (which allocates and
-		// faults in twice the queue on the way).
-		grown := make([]pendingPoint, len(s.pending), max(need, 2*cap(s.pending), min(s.batchSize+s.batchSize/4, s.maxPending)))
+		// faults in twice the queue on the way); never past MaxPending,
+		// beyond which points are dropped, not queued.
+		grown := make([]pendingPoint, len(s.pending), min(max(need, 2*cap(s.pending), s.batchSize+s.batchSize/4), s.maxPending))
 		copy(grown, s.pending)
 		s.pending = grown
 	}
@@ -234,6 +235,11 @@ func (e *requeuedError) Unwrap() error { return e.err }
 func (s *Store) writeOne(target int64, yield bool) (more bool, err error) {
 	s.pmu.Lock()
 	n := int(min(int64(len(s.pending)), int64(s.batchSize), max(target-s.taken, 0)))
+	if len(s.pending) == 0 {
+		// Idle (a tick with nothing queued): a burst's arrays go back to
+		// the collector; an idle bot holds no batch-sized array.
+		s.pending, s.spare = nil, nil
+	}
 	batch := s.pending[:n:n]
 	// The rest (points queued during a write) goes to the spare array;
 	// the batch's array becomes the spare once written (keepSpare).
