@@ -148,13 +148,13 @@ func ParseStat(b []byte) (Stat, error) {
 		case 2:
 			p.PGID = atoi(tok)
 		case 11:
-			p.UTime = atou(tok)
+			p.UTime = uint64(atoi(tok))
 		case 12:
-			p.STime = atou(tok)
+			p.STime = uint64(atoi(tok))
 		case 19:
-			p.Start = atou(tok)
+			p.Start = uint64(atoi(tok))
 		case 20:
-			p.VSize = atou(tok)
+			p.VSize = uint64(atoi(tok))
 		case 21:
 			p.RSS = int64(atoi(tok))
 		}
@@ -180,18 +180,6 @@ func atoi(b []byte) int {
 	}
 	if neg {
 		return -n
-	}
-	return n
-}
-
-// atou reads an unsigned decimal integer; junk reads as 0.
-func atou(b []byte) uint64 {
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0
-		}
-		n = n*10 + uint64(c-'0')
 	}
 	return n
 }
