@@ -235,14 +235,11 @@ func (e *requeuedError) Unwrap() error { return e.err }
 func (s *Store) writeOne(target int64, yield bool) (more bool, err error) {
 	s.pmu.Lock()
 	n := int(min(int64(len(s.pending)), int64(s.batchSize), max(target-s.taken, 0)))
-	if len(s.pending) == 0 {
-		// Idle (a tick with nothing queued): a burst's arrays go back to
-		// the collector; an idle bot holds no batch-sized array.
-		s.pending, s.spare = nil, nil
-	}
 	batch := s.pending[:n:n]
 	// The rest (points queued during a write) goes to the spare array;
-	// the batch's array becomes the spare once written (keepSpare).
+	// the batch's array becomes the spare once written (keepSpare). Idle,
+	// the ticks with nothing queued let the arrays go: the first moves the
+	// empty queue to the spare's array, the second to none.
 	s.pending = append(s.spare[:0], s.pending[n:]...)
 	s.spare = nil
 	s.taken += int64(len(batch))

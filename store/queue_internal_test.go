@@ -28,8 +28,8 @@ func TestAFullQueueDoesNotGrowItsArray(t *testing.T) {
 	}
 }
 
-// After a burst is written and nothing more comes, the writer's next tick
-// lets the queue's arrays go (an idle bot holds no batch-sized array).
+// After a burst is written and nothing more comes, the writer's idle ticks
+// let the queue's arrays go (an idle bot holds no batch-sized array).
 func TestAnIdleQueueLetsItsArraysGo(t *testing.T) {
 	s, err := Open(t.TempDir(), Options{FlushEvery: 20 * time.Millisecond})
 	if err != nil {
