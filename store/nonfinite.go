@@ -19,7 +19,7 @@ const oldNonFiniteAbove = 1000
 
 // thinNonFinite deletes the NaN and ±Inf points of a metric that are not
 // the first or the last of their kind in their bucket: the non-finite half
-// of thinDrops.
+// of eachDrop.
 const thinNonFinite = `DELETE FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND (step, seq) IN (` + nonFiniteToThin + `)`
 
 // nonFiniteToThin selects the NaN and ±Inf points of a metric (?1 the run,

@@ -344,7 +344,7 @@ type pendingThin struct {
 // ThinPoints queues the thinning of a metric's stored points to buckets of
 // width steps (trainer.Recorder): of each bucket only the first, minimum,
 // maximum and last finite points stay, and the first and last NULL (NaN),
-// +Inf and -Inf values (thinDrops). It is done in the transaction that
+// +Inf and -Inf values (eachDrop). It is done in the transaction that
 // writes the points queued before it, over those and the points stored
 // (what it drops of the batch is not written). A thinning of the same
 // metric that is still queued is merged into this one.

@@ -27,22 +27,15 @@ type thinRow struct {
 	batch     int
 }
 
-// thinDrops returns the rows (in (step, seq) order) that thinning to
-// buckets of width drops: of each bucket trainer.BucketOf(step, width),
-// every finite row that is not the first or the last (by step, seq) or
-// the minimum or the maximum (by value, then step, seq: the first of equal
-// minima, the last of equal maxima), and every NaN, +Inf or -Inf row that
-// is not the first or the last of its kind. This is the rule of the SQL
-// statement it replaces (thinMetricsSQL in the tests, which check that
-// both keep the same rows).
-func thinDrops(rows []thinRow, width int64) []thinRow {
-	var drops []thinRow
-	eachDrop(rows, width, func(r thinRow) { drops = append(drops, r) })
-	return drops
-}
-
-// eachDrop calls drop with each row thinDrops returns, in order, without
-// collecting them: a burst's batch drops ~10⁵ of its points.
+// eachDrop calls drop with each row (of rows, in (step, seq) order) that
+// thinning to buckets of width drops, in order, without collecting them (a
+// burst's batch drops ~10⁵ of its points): of each bucket
+// trainer.BucketOf(step, width), every finite row that is not the first or
+// the last (by step, seq) or the minimum or the maximum (by value, then
+// step, seq: the first of equal minima, the last of equal maxima), and
+// every NaN, +Inf or -Inf row that is not the first or the last of its
+// kind. This is the rule of the SQL statement it replaces (thinMetricsSQL
+// in the tests, which check that both keep the same rows).
 func eachDrop(rows []thinRow, width int64, drop func(thinRow)) {
 	var keep []bool
 	for i := 0; i < len(rows); {

@@ -363,7 +363,7 @@ func BenchmarkThinPoints(b *testing.B) {
 
 // thinMetricsSQL is the statement the store thinned with before #35 (the
 // rule in SQL, window functions over the metric's rows): the reference
-// thinDrops is checked against.
+// eachDrop is checked against.
 const thinMetricsSQL = `DELETE FROM metrics WHERE run_id = ?1 AND name_id = ?2 AND (step, seq) IN (
 	SELECT step, seq FROM (
 		SELECT step, seq, row_number() OVER s AS f, count(*) OVER (s ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n,
@@ -460,7 +460,14 @@ func TestThinInGoKeepsWhatTheSQLKept(t *testing.T) {
 	}
 }
 
-// thinDrops is the rule on its own: in each bucket the first and last by
+// thinDrops collects what eachDrop drops.
+func thinDrops(rows []thinRow, width int64) []thinRow {
+	var drops []thinRow
+	eachDrop(rows, width, func(r thinRow) { drops = append(drops, r) })
+	return drops
+}
+
+// eachDrop is the rule on its own: in each bucket the first and last by
 // (step, seq), the first of equal minima and the last of equal maxima, and
 // the first and last of each non-finite kind stay.
 func TestThinDrops(t *testing.T) {
