@@ -134,7 +134,6 @@ import (
 	"math"
 	"regexp"
 	"strings"
-	"sync"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -170,11 +169,13 @@ type Progress struct {
 }
 
 // Parser holds what one run's output has told so far. The zero value is
-// ready to use. A Parser is safe for concurrent use: the supervisor feeds
-// it output lines and TRAINBOT_METRICS_FILE lines from two goroutines, and
-// lines are parsed one at a time, in the order they arrive.
+// ready to use. A Parser is for one goroutine at a time, like a
+// bufio.Scanner: the supervisor's observer feeds it a run's output lines
+// and TRAINBOT_METRICS_FILE lines, one at a time, in the order it reads
+// them, and it is the only one that asks its progress (what others see of
+// it, the observer copies under the run's own lock). A lock here cost two
+// atomic operations per line for nothing.
 type Parser struct {
-	mu       sync.Mutex
 	custom   []*regexp.Regexp
 	allRanks bool
 
@@ -315,13 +316,6 @@ const errNoNamedGroup = parseError("pattern has no named group such as (?P<loss>
 
 // Progress returns where the run stands.
 func (p *Parser) Progress() Progress {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.progressLocked()
-}
-
-// progressLocked is Progress; the caller holds p.mu.
-func (p *Parser) progressLocked() Progress {
 	t := p.progressTrack()
 	pr := Progress{Step: t.step, TotalSteps: t.derivedTotal, Epoch: math.NaN(), TotalEpochs: t.totalEpochs}
 	if t.keyTotal > 0 {
@@ -424,23 +418,13 @@ type LineRead struct {
 }
 
 // AppendRead is AppendLine that also returns the progress after the line
-// and its layout, under the one lock: the supervisor, which needs both
-// for every line, locks once.
+// and its layout: the supervisor needs both for every line.
 func (p *Parser) AppendRead(dst []Point, line []byte) ([]Point, LineRead) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	dst = p.appendLocked(dst, unsafe.String(unsafe.SliceData(line), len(line)))
-	return dst, LineRead{Progress: p.progressLocked(), Layout: p.shapes.lastShape}
+	dst = p.appendLine(dst, unsafe.String(unsafe.SliceData(line), len(line)))
+	return dst, LineRead{Progress: p.Progress(), Layout: p.shapes.lastShape}
 }
 
 func (p *Parser) appendLine(out []Point, line string) []Point {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.appendLocked(out, line)
-}
-
-// appendLocked is appendLine; the caller holds p.mu.
-func (p *Parser) appendLocked(out []Point, line string) []Point {
 	p.shapes.lastShape = 0
 	if len(line) > MaxLineLen {
 		line = line[:MaxLineLen]

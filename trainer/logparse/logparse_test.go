@@ -3,9 +3,7 @@ package logparse
 import (
 	"errors"
 	"math"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -459,43 +457,6 @@ func TestPointsAreOwned(t *testing.T) {
 	}
 	got := []string{pointString(first[0]), pointString(first[1])}
 	diffLines(t, got, []string{"1 - train_loss=0.5", "1 - val_acc=0.9"})
-}
-
-// TestConcurrentLines feeds output lines and metrics-file lines from two
-// goroutines, as the supervisor does; run with -race.
-func TestConcurrentLines(t *testing.T) {
-	p := &Parser{}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	total := 0
-	feed := func(lines []string) {
-		defer wg.Done()
-		n := 0
-		for _, l := range lines {
-			for _, pt := range p.Line(l) {
-				if pt.Name == "" || pt.Step < 0 {
-					t.Errorf("bad point %+v", pt)
-				}
-				n++
-			}
-			_ = p.Progress()
-		}
-		mu.Lock()
-		total += n
-		mu.Unlock()
-	}
-	var out, file []string
-	for i := 1; i <= 500; i++ {
-		out = append(out, "Epoch [1/1], Step ["+strconv.Itoa(i)+"/1000], Loss: 0.5, Acc: 0.9")
-		file = append(file, `{"gpu_mem_gb": 10.5, "tokens_per_s": 1234}`)
-	}
-	wg.Add(2)
-	go feed(out)
-	go feed(file)
-	wg.Wait()
-	if total != 2000 {
-		t.Errorf("got %d points, want 2000", total)
-	}
 }
 
 func TestRanks(t *testing.T) {
