@@ -68,7 +68,7 @@ type active struct {
 	prevOOM       *OOM         // on_oom: what the run this one retries failed to allocate (nil: unknown)
 	prevSteps     int64        // and at which step
 	queued        *QueueEntry  // the queue entry this run was started from
-	rules         []*ruleState // the alert rules of the run (the job's and every job's), under mu
+	rules         []*ruleState // the alert rules of the run (the job's and every job's), the observer's
 	gpuUtil       float64      // the latest utilisation of the run's GPUs (gpu_util); NaN before one, under mu
 
 	// The replay of lines the bot had already stored before a restart:
@@ -89,16 +89,19 @@ type active struct {
 	eventNames map[string]bool
 	eventOff   map[string]int64
 
+	// What the observer has read of the run's progress and metrics, line
+	// by line, without a lock; the fields of the same names under mu are
+	// what the rest of trainbot sees of it, published (publishSeen) with
+	// the points it queues for the store.
+	seen seen
+
 	mu           sync.Mutex
 	run          *Run
 	progress     logparse.Progress
 	last         map[string]*float64 // the latest value of each metric
 	lastOrder    []string            // last's names, in the order they came
-	lastValName  string              // the metric of the last point observed, and
-	lastValue    *float64            // its entry in last: a line's metric is mostly the line before's
 	rate         rateWindow
 	firstMetric  time.Time
-	lastMetric   time.Time
 	lastOutput   time.Time  // when the run last printed (the shim's clock, or the log's index)
 	eventStep    int64      // the highest step of the event files' points
 	nanW         *nanWatch  // NaN or Inf losses in a row
@@ -199,6 +202,7 @@ func (a *active) observe() {
 	}
 	nice.LowerThread()
 	lt := &lineTimes{path: filepath.Join(a.runDir, shimctl.IndexFile)}
+	defer lt.close()
 	var tl *logTail
 	defer func() { tl.close() }()
 	if a.adopted {

@@ -81,6 +81,7 @@ func (a *active) finish(end *runEnd) {
 	if end != nil {
 		e, notes = end.e, end.notes
 	}
+	a.publishSeen() // the run's last steps, for its end
 	a.mu.Lock()
 	if a.stopReq != nil && e.stopBy == "" && end != nil {
 		e.stopBy, e.stopReason = a.stopReq.by, a.stopReq.reason

@@ -260,8 +260,10 @@ func (a *active) addPoints(pts []TimedPoint) {
 // AddPoints (one take of the store's lock) for many lines. Whatever else
 // is asked of the store (a thinning, read offsets, a flush) is asked after
 // it, so that it comes after the points read before it, as it would have
-// had every line queued its points itself.
+// had every line queued its points itself. It publishes what the observer
+// has seen first (publishSeen): status is never behind the store.
 func (a *active) queuePoints() {
+	a.publishSeen()
 	if len(a.pend) == 0 {
 		return
 	}
