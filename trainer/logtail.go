@@ -190,6 +190,7 @@ func shown(text string) string {
 // a backlog).
 type lineTimes struct {
 	path string
+	f    *os.File             // the index, open once it exists (close)
 	next int64                // the next record to read
 	recs []shimctl.IndexEntry // records not yet passed, in offset order
 	last time.Time            // the time given last: times never go back
@@ -218,7 +219,7 @@ func (lt *lineTimes) at(end int64) time.Time {
 		lt.recs = lt.recs[1:]
 	}
 	if len(lt.recs) == 0 && !lt.read {
-		recs, err := shimctl.ReadIndex(lt.path, lt.next)
+		recs, err := lt.readIndex()
 		lt.read = err != nil || len(recs) == 0 || recs[len(recs)-1].Offset < end
 		if err == nil && len(recs) > 0 {
 			lt.next += int64(len(recs))
@@ -243,6 +244,27 @@ func (lt *lineTimes) at(end int64) time.Time {
 	}
 	lt.last = t
 	return t
+}
+
+// readIndex reads the index's records from lt.next on, opening it the
+// first time it exists.
+func (lt *lineTimes) readIndex() ([]shimctl.IndexEntry, error) {
+	if lt.f == nil {
+		f, err := os.Open(lt.path)
+		if err != nil {
+			return nil, err // not written yet, or no descriptor left: the next read tries again
+		}
+		lt.f = f
+	}
+	return shimctl.ReadIndexFile(lt.f, lt.next)
+}
+
+// close closes the index.
+func (lt *lineTimes) close() {
+	if lt.f != nil {
+		lt.f.Close()
+		lt.f = nil
+	}
 }
 
 // ring keeps the last n lines. Each slot keeps its bytes (the first

@@ -25,6 +25,13 @@ func ReadIndex(path string, fromRecord int64) ([]IndexEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return ReadIndexFile(f, fromRecord)
+}
+
+// ReadIndexFile is ReadIndex of an output.idx open in f: a reader that
+// follows a live run's index keeps it open (the shim only appends to it)
+// instead of opening it for every read of the log.
+func ReadIndexFile(f *os.File, fromRecord int64) ([]IndexEntry, error) {
 	if fromRecord < 0 {
 		fromRecord = 0
 	}
@@ -39,7 +46,7 @@ func ReadIndex(path string, fromRecord int64) ([]IndexEntry, error) {
 	b := make([]byte, n*IndexRecordSize)
 	got, err := f.ReadAt(b, fromRecord*IndexRecordSize)
 	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
 	}
 	out := make([]IndexEntry, 0, got/IndexRecordSize)
 	for i := 0; i+IndexRecordSize <= got; i += IndexRecordSize {
