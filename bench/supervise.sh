@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Supervision overhead: a CPU-bound child that prints 1e6 lines, run with
 # its output redirected to a file and under trainbot's supervisor, back to
-# back in each iteration (so both see the same load). "Burst" prints them as
+# back in each iteration (so both see the same load), in turn in each order
+# (ABBA: the redirected child first in even iterations, second in odd ones,
+# so that a drift of the machine or what the run before left weighs on
+# both; ITER is best even). "Burst" prints them as
 # fast as it can (~1e6 lines/s); "Steady" does ten times the work per line
 # (~5 s, still 2e5 lines/s). The runs' supervisor is the real trainbot
 # binary, built here.
@@ -18,7 +21,7 @@
 # core BOT_CPU, as on a server where the training has its own cores; the
 # redirected baseline child is pinned the same way).
 #   bench/supervise.sh
-#   COUNT=5 ITER=3 bench/supervise.sh
+#   COUNT=5 ITER=4 bench/supervise.sh
 #   MODES=pinned CHILD_CPU=2 BOT_CPU=3 bench/supervise.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +36,7 @@ run() {
 	local pin=()
 	if [ "$1" = pinned ]; then pin=(taskset -c "${BOT_CPU:-1}"); export TRAINBOT_BENCH_CHILD_CPU="${CHILD_CPU:-0}"; else unset TRAINBOT_BENCH_CHILD_CPU; fi
 	(cd trainer && TRAINBOT_BENCH_SHIM="$tmp/trainbot" "${pin[@]}" "$tmp/trainer.test" -test.run '^$' -test.bench '^BenchmarkSupervisionOverhead/' \
-		-test.benchtime "${ITER:-3}x" -test.count "${COUNT:-3}" -test.timeout 30m)
+		-test.benchtime "${ITER:-2}x" -test.count "${COUNT:-3}" -test.timeout 30m)
 }
 for mode in ${MODES:-unpinned pinned}; do
 	out="$(run "$mode")"

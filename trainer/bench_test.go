@@ -29,7 +29,8 @@ var overheadWork = map[string]string{"Burst": "200", "Steady": "2000"}
 
 // BenchmarkSupervisionOverhead runs the child redirected to a file and
 // under the supervisor back to back in each iteration, so that both see
-// the same load on the machine. The child measures its own runtime, from
+// the same load on the machine, the redirected one first in even
+// iterations and second in odd ones. The child measures its own runtime, from
 // its first line of work to its last write (what supervision costs the
 // training): ratio/op is the geometric mean over the iterations of the
 // ratio of those, own-file-ms/op and own-supervised-ms/op their means.
@@ -53,36 +54,53 @@ func BenchmarkSupervisionOverhead(b *testing.B) {
 					// both runs; the bot and its shim stay where this process is.
 					argv = append([]string{"taskset", "-c", cpu}, argv...)
 				}
-				f, err := os.Create(filepath.Join(dir, "out.log"))
-				if err != nil {
-					b.Fatal(err)
+				var tf, of time.Duration
+				redirected := func() {
+					f, err := os.Create(filepath.Join(dir, "out.log"))
+					if err != nil {
+						b.Fatal(err)
+					}
+					t0 := time.Now()
+					cmd := exec.Command(argv[0], argv[1:]...)
+					cmd.Stdout, cmd.Stderr = f, f
+					if err := cmd.Run(); err != nil {
+						b.Fatal(err)
+					}
+					tf = time.Since(t0)
+					f.Close()
+					of = readRuntime(b, own)
 				}
-				t0 := time.Now()
-				cmd := exec.Command(argv[0], argv[1:]...)
-				cmd.Stdout, cmd.Stderr = f, f
-				if err := cmd.Run(); err != nil {
-					b.Fatal(err)
+				var got *trainer.Run
+				var osup time.Duration
+				supervised := func() {
+					h := newBenchHarnessJob(b, filepath.Join(dir, "data"), job("c", argv))
+					cpu0 := selfCPU()
+					r, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "c"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := h.sup.WaitRun(context.Background(), r.ID); err != nil {
+						b.Fatal(err)
+					}
+					got, _ = h.st.Run(context.Background(), r.ID)
+					botCPU += selfCPU() - cpu0
+					h.close()
+					osup = readRuntime(b, own)
 				}
-				tf := time.Since(t0)
-				f.Close()
-				of := readRuntime(b, own)
-
-				h := newBenchHarnessJob(b, filepath.Join(dir, "data"), job("c", argv))
-				cpu0 := selfCPU()
-				r, err := h.sup.Start(context.Background(), trainer.StartRequest{Job: "c"})
-				if err != nil {
-					b.Fatal(err)
+				// Each order in turn (ABBA over two iterations): whatever
+				// drifts on the machine, or is left by the run before,
+				// weighs on both alike.
+				if i%2 == 0 {
+					redirected()
+					supervised()
+				} else {
+					supervised()
+					redirected()
 				}
-				if _, err := h.sup.WaitRun(context.Background(), r.ID); err != nil {
-					b.Fatal(err)
-				}
-				got, _ := h.st.Run(context.Background(), r.ID)
-				botCPU += selfCPU() - cpu0
-				h.close()
 				if got.Outcome != trainer.OutcomeFinished || got.Steps != 1000000 {
 					b.Fatalf("got %s with %d steps", got.Outcome, got.Steps)
 				}
-				ts, osup := got.EndedAt.Sub(got.StartedAt), readRuntime(b, own)
+				ts := got.EndedAt.Sub(got.StartedAt)
 				ownFile, ownSup, wallFile, wallSup = ownFile+of, ownSup+osup, wallFile+tf, wallSup+ts
 				start += (ts - osup) - (tf - of)
 				logRatio += math.Log(float64(osup) / float64(of))
