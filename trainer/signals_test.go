@@ -134,3 +134,27 @@ func TestNormalizeNamesKeys(t *testing.T) {
 		t.Fatalf("got keys %q, want %q", keys, want)
 	}
 }
+
+// The rate window keeps one sample per second, the step of its last line:
+// lines that share a time (one clock reading, one index record) only move
+// the step of the sample they fall in.
+func TestRateWindowOneSamplePerSecond(t *testing.T) {
+	var w rateWindow
+	t0 := time.Now()
+	for step := int64(1); step <= 100; step++ {
+		w.add(t0, step) // one read's lines
+	}
+	w.add(t0.Add(500*time.Millisecond), 150)
+	for step := int64(160); step <= 200; step++ {
+		w.add(t0.Add(1200*time.Millisecond), step)
+	}
+	w.add(t0.Add(1900*time.Millisecond), 250)
+	w.add(t0.Add(2500*time.Millisecond), 300)
+	if w.n != 3 {
+		t.Errorf("%d samples, want 3 (t0, t0+1.2 s, t0+2.5 s)", w.n)
+	}
+	// (300 - 150) steps over the 2.5 s from the first sample to the last.
+	if got := w.perSecond(); math.Abs(got-60) > 1e-9 {
+		t.Errorf("rate %g steps/s, want 60", got)
+	}
+}
