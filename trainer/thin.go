@@ -97,12 +97,16 @@ type thinner struct {
 
 // thinSeries is one metric's state.
 type thinSeries struct {
-	width  int64
-	lo, hi int64 // the range of steps seen
-	stored int   // an upper bound on the finite points stored
-	open   bool  // bucket is open: first was passed on
-	bucket int64
-	n      int // points of the open bucket so far
+	width   int64
+	widenAt int64 // the span of steps (hi - lo) that needs a wider width: (MaxBuckets+1)·width
+	lo, hi  int64 // the range of steps seen
+	stored  int   // an upper bound on the finite points stored
+	open    bool  // bucket is open: first was passed on
+	bucket  int64
+	// The steps of the open bucket, [bStart, bNext), when it is one of
+	// steps >= 0 (no division for a point inside it: most points).
+	bStart, bNext int64
+	n             int // points of the open bucket so far
 	// The open bucket's first point (passed on) and its candidates: the
 	// minimum, the maximum and the last point (by step) so far.
 	first, min, max, last heldPoint
@@ -152,18 +156,19 @@ func (t *thinner) appendKeep(out []TimedPoint, at time.Time, pts []logparse.Poin
 	if t.metrics == nil {
 		t.metrics = map[string]*thinSeries{}
 	}
-	for _, p := range pts {
+	for i := range pts {
+		p := &pts[i]
 		s := t.last
 		if s == nil || p.Name != t.lastName {
 			if s = t.metrics[p.Name]; s == nil {
-				s = &thinSeries{width: 1, lo: p.Step, hi: p.Step}
+				s = &thinSeries{lo: p.Step, hi: p.Step}
+				s.setWidth(1)
 				t.metrics[p.Name] = s
 			}
 			t.lastName, t.last = p.Name, s
 		}
-		tp := TimedPoint{Point: p, At: at, Source: src}
 		var mustThin bool
-		out, mustThin = s.add(out, tp)
+		out, mustThin = s.add(out, p, at, src)
 		if mustThin && !slices.Contains(thin, p.Name) {
 			thin = append(thin, p.Name)
 		}
@@ -196,45 +201,68 @@ func (t *thinner) flush() []TimedPoint {
 	return out
 }
 
-// add takes one point; mustThin says the store must thin the metric.
-func (s *thinSeries) add(out []TimedPoint, p TimedPoint) (_ []TimedPoint, mustThin bool) {
-	s.lo, s.hi = min(s.lo, p.Step), max(s.hi, p.Step)
-	if (s.hi-s.lo)/s.width > MaxBuckets {
-		s.width, mustThin = BucketWidth(s.hi-s.lo, MaxBuckets), true
-		s.bucket = BucketOf(s.first.Step, s.width) // the open bucket is inside this one
+// setWidth sets the width of the buckets.
+func (s *thinSeries) setWidth(w int64) {
+	s.width, s.widenAt = w, math.MaxInt64
+	if w <= math.MaxInt64/(MaxBuckets+1) {
+		s.widenAt = (MaxBuckets + 1) * w
+	}
+}
+
+// setBucket makes b the open bucket.
+func (s *thinSeries) setBucket(b int64) {
+	s.bucket, s.bStart, s.bNext = b, 0, 0 // an empty range: BucketOf decides
+	if b >= 0 && b < math.MaxInt64/s.width {
+		s.bStart, s.bNext = b*s.width, (b+1)*s.width
+	}
+}
+
+// add takes one point, read at at from src; mustThin says the store must
+// thin the metric.
+func (s *thinSeries) add(out []TimedPoint, pt *logparse.Point, at time.Time, src Source) (_ []TimedPoint, mustThin bool) {
+	s.lo, s.hi = min(s.lo, pt.Step), max(s.hi, pt.Step)
+	if s.hi-s.lo >= s.widenAt { // (hi-lo)/width > MaxBuckets, without a division
+		s.setWidth(BucketWidth(s.hi-s.lo, MaxBuckets))
+		mustThin = true
+		s.setBucket(BucketOf(s.first.Step, s.width)) // the open bucket is inside this one
 		s.stored = min(s.stored, 4*s.buckets())
 		for k := range s.nf {
 			s.nf[k].bucket = BucketOf(s.nf[k].firstStep, s.width)
 		}
 		s.nfStored = min(s.nfStored, 2*len(s.nf)*s.buckets())
 	}
-	if !finite(p.Value) {
-		out, mustThin = s.addNonFinite(out, p, mustThin)
+	if !finite(pt.Value) {
+		out, mustThin = s.addNonFinite(out, TimedPoint{Point: *pt, At: at, Source: src}, mustThin)
 		return out, mustThin
 	}
-	b := BucketOf(p.Step, s.width)
+	b := s.bucket
+	if pt.Step < s.bStart || pt.Step >= s.bNext {
+		b = BucketOf(pt.Step, s.width)
+	}
 	switch {
 	case !s.open || b > s.bucket:
 		out = s.release(out)
-		h := heldPoint{TimedPoint: p}
-		s.open, s.bucket, s.n = true, b, 1
+		h := heldPoint{TimedPoint: TimedPoint{Point: *pt, At: at, Source: src}}
+		s.open, s.n = true, 1
+		s.setBucket(b)
 		s.first, s.min, s.max, s.last = h, h, h, h
-		out = append(out, p)
+		out = append(out, h.TimedPoint)
 		s.stored++
 	case b == s.bucket:
-		h := heldPoint{TimedPoint: p, k: s.n}
+		k := s.n
 		s.n++
-		if h.Value < s.min.Value || (h.Value == s.min.Value && h.Step < s.min.Step) {
-			s.min = h
+		v, step := pt.Value, pt.Step
+		if v < s.min.Value || (v == s.min.Value && step < s.min.Step) {
+			s.min = heldPoint{TimedPoint: TimedPoint{Point: *pt, At: at, Source: src}, k: k}
 		}
-		if h.Value > s.max.Value || (h.Value == s.max.Value && h.Step >= s.max.Step) {
-			s.max = h
+		if v > s.max.Value || (v == s.max.Value && step >= s.max.Step) {
+			s.max = heldPoint{TimedPoint: TimedPoint{Point: *pt, At: at, Source: src}, k: k}
 		}
-		if h.Step >= s.last.Step {
-			s.last = h
+		if step >= s.last.Step {
+			s.last = heldPoint{TimedPoint: TimedPoint{Point: *pt, At: at, Source: src}, k: k}
 		}
 	default: // a bucket already closed: the step counter went back
-		out = append(out, p)
+		out = append(out, TimedPoint{Point: *pt, At: at, Source: src})
 		s.stored++
 	}
 	if s.stored > ThinBudget {
