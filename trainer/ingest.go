@@ -292,33 +292,42 @@ const (
 )
 
 // limitNames drops, in place, the points of new metrics once the run has
-// too many.
+// too many. Most lines have only names seen before: they are looked at in
+// place, and copied only from the first point dropped on.
 func (a *active) limitNames(pts []logparse.Point, replay bool) []logparse.Point {
-	keep := pts[:0]
-	for _, p := range pts {
-		if p.Name == a.lastName {
-			// The name of the point before (the parser's copy, so
-			// mostly the same string): no lookup.
-			keep = append(keep, p)
-			continue
-		}
-		if !a.names[p.Name] {
-			n := len(a.names)
-			if n >= maxMetricNames+maxLossNames || (n >= maxMetricNames && !IsLossName(p.Name)) {
-				if !a.full {
-					a.full = true
-					if !replay {
-						a.log.Warn("the output names too many metrics: points of further metric names are not recorded (the log has them)", "max", maxMetricNames)
-					}
+	for i := range pts {
+		if pts[i].Name != a.lastName && !a.admitName(pts[i].Name, replay) {
+			keep := pts[:i]
+			for _, p := range pts[i+1:] {
+				if p.Name == a.lastName || a.admitName(p.Name, replay) {
+					keep = append(keep, p)
 				}
-				continue
 			}
-			a.names[p.Name] = true
+			return keep
 		}
-		a.lastName = p.Name
-		keep = append(keep, p)
 	}
-	return keep
+	return pts
+}
+
+// admitName reports whether the points of a metric are recorded, and makes
+// it the last name admitted (the name of the point before is the parser's
+// copy, so mostly the same string: no lookup).
+func (a *active) admitName(name string, replay bool) bool {
+	if !a.names[name] {
+		n := len(a.names)
+		if n >= maxMetricNames+maxLossNames || (n >= maxMetricNames && !IsLossName(name)) {
+			if !a.full {
+				a.full = true
+				if !replay {
+					a.log.Warn("the output names too many metrics: points of further metric names are not recorded (the log has them)", "max", maxMetricNames)
+				}
+			}
+			return false
+		}
+		a.names[name] = true
+	}
+	a.lastName = name
+	return true
 }
 
 // readMetricsFile reads the JSON lines a script appends to

@@ -102,7 +102,8 @@ func (a *active) observePoints(now time.Time, pts []logparse.Point, line string,
 		nanAlert = streak.text()
 	}
 	var fired []string
-	for _, p := range pts {
+	for i := range pts {
+		p := &pts[i]
 		for _, rs := range a.rules {
 			if rs.rule.Metric == p.Name {
 				if text := rs.observe(now, max(step, p.Step), p.Value); text != "" {

@@ -1,6 +1,8 @@
 package trainer
 
 import (
+	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"testing"
@@ -156,5 +158,30 @@ func TestRateWindowOneSamplePerSecond(t *testing.T) {
 	// (300 - 150) steps over the 2.5 s from the first sample to the last.
 	if got := w.perSecond(); math.Abs(got-60) > 1e-9 {
 		t.Errorf("rate %g steps/s, want 60", got)
+	}
+}
+
+// Past the bound on metric names, a line keeps the points of the names it
+// had and of new losses, in order, and loses only those of other new names,
+// wherever on the line they are.
+func TestLimitNamesKeepsKnownNamesAroundADroppedOne(t *testing.T) {
+	a := &active{names: map[string]bool{}, log: slog.New(slog.DiscardHandler)}
+	for i := range maxMetricNames {
+		a.names[fmt.Sprintf("m%d", i)] = true
+	}
+	line := []logparse.Point{{Name: "m1"}, {Name: "img_1"}, {Name: "m2"}, {Name: "img_2"}, {Name: "val_loss"}, {Name: "m2"}}
+	var got []string
+	for _, p := range a.limitNames(line, false) {
+		got = append(got, p.Name)
+	}
+	if want := []string{"m1", "m2", "val_loss", "m2"}; !slices.Equal(got, want) {
+		t.Errorf("kept %v, want %v", got, want)
+	}
+	if !a.full || a.names["img_1"] || !a.names["val_loss"] {
+		t.Errorf("full %v, img_1 recorded %v, val_loss recorded %v: want the bound told, the score dropped, the loss recorded", a.full, a.names["img_1"], a.names["val_loss"])
+	}
+	known := []logparse.Point{{Name: "m3"}, {Name: "m4"}}
+	if kept := a.limitNames(known, false); len(kept) != 2 || &kept[0] != &known[0] {
+		t.Errorf("a line of known names: kept %d points (in place %v), want both, in place", len(kept), len(kept) > 0 && &kept[0] == &known[0])
 	}
 }
