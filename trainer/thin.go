@@ -98,7 +98,7 @@ type thinner struct {
 // thinSeries is one metric's state.
 type thinSeries struct {
 	width   int64
-	widenAt int64 // the span of steps (hi - lo) that needs a wider width: (MaxBuckets+1)·width
+	noWiden int64 // the widest span of steps (hi - lo) the width holds: (MaxBuckets+1)·width - 1
 	lo, hi  int64 // the range of steps seen
 	stored  int   // an upper bound on the finite points stored
 	open    bool  // bucket is open: first was passed on
@@ -203,9 +203,9 @@ func (t *thinner) flush() []TimedPoint {
 
 // setWidth sets the width of the buckets.
 func (s *thinSeries) setWidth(w int64) {
-	s.width, s.widenAt = w, math.MaxInt64
+	s.width, s.noWiden = w, math.MaxInt64 // a width this wide holds every span
 	if w <= math.MaxInt64/(MaxBuckets+1) {
-		s.widenAt = (MaxBuckets + 1) * w
+		s.noWiden = (MaxBuckets+1)*w - 1
 	}
 }
 
@@ -221,7 +221,7 @@ func (s *thinSeries) setBucket(b int64) {
 // thin the metric.
 func (s *thinSeries) add(out []TimedPoint, pt *logparse.Point, at time.Time, src Source) (_ []TimedPoint, mustThin bool) {
 	s.lo, s.hi = min(s.lo, pt.Step), max(s.hi, pt.Step)
-	if s.hi-s.lo >= s.widenAt { // (hi-lo)/width > MaxBuckets, without a division
+	if s.hi-s.lo > s.noWiden { // (hi-lo)/width > MaxBuckets, without a division
 		s.setWidth(BucketWidth(s.hi-s.lo, MaxBuckets))
 		mustThin = true
 		s.setBucket(BucketOf(s.first.Step, s.width)) // the open bucket is inside this one

@@ -445,3 +445,19 @@ func TestThinnerHeldPointsKeepTheirTime(t *testing.T) {
 		t.Fatalf("stored steps %v, want %v", steps, want)
 	}
 }
+
+// A metric whose steps span all of int64 (TensorBoard steps are raw
+// int64) takes the widest width once, and is not thinned again at every
+// point: no width is wider than one that holds every span.
+func TestThinnerWidestSpanThinsOnce(t *testing.T) {
+	var th thinner
+	thins := 0
+	for i, step := range []int64{0, math.MaxInt64, math.MaxInt64, math.MaxInt64 - 1, 5, math.MaxInt64} {
+		if _, thin := th.keep(time.Unix(int64(i), 0), []logparse.Point{loss(step, 1)}); len(thin) > 0 {
+			thins++
+		}
+	}
+	if thins != 1 {
+		t.Errorf("thinned %d times over a span of MaxInt64 (width %d), want once", thins, th.width("loss"))
+	}
+}
