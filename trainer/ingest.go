@@ -261,7 +261,9 @@ func (a *active) addPoints(pts []TimedPoint) {
 // is asked of the store (a thinning, read offsets, a flush) is asked after
 // it, so that it comes after the points read before it, as it would have
 // had every line queued its points itself. It publishes what the observer
-// has seen first (publishSeen): status is never behind the store.
+// has seen first (publishSeen): status is never behind the store by more
+// than the line being read (its points may be queued before it is
+// observed).
 func (a *active) queuePoints() {
 	a.publishSeen()
 	if len(a.pend) == 0 {

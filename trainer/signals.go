@@ -20,7 +20,8 @@ import (
 // the fields of the same names under a.mu, for status, snapshots and
 // SetLive, with every queuePoints: once per read of the log, per 4,096
 // points, and before any alert or end goes out, so that what the rest of
-// trainbot sees of a run is never behind the points the store has of it.
+// trainbot sees of a run is never behind the points the store has of it
+// by more than the line being read.
 type seen struct {
 	progress                logparse.Progress
 	steps, total            int64
