@@ -217,6 +217,11 @@ func (s *thinSeries) setBucket(b int64) {
 	}
 }
 
+// timed is a point as stored: read at at from src.
+func timed(p *logparse.Point, at time.Time, src Source) TimedPoint {
+	return TimedPoint{Point: *p, At: at, Source: src}
+}
+
 // add takes one point, read at at from src; mustThin says the store must
 // thin the metric.
 func (s *thinSeries) add(out []TimedPoint, pt *logparse.Point, at time.Time, src Source) (_ []TimedPoint, mustThin bool) {
@@ -232,7 +237,7 @@ func (s *thinSeries) add(out []TimedPoint, pt *logparse.Point, at time.Time, src
 		s.nfStored = min(s.nfStored, 2*len(s.nf)*s.buckets())
 	}
 	if !finite(pt.Value) {
-		out, mustThin = s.addNonFinite(out, TimedPoint{Point: *pt, At: at, Source: src}, mustThin)
+		out, mustThin = s.addNonFinite(out, timed(pt, at, src), mustThin)
 		return out, mustThin
 	}
 	b := s.bucket
@@ -242,7 +247,7 @@ func (s *thinSeries) add(out []TimedPoint, pt *logparse.Point, at time.Time, src
 	switch {
 	case !s.open || b > s.bucket:
 		out = s.release(out)
-		h := heldPoint{TimedPoint: TimedPoint{Point: *pt, At: at, Source: src}}
+		h := heldPoint{TimedPoint: timed(pt, at, src)}
 		s.open, s.n = true, 1
 		s.setBucket(b)
 		s.first, s.min, s.max, s.last = h, h, h, h
@@ -253,16 +258,16 @@ func (s *thinSeries) add(out []TimedPoint, pt *logparse.Point, at time.Time, src
 		s.n++
 		v, step := pt.Value, pt.Step
 		if v < s.min.Value || (v == s.min.Value && step < s.min.Step) {
-			s.min = heldPoint{TimedPoint: TimedPoint{Point: *pt, At: at, Source: src}, k: k}
+			s.min = heldPoint{TimedPoint: timed(pt, at, src), k: k}
 		}
 		if v > s.max.Value || (v == s.max.Value && step >= s.max.Step) {
-			s.max = heldPoint{TimedPoint: TimedPoint{Point: *pt, At: at, Source: src}, k: k}
+			s.max = heldPoint{TimedPoint: timed(pt, at, src), k: k}
 		}
 		if step >= s.last.Step {
-			s.last = heldPoint{TimedPoint: TimedPoint{Point: *pt, At: at, Source: src}, k: k}
+			s.last = heldPoint{TimedPoint: timed(pt, at, src), k: k}
 		}
 	default: // a bucket already closed: the step counter went back
-		out = append(out, TimedPoint{Point: *pt, At: at, Source: src})
+		out = append(out, timed(pt, at, src))
 		s.stored++
 	}
 	if s.stored > ThinBudget {
